@@ -1,0 +1,31 @@
+"""A local OpenAI-compatible server (Realtime websocket + Chat Completions) for offline agents."""
+
+from .errors import EmulatorError
+from .faults import Faults
+from .latency import LatencyModel
+from .models import ModelCatalog
+from .replies import (
+    ReplyContext,
+    ReplyRules,
+    Rule,
+    TextReply,
+    ToolCallReply,
+    ToolSpec,
+    Turn,
+)
+from .server import Emulator
+
+__all__ = [
+    "Emulator",
+    "EmulatorError",
+    "Faults",
+    "LatencyModel",
+    "ModelCatalog",
+    "ReplyContext",
+    "ReplyRules",
+    "Rule",
+    "TextReply",
+    "ToolCallReply",
+    "ToolSpec",
+    "Turn",
+]

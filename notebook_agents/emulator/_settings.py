@@ -1,0 +1,65 @@
+"""What every endpoint of one emulator shares: defaults, rules, models, and the request log."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from .conversation import Conversation
+from .faults import Faults
+from .latency import LatencyModel
+from .models import ModelCatalog
+from .replies import ReplyRules
+
+
+@dataclass
+class ConnectionLog:
+    """One client connection (websocket or HTTP request): its settings and timed events."""
+
+    kind: str
+    path: str
+    latency: LatencyModel
+    faults: Faults
+    started: float = field(default_factory=time.perf_counter)
+    events: deque[tuple[float, str, str]] = field(default_factory=lambda: deque(maxlen=10_000))
+    """(perf_counter, "in" | "out", event type) as seen by the server; the latest 10,000"""
+    conversation: Conversation | None = None
+    """a Realtime connection's conversation, as the model sees it"""
+
+    def record(self, direction: str, event_type: str) -> None:
+        self.events.append((time.perf_counter(), direction, event_type))
+
+    def types(self, direction: str) -> list[str]:
+        return [kind for _, d, kind in self.events if d == direction]
+
+
+@dataclass
+class EmulatorSettings:
+    """Server defaults; each connection may override latency and faults in its query string."""
+
+    latency: LatencyModel = field(default_factory=LatencyModel)
+    faults: Faults = field(default_factory=Faults)
+    rules: ReplyRules = field(default_factory=ReplyRules)
+    models: ModelCatalog = field(default_factory=ModelCatalog)
+    validate: bool = True
+    """check every event both ways against the ``openai`` package's realtime types"""
+    connections: deque[ConnectionLog] = field(default_factory=lambda: deque(maxlen=1_000))
+    """the latest 1,000 connections, newest last"""
+
+    def open_connection(self, kind: str, path: str, query: Mapping[str, str]) -> ConnectionLog:
+        """Resolve a connection's latency and faults (raises ParameterError) and log it."""
+        log = ConnectionLog(
+            kind=kind,
+            path=path,
+            latency=LatencyModel.from_query(query, self.latency),
+            faults=Faults.from_query(query, self.faults),
+        )
+        self.connections.append(log)
+        return log
+
+
+SETTINGS_KEY = web.AppKey("settings", EmulatorSettings)

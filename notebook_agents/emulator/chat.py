@@ -1,0 +1,605 @@
+"""Chat Completions (``POST /v1/chat/completions``) and Models (``GET /v1/models[/{id}]``).
+
+What ``livekit.plugins.openai.LLM`` sends: Chat Completions (not Responses) with
+``stream=True``, ``stream_options={"include_usage": True}``, ``tools`` when the agent has
+any, optional ``tool_choice`` / ``parallel_tool_calls`` / ``reasoning_effort`` (ignored here),
+and ``GET /v1/models`` to prewarm its connection. Replies come from the shared
+``ReplyRules`` (see ``replies.py``); text streams one word per chunk.
+
+Per-request latency and faults, three equivalent ways:
+
+* ``base_url=emu.base_url(rtt_ms=20)`` (``http://127.0.0.1:PORT/v1?rtt_ms=20``). The
+  ``openai`` SDK does not keep a query string apart from the path it appends: it requests
+  ``/v1/?rtt_ms=20chat/completions``. ``glued_query`` takes that form apart, so this works.
+* ``AsyncOpenAI(base_url=emu.url + "/v1", default_query={"rtt_ms": "20"})``.
+* ``openai.LLM(base_url=emu.url + "/v1", extra_query={"rtt_ms": "20"})`` (livekit).
+
+Timing: the first chunk (or a non-streamed body) leaves ``LatencyModel.http_first_byte_s``
+after the request arrived: connect round trips if it came on a new TCP connection, the round
+trip, ``created_ms`` and ``first_token_ms``; then ``token_ms`` between deltas. A non-streamed
+body waits for all its deltas. An error costs the round trip (and connect) only.
+
+Faults: ``fail_responses`` answers 500 ``server_error``; ``error_on=chat.completions`` answers
+400; ``drop_after=N`` closes the connection after N streamed chunks (no ``[DONE]``; a
+non-streamed body counts as one chunk, so ``drop_after=0`` drops it unanswered);
+``cancel_responses`` ends the reply before any content: no deltas, no tool call,
+``finish_reason`` ``"stop"`` (Chat Completions has no cancelled status, and an empty
+completion is what a client sees of a reply cut off before it began).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from ._params import ParameterError
+from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
+from .errors import http_error
+from .latency import LatencyModel, sleep_until
+from .replies import Reply, ReplyContext, TextReply, ToolCallReply, ToolSpec, Turn, tokens
+
+Json = dict[str, Any]
+
+CHAT_PATH = "/v1/chat/completions"
+ERROR_ON_NAMES = ("chat.completions", "chat.completions.create")
+"""``error_on`` values that fail a Chat Completions request"""
+FINGERPRINT = "fp_emulator"
+MODEL_CREATED = 1_700_000_000
+"""a fixed ``created`` for listed models, so listings are deterministic"""
+ARGUMENT_FRAGMENT = 16
+"""tool-call arguments stream in pieces this long, as the real service splits them"""
+
+_MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_GLUED = re.compile(r"^(?P<query>.*?)(?P<endpoint>chat/completions|models(?:/[^&]+)?)$")
+
+
+class _Reject(Exception):
+    """A request the emulator answers with an OpenAI-shaped error instead of a completion."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        type: str = "invalid_request_error",
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.param, self.type = (
+            status,
+            message,
+            code,
+            param,
+            type,
+        )
+
+    def response(self) -> web.Response:
+        return http_error(
+            self.status, self.message, type=self.type, code=self.code, param=self.param
+        )
+
+
+# ---------------------------------------------------------------- new-connection tracking
+
+# A transport serves one server only, so one process-wide set is exact; weak, so closed
+# connections drop out. The app itself is frozen once serving, so it cannot hold the set.
+_seen_transports: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
+_seen_lock = threading.Lock()  # emulators on several threads share the set
+
+
+def first_request_on_connection(request: web.Request) -> bool:
+    """True for the first request on its TCP connection: only that one pays the connect cost."""
+    transport = request.transport
+    if transport is None:
+        return False
+    with _seen_lock:
+        if transport in _seen_transports:
+            return False
+        _seen_transports.add(transport)
+        return True
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """When a request's answer may leave, from the moment it arrived."""
+
+    latency: LatencyModel
+    new_connection: bool
+    arrived: float
+
+    def first_byte(self) -> float:
+        return self.arrived + self.latency.http_first_byte_s(new_connection=self.new_connection)
+
+    def delta(self, index: int) -> float:
+        """The ``index``-th content delta (0 = the first chunk)."""
+        return self.first_byte() + index * self.latency.token_ms / 1000.0
+
+    def error(self) -> float:
+        """An error does no server work: only the network costs."""
+        connect = self.latency.connect_s() if self.new_connection else 0.0
+        return self.arrived + connect + self.latency.rtt_ms / 1000.0
+
+
+# ---------------------------------------------------------------------------- handlers
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    """``POST /v1/chat/completions``."""
+    return await serve_chat(request, request.query)
+
+
+async def list_models(request: web.Request) -> web.StreamResponse:
+    """``GET /v1/models``: every model the catalog knows, as OpenAI's list object."""
+    return await serve_models(request, request.query, None)
+
+
+async def retrieve_model(request: web.Request) -> web.StreamResponse:
+    """``GET /v1/models/{model}``: one model, or 404 ``model_not_found``."""
+    return await serve_models(request, request.query, request.match_info["model"])
+
+
+async def glued_query(request: web.Request) -> web.StreamResponse:
+    """``/v1/?rtt_ms=20chat/completions``: the SDK's URL for ``base_url=.../v1?rtt_ms=20``."""
+    split = split_glued_query(request.rel_url.raw_query_string)
+    if split is None:
+        return http_error(404, f"Unknown path {request.method} {request.path}", code="unknown_url")
+    endpoint, query = split
+    if endpoint == "chat/completions":
+        if request.method != "POST":
+            return http_error(405, f"{request.method} is not allowed on {CHAT_PATH}")
+        return await serve_chat(request, query)
+    if request.method != "GET":
+        return http_error(405, f"{request.method} is not allowed on /v1/{endpoint}")
+    model = endpoint.partition("/")[2] or None
+    return await serve_models(request, query, model)
+
+
+def split_glued_query(raw_query: str) -> tuple[str, dict[str, str]] | None:
+    """``"rtt_ms=20chat/completions"`` -> ``("chat/completions", {"rtt_ms": "20"})``."""
+    match = _GLUED.match(raw_query)
+    if match is None:
+        return None
+    return match["endpoint"], dict(parse_qsl(match["query"], keep_blank_values=True))
+
+
+async def serve_models(
+    request: web.Request, query: Mapping[str, str], model: str | None
+) -> web.StreamResponse:
+    settings = request.app[SETTINGS_KEY]
+    arrived = time.perf_counter()
+    try:
+        log = settings.open_connection("models", request.path, query)
+    except ParameterError as e:
+        return http_error(400, str(e), code="invalid_parameter")
+    clock = _Clock(log.latency, first_request_on_connection(request), arrived)
+    await sleep_until(clock.error())  # listing costs the network only
+    if model is None:
+        return web.json_response(
+            {"object": "list", "data": [_model_object(m) for m in settings.models.all()]}
+        )
+    if not _known_model(settings, model):
+        return _unknown_model(model).response()
+    return web.json_response(_model_object(model))
+
+
+async def serve_chat(request: web.Request, query: Mapping[str, str]) -> web.StreamResponse:
+    """One Chat Completions request, with ``query`` as its latency and fault parameters."""
+    settings = request.app[SETTINGS_KEY]
+    arrived = time.perf_counter()
+    try:
+        log = settings.open_connection("chat", CHAT_PATH, query)
+    except ParameterError as e:
+        return http_error(400, str(e), code="invalid_parameter")
+    clock = _Clock(log.latency, first_request_on_connection(request), arrived)
+    log.record("in", "chat.completions")
+    try:
+        chat = _ChatRequest.parse(await _read_json(request))
+        _check_request(settings, log, chat)
+    except _Reject as reject:
+        log.record("out", "error")
+        await sleep_until(clock.error())
+        return reject.response()
+    reply = None if log.faults.cancel_responses else settings.rules.reply(chat.reply_context())
+    completion = _Completion.start(chat, reply)
+    if chat.stream:
+        return await _stream(request, settings, log, clock, completion)
+    return await _respond(request, settings, log, clock, completion)
+
+
+# ----------------------------------------------------------------------- request parsing
+
+
+async def _read_json(request: web.Request) -> Json:
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge as e:
+        raise _Reject(413, f"The request body is too large: {e.text}") from None
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise _Reject(
+            400,
+            f"We could not parse the JSON body of your request ({e}). Send a JSON object "
+            'such as {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}.',
+        ) from None
+    if not isinstance(body, dict):
+        raise _Reject(400, f"The request body must be a JSON object, not {type(body).__name__}.")
+    return body
+
+
+@dataclass(frozen=True)
+class _ChatRequest:
+    """The parts of a Chat Completions request the emulator acts on."""
+
+    model: str
+    messages: list[Json]
+    tools: list[ToolSpec]
+    tool_choice: Any
+    stream: bool
+    include_usage: bool
+
+    @classmethod
+    def parse(cls, body: Json) -> _ChatRequest:
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise _Reject(400, "You must provide a model parameter.", param="model")
+        stream = body.get("stream") or False
+        if not isinstance(stream, bool):
+            raise _Reject(400, f"stream must be true or false, not {stream!r}.", param="stream")
+        stream_options = body.get("stream_options") or {}
+        return cls(
+            model=model,
+            messages=_parse_messages(body.get("messages")),
+            tools=_parse_tools(body.get("tools")),
+            tool_choice=body.get("tool_choice"),
+            stream=stream,
+            include_usage=isinstance(stream_options, dict)
+            and bool(stream_options.get("include_usage")),
+        )
+
+    def offered_tools(self) -> list[ToolSpec]:
+        """``tool_choice`` "none" hides the tools; a named function offers that one only."""
+        if self.tool_choice == "none":
+            return []
+        if isinstance(self.tool_choice, dict):
+            name = (self.tool_choice.get("function") or {}).get("name")
+            return [tool for tool in self.tools if tool.name == name]
+        return self.tools
+
+    def reply_context(self) -> ReplyContext:
+        return reply_context(self.messages, self.offered_tools())
+
+
+def _parse_messages(messages: Any) -> list[Json]:
+    if messages is None:
+        raise _Reject(400, "Missing required parameter: 'messages'.", param="messages")
+    if not isinstance(messages, list) or not messages:
+        raise _Reject(
+            400, "'messages' must be a non-empty array of message objects.", param="messages"
+        )
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _Reject(400, f"messages[{i}] must be an object.", param=f"messages[{i}]")
+        if message.get("role") not in _MESSAGE_ROLES:
+            raise _Reject(
+                400,
+                f"messages[{i}].role is {message.get('role')!r}; expected one of "
+                f"{', '.join(_MESSAGE_ROLES)}.",
+                param=f"messages[{i}].role",
+            )
+    return messages
+
+
+def _parse_tools(tools: Any) -> list[ToolSpec]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise _Reject(400, "'tools' must be an array of tool objects.", param="tools")
+    specs = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+            continue  # custom / built-in tools: the rules only call functions
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(function, dict) or not isinstance(name, str) or not name:
+            raise _Reject(
+                400, f"tools[{i}].function.name is required.", param=f"tools[{i}].function.name"
+            )
+        specs.append(
+            ToolSpec(
+                name=name,
+                parameters=function.get("parameters") or {},
+                description=function.get("description") or "",
+            )
+        )
+    return specs
+
+
+def _check_request(settings: EmulatorSettings, log: ConnectionLog, chat: _ChatRequest) -> None:
+    if not _known_model(settings, chat.model):
+        raise _unknown_model(chat.model)
+    if log.faults.error_on in ERROR_ON_NAMES:
+        raise _Reject(
+            400,
+            f"Injected error: error_on={log.faults.error_on} fails every Chat Completions "
+            "request on this connection.",
+            code="injected_error",
+        )
+    if log.faults.fail_responses:
+        raise _Reject(
+            500,
+            "Injected failure: fail_responses is set, so every response fails.",
+            code="server_error",
+            type="server_error",
+        )
+
+
+def _known_model(settings: EmulatorSettings, model: str) -> bool:
+    return settings.models.knows(model, realtime=False) or settings.models.knows(
+        model, realtime=True
+    )
+
+
+def _unknown_model(model: str) -> _Reject:
+    return _Reject(
+        404,
+        f"The model `{model}` does not exist in the emulator's catalog. Use a known model "
+        f"(GET /v1/models lists them) or add it: `emulator.settings.models.add([{model!r}])` "
+        f"or `Emulator(models=ModelCatalog(...))` (ModelCatalog.add).",
+        code="model_not_found",
+    )
+
+
+def _model_object(model: str) -> Json:
+    return {"id": model, "object": "model", "created": MODEL_CREATED, "owned_by": "system"}
+
+
+# ------------------------------------------------------------------- messages -> context
+
+
+def reply_context(messages: Sequence[Json], tools: Sequence[ToolSpec]) -> ReplyContext:
+    """What the reply rules see of a Chat Completions request.
+
+    Instructions are the system and developer messages' text, joined; the history keeps
+    every message in order, tool calls and outputs included (outputs named after their call).
+    """
+    instructions = [
+        content_text(m.get("content")) for m in messages if m["role"] in ("system", "developer")
+    ]
+    call_names: dict[str, str] = {}
+    history: list[Turn] = []
+    for message in messages:
+        history.extend(_turns(message, call_names))
+    return ReplyContext(
+        instructions="\n".join(text for text in instructions if text),
+        history=history,
+        tools=tools,
+    )
+
+
+def _turns(message: Json, call_names: dict[str, str]) -> list[Turn]:
+    role, text = message["role"], content_text(message.get("content"))
+    if role in ("system", "developer"):
+        return [Turn("system", text)]
+    if role == "user":
+        return [Turn("user", text)]
+    if role in ("tool", "function"):
+        call_id = message.get("tool_call_id")
+        name = call_names.get(call_id) if isinstance(call_id, str) else message.get("name")
+        return [Turn("tool_output", text, name=name)]
+    turns = [Turn("assistant", text)] if text else []
+    for call in message.get("tool_calls") or []:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function") or {}
+        name = str(function.get("name", ""))
+        if isinstance(call.get("id"), str):
+            call_names[call["id"]] = name
+        turns.append(Turn("tool_call", str(function.get("arguments", "")), name=name))
+    return turns
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a content list (images etc. skipped)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+# ------------------------------------------------------------------------------ replies
+
+
+@dataclass(frozen=True)
+class _Completion:
+    """One reply, as the deltas it streams as and the message it is when not streamed."""
+
+    id: str
+    created: int
+    model: str
+    reply: Reply | None
+    """None when the reply was cancelled before any content"""
+    prompt_tokens: int
+    include_usage: bool
+
+    @classmethod
+    def start(cls, chat: _ChatRequest, reply: Reply | None) -> _Completion:
+        return cls(
+            id=f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            created=int(time.time()),
+            model=chat.model,
+            reply=reply,
+            prompt_tokens=sum(_rough_tokens(content_text(m.get("content"))) for m in chat.messages),
+            include_usage=chat.include_usage,
+        )
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if isinstance(self.reply, ToolCallReply) else "stop"
+
+    def deltas(self) -> list[Json]:
+        """The content deltas after the role chunk, one per token (or argument fragment)."""
+        reply = self.reply
+        if isinstance(reply, TextReply):
+            return [{"content": token} for token in tokens(reply.text)]
+        if isinstance(reply, ToolCallReply):
+            arguments = reply.arguments_json
+            fragments = [
+                arguments[i : i + ARGUMENT_FRAGMENT]
+                for i in range(0, len(arguments), ARGUMENT_FRAGMENT)
+            ]
+            first = {
+                "index": 0,
+                "id": _call_id(self.id),
+                "type": "function",
+                "function": {"name": reply.name, "arguments": ""},
+            }
+            return [{"tool_calls": [first]}] + [
+                {"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}
+                for fragment in fragments
+            ]
+        return []
+
+    def chunk(self, delta: Json, finish_reason: str | None = None) -> Json:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return self._envelope("chat.completion.chunk") | {"choices": [choice]}
+
+    def chunks(self) -> list[tuple[int, Json]]:
+        """Every streamed chunk with the index of the delta it goes out with."""
+        deltas = self.deltas()
+        last = max(len(deltas) - 1, 0)
+        out = [(0, self.chunk({"role": "assistant", "content": ""}))]
+        out += [(i, self.chunk(delta)) for i, delta in enumerate(deltas)]
+        out.append((last, self.chunk({}, self.finish_reason)))
+        if self.include_usage:
+            out.append((last, self._envelope("chat.completion.chunk") | self._usage(deltas)))
+        return out
+
+    def message(self) -> Json:
+        """The whole ``chat.completion`` object, for a request without ``stream``."""
+        reply = self.reply
+        message: Json = {"role": "assistant", "content": None, "refusal": None}
+        if isinstance(reply, ToolCallReply):
+            message["tool_calls"] = [
+                {
+                    "id": _call_id(self.id),
+                    "type": "function",
+                    "function": {"name": reply.name, "arguments": reply.arguments_json},
+                }
+            ]
+        else:
+            message["content"] = reply.text if reply is not None else ""
+        choice = {"index": 0, "message": message, "logprobs": None}
+        return (
+            self._envelope("chat.completion")
+            | {"choices": [choice | {"finish_reason": self.finish_reason}]}
+            | self._usage(self.deltas())
+        )
+
+    def _envelope(self, kind: str) -> Json:
+        return {
+            "id": self.id,
+            "object": kind,
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": FINGERPRINT,
+        }
+
+    def _usage(self, deltas: list[Json]) -> Json:
+        usage = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": len(deltas),
+            "total_tokens": self.prompt_tokens + len(deltas),
+        }
+        return {"choices": [], "usage": usage}
+
+
+def _call_id(completion_id: str) -> str:
+    # Derived from the completion id so the streamed and whole forms agree.
+    return "call_" + completion_id.removeprefix("chatcmpl-")
+
+
+def _rough_tokens(text: str) -> int:
+    """About four characters a token, as OpenAI's rule of thumb; at least one per message."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+# ----------------------------------------------------------------------------- sending
+
+
+async def _respond(
+    request: web.Request,
+    settings: EmulatorSettings,
+    log: ConnectionLog,
+    clock: _Clock,
+    completion: _Completion,
+) -> web.StreamResponse:
+    body = completion.message()
+    if settings.validate:
+        ChatCompletion.model_validate(body)
+    await sleep_until(clock.delta(max(len(completion.deltas()) - 1, 0)))
+    if log.faults.drop_after == 0:
+        return _drop(request, log, web.Response())
+    log.record("out", "chat.completion")
+    return web.json_response(body)
+
+
+async def _stream(
+    request: web.Request,
+    settings: EmulatorSettings,
+    log: ConnectionLog,
+    clock: _Clock,
+    completion: _Completion,
+) -> web.StreamResponse:
+    chunks = completion.chunks()
+    if settings.validate:
+        for _, chunk in chunks:
+            ChatCompletionChunk.model_validate(chunk)
+    await sleep_until(clock.first_byte())
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    try:
+        await response.prepare(request)
+        for sent, (index, chunk) in enumerate(chunks):
+            if sent == log.faults.drop_after:
+                return _drop(request, log, response)
+            await sleep_until(clock.delta(index))
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            log.record("out", "chat.completion.chunk")
+        if len(chunks) == log.faults.drop_after:
+            return _drop(request, log, response)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+    except ConnectionError:
+        pass  # the client went away mid-stream (e.g. an interrupted agent turn)
+    return response
+
+
+def _drop(
+    request: web.Request, log: ConnectionLog, response: web.StreamResponse
+) -> web.StreamResponse:
+    """Close the connection abruptly: what was written is flushed, the rest never comes."""
+    log.record("out", "drop")
+    request.protocol.force_close()
+    # aiohttp then fails to finish ``response`` on the closed transport, and ignores that.
+    return response

@@ -1,0 +1,154 @@
+"""A Realtime conversation: the ordered items of one connection, edited as the service does."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .protocol import ProtocolError, new_id
+from .replies import Turn
+
+ROOT = "root"
+
+
+class Conversation:
+    """Items in order; the client inserts after ``previous_item_id`` (``"root"`` = first)."""
+
+    def __init__(self) -> None:
+        self._items: list[dict[str, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        return [copy.deepcopy(item) for item in self._items]
+
+    def get(self, item_id: str) -> dict[str, Any] | None:
+        return next((item for item in self._items if item["id"] == item_id), None)
+
+    def predecessor(self, item_id: str) -> str | None:
+        index = self._index(item_id)
+        return self._items[index - 1]["id"] if index > 0 else None
+
+    def insert(
+        self,
+        item: dict[str, Any],
+        previous_item_id: str | None = None,
+        *,
+        event_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Add ``item`` (an id is assigned if missing) and return the stored copy.
+
+        ``previous_item_id`` None appends; ``"root"`` puts it first.
+        """
+        stored = copy.deepcopy(item)
+        stored.setdefault("id", new_id("item_"))
+        stored.setdefault("object", "realtime.item")
+        stored.setdefault("status", "completed")
+        if self.get(stored["id"]) is not None:
+            raise ProtocolError(
+                f"Item with id '{stored['id']}' already exists.",
+                code="item_create_duplicate_item_id",
+                param="item.id",
+                event_id=event_id,
+            )
+        if previous_item_id is None:
+            self._items.append(stored)
+        elif previous_item_id == ROOT:
+            self._items.insert(0, stored)
+        else:
+            if self.get(previous_item_id) is None:
+                raise ProtocolError(
+                    f"Previous item with id '{previous_item_id}' not found.",
+                    code="item_create_invalid_previous_item_id",
+                    param="previous_item_id",
+                    event_id=event_id,
+                )
+            self._items.insert(self._index(previous_item_id) + 1, stored)
+        return stored
+
+    def delete(self, item_id: str, *, event_id: str | None = None) -> None:
+        if self.get(item_id) is None:
+            raise ProtocolError(
+                f"Item with item_id '{item_id}' not found.",
+                code="item_delete_invalid_item_id",
+                param="item_id",
+                event_id=event_id,
+            )
+        del self._items[self._index(item_id)]
+
+    def truncate(
+        self, item_id: str, content_index: int, audio_end_ms: int, *, event_id: str | None = None
+    ) -> None:
+        """Cut an assistant audio part at ``audio_end_ms``; its transcript is cut to match."""
+        item = self.get(item_id)
+        if item is None or item.get("role") != "assistant":
+            raise ProtocolError(
+                f"Assistant item with id '{item_id}' not found.",
+                code="item_truncate_invalid_item_id",
+                param="item_id",
+                event_id=event_id,
+            )
+        parts = item.get("content") or []
+        if not 0 <= content_index < len(parts) or parts[content_index].get("type") != "output_audio":
+            raise ProtocolError(
+                f"Content index {content_index} of item '{item_id}' is not audio.",
+                code="invalid_value",
+                param="content_index",
+                event_id=event_id,
+            )
+        part = parts[content_index]
+        duration_ms = int(part.get("_audio_ms", 0))
+        if audio_end_ms > duration_ms:
+            raise ProtocolError(
+                f"audio_end_ms {audio_end_ms} is longer than the audio ({duration_ms} ms).",
+                code="invalid_value",
+                param="audio_end_ms",
+                event_id=event_id,
+            )
+        words = (part.get("transcript") or "").split()
+        kept = round(len(words) * audio_end_ms / duration_ms) if duration_ms else 0
+        part["transcript"] = " ".join(words[:kept])
+        part["_audio_ms"] = audio_end_ms
+
+    def turns(self) -> list[Turn]:
+        """The conversation as the reply rules see it."""
+        return [turn for item in self._items if (turn := to_turn(item)) is not None]
+
+    def _index(self, item_id: str) -> int:
+        return next(i for i, item in enumerate(self._items) if item["id"] == item_id)
+
+
+def to_turn(item: dict[str, Any]) -> Turn | None:
+    kind = item.get("type")
+    if kind == "function_call":
+        return Turn("tool_call", item.get("arguments") or "", name=item.get("name"))
+    if kind == "function_call_output":
+        return Turn("tool_output", str(item.get("output") or ""))
+    if kind != "message":
+        return None
+    role = item.get("role")
+    if role not in ("system", "user", "assistant"):
+        return None
+    return Turn(role, content_text(item))
+
+
+def content_text(item: dict[str, Any]) -> str:
+    """The text of a message: its text parts, or the transcripts of its audio parts."""
+    texts = []
+    for part in item.get("content") or []:
+        text = part.get("text") if part.get("text") is not None else part.get("transcript")
+        if text:
+            texts.append(str(text))
+    return " ".join(texts)
+
+
+def public(item: dict[str, Any]) -> dict[str, Any]:
+    """An item as sent to the client: without the emulator's private bookkeeping keys."""
+    result = {k: v for k, v in item.items() if not k.startswith("_")}
+    if "content" in result:
+        result["content"] = [
+            {k: v for k, v in part.items() if not k.startswith("_")} for part in result["content"]
+        ]
+    return result

@@ -1,0 +1,46 @@
+"""Fault injection, per connection: what to break so clients' failure paths can be exercised."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ._params import ParameterError, parse_count, parse_flag, parse_number
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Faults for one connection; the defaults break nothing.
+
+    Set as server defaults (``Emulator(faults=...)``) or per connection in the base_url query
+    string (``?drop_after=5&error_on=response.create``).
+    """
+
+    drop_after: int | None = None
+    """drop the socket abruptly after this many client events (HTTP: streamed chunks)"""
+    error_on: str | None = None
+    """answer every client event of this type with an ``error`` instead of handling it"""
+    ack_delay_ms: float = 0.0
+    """hold ``conversation.item.added/deleted`` acks this long (past the client's 5 s timeout)"""
+    fail_responses: bool = False
+    """end every response with status ``failed`` (HTTP: a 500 error)"""
+    cancel_responses: bool = False
+    """end every response with status ``cancelled`` before any content"""
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str], base: Faults | None = None) -> Faults:
+        base = base or cls()
+        overrides: dict[str, object] = {}
+        if "drop_after" in query:
+            overrides["drop_after"] = parse_count("drop_after", query["drop_after"])
+        if "error_on" in query:
+            if not query["error_on"]:
+                raise ParameterError("error_on= needs an event type (e.g. error_on=response.create)")
+            overrides["error_on"] = query["error_on"]
+        if "ack_delay_ms" in query:
+            overrides["ack_delay_ms"] = parse_number("ack_delay_ms", query["ack_delay_ms"])
+        for flag in ("fail_responses", "cancel_responses"):
+            if flag in query:
+                overrides[flag] = parse_flag(flag, query[flag])
+        return dataclasses.replace(base, **overrides)  # type: ignore[arg-type]

@@ -1,0 +1,611 @@
+"""The Realtime websocket (``/v1/realtime``): one ``RealtimeConnection`` per client.
+
+Events from the client arrive half a round trip late and are handled in order; replies leave
+half a round trip late, in order. Responses run as tasks so a cancel can overtake them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from aiohttp import WSMsgType, web
+
+from ._params import ParameterError
+from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
+from .conversation import Conversation, public
+from .errors import http_error
+from .latency import DelayedPipe, precise_sleep
+from .protocol import ProtocolError, check_server_event, error_event, new_id, parse_client_event
+from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_RATE = 24_000
+AUDIO_MS_PER_TOKEN = 200
+"""synthetic speech: each streamed word is this long"""
+_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+async def realtime_websocket(request: web.Request) -> web.StreamResponse:
+    """Upgrade to a Realtime session after checking the model and the latency/fault query."""
+    settings = request.app[SETTINGS_KEY]
+    model = request.query.get("model", "")
+    if not settings.models.knows(model, realtime=True):
+        return http_error(
+            404,
+            f"The model '{model}' does not exist or you do not have access to it. The emulator "
+            "knows: " + ", ".join(sorted(settings.models.realtime)) + " (add more with "
+            "ModelCatalog.add(..., realtime=True)).",
+            code="model_not_found",
+            param="model",
+        )
+    try:
+        log = settings.open_connection("realtime", request.path, request.query)
+    except ParameterError as e:
+        return http_error(400, str(e))
+    ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES, autoping=True)
+    if not ws.can_prepare(request).ok:
+        return http_error(400, "/v1/realtime is a websocket: connect with a websocket client.")
+    # TCP + TLS + upgrade: the client's connect returns after this many round trips.
+    await precise_sleep(log.latency.connect_s())
+    await ws.prepare(request)
+    connection = RealtimeConnection(ws, request, settings, log, model)
+    await connection.run()
+    return ws
+
+
+def default_session(model: str) -> dict[str, Any]:
+    """The session a new connection starts with, as the service defaults it."""
+    audio_format = {"type": "audio/pcm", "rate": SAMPLE_RATE}
+    return {
+        "type": "realtime",
+        "object": "realtime.session",
+        "id": new_id("sess_"),
+        "model": model,
+        "output_modalities": ["audio"],
+        "instructions": "",
+        "tools": [],
+        "tool_choice": "auto",
+        "max_output_tokens": "inf",
+        "audio": {
+            "input": {
+                "format": audio_format,
+                "transcription": None,
+                "noise_reduction": None,
+                "turn_detection": {
+                    "type": "server_vad",
+                    "threshold": 0.5,
+                    "prefix_padding_ms": 300,
+                    "silence_duration_ms": 200,
+                    "create_response": True,
+                    "interrupt_response": True,
+                },
+            },
+            "output": {"format": audio_format, "voice": "marin", "speed": 1.0},
+        },
+    }
+
+
+def merge_session(current: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Apply a ``session.update``: only the fields it names change (``audio`` merges deeply)."""
+    merged = copy.deepcopy(current)
+    for key, value in update.items():
+        if key == "audio" and isinstance(value, dict):
+            audio = merged.setdefault("audio", {})
+            for direction, settings in value.items():
+                if isinstance(settings, dict):
+                    audio.setdefault(direction, {}).update(copy.deepcopy(settings))
+        elif key != "type":
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+@dataclass
+class _Response:
+    id: str
+    task: asyncio.Task[None] | None = None
+    cancelled_by_client: bool = False
+
+
+class RealtimeConnection:
+    """One client's session: its settings, conversation, audio buffer and active response."""
+
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        request: web.Request,
+        settings: EmulatorSettings,
+        log: ConnectionLog,
+        model: str,
+    ) -> None:
+        self._ws = ws
+        self._request = request
+        self._settings = settings
+        self._log = log
+        self._latency = log.latency
+        self._faults = log.faults
+        self.session = default_session(model)
+        self.conversation = Conversation()
+        log.conversation = self.conversation
+        self._audio = bytearray()
+        self._response: _Response | None = None
+        self._client_events = 0
+        self._dropped = False
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._inbound: DelayedPipe[str] = DelayedPipe(self._latency.one_way_s, self._handle_raw)
+        self._outbound: DelayedPipe[dict[str, Any]] = DelayedPipe(
+            self._latency.one_way_s, self._send_now
+        )
+
+    async def run(self) -> None:
+        self._send({"type": "session.created", "session": self.session})
+        pipes = [
+            asyncio.create_task(self._inbound.run(), name="emulator-inbound"),
+            asyncio.create_task(self._outbound.run(), name="emulator-outbound"),
+        ]
+        try:
+            async for message in self._ws:
+                if message.type == WSMsgType.TEXT:
+                    self._inbound.put(message.data)
+                elif message.type == WSMsgType.ERROR:
+                    break
+        finally:
+            for timer in self._timers:
+                timer.cancel()
+            tasks = [*pipes, *([self._response.task] if self._response and self._response.task else [])]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._ws.close()
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def _send(self, event: dict[str, Any], *, extra_delay_s: float = 0.0) -> None:
+        """Queue a server event; it leaves half a round trip (plus ``extra_delay_s``) later."""
+        event.setdefault("event_id", new_id("event_"))
+        if self._settings.validate:
+            check_server_event(event)
+        if extra_delay_s > 0:
+            timer = asyncio.get_running_loop().call_later(extra_delay_s, self._outbound.put, event)
+            self._timers.add(timer)
+        else:
+            self._outbound.put(event)
+
+    async def _send_now(self, event: dict[str, Any]) -> None:
+        if self._ws.closed or self._dropped:
+            return
+        self._log.record("out", event["type"])
+        with contextlib.suppress(ConnectionResetError):
+            await self._ws.send_str(json.dumps(event))
+
+    def _ack(self, event: dict[str, Any]) -> None:
+        """Conversation acks can be held back by the ``ack_delay_ms`` fault."""
+        self._send(event, extra_delay_s=self._faults.ack_delay_ms / 1000.0)
+
+    # -- receiving -------------------------------------------------------------------------
+
+    async def _handle_raw(self, raw: str) -> None:
+        if self._dropped:
+            return
+        self._client_events += 1
+        try:
+            event = parse_client_event(raw, validate=self._settings.validate)
+            self._log.record("in", event["type"])
+            if event["type"] == self._faults.error_on:
+                raise ProtocolError(
+                    f"Injected fault: every {event['type']} fails on this connection.",
+                    code="injected_fault",
+                    type="server_error",
+                    event_id=event.get("event_id"),
+                )
+            await self._dispatch(event)
+        except ProtocolError as e:
+            self._send(e.to_event())
+        if self._faults.drop_after is not None and self._client_events >= self._faults.drop_after:
+            self._drop()
+
+    def _drop(self) -> None:
+        """Lose the connection abruptly, as a network failure would: no close frame."""
+        self._dropped = True
+        transport = self._request.transport
+        if transport is not None:
+            transport.abort()
+
+    async def _dispatch(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        event_id = event.get("event_id")
+        if kind == "session.update":
+            self._update_session(event)
+        elif kind == "conversation.item.create":
+            await precise_sleep(self._latency.item_ms / 1000.0)
+            self._create_item(event["item"], event.get("previous_item_id"), event_id)
+        elif kind == "conversation.item.delete":
+            self.conversation.delete(event["item_id"], event_id=event_id)
+            self._ack({"type": "conversation.item.deleted", "item_id": event["item_id"]})
+        elif kind == "conversation.item.truncate":
+            self._truncate(event)
+        elif kind == "conversation.item.retrieve":
+            item = self.conversation.get(event["item_id"])
+            if item is None:
+                raise ProtocolError(
+                    f"Item with id '{event['item_id']}' not found.",
+                    code="item_retrieve_invalid_item_id",
+                    param="item_id",
+                    event_id=event_id,
+                )
+            self._send({"type": "conversation.item.retrieved", "item": public(item)})
+        elif kind == "input_audio_buffer.append":
+            self._audio.extend(base64.b64decode(event["audio"]))
+        elif kind == "input_audio_buffer.commit":
+            self._commit_audio(event_id)
+        elif kind == "input_audio_buffer.clear":
+            self._audio.clear()
+            self._send({"type": "input_audio_buffer.cleared"})
+        elif kind == "response.create":
+            self._create_response(event.get("response") or {}, event_id)
+        elif kind == "response.cancel":
+            self._cancel_response(event.get("response_id"), event_id)
+        # output_audio_buffer.clear only applies to WebRTC sessions: nothing to do here.
+
+    def _update_session(self, event: dict[str, Any]) -> None:
+        update = event["session"]
+        if update.get("type") == "transcription":
+            raise ProtocolError(
+                "Transcription sessions are not emulated; use a realtime session.",
+                code="invalid_value",
+                param="session.type",
+                event_id=event.get("event_id"),
+            )
+        self.session = merge_session(self.session, update)
+        self._send({"type": "session.updated", "session": self.session})
+
+    def _create_item(
+        self, item: dict[str, Any], previous_item_id: str | None, event_id: str | None
+    ) -> None:
+        stored = self.conversation.insert(item, previous_item_id, event_id=event_id)
+        self._ack(
+            {
+                "type": "conversation.item.added",
+                "item": public(stored),
+                "previous_item_id": self.conversation.predecessor(stored["id"]),
+            }
+        )
+
+    def _truncate(self, event: dict[str, Any]) -> None:
+        self.conversation.truncate(
+            event["item_id"],
+            event["content_index"],
+            event["audio_end_ms"],
+            event_id=event.get("event_id"),
+        )
+        self._send(
+            {
+                "type": "conversation.item.truncated",
+                "item_id": event["item_id"],
+                "content_index": event["content_index"],
+                "audio_end_ms": event["audio_end_ms"],
+            }
+        )
+
+    def _commit_audio(self, event_id: str | None) -> None:
+        if len(self._audio) < SAMPLE_RATE * 2 // 10:
+            raise ProtocolError(
+                "Error committing input audio buffer: buffer too small. Expected at least "
+                f"100ms of audio, but buffer only has {len(self._audio) * 1000 // (SAMPLE_RATE * 2)}"
+                "ms of audio.",
+                code="input_audio_buffer_commit_empty",
+                event_id=event_id,
+            )
+        duration_ms = len(self._audio) * 1000 // (SAMPLE_RATE * 2)
+        self._audio.clear()
+        previous = self.conversation.items[-1]["id"] if len(self.conversation) else None
+        stored = self.conversation.insert(
+            {
+                "type": "message",
+                "role": "user",
+                # The emulator cannot hear: the "transcript" says how much audio there was.
+                "content": [{"type": "input_audio", "transcript": f"[{duration_ms} ms of audio]"}],
+            }
+        )
+        self._send(
+            {
+                "type": "input_audio_buffer.committed",
+                "item_id": stored["id"],
+                "previous_item_id": previous,
+            }
+        )
+        self._ack({"type": "conversation.item.added", "item": public(stored), "previous_item_id": previous})
+        if self.session["audio"]["input"].get("transcription"):
+            self._send(
+                {
+                    "type": "conversation.item.input_audio_transcription.completed",
+                    "item_id": stored["id"],
+                    "content_index": 0,
+                    "transcript": f"[{duration_ms} ms of audio]",
+                    "usage": {"type": "duration", "seconds": duration_ms / 1000.0},
+                }
+            )
+
+    # -- responses -------------------------------------------------------------------------
+
+    def _create_response(self, params: dict[str, Any], event_id: str | None) -> None:
+        if self._response is not None:
+            raise ProtocolError(
+                "Conversation already has an active response in progress: "
+                f"{self._response.id}. Wait until the response is finished before creating a new one.",
+                code="conversation_already_has_active_response",
+                event_id=event_id,
+            )
+        response = _Response(id=new_id("resp_"))
+        self._response = response
+        response.task = asyncio.create_task(self._run_response(response, params))
+
+    def _cancel_response(self, response_id: str | None, event_id: str | None) -> None:
+        active = self._response
+        if active is None or (response_id is not None and response_id != active.id):
+            raise ProtocolError(
+                "Cancellation failed: no active response found"
+                + (f" with id '{response_id}'." if response_id else "."),
+                code="response_cancel_not_active",
+                event_id=event_id,
+            )
+        active.cancelled_by_client = True
+        assert active.task is not None
+        active.task.cancel()
+
+    async def _run_response(self, response: _Response, params: dict[str, Any]) -> None:
+        run = _ResponseRun(self, response, params)
+        try:
+            await run.execute()
+        except asyncio.CancelledError:
+            if not response.cancelled_by_client:
+                raise
+            run.finish("cancelled", {"type": "cancelled", "reason": "client_cancelled"})
+        finally:
+            if self._response is response:
+                self._response = None
+
+    # Used by _ResponseRun.
+    @property
+    def latency_s(self) -> tuple[float, float, float]:
+        lat = self._latency
+        return lat.created_ms / 1000.0, lat.first_token_ms / 1000.0, lat.token_ms / 1000.0
+
+    @property
+    def faults(self) -> Any:
+        return self._faults
+
+    @property
+    def settings(self) -> EmulatorSettings:
+        return self._settings
+
+    def send(self, event: dict[str, Any]) -> None:
+        self._send(event)
+
+
+class _ResponseRun:
+    """One response from ``response.created`` to ``response.done``, in the service's order."""
+
+    def __init__(
+        self, connection: RealtimeConnection, response: _Response, params: dict[str, Any]
+    ) -> None:
+        self._conn = connection
+        session = connection.session
+        self.id = response.id
+        self.params = params
+        self.modalities: list[str] = params.get("output_modalities") or session["output_modalities"]
+        self.instructions: str = params.get("instructions") or session.get("instructions") or ""
+        self.tools: list[dict[str, Any]] = (
+            params["tools"] if params.get("tools") is not None else session.get("tools") or []
+        )
+        self.in_conversation = params.get("conversation", "auto") != "none"
+        self.output: list[dict[str, Any]] = []
+        self._open_item: dict[str, Any] | None = None
+        self._output_tokens = 0
+
+    def _body(self, status: str, status_details: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "realtime.response",
+            "status": status,
+            "status_details": status_details,
+            "output": [public(item) for item in self.output],
+            "output_modalities": self.modalities,
+            "metadata": self.params.get("metadata"),
+            "conversation_id": "conv_emulator" if self.in_conversation else None,
+            "usage": self._usage() if status != "in_progress" else None,
+        }
+
+    def _usage(self) -> dict[str, Any]:
+        input_tokens = sum(len(turn.text.split()) + 1 for turn in self._conn.conversation.turns())
+        audio = "audio" in self.modalities
+        return {
+            "input_tokens": input_tokens,
+            "output_tokens": self._output_tokens,
+            "total_tokens": input_tokens + self._output_tokens,
+            "input_token_details": {"text_tokens": input_tokens, "audio_tokens": 0, "cached_tokens": 0},
+            "output_token_details": {
+                "text_tokens": 0 if audio else self._output_tokens,
+                "audio_tokens": self._output_tokens if audio else 0,
+            },
+        }
+
+    async def execute(self) -> None:
+        created_s, first_token_s, token_s = self._conn.latency_s
+        await precise_sleep(created_s)
+        self._conn.send({"type": "response.created", "response": self._body("in_progress")})
+        faults = self._conn.faults
+        if faults.cancel_responses:
+            self.finish("cancelled", {"type": "cancelled", "reason": "turn_detected"})
+            return
+        if faults.fail_responses:
+            self.finish(
+                "failed",
+                {
+                    "type": "failed",
+                    "error": {"type": "server_error", "code": "injected_fault"},
+                },
+            )
+            return
+        reply = self._conn.settings.rules.reply(
+            ReplyContext(
+                instructions=self.instructions,
+                history=self._conn.conversation.turns(),
+                tools=[_tool_spec(tool) for tool in self.tools if tool.get("type") == "function"],
+            )
+        )
+        await precise_sleep(first_token_s)
+        if isinstance(reply, ToolCallReply):
+            self._function_call(reply)
+        else:
+            await self._message(reply, token_s)
+        self.finish("completed")
+
+    def _add_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        conversation = self._conn.conversation
+        previous = conversation.items[-1]["id"] if len(conversation) else None
+        if self.in_conversation:
+            item = conversation.insert(item)
+        self.output.append(item)
+        self._open_item = item
+        added = public(item)
+        self._conn.send(
+            {
+                "type": "response.output_item.added",
+                "response_id": self.id,
+                "output_index": len(self.output) - 1,
+                "item": added,
+            }
+        )
+        if self.in_conversation:
+            self._conn.send(
+                {"type": "conversation.item.added", "item": added, "previous_item_id": previous}
+            )
+        return item
+
+    def _close_item(self, status: str) -> None:
+        item = self._open_item
+        if item is None:
+            return
+        item["status"] = status
+        done = public(item)
+        self._conn.send(
+            {
+                "type": "response.output_item.done",
+                "response_id": self.id,
+                "output_index": len(self.output) - 1,
+                "item": done,
+            }
+        )
+        if self.in_conversation:
+            self._conn.send({"type": "conversation.item.done", "item": done})
+        self._open_item = None
+
+    def _function_call(self, reply: ToolCallReply) -> None:
+        call_id = new_id("call_")
+        item = self._add_item(
+            {
+                "type": "function_call",
+                "status": "in_progress",
+                "call_id": call_id,
+                "name": reply.name,
+                "arguments": "",
+            }
+        )
+        arguments = reply.arguments_json
+        where = {"response_id": self.id, "item_id": item["id"], "output_index": len(self.output) - 1}
+        self._conn.send(
+            {"type": "response.function_call_arguments.delta", "call_id": call_id, "delta": arguments, **where}
+        )
+        self._conn.send(
+            {
+                "type": "response.function_call_arguments.done",
+                "call_id": call_id,
+                "name": reply.name,
+                "arguments": arguments,
+                **where,
+            }
+        )
+        item["arguments"] = arguments
+        self._output_tokens += max(1, len(arguments) // 4)
+        self._close_item("completed")
+
+    async def _message(self, reply: TextReply, token_s: float) -> None:
+        audio = "audio" in self.modalities
+        part_type = "output_audio" if audio else "output_text"
+        item = self._add_item(
+            {"type": "message", "role": "assistant", "status": "in_progress", "content": []}
+        )
+        part: dict[str, Any] = (
+            {"type": part_type, "transcript": "", "_audio_ms": 0} if audio else {"type": part_type, "text": ""}
+        )
+        item["content"].append(part)
+        where = {
+            "response_id": self.id,
+            "item_id": item["id"],
+            "output_index": len(self.output) - 1,
+            "content_index": 0,
+        }
+        wire_part = {"type": "audio", "transcript": ""} if audio else {"type": "text", "text": ""}
+        self._conn.send({"type": "response.content_part.added", "part": wire_part, **where})
+        for index, token in enumerate(tokens(reply.text)):
+            if index:
+                await precise_sleep(token_s)
+            self._output_tokens += 1
+            if audio:
+                part["transcript"] += token
+                part["_audio_ms"] += AUDIO_MS_PER_TOKEN
+                self._conn.send({"type": "response.output_audio_transcript.delta", "delta": token, **where})
+                self._conn.send(
+                    {"type": "response.output_audio.delta", "delta": synthetic_audio(token), **where}
+                )
+            else:
+                part["text"] += token
+                self._conn.send({"type": "response.output_text.delta", "delta": token, **where})
+        if audio:
+            self._conn.send(
+                {"type": "response.output_audio_transcript.done", "transcript": part["transcript"], **where}
+            )
+            self._conn.send({"type": "response.output_audio.done", **where})
+            wire_part["transcript"] = part["transcript"]
+        else:
+            self._conn.send({"type": "response.output_text.done", "text": part["text"], **where})
+            wire_part["text"] = part["text"]
+        self._conn.send({"type": "response.content_part.done", "part": wire_part, **where})
+        self._close_item("completed")
+
+    def finish(self, status: str, status_details: dict[str, Any] | None = None) -> None:
+        """Close whatever is open and send ``response.done`` with ``status``."""
+        self._close_item("completed" if status == "completed" else "incomplete")
+        self._conn.send({"type": "response.done", "response": self._body(status, status_details)})
+
+
+def _tool_spec(tool: dict[str, Any]) -> ToolSpec:
+    return ToolSpec(
+        name=str(tool.get("name", "")),
+        parameters=tool.get("parameters") or {},
+        description=str(tool.get("description") or ""),
+    )
+
+
+_audio_cache: dict[int, str] = {}
+
+
+def synthetic_audio(token: str) -> str:
+    """Base64 PCM16 mono 24 kHz "speech" for one token: a quiet tone, its pitch from the word."""
+    pitch = 180 + (sum(map(ord, token)) % 8) * 20
+    if pitch not in _audio_cache:
+        samples = SAMPLE_RATE * AUDIO_MS_PER_TOKEN // 1000
+        t = np.arange(samples) / SAMPLE_RATE
+        wave = 0.1 * np.sin(2 * math.pi * pitch * t) * np.hanning(samples)
+        _audio_cache[pitch] = base64.b64encode((wave * 32767).astype("<i2").tobytes()).decode()
+    return _audio_cache[pitch]

@@ -1,0 +1,236 @@
+"""The emulator's aiohttp app, and ``Emulator``: the app on its own thread and loop, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import threading
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+from typing_extensions import Self
+from yarl import URL
+
+from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
+from .chat import chat_completions, list_models, retrieve_model
+from .errors import EmulatorError, http_error
+from .faults import Faults
+from .latency import LatencyModel, query_to_str
+from .models import ModelCatalog
+from .realtime import realtime_websocket
+from .replies import ReplyRules
+
+HOST = "127.0.0.1"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+# The openai SDK appends the endpoint after a base_url's query string
+# ("/v1/?rtt_ms=20chat/completions"); these are the endpoints recovered from that shape.
+_SDK_QUERY_ROUTES: dict[tuple[str, str], Handler] = {
+    ("POST", "chat/completions"): chat_completions,
+    ("GET", "models"): list_models,
+}
+
+
+def _recover_sdk_url(request: web.Request) -> tuple[web.Request, Handler] | None:
+    """Route a URL the openai SDK built from ``base_url="http://.../v1?rtt_ms=20"``."""
+    if not request.path.endswith("/") or not request.query_string:
+        return None
+    for (method, suffix), handler in _SDK_QUERY_ROUTES.items():
+        if request.method == method and request.query_string.endswith(suffix):
+            query = request.query_string[: -len(suffix)]
+            url = URL.build(path=request.path + suffix, query_string=query)
+            return request.clone(rel_url=url), handler
+    return None
+
+
+@web.middleware
+async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML."""
+    if (recovered := _recover_sdk_url(request)) is not None:
+        request, handler = recovered
+    if not request.path.startswith("/v1/"):
+        return http_error(404, f"Unknown path {request.path}: the API lives under /v1", code="unknown_url")
+    if not _has_credentials(request):
+        return http_error(
+            401,
+            "No API key provided: send 'Authorization: Bearer <any key>' (the emulator "
+            "accepts any key, and never stores it).",
+            code="invalid_api_key",
+        )
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        return http_error(404, f"Unknown path {request.method} {request.path}", code="unknown_url")
+    except web.HTTPMethodNotAllowed:
+        return http_error(405, f"{request.method} is not allowed on {request.path}")
+
+
+def _has_credentials(request: web.Request) -> bool:
+    auth = request.headers.get("Authorization", "")
+    return (auth.startswith("Bearer ") and len(auth) > len("Bearer ")) or bool(
+        request.headers.get("api-key")
+    )
+
+
+def create_app(settings: EmulatorSettings) -> web.Application:
+    app = web.Application(middlewares=[_openai_errors])
+    app[SETTINGS_KEY] = settings
+    app.router.add_get("/v1/realtime", realtime_websocket)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_get("/v1/models/{model}", retrieve_model)
+    return app
+
+
+async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, int]:
+    """Bind ``app`` on 127.0.0.1:``port`` (0 picks a free one); a taken port is a clear error."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, HOST, port, reuse_address=False)
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        if e.errno == errno.EADDRINUSE:
+            raise EmulatorError(
+                f"port {port} on {HOST} is in use: pass port=0 (--port 0) to pick a free "
+                "port, or stop the process that holds it"
+            ) from None
+        raise EmulatorError(f"cannot listen on {HOST}:{port}: {e.strerror}") from None
+    server = site._server
+    assert isinstance(server, asyncio.base_events.Server)
+    bound_port = int(server.sockets[0].getsockname()[1])
+    return runner, bound_port
+
+
+class Emulator:
+    """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline.
+
+    Runs on its own thread and event loop, so it serves while the caller's loop (a notebook's,
+    a test's, or the agent's) is busy. Use as a context manager::
+
+        with Emulator(latency=LatencyModel(rtt_ms=20)) as emu:
+            model = openai.realtime.RealtimeModel(base_url=emu.base_url(), api_key="x")
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        latency: LatencyModel | None = None,
+        faults: Faults | None = None,
+        rules: ReplyRules | None = None,
+        models: ModelCatalog | None = None,
+        validate: bool = True,
+    ) -> None:
+        self.settings = EmulatorSettings(
+            latency=latency or LatencyModel(),
+            faults=faults or Faults(),
+            rules=rules or ReplyRules(),
+            models=models or ModelCatalog(),
+            validate=validate,
+        )
+        self._requested_port = port
+        self._port: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped: asyncio.Event | None = None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise EmulatorError("the emulator is not running: call start() or use `with Emulator()`")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return f"http://{HOST}:{self.port}"
+
+    def base_url(self, **overrides: Any) -> str:
+        """The ``base_url`` to give a client, with per-connection latency and faults.
+
+        ``emu.base_url(rtt_ms=20, drop_after=5)`` -> ``http://127.0.0.1:PORT/v1?rtt_ms=20&drop_after=5``
+        """
+        query = query_to_str(overrides)
+        return f"{self.url}/v1" + (f"?{query}" if query else "")
+
+    @property
+    def connections(self) -> list[ConnectionLog]:
+        """Connections served so far (latest 1,000), newest last."""
+        return list(self.settings.connections)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> Self:
+        """Serve on a new thread; returns once the port is bound (or raises why it can't be)."""
+        if self.running:
+            return self
+        started = threading.Event()
+        failure: list[BaseException] = []
+        self._thread = threading.Thread(
+            target=self._serve, args=(started, failure), name="notebook-agents-emulator", daemon=True
+        )
+        self._thread.start()
+        started.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving and join the thread; open connections are closed. Safe to call twice."""
+        thread, loop, stopped = self._thread, self._loop, self._stopped
+        if thread is None or loop is None or stopped is None:
+            return
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(stopped.set)
+        thread.join(timeout)
+        self._thread = None
+        self._port = None
+
+    def _serve(self, started: threading.Event, failure: list[BaseException]) -> None:
+        # A loop of our own, created and closed on this thread; never anyone else's.
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._run(started, failure))
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            started.set()
+
+    async def _run(self, started: threading.Event, failure: list[BaseException]) -> None:
+        self._stopped = asyncio.Event()
+        try:
+            runner, self._port = await start_site(create_app(self.settings), self._requested_port)
+        except BaseException as e:
+            failure.append(e)
+            return
+        started.set()
+        try:
+            await self._stopped.wait()
+        finally:
+            await runner.cleanup()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = self.url if self._port is not None else "stopped"
+        return f"Emulator({where}, latency={self.settings.latency})"

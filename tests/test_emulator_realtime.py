@@ -1,0 +1,244 @@
+"""The real LiveKit OpenAI realtime plugin, unmodified, against the emulator over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from livekit.agents import llm
+from livekit.agents.llm import function_tool
+from livekit.plugins import openai
+from openai.types.realtime import ResponseCancelEvent
+
+from notebook_agents.emulator import Emulator
+
+from .conftest import API_KEY
+
+
+def realtime_model(emulator: Emulator, *, audio: bool = False, **query: Any) -> openai.realtime.RealtimeModel:
+    return openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(**query),
+        api_key=API_KEY,
+        modalities=["audio"] if audio else ["text"],
+        turn_detection=None,
+    )
+
+
+@pytest.fixture
+async def session(emulator: Emulator) -> AsyncIterator[openai.realtime.RealtimeSession]:
+    model = realtime_model(emulator)
+    sess = model.session()
+    yield sess
+    await sess.aclose()
+    await model.aclose()
+
+
+class ServerEvents:
+    """The raw server events one plugin session received, with a way to wait for one."""
+
+    def __init__(self, sess: llm.RealtimeSession[Any]) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._changed = asyncio.Event()
+        sess.on("openai_server_event_received", self._on_event)
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        self._changed.set()
+
+    async def wait_for(self, event_type: str, **fields: Any) -> dict[str, Any]:
+        async with asyncio.timeout(5):
+            while True:
+                for event in self.events:
+                    if event["type"] == event_type and all(
+                        _field(event, k) == v for k, v in fields.items()
+                    ):
+                        return event
+                self._changed.clear()
+                await self._changed.wait()
+
+
+def _field(event: dict[str, Any], dotted: str) -> Any:
+    value: Any = event
+    for part in dotted.split("__"):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def history(turns: int) -> llm.ChatContext:
+    ctx = llm.ChatContext()
+    for i in range(turns):
+        ctx.add_message(role="user", content=f"question {i}")
+        ctx.add_message(role="assistant", content=f"answer {i}")
+    return ctx
+
+
+async def reply_text(gen: llm.GenerationCreatedEvent) -> str:
+    text = ""
+    async for message in gen.message_stream:
+        async for delta in message.text_stream:
+            text += delta
+    return text
+
+
+@function_tool
+async def get_weather(location: str) -> str:
+    """Look up the weather in a location."""
+    return f"sunny in {location}"
+
+
+async def test_session_syncs_context_instructions_tools_and_replies(
+    emulator: Emulator, session: openai.realtime.RealtimeSession
+) -> None:
+    ctx = history(10)
+    await session.update_chat_ctx(ctx)
+    assert [item.id for item in session.chat_ctx.items] == [item.id for item in ctx.items]
+
+    await session.update_instructions("You are Ada. Answer briefly.")
+    await session.update_tools([get_weather])
+    assert [tool.id for tool in session.tools.flatten()] == ["get_weather"]
+
+    # the reply proves the instructions were applied, and it joins the remote context
+    text = await reply_text(await session.generate_reply())
+    assert text.startswith("You are Ada.")
+    assert len(session.chat_ctx.items) == 21
+
+    received = emulator.connections[-1].types("in")
+    assert received.count("conversation.item.create") == 20
+    assert received.count("session.update") == 3  # full at connect, instructions, tools
+
+
+async def test_audio_reply_streams_pcm16_24khz_with_a_transcript(emulator: Emulator) -> None:
+    model = realtime_model(emulator, audio=True)
+    sess = model.session()
+    try:
+        ctx = llm.ChatContext()
+        ctx.add_message(role="user", content="say something nice")
+        await sess.update_chat_ctx(ctx)
+        gen = await sess.generate_reply()
+        transcript, frames = "", []
+        async for message in gen.message_stream:
+            assert await message.modalities == ["audio", "text"]
+
+            async def collect_audio(stream: AsyncIterator[Any] = message.audio_stream) -> None:
+                async for frame in stream:
+                    frames.append(frame)
+
+            audio_task = asyncio.create_task(collect_audio())
+            async for delta in message.text_stream:
+                transcript += delta
+            await audio_task
+        assert transcript == 'You said: "say something nice".'
+        assert frames and all(f.sample_rate == 24000 and f.num_channels == 1 for f in frames)
+        assert sum(f.samples_per_channel for f in frames) > 0
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_tool_call_round_trip(session: openai.realtime.RealtimeSession) -> None:
+    await session.update_tools([get_weather])
+    ctx = llm.ChatContext()
+    ctx.add_message(role="user", content="What is the weather? Use get weather, location=Paris")
+    await session.update_chat_ctx(ctx)
+
+    gen = await session.generate_reply()
+    calls = [call async for call in gen.function_stream]
+    assert await reply_text(gen) == ""
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", '{"location":"Paris"}')]
+
+    ctx = session.chat_ctx.copy()
+    ctx.items.append(
+        llm.FunctionCallOutput(call_id=calls[0].call_id, output="sunny in Paris", is_error=False)
+    )
+    await session.update_chat_ctx(ctx)
+    text = await reply_text(await session.generate_reply())
+    assert text == "The tool returned: sunny in Paris"
+
+
+async def test_cancel_bare_and_by_response_id(emulator: Emulator) -> None:
+    model = realtime_model(emulator, token_ms=20)
+    sess = model.session()
+    events = ServerEvents(sess)
+    try:
+        ctx = llm.ChatContext()
+        ctx.add_message(role="user", content=" ".join(["word"] * 40))
+        await sess.update_chat_ctx(ctx)
+
+        first = await sess.generate_reply()
+        await events.wait_for("response.output_text.delta")
+        sess.interrupt()  # bare response.cancel
+        done = await events.wait_for("response.done", response__id=first.response_id)
+        assert done["response"]["status"] == "cancelled"
+        assert len((await reply_text(first)).split()) < 40
+
+        second = await sess.generate_reply()
+        sess.send_event(
+            ResponseCancelEvent(type="response.cancel", response_id=second.response_id)
+        )
+        done = await events.wait_for("response.done", response__id=second.response_id)
+        assert done["response"]["status"] == "cancelled"
+
+        # nothing active any more: the service says so, and the plugin ignores it
+        sess.send_event(ResponseCancelEvent(type="response.cancel", event_id="cancel_again"))
+        error = await events.wait_for("error", error__event_id="cancel_again")
+        assert error["error"]["message"].startswith("Cancellation failed")
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_truncate_cuts_audio_and_transcript(emulator: Emulator) -> None:
+    model = realtime_model(emulator, audio=True)
+    sess = model.session()
+    events = ServerEvents(sess)
+    try:
+        ctx = llm.ChatContext()
+        ctx.add_message(role="user", content="one two three four five six seven")
+        await sess.update_chat_ctx(ctx)
+        gen = await sess.generate_reply()
+        message_id = ""
+        async for message in gen.message_stream:
+            message_id = message.message_id
+            async for _ in message.audio_stream:
+                pass
+        await events.wait_for("response.done")
+
+        sess.truncate(message_id=message_id, modalities=["audio"], audio_end_ms=400)
+        truncated = await events.wait_for("conversation.item.truncated", item_id=message_id)
+        assert truncated["audio_end_ms"] == 400
+
+        item = emulator_item(emulator, message_id)
+        assert item["content"][0]["transcript"] == "You said:"  # 2 words of 200 ms each
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+def emulator_item(emulator: Emulator, item_id: str) -> dict[str, Any]:
+    """The server's copy of an item."""
+    conversation = emulator.connections[-1].conversation
+    assert conversation is not None
+    item = conversation.get(item_id)
+    assert item is not None
+    return item
+
+
+async def test_injected_rtt_is_a_lower_bound_on_each_exchange(emulator: Emulator) -> None:
+    rtt_s = 0.05
+    model = realtime_model(emulator, rtt_ms=rtt_s * 1000, connect_rtts=2)
+    sess = model.session()
+    try:
+        started = time.perf_counter()
+        await sess.update_chat_ctx(history(1))
+        # connect (2 RTT) + the item round trip (1 RTT)
+        assert time.perf_counter() - started >= 3 * rtt_s
+
+        started = time.perf_counter()
+        await sess.generate_reply()
+        assert time.perf_counter() - started >= rtt_s
+    finally:
+        await sess.aclose()
+        await model.aclose()
