@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from livekit import rtc
 from livekit.agents import llm
 from livekit.agents.llm import function_tool
 from livekit.plugins import openai
@@ -18,7 +19,9 @@ from notebook_agents.emulator import Emulator
 from .conftest import API_KEY
 
 
-def realtime_model(emulator: Emulator, *, audio: bool = False, **query: Any) -> openai.realtime.RealtimeModel:
+def realtime_model(
+    emulator: Emulator, *, audio: bool = False, **query: Any
+) -> openai.realtime.RealtimeModel:
     return openai.realtime.RealtimeModel(
         base_url=emulator.base_url(**query),
         api_key=API_KEY,
@@ -175,9 +178,7 @@ async def test_cancel_bare_and_by_response_id(emulator: Emulator) -> None:
         assert len((await reply_text(first)).split()) < 40
 
         second = await sess.generate_reply()
-        sess.send_event(
-            ResponseCancelEvent(type="response.cancel", response_id=second.response_id)
-        )
+        sess.send_event(ResponseCancelEvent(type="response.cancel", response_id=second.response_id))
         done = await events.wait_for("response.done", response__id=second.response_id)
         assert done["response"]["status"] == "cancelled"
 
@@ -239,6 +240,33 @@ async def test_injected_rtt_is_a_lower_bound_on_each_exchange(emulator: Emulator
         started = time.perf_counter()
         await sess.generate_reply()
         assert time.perf_counter() - started >= rtt_s
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_input_audio_buffer_commit_and_clear(emulator: Emulator) -> None:
+    model = realtime_model(emulator)
+    sess = model.session()
+    events = ServerEvents(sess)
+    try:
+        tone = rtc.AudioFrame(
+            data=b"\x01\x00" * 4800, sample_rate=24000, num_channels=1, samples_per_channel=4800
+        )
+        sess.push_audio(tone)  # 200 ms
+        sess.commit_audio()
+        committed = await events.wait_for("input_audio_buffer.committed")
+        added = await events.wait_for("conversation.item.added", item__id=committed["item_id"])
+        assert added["item"]["role"] == "user"
+        assert added["item"]["content"][0]["type"] == "input_audio"
+
+        sess.push_audio(tone)
+        sess.clear_audio()
+        await events.wait_for("input_audio_buffer.cleared")
+        # the cleared buffer is empty: committing it now is an error
+        sess.send_event({"type": "input_audio_buffer.commit", "event_id": "commit_empty"})
+        error = await events.wait_for("error", error__event_id="commit_empty")
+        assert error["error"]["code"] == "input_audio_buffer_commit_empty"
     finally:
         await sess.aclose()
         await model.aclose()

@@ -1,4 +1,4 @@
-"""Parsing of the emulator's query-string and command-line parameters, with errors that name them."""
+"""Parsing of the emulator's query-string and command-line parameters; errors name them."""
 
 from __future__ import annotations
 

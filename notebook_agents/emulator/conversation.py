@@ -91,7 +91,10 @@ class Conversation:
                 event_id=event_id,
             )
         parts = item.get("content") or []
-        if not 0 <= content_index < len(parts) or parts[content_index].get("type") != "output_audio":
+        if (
+            not 0 <= content_index < len(parts)
+            or parts[content_index].get("type") != "output_audio"
+        ):
             raise ProtocolError(
                 f"Content index {content_index} of item '{item_id}' is not audio.",
                 code="invalid_value",

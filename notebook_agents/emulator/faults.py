@@ -36,7 +36,9 @@ class Faults:
             overrides["drop_after"] = parse_count("drop_after", query["drop_after"])
         if "error_on" in query:
             if not query["error_on"]:
-                raise ParameterError("error_on= needs an event type (e.g. error_on=response.create)")
+                raise ParameterError(
+                    "error_on= needs an event type (e.g. error_on=response.create)"
+                )
             overrides["error_on"] = query["error_on"]
         if "ack_delay_ms" in query:
             overrides["ack_delay_ms"] = parse_number("ack_delay_ms", query["ack_delay_ms"])

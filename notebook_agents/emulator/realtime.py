@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
 from .errors import http_error
 from .latency import DelayedPipe, precise_sleep
-from .protocol import ProtocolError, check_server_event, error_event, new_id, parse_client_event
+from .protocol import ProtocolError, check_server_event, new_id, parse_client_event
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
 
 logger = logging.getLogger(__name__)
@@ -33,6 +33,14 @@ SAMPLE_RATE = 24_000
 AUDIO_MS_PER_TOKEN = 200
 """synthetic speech: each streamed word is this long"""
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+OPEN_SOCKETS_KEY = web.AppKey("realtime_sockets", set[web.WebSocketResponse])
+
+
+async def close_open_sockets(app: web.Application) -> None:
+    """On shutdown, say goodbye to connected clients instead of waiting for them to leave."""
+    sockets: set[web.WebSocketResponse] = app[OPEN_SOCKETS_KEY]
+    for ws in list(sockets):
+        await ws.close(code=WSCloseCode.GOING_AWAY, message=b"emulator shutting down")
 
 
 async def realtime_websocket(request: web.Request) -> web.StreamResponse:
@@ -58,8 +66,12 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     # TCP + TLS + upgrade: the client's connect returns after this many round trips.
     await precise_sleep(log.latency.connect_s())
     await ws.prepare(request)
-    connection = RealtimeConnection(ws, request, settings, log, model)
-    await connection.run()
+    open_sockets = request.app[OPEN_SOCKETS_KEY]
+    open_sockets.add(ws)
+    try:
+        await RealtimeConnection(ws, request, settings, log, model).run()
+    finally:
+        open_sockets.discard(ws)
     return ws
 
 
@@ -129,10 +141,10 @@ class RealtimeConnection:
     ) -> None:
         self._ws = ws
         self._request = request
-        self._settings = settings
+        self.settings = settings
         self._log = log
-        self._latency = log.latency
-        self._faults = log.faults
+        self.latency = log.latency
+        self.faults = log.faults
         self.session = default_session(model)
         self.conversation = Conversation()
         log.conversation = self.conversation
@@ -141,13 +153,13 @@ class RealtimeConnection:
         self._client_events = 0
         self._dropped = False
         self._timers: set[asyncio.TimerHandle] = set()
-        self._inbound: DelayedPipe[str] = DelayedPipe(self._latency.one_way_s, self._handle_raw)
+        self._inbound: DelayedPipe[str] = DelayedPipe(self.latency.one_way_s, self._handle_raw)
         self._outbound: DelayedPipe[dict[str, Any]] = DelayedPipe(
-            self._latency.one_way_s, self._send_now
+            self.latency.one_way_s, self._send_now
         )
 
     async def run(self) -> None:
-        self._send({"type": "session.created", "session": self.session})
+        self.send({"type": "session.created", "session": self.session})
         pipes = [
             asyncio.create_task(self._inbound.run(), name="emulator-inbound"),
             asyncio.create_task(self._outbound.run(), name="emulator-outbound"),
@@ -161,7 +173,10 @@ class RealtimeConnection:
         finally:
             for timer in self._timers:
                 timer.cancel()
-            tasks = [*pipes, *([self._response.task] if self._response and self._response.task else [])]
+            tasks = [
+                *pipes,
+                *([self._response.task] if self._response and self._response.task else []),
+            ]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -169,10 +184,10 @@ class RealtimeConnection:
 
     # -- sending ---------------------------------------------------------------------------
 
-    def _send(self, event: dict[str, Any], *, extra_delay_s: float = 0.0) -> None:
+    def send(self, event: dict[str, Any], *, extra_delay_s: float = 0.0) -> None:
         """Queue a server event; it leaves half a round trip (plus ``extra_delay_s``) later."""
         event.setdefault("event_id", new_id("event_"))
-        if self._settings.validate:
+        if self.settings.validate:
             check_server_event(event)
         if extra_delay_s > 0:
             timer = asyncio.get_running_loop().call_later(extra_delay_s, self._outbound.put, event)
@@ -189,7 +204,7 @@ class RealtimeConnection:
 
     def _ack(self, event: dict[str, Any]) -> None:
         """Conversation acks can be held back by the ``ack_delay_ms`` fault."""
-        self._send(event, extra_delay_s=self._faults.ack_delay_ms / 1000.0)
+        self.send(event, extra_delay_s=self.faults.ack_delay_ms / 1000.0)
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -198,9 +213,9 @@ class RealtimeConnection:
             return
         self._client_events += 1
         try:
-            event = parse_client_event(raw, validate=self._settings.validate)
+            event = parse_client_event(raw, validate=self.settings.validate)
             self._log.record("in", event["type"])
-            if event["type"] == self._faults.error_on:
+            if event["type"] == self.faults.error_on:
                 raise ProtocolError(
                     f"Injected fault: every {event['type']} fails on this connection.",
                     code="injected_fault",
@@ -209,8 +224,8 @@ class RealtimeConnection:
                 )
             await self._dispatch(event)
         except ProtocolError as e:
-            self._send(e.to_event())
-        if self._faults.drop_after is not None and self._client_events >= self._faults.drop_after:
+            self.send(e.to_event())
+        if self.faults.drop_after is not None and self._client_events >= self.faults.drop_after:
             self._drop()
 
     def _drop(self) -> None:
@@ -226,7 +241,7 @@ class RealtimeConnection:
         if kind == "session.update":
             self._update_session(event)
         elif kind == "conversation.item.create":
-            await precise_sleep(self._latency.item_ms / 1000.0)
+            await precise_sleep(self.latency.item_ms / 1000.0)
             self._create_item(event["item"], event.get("previous_item_id"), event_id)
         elif kind == "conversation.item.delete":
             self.conversation.delete(event["item_id"], event_id=event_id)
@@ -242,14 +257,14 @@ class RealtimeConnection:
                     param="item_id",
                     event_id=event_id,
                 )
-            self._send({"type": "conversation.item.retrieved", "item": public(item)})
+            self.send({"type": "conversation.item.retrieved", "item": public(item)})
         elif kind == "input_audio_buffer.append":
             self._audio.extend(base64.b64decode(event["audio"]))
         elif kind == "input_audio_buffer.commit":
             self._commit_audio(event_id)
         elif kind == "input_audio_buffer.clear":
             self._audio.clear()
-            self._send({"type": "input_audio_buffer.cleared"})
+            self.send({"type": "input_audio_buffer.cleared"})
         elif kind == "response.create":
             self._create_response(event.get("response") or {}, event_id)
         elif kind == "response.cancel":
@@ -266,7 +281,7 @@ class RealtimeConnection:
                 event_id=event.get("event_id"),
             )
         self.session = merge_session(self.session, update)
-        self._send({"type": "session.updated", "session": self.session})
+        self.send({"type": "session.updated", "session": self.session})
 
     def _create_item(
         self, item: dict[str, Any], previous_item_id: str | None, event_id: str | None
@@ -287,7 +302,7 @@ class RealtimeConnection:
             event["audio_end_ms"],
             event_id=event.get("event_id"),
         )
-        self._send(
+        self.send(
             {
                 "type": "conversation.item.truncated",
                 "item_id": event["item_id"],
@@ -297,15 +312,14 @@ class RealtimeConnection:
         )
 
     def _commit_audio(self, event_id: str | None) -> None:
-        if len(self._audio) < SAMPLE_RATE * 2 // 10:
+        duration_ms = len(self._audio) * 1000 // (SAMPLE_RATE * 2)
+        if duration_ms < 100:
             raise ProtocolError(
                 "Error committing input audio buffer: buffer too small. Expected at least "
-                f"100ms of audio, but buffer only has {len(self._audio) * 1000 // (SAMPLE_RATE * 2)}"
-                "ms of audio.",
+                f"100ms of audio, but buffer only has {duration_ms}ms of audio.",
                 code="input_audio_buffer_commit_empty",
                 event_id=event_id,
             )
-        duration_ms = len(self._audio) * 1000 // (SAMPLE_RATE * 2)
         self._audio.clear()
         previous = self.conversation.items[-1]["id"] if len(self.conversation) else None
         stored = self.conversation.insert(
@@ -316,16 +330,22 @@ class RealtimeConnection:
                 "content": [{"type": "input_audio", "transcript": f"[{duration_ms} ms of audio]"}],
             }
         )
-        self._send(
+        self.send(
             {
                 "type": "input_audio_buffer.committed",
                 "item_id": stored["id"],
                 "previous_item_id": previous,
             }
         )
-        self._ack({"type": "conversation.item.added", "item": public(stored), "previous_item_id": previous})
+        self._ack(
+            {
+                "type": "conversation.item.added",
+                "item": public(stored),
+                "previous_item_id": previous,
+            }
+        )
         if self.session["audio"]["input"].get("transcription"):
-            self._send(
+            self.send(
                 {
                     "type": "conversation.item.input_audio_transcription.completed",
                     "item_id": stored["id"],
@@ -341,7 +361,8 @@ class RealtimeConnection:
         if self._response is not None:
             raise ProtocolError(
                 "Conversation already has an active response in progress: "
-                f"{self._response.id}. Wait until the response is finished before creating a new one.",
+                f"{self._response.id}. Wait until the response is finished before creating "
+                "a new one.",
                 code="conversation_already_has_active_response",
                 event_id=event_id,
             )
@@ -373,23 +394,6 @@ class RealtimeConnection:
         finally:
             if self._response is response:
                 self._response = None
-
-    # Used by _ResponseRun.
-    @property
-    def latency_s(self) -> tuple[float, float, float]:
-        lat = self._latency
-        return lat.created_ms / 1000.0, lat.first_token_ms / 1000.0, lat.token_ms / 1000.0
-
-    @property
-    def faults(self) -> Any:
-        return self._faults
-
-    @property
-    def settings(self) -> EmulatorSettings:
-        return self._settings
-
-    def send(self, event: dict[str, Any]) -> None:
-        self._send(event)
 
 
 class _ResponseRun:
@@ -432,7 +436,11 @@ class _ResponseRun:
             "input_tokens": input_tokens,
             "output_tokens": self._output_tokens,
             "total_tokens": input_tokens + self._output_tokens,
-            "input_token_details": {"text_tokens": input_tokens, "audio_tokens": 0, "cached_tokens": 0},
+            "input_token_details": {
+                "text_tokens": input_tokens,
+                "audio_tokens": 0,
+                "cached_tokens": 0,
+            },
             "output_token_details": {
                 "text_tokens": 0 if audio else self._output_tokens,
                 "audio_tokens": self._output_tokens if audio else 0,
@@ -440,8 +448,8 @@ class _ResponseRun:
         }
 
     async def execute(self) -> None:
-        created_s, first_token_s, token_s = self._conn.latency_s
-        await precise_sleep(created_s)
+        latency = self._conn.latency
+        await precise_sleep(latency.created_ms / 1000.0)
         self._conn.send({"type": "response.created", "response": self._body("in_progress")})
         faults = self._conn.faults
         if faults.cancel_responses:
@@ -463,11 +471,11 @@ class _ResponseRun:
                 tools=[_tool_spec(tool) for tool in self.tools if tool.get("type") == "function"],
             )
         )
-        await precise_sleep(first_token_s)
+        await precise_sleep(latency.first_token_ms / 1000.0)
         if isinstance(reply, ToolCallReply):
             self._function_call(reply)
         else:
-            await self._message(reply, token_s)
+            await self._message(reply, latency.token_ms / 1000.0)
         self.finish("completed")
 
     def _add_item(self, item: dict[str, Any]) -> dict[str, Any]:
@@ -522,9 +530,18 @@ class _ResponseRun:
             }
         )
         arguments = reply.arguments_json
-        where = {"response_id": self.id, "item_id": item["id"], "output_index": len(self.output) - 1}
+        where = {
+            "response_id": self.id,
+            "item_id": item["id"],
+            "output_index": len(self.output) - 1,
+        }
         self._conn.send(
-            {"type": "response.function_call_arguments.delta", "call_id": call_id, "delta": arguments, **where}
+            {
+                "type": "response.function_call_arguments.delta",
+                "call_id": call_id,
+                "delta": arguments,
+                **where,
+            }
         )
         self._conn.send(
             {
@@ -546,7 +563,9 @@ class _ResponseRun:
             {"type": "message", "role": "assistant", "status": "in_progress", "content": []}
         )
         part: dict[str, Any] = (
-            {"type": part_type, "transcript": "", "_audio_ms": 0} if audio else {"type": part_type, "text": ""}
+            {"type": part_type, "transcript": "", "_audio_ms": 0}
+            if audio
+            else {"type": part_type, "text": ""}
         )
         item["content"].append(part)
         where = {
@@ -564,16 +583,26 @@ class _ResponseRun:
             if audio:
                 part["transcript"] += token
                 part["_audio_ms"] += AUDIO_MS_PER_TOKEN
-                self._conn.send({"type": "response.output_audio_transcript.delta", "delta": token, **where})
                 self._conn.send(
-                    {"type": "response.output_audio.delta", "delta": synthetic_audio(token), **where}
+                    {"type": "response.output_audio_transcript.delta", "delta": token, **where}
+                )
+                self._conn.send(
+                    {
+                        "type": "response.output_audio.delta",
+                        "delta": synthetic_audio(token),
+                        **where,
+                    }
                 )
             else:
                 part["text"] += token
                 self._conn.send({"type": "response.output_text.delta", "delta": token, **where})
         if audio:
             self._conn.send(
-                {"type": "response.output_audio_transcript.done", "transcript": part["transcript"], **where}
+                {
+                    "type": "response.output_audio_transcript.done",
+                    "transcript": part["transcript"],
+                    **where,
+                }
             )
             self._conn.send({"type": "response.output_audio.done", **where})
             wire_part["transcript"] = part["transcript"]

@@ -93,8 +93,9 @@ def tool_rule(ctx: ReplyContext) -> Reply | None:
     found: list[tuple[int, int, ToolSpec]] = []
     for tool in ctx.tools:
         for form in {tool.name.lower(), tool.name.lower().replace("_", " ")}:
-            if (pos := lowered.find(form)) >= 0:
-                found.append((pos, -len(form), tool))
+            # whole words only: a tool named "add" must not fire on "address"
+            if match := re.search(rf"(?<!\w){re.escape(form)}(?!\w)", lowered):
+                found.append((match.start(), -len(form), tool))
     if not found:
         return None
     tool = min(found, key=lambda hit: hit[:2])[2]
@@ -139,7 +140,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (tool_rule, tool_output_rule, arithmetic_rule,
 
 
 class ReplyRules:
-    """An ordered list of rules; the first that answers wins. Custom rules go before the defaults."""
+    """An ordered list of rules; the first that answers wins. Custom rules precede the defaults."""
 
     def __init__(self, rules: Iterable[Rule] = ()) -> None:
         self._custom: list[Rule] = list(rules)
@@ -177,7 +178,10 @@ def tool_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
     for name, schema in properties.items():
         match = re.search(rf"\b{re.escape(name)}\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^\s,;]+)", text)
         if match:
-            arguments[name] = _coerce(match.group(1).strip("\"'"), schema)
+            raw = match.group(1)
+            # quotes delimit a value; a bare one loses the sentence's end ("city=Paris?")
+            value = raw[1:-1] if raw[0] in "\"'" else raw.rstrip(".!?")
+            arguments[name] = _coerce(value, schema)
         elif name in required:
             arguments[name] = _default_for(schema)
     return arguments
@@ -196,10 +200,23 @@ def _schema_type(schema: dict[str, Any]) -> str:
 
 
 def _default_for(schema: dict[str, Any]) -> Any:
+    if "default" in schema:
+        return schema["default"]
+    # Strict schemas make every parameter required, optional ones nullable: a model sends
+    # null, and livekit then applies the Python default.
+    if _nullable(schema):
+        return None
     if schema.get("enum"):
         return schema["enum"][0]
     return {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
         _schema_type(schema), ""
+    )
+
+
+def _nullable(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return (isinstance(kind, list) and "null" in kind) or any(
+        s.get("type") == "null" for s in schema.get("anyOf", [])
     )
 
 

@@ -1,4 +1,4 @@
-"""The emulator's aiohttp app, and ``Emulator``: the app on its own thread and loop, on 127.0.0.1."""
+"""The emulator's aiohttp app, and ``Emulator``: that app on its own thread and loop."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .errors import EmulatorError, http_error
 from .faults import Faults
 from .latency import LatencyModel, query_to_str
 from .models import ModelCatalog
-from .realtime import realtime_websocket
+from .realtime import OPEN_SOCKETS_KEY, close_open_sockets, realtime_websocket
 from .replies import ReplyRules
 
 HOST = "127.0.0.1"
@@ -53,7 +53,9 @@ async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamRe
     if (recovered := _recover_sdk_url(request)) is not None:
         request, handler = recovered
     if not request.path.startswith("/v1/"):
-        return http_error(404, f"Unknown path {request.path}: the API lives under /v1", code="unknown_url")
+        return http_error(
+            404, f"Unknown path {request.path}: the API lives under /v1", code="unknown_url"
+        )
     if not _has_credentials(request):
         return http_error(
             401,
@@ -83,6 +85,8 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", retrieve_model)
+    app[OPEN_SOCKETS_KEY] = set()
+    app.on_shutdown.append(close_open_sockets)
     return app
 
 
@@ -143,7 +147,9 @@ class Emulator:
     @property
     def port(self) -> int:
         if self._port is None:
-            raise EmulatorError("the emulator is not running: call start() or use `with Emulator()`")
+            raise EmulatorError(
+                "the emulator is not running: call start() or use `with Emulator()`"
+            )
         return self._port
 
     @property
@@ -175,7 +181,10 @@ class Emulator:
         started = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(
-            target=self._serve, args=(started, failure), name="notebook-agents-emulator", daemon=True
+            target=self._serve,
+            args=(started, failure),
+            name="notebook-agents-emulator",
+            daemon=True,
         )
         self._thread.start()
         started.wait()

@@ -1,0 +1,105 @@
+"""`notebook-agents emulator` as its own process, and a taken port as a clear error."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+import urllib.request
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from notebook_agents.emulator import Emulator, EmulatorError
+
+from .conftest import API_KEY
+
+EMULATOR = [sys.executable, "-m", "notebook_agents", "emulator"]
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_process_prints_its_url_first_and_serves() -> None:
+    proc = subprocess.Popen(
+        [*EMULATOR, "--port", "0", "--rtt-ms", "4"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        request = urllib.request.Request(
+            f"{url}/v1/models", headers={"Authorization": f"Bearer {API_KEY}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+            assert "gpt-realtime" in {m["id"] for m in json.load(response)["data"]}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_process_exits_when_its_parent_dies() -> None:
+    # The parent starts the emulator, reports its pid, and exits without stopping it.
+    parent_code = textwrap.dedent(
+        f"""
+        import subprocess, sys
+        child = subprocess.Popen({EMULATOR!r} + ["--port", "0"], stdout=subprocess.PIPE, text=True)
+        print(child.pid, child.stdout.readline().strip(), flush=True)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", parent_code], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.split()
+    child = psutil.Process(int(out[0]))
+    assert out[1].startswith("http://127.0.0.1:")
+    try:
+        child.wait(timeout=10)
+    except psutil.TimeoutExpired:
+        child.kill()
+        pytest.fail("the orphaned emulator kept running")
+
+
+def test_taken_port_is_a_clear_error(taken_port: int) -> None:
+    with pytest.raises(EmulatorError, match=f"port {taken_port} on 127.0.0.1 is in use.*port=0"):
+        Emulator(port=taken_port).start()
+
+    proc = subprocess.run(
+        [*EMULATOR, "--port", str(taken_port)], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 1
+    assert f"port {taken_port} on 127.0.0.1 is in use" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_bad_arguments_name_the_fix() -> None:
+    proc = subprocess.run(
+        [*EMULATOR, "--fault", "explode=1"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2
+    assert "NAME=VALUE" in proc.stderr and "drop_after" in proc.stderr
+
+
+def test_emulator_binds_loopback_only_and_stops_twice() -> None:
+    emu = Emulator().start()
+    try:
+        listening = [
+            c.laddr
+            for c in psutil.Process().net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == emu.port
+        ]
+        assert listening and all(addr.ip == "127.0.0.1" for addr in listening)
+    finally:
+        emu.stop()
+        emu.stop()
+    assert not emu.running
+    with pytest.raises(EmulatorError, match="not running"):
+        _ = emu.url

@@ -1,0 +1,184 @@
+"""Validation and fault injection: each failure reaches the client as it should, and only it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from livekit.agents import llm
+
+from notebook_agents.emulator import Emulator
+
+from .conftest import API_KEY
+from .test_emulator_realtime import ServerEvents, realtime_model, reply_text
+
+HEADERS = {"Authorization": f"Bearer {API_KEY}"}
+
+
+@pytest.fixture
+async def raw_ws(emulator: Emulator) -> AsyncIterator[aiohttp.ClientWebSocketResponse]:
+    """A bare websocket, for events the plugin would never send."""
+    url = emulator.base_url().replace("http", "ws", 1) + "/realtime?model=gpt-realtime"
+    async with aiohttp.ClientSession() as http, http.ws_connect(url, headers=HEADERS) as ws:
+        assert (await ws.receive_json())["type"] == "session.created"
+        yield ws
+
+
+async def next_error(ws: aiohttp.ClientWebSocketResponse) -> dict[str, Any]:
+    async with asyncio.timeout(5):
+        while True:
+            event = await ws.receive_json()
+            if event["type"] == "error":
+                return dict(event["error"])
+
+
+async def test_malformed_json_gets_an_error_event(raw_ws: aiohttp.ClientWebSocketResponse) -> None:
+    await raw_ws.send_str("{not json")
+    error = await next_error(raw_ws)
+    assert error["code"] == "invalid_json"
+
+
+async def test_invalid_event_is_rejected_with_its_event_id(
+    raw_ws: aiohttp.ClientWebSocketResponse,
+) -> None:
+    bad_item = {"type": "message", "role": "wizard", "content": []}
+    await raw_ws.send_json(
+        {"type": "conversation.item.create", "event_id": "evt_bad", "item": bad_item}
+    )
+    error = await next_error(raw_ws)
+    assert error["event_id"] == "evt_bad"
+    assert error["code"] == "invalid_value"
+    assert error["param"].startswith("item")
+
+    await raw_ws.send_json({"type": "response.explode", "event_id": "evt_unknown"})
+    error = await next_error(raw_ws)
+    assert (error["event_id"], error["param"]) == ("evt_unknown", "type")
+
+
+async def test_plugin_sees_a_rejected_event_as_a_recoverable_error(emulator: Emulator) -> None:
+    model = realtime_model(emulator)
+    sess = model.session()
+    errors: list[llm.RealtimeModelError] = []
+    sess.on("error", errors.append)
+    events = ServerEvents(sess)
+    try:
+        sess.send_event({"type": "conversation.item.delete", "item_id": "nope", "event_id": "e1"})
+        await events.wait_for("error", error__event_id="e1")
+        assert errors and errors[0].recoverable
+        # the connection is still good
+        assert (await reply_text(await sess.generate_reply())).startswith("How can I help")
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def healthy_reply(emulator: Emulator) -> str:
+    """A reply on a fault-free connection, alongside a faulty one."""
+    model = realtime_model(emulator)
+    sess = model.session()
+    try:
+        return await reply_text(await sess.generate_reply())
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_drop_after_n_events_makes_the_plugin_reconnect(emulator: Emulator) -> None:
+    model = realtime_model(emulator, drop_after=3)
+    sess = model.session()
+    reconnected = asyncio.Event()
+    sess.on("session_reconnected", lambda _: reconnected.set())
+    try:
+        ctx = llm.ChatContext()
+        ctx.add_message(role="user", content="hello")
+        await sess.update_chat_ctx(ctx)  # session.update, item.create -> 2 events
+        sess.send_event({"type": "input_audio_buffer.clear"})  # the 3rd: dropped after it
+        async with asyncio.timeout(5):
+            await reconnected.wait()
+        assert len([c for c in emulator.connections if c.kind == "realtime"]) == 2
+        assert await healthy_reply(emulator) == "How can I help you?"
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_error_on_response_create_fails_generate_reply_at_once(emulator: Emulator) -> None:
+    model = realtime_model(emulator, error_on="response.create")
+    sess = model.session()
+    try:
+        started = time.perf_counter()
+        with pytest.raises(llm.RealtimeError, match="Injected fault"):
+            await sess.generate_reply()
+        # answered by the error carrying the event id, not by the plugin's 10 s timeout
+        assert time.perf_counter() - started < 5
+        assert await healthy_reply(emulator) == "How can I help you?"
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_delayed_acks_time_out_update_chat_ctx(emulator: Emulator) -> None:
+    model = realtime_model(emulator, ack_delay_ms=6000)
+    sess = model.session()
+    try:
+        ctx = llm.ChatContext()
+        ctx.add_message(role="user", content="hello")
+        reply = asyncio.create_task(healthy_reply(emulator))
+        with pytest.raises(llm.RealtimeError, match="update_chat_ctx timed out"):
+            await sess.update_chat_ctx(ctx)
+        assert await reply == "How can I help you?"
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_failed_responses_surface_as_errors(emulator: Emulator) -> None:
+    model = realtime_model(emulator, fail_responses=1)
+    sess = model.session()
+    errors: list[llm.RealtimeModelError] = []
+    sess.on("error", errors.append)
+    events = ServerEvents(sess)
+    try:
+        gen = await sess.generate_reply()
+        assert await reply_text(gen) == ""
+        done = await events.wait_for("response.done")
+        assert done["response"]["status"] == "failed"
+        assert errors and "response failed" in str(errors[0].error)
+        assert await healthy_reply(emulator) == "How can I help you?"
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_cancelled_responses_end_without_content(emulator: Emulator) -> None:
+    model = realtime_model(emulator, cancel_responses="true")
+    sess = model.session()
+    events = ServerEvents(sess)
+    try:
+        assert await reply_text(await sess.generate_reply()) == ""
+        done = await events.wait_for("response.done")
+        assert done["response"]["status"] == "cancelled"
+        assert await healthy_reply(emulator) == "How can I help you?"
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+async def test_bad_connection_parameters_are_http_errors(emulator: Emulator) -> None:
+    async with aiohttp.ClientSession() as http:
+        ws_base = emulator.base_url().replace("http", "ws", 1) + "/realtime"
+        for query, status, needle in [
+            ("model=gpt-imaginary", 404, "gpt-imaginary"),
+            ("model=gpt-realtime&rtt_ms=fast", 400, "rtt_ms"),
+            ("model=gpt-realtime&drop_after=1.5", 400, "drop_after"),
+        ]:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as raised:
+                await http.ws_connect(f"{ws_base}?{query}", headers=HEADERS)
+            assert raised.value.status == status
+            async with http.get(f"{ws_base}?{query}", headers=HEADERS) as response:
+                body = await response.json()
+                assert needle in body["error"]["message"], body

@@ -1,0 +1,72 @@
+"""The latency model's parameters, ground truth and ordered delayed delivery."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from notebook_agents.emulator import Faults, LatencyModel
+from notebook_agents.emulator._params import ParameterError
+from notebook_agents.emulator.latency import DelayedPipe, query_to_str
+
+
+def test_query_overrides_server_defaults() -> None:
+    base = LatencyModel(rtt_ms=10, token_ms=5)
+    lat = LatencyModel.from_query({"rtt_ms": "40", "model": "gpt-realtime"}, base)
+    assert (lat.rtt_ms, lat.token_ms, lat.connect_rtts) == (40, 5, 3)
+    assert lat.as_query() == {"rtt_ms": 40, "token_ms": 5}
+    assert query_to_str(lat.as_query()) == "rtt_ms=40&token_ms=5"
+
+
+@pytest.mark.parametrize("raw", ["fast", "-1", "nan"])
+def test_bad_latency_values_name_the_parameter(raw: str) -> None:
+    with pytest.raises(ParameterError, match="rtt_ms"):
+        LatencyModel.from_query({"rtt_ms": raw})
+
+
+def test_ground_truth_adds_up() -> None:
+    lat = LatencyModel(
+        rtt_ms=20, connect_rtts=3, item_ms=1, created_ms=5, first_token_ms=50, token_ms=10
+    )
+    assert lat.connect_s() == pytest.approx(0.060)
+    assert lat.item_ack_s(items=4) == pytest.approx(0.024)
+    assert lat.response_created_s() == pytest.approx(0.025)
+    assert lat.first_token_s() == pytest.approx(0.075)
+    assert lat.response_s(tokens=6) == pytest.approx(0.125)
+    assert lat.http_first_byte_s(new_connection=True) == pytest.approx(0.135)
+    assert lat.http_first_byte_s(new_connection=False) == pytest.approx(0.075)
+
+
+def test_faults_from_query() -> None:
+    faults = Faults.from_query(
+        {"drop_after": "3", "fail_responses": "1", "error_on": "response.create"}
+    )
+    assert faults == Faults(drop_after=3, fail_responses=True, error_on="response.create")
+    with pytest.raises(ParameterError, match="fail_responses"):
+        Faults.from_query({"fail_responses": "maybe"})
+    with pytest.raises(ParameterError, match="error_on"):
+        Faults.from_query({"error_on": ""})
+
+
+async def test_delayed_pipe_keeps_order_and_overlaps_items_in_flight() -> None:
+    delivered: list[int] = []
+    all_in = asyncio.Event()
+
+    async def deliver(item: int) -> None:
+        delivered.append(item)
+        if len(delivered) == 20:
+            all_in.set()
+
+    loop = asyncio.get_running_loop()
+    pipe = DelayedPipe(0.05, deliver)
+    runner = asyncio.create_task(pipe.run())
+    started = loop.time()
+    for i in range(20):
+        pipe.put(i)
+    await all_in.wait()
+    elapsed = loop.time() - started
+    runner.cancel()
+    assert delivered == list(range(20))
+    # pipelined: twenty items in flight together cost one delay, not twenty
+    assert 0.05 <= elapsed < 20 * 0.05
