@@ -6,7 +6,7 @@ import logging
 
 import pytest
 from livekit.agents import NOT_GIVEN, Agent, AgentSession, function_tool
-from livekit.agents.voice.run_result import AgentHandoffEvent, ChatMessageEvent
+from livekit.agents.voice.run_result import AgentHandoffEvent, ChatMessageEvent, RunResult
 from livekit.plugins import openai
 
 from notebook_agents.emulator import Emulator
@@ -49,14 +49,16 @@ async def test_handoff_a_to_b(
     caplog.set_level(logging.DEBUG, logger="livekit.agents")
     shared = model(emulator)
     own = model(emulator) if mode == "fresh" else None
-    session = AgentSession(llm=shared, vad=None, turn_handling={"turn_detection": "manual"})
+    session: AgentSession[None] = AgentSession(
+        llm=shared, vad=None, turn_handling={"turn_detection": "manual"}
+    )
     try:
         await session.start(Alice(Bob(llm=own)))
-        first = await session.run(user_input="hello there")
+        first: RunResult[None] = await session.run(user_input="hello there")
         greeting = [e for e in first.events if isinstance(e, ChatMessageEvent)]
         assert greeting[-1].item.text_content == 'You are Alice. You said: "hello there".'
 
-        result = await session.run(user_input="please transfer to Bob")
+        result: RunResult[None] = await session.run(user_input="please transfer to Bob")
         result.expect.next_event().is_function_call(name="transfer_to_bob")
         result.expect.next_event().is_function_call_output()
         handoff = result.expect.next_event().is_agent_handoff(new_agent_type=Bob).event()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 import pytest
@@ -125,7 +125,7 @@ async def test_audio_reply_streams_pcm16_24khz_with_a_transcript(emulator: Emula
         async for message in gen.message_stream:
             assert await message.modalities == ["audio", "text"]
 
-            async def collect_audio(stream: AsyncIterator[Any] = message.audio_stream) -> None:
+            async def collect_audio(stream: AsyncIterable[Any] = message.audio_stream) -> None:
                 async for frame in stream:
                     frames.append(frame)
 

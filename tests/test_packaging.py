@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_ships_widgets_and_the_console_script(tmp_path: Path) -> None:
-    wheel = next(iter(WheelBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"])))
+    wheel = next(
+        iter(WheelBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"]))
+    )
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))

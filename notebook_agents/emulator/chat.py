@@ -4,19 +4,23 @@ What ``livekit.plugins.openai.LLM`` sends: Chat Completions (not Responses) with
 ``stream=True``, ``stream_options={"include_usage": True}``, ``tools`` when the agent has
 any, optional ``tool_choice`` / ``parallel_tool_calls`` / ``reasoning_effort`` (ignored here),
 and ``GET /v1/models`` to prewarm its connection. Replies come from the shared
-``ReplyRules`` (see ``replies.py``); text streams one word per chunk.
+``ReplyRules`` (see ``replies.py``); text streams one word per chunk. ``tool_choice="none"``
+hides the tools from the rules and a named function offers only that one. With
+``settings.validate`` every object sent is checked against the ``openai`` package's types.
 
 Per-request latency and faults, three equivalent ways:
 
 * ``base_url=emu.base_url(rtt_ms=20)`` (``http://127.0.0.1:PORT/v1?rtt_ms=20``). The
   ``openai`` SDK does not keep a query string apart from the path it appends: it requests
-  ``/v1/?rtt_ms=20chat/completions``. ``glued_query`` takes that form apart, so this works.
+  ``/v1/?rtt_ms=20chat/completions``. server.py recovers that shape (chat and the model
+  list only; ``GET /v1/models/{id}`` is not recovered), so this works.
 * ``AsyncOpenAI(base_url=emu.url + "/v1", default_query={"rtt_ms": "20"})``.
 * ``openai.LLM(base_url=emu.url + "/v1", extra_query={"rtt_ms": "20"})`` (livekit).
 
 Timing: the first chunk (or a non-streamed body) leaves ``LatencyModel.http_first_byte_s``
-after the request arrived: connect round trips if it came on a new TCP connection, the round
-trip, ``created_ms`` and ``first_token_ms``; then ``token_ms`` between deltas. A non-streamed
+after the request arrived: connect round trips if it came on a new TCP connection (logged as
+a ``connect`` event), the round trip, ``created_ms`` and ``first_token_ms``; then ``token_ms``
+between deltas. A non-streamed
 body waits for all its deltas. An error costs the round trip (and connect) only.
 
 Faults: ``fail_responses`` answers 500 ``server_error``; ``error_on=chat.completions`` answers
@@ -32,15 +36,13 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl
 
 from aiohttp import web
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -63,7 +65,6 @@ ARGUMENT_FRAGMENT = 16
 """tool-call arguments stream in pieces this long, as the real service splits them"""
 
 _MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-_GLUED = re.compile(r"^(?P<query>.*?)(?P<endpoint>chat/completions|models(?:/[^&]+)?)$")
 
 
 class _Reject(Exception):
@@ -79,13 +80,11 @@ class _Reject(Exception):
         type: str = "invalid_request_error",
     ) -> None:
         super().__init__(message)
-        self.status, self.message, self.code, self.param, self.type = (
-            status,
-            message,
-            code,
-            param,
-            type,
-        )
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.type = type
 
     def response(self) -> web.Response:
         return http_error(
@@ -134,59 +133,37 @@ class _Clock:
         return self.arrived + connect + self.latency.rtt_ms / 1000.0
 
 
+def _start_clock(request: web.Request, log: ConnectionLog, arrived: float) -> _Clock:
+    """The request's clock; a new TCP connection is logged as ``connect`` (it costs more)."""
+    new_connection = first_request_on_connection(request)
+    if new_connection:
+        log.record("in", "connect")
+    return _Clock(log.latency, new_connection, arrived)
+
+
 # ---------------------------------------------------------------------------- handlers
-
-
-async def chat_completions(request: web.Request) -> web.StreamResponse:
-    """``POST /v1/chat/completions``."""
-    return await serve_chat(request, request.query)
 
 
 async def list_models(request: web.Request) -> web.StreamResponse:
     """``GET /v1/models``: every model the catalog knows, as OpenAI's list object."""
-    return await serve_models(request, request.query, None)
+    return await _serve_models(request, None)
 
 
 async def retrieve_model(request: web.Request) -> web.StreamResponse:
     """``GET /v1/models/{model}``: one model, or 404 ``model_not_found``."""
-    return await serve_models(request, request.query, request.match_info["model"])
+    return await _serve_models(request, request.match_info["model"])
 
 
-async def glued_query(request: web.Request) -> web.StreamResponse:
-    """``/v1/?rtt_ms=20chat/completions``: the SDK's URL for ``base_url=.../v1?rtt_ms=20``."""
-    split = split_glued_query(request.rel_url.raw_query_string)
-    if split is None:
-        return http_error(404, f"Unknown path {request.method} {request.path}", code="unknown_url")
-    endpoint, query = split
-    if endpoint == "chat/completions":
-        if request.method != "POST":
-            return http_error(405, f"{request.method} is not allowed on {CHAT_PATH}")
-        return await serve_chat(request, query)
-    if request.method != "GET":
-        return http_error(405, f"{request.method} is not allowed on /v1/{endpoint}")
-    model = endpoint.partition("/")[2] or None
-    return await serve_models(request, query, model)
-
-
-def split_glued_query(raw_query: str) -> tuple[str, dict[str, str]] | None:
-    """``"rtt_ms=20chat/completions"`` -> ``("chat/completions", {"rtt_ms": "20"})``."""
-    match = _GLUED.match(raw_query)
-    if match is None:
-        return None
-    return match["endpoint"], dict(parse_qsl(match["query"], keep_blank_values=True))
-
-
-async def serve_models(
-    request: web.Request, query: Mapping[str, str], model: str | None
-) -> web.StreamResponse:
+async def _serve_models(request: web.Request, model: str | None) -> web.StreamResponse:
+    """The model list (``model`` None) or one model; costs the network round trip only."""
     settings = request.app[SETTINGS_KEY]
     arrived = time.perf_counter()
     try:
-        log = settings.open_connection("models", request.path, query)
+        log = settings.open_connection("models", request.path, request.query)
     except ParameterError as e:
         return http_error(400, str(e), code="invalid_parameter")
-    clock = _Clock(log.latency, first_request_on_connection(request), arrived)
-    await sleep_until(clock.error())  # listing costs the network only
+    clock = _start_clock(request, log, arrived)
+    await sleep_until(clock.error())
     if model is None:
         return web.json_response(
             {"object": "list", "data": [_model_object(m) for m in settings.models.all()]}
@@ -196,24 +173,24 @@ async def serve_models(
     return web.json_response(_model_object(model))
 
 
-async def serve_chat(request: web.Request, query: Mapping[str, str]) -> web.StreamResponse:
-    """One Chat Completions request, with ``query`` as its latency and fault parameters."""
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    """``POST /v1/chat/completions``; the query string holds latency and fault parameters."""
     settings = request.app[SETTINGS_KEY]
     arrived = time.perf_counter()
     try:
-        log = settings.open_connection("chat", CHAT_PATH, query)
+        log = settings.open_connection("chat", CHAT_PATH, request.query)
     except ParameterError as e:
         return http_error(400, str(e), code="invalid_parameter")
-    clock = _Clock(log.latency, first_request_on_connection(request), arrived)
+    clock = _start_clock(request, log, arrived)
     log.record("in", "chat.completions")
     try:
         chat = _ChatRequest.parse(await _read_json(request))
         _check_request(settings, log, chat)
+        reply = None if log.faults.cancel_responses else _decide(settings, chat)
     except _Reject as reject:
         log.record("out", "error")
         await sleep_until(clock.error())
         return reject.response()
-    reply = None if log.faults.cancel_responses else settings.rules.reply(chat.reply_context())
     completion = _Completion.start(chat, reply)
     if chat.stream:
         return await _stream(request, settings, log, clock, completion)
@@ -346,6 +323,20 @@ def _check_request(settings: EmulatorSettings, log: ConnectionLog, chat: _ChatRe
             code="server_error",
             type="server_error",
         )
+
+
+def _decide(settings: EmulatorSettings, chat: _ChatRequest) -> Reply:
+    """The rules' reply; a rule that raises (a notebook's own, say) is a 500 naming it."""
+    try:
+        return settings.rules.reply(chat.reply_context())
+    except Exception as e:
+        raise _Reject(
+            500,
+            f"A reply rule raised {type(e).__name__}: {e}. Fix or remove the rule you added "
+            "to ReplyRules.",
+            code="server_error",
+            type="server_error",
+        ) from None
 
 
 def _known_model(settings: EmulatorSettings, model: str) -> bool:
@@ -491,7 +482,8 @@ class _Completion:
         out += [(i, self.chunk(delta)) for i, delta in enumerate(deltas)]
         out.append((last, self.chunk({}, self.finish_reason)))
         if self.include_usage:
-            out.append((last, self._envelope("chat.completion.chunk") | self._usage(deltas)))
+            usage_chunk = {"choices": [], "usage": self._usage(deltas)}
+            out.append((last, self._envelope("chat.completion.chunk") | usage_chunk))
         return out
 
     def message(self) -> Json:
@@ -512,7 +504,7 @@ class _Completion:
         return (
             self._envelope("chat.completion")
             | {"choices": [choice | {"finish_reason": self.finish_reason}]}
-            | self._usage(self.deltas())
+            | {"usage": self._usage(self.deltas())}
         )
 
     def _envelope(self, kind: str) -> Json:
@@ -525,12 +517,11 @@ class _Completion:
         }
 
     def _usage(self, deltas: list[Json]) -> Json:
-        usage = {
+        return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": len(deltas),
             "total_tokens": self.prompt_tokens + len(deltas),
         }
-        return {"choices": [], "usage": usage}
 
 
 def _call_id(completion_id: str) -> str:

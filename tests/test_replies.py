@@ -1,0 +1,242 @@
+"""The emulator's deterministic reply rules, without any server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from notebook_agents.emulator import (
+    ReplyContext,
+    ReplyRules,
+    TextReply,
+    ToolCallReply,
+    ToolSpec,
+    Turn,
+)
+from notebook_agents.emulator.replies import first_sentence, tokens, tool_arguments
+
+WEATHER = ToolSpec(
+    "get_weather",
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    },
+)
+
+
+def reply(user: str | None, *, instructions: str = "", tools: list[ToolSpec] | None = None) -> Any:
+    history = [Turn("user", user)] if user is not None else []
+    return ReplyRules().reply(ReplyContext(instructions, history, tools or []))
+
+
+# --------------------------------------------------------------------------------- tools
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Please call get_weather", "GET_WEATHER now", "can you get weather for me?"],
+)
+def test_tool_named_by_name_or_spaced_words(text: str) -> None:
+    assert reply(text, tools=[WEATHER]) == ToolCallReply("get_weather", {"city": ""})
+
+
+def test_tool_not_named_is_not_called() -> None:
+    assert isinstance(reply("what's the weather?", tools=[WEATHER]), TextReply)
+
+
+def test_tool_name_must_be_whole_words() -> None:
+    add = ToolSpec("add")
+    assert isinstance(reply("my address is 5 Elm St", tools=[add]), TextReply)
+    assert reply("add it", tools=[add]) == ToolCallReply("add", {})
+
+
+def test_first_named_tool_wins_and_longest_name_at_a_tie() -> None:
+    tools = [ToolSpec("get"), ToolSpec("get_time"), WEATHER]
+    assert reply("get_weather, then get_time", tools=tools).name == "get_weather"
+    assert reply("get time please", tools=tools).name == "get_time"
+
+
+def test_no_tool_call_unless_the_user_spoke_last() -> None:
+    history = [Turn("user", "get_weather"), Turn("tool_call", "{}", name="get_weather")]
+    result = ReplyRules().reply(ReplyContext("", history, [WEATHER]))
+    assert isinstance(result, TextReply)
+
+
+@pytest.mark.parametrize(
+    ("text", "arguments"),
+    [
+        ("get_weather city=Paris days=3", {"city": "Paris", "days": 3}),
+        ("get_weather city: Oslo, days: 2.0", {"city": "Oslo", "days": 2}),
+        ('get_weather city="New York"', {"city": "New York"}),
+        ("get_weather city='Rio de Janeiro'", {"city": "Rio de Janeiro"}),
+        ("Is it warm? get_weather city=Paris?", {"city": "Paris"}),
+        ("get_weather days=many", {"city": "", "days": 0}),
+        ("get_weather", {"city": ""}),  # required only: optional days stays unset
+    ],
+)
+def test_tool_arguments_from_text(text: str, arguments: dict[str, Any]) -> None:
+    assert tool_arguments(WEATHER, text) == arguments
+
+
+def test_tool_argument_defaults_follow_the_schema() -> None:
+    properties = {
+        "count": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "on": {"type": "boolean"},
+        "tags": {"type": "array"},
+        "unit": {"enum": ["celsius", "fahrenheit"]},
+        "note": {"type": ["string", "null"]},  # strict schemas: optional -> nullable
+        "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "level": {"type": "integer", "default": 3},
+    }
+    tool = ToolSpec("t", {"properties": properties, "required": list(properties)})
+    assert tool_arguments(tool, "") == {
+        "count": 0,
+        "ratio": 0,
+        "on": False,
+        "tags": [],
+        "unit": "celsius",
+        "note": None,
+        "maybe": None,
+        "level": 3,
+    }
+
+
+def test_tool_argument_coercion() -> None:
+    properties = {"n": {"type": "number"}, "flag": {"type": "boolean"}, "k": {"type": "integer"}}
+    tool = ToolSpec("t", {"properties": properties})
+    assert tool_arguments(tool, "n=2.5 flag=yes k=7") == {"n": 2.5, "flag": True, "k": 7}
+
+
+def test_tool_call_arguments_json_is_compact() -> None:
+    assert ToolCallReply("f", {"a": 1, "b": "x"}).arguments_json == '{"a":1,"b":"x"}'
+
+
+# ---------------------------------------------------------------------------- arithmetic
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("what is 2 + 3 * 4", "2 + 3 * 4 = 14."),
+        ("What is 2 plus 3 times 4?", "2 + 3 * 4 = 14."),
+        ("10 divided by 4", "10 / 4 = 2.5."),
+        ("7 minus 10", "7 - 10 = -3."),
+        ("6 multiplied by 7", "6 * 7 = 42."),
+        ("(2 + 3) * 4", "(2 + 3) * 4 = 20."),
+        ("2 ^ 10", "2 ^ 10 = 1024."),
+        ("0.1 + 0.2", "0.1 + 0.2 = 0.3."),
+    ],
+)
+def test_arithmetic(text: str, answer: str) -> None:
+    assert reply(text) == TextReply(answer)
+
+
+@pytest.mark.parametrize("text", ["what is 1 / 0", "2 ** 999", "I have 3 cats"])
+def test_not_arithmetic_falls_back_to_echo(text: str) -> None:
+    assert reply(text) == TextReply(f'You said: "{text}".')
+
+
+# ------------------------------------------------------------------- echo and greeting
+
+
+def test_echo_collapses_whitespace() -> None:
+    assert reply("  hello \n there ") == TextReply('You said: "hello there".')
+
+
+def test_greeting_when_nobody_spoke() -> None:
+    assert reply(None) == TextReply("How can I help you?")
+    assistant_only = ReplyContext("", [Turn("assistant", "Hi!")])
+    assert ReplyRules().reply(assistant_only) == TextReply("How can I help you?")
+
+
+# ------------------------------------------------------------------------ instructions
+
+
+@pytest.mark.parametrize(
+    ("instructions", "sentence"),
+    [
+        ("You are Bob. Be terse.", "You are Bob."),
+        ("  You are\n Ann!  Smile.", "You are Ann!"),
+        ("Who am I? Nobody.", "Who am I?"),
+        ("No punctuation here", "No punctuation here"),
+        ("version 1.5 is out. Yes.", "version 1.5 is out."),
+        ("", ""),
+    ],
+)
+def test_first_sentence(instructions: str, sentence: str) -> None:
+    assert first_sentence(instructions) == sentence
+
+
+def test_text_replies_start_with_the_instructions_first_sentence() -> None:
+    assert reply("hi", instructions="You are Bob. Be terse.") == TextReply(
+        'You are Bob. You said: "hi".'
+    )
+    assert reply("hi", instructions="") == TextReply('You said: "hi".')
+
+
+def test_tool_calls_carry_no_prefix() -> None:
+    result = reply("get_weather", instructions="You are Bob.", tools=[WEATHER])
+    assert isinstance(result, ToolCallReply)
+
+
+# --------------------------------------------------------------------------- tool output
+
+
+def test_tool_output_is_reported() -> None:
+    history = [
+        Turn("user", "get_weather"),
+        Turn("tool_call", '{"city":""}', name="get_weather"),
+        Turn("tool_output", "Sunny", name="get_weather"),
+    ]
+    ctx = ReplyContext("You are Bob.", history, [WEATHER])
+    assert ReplyRules().reply(ctx) == TextReply("You are Bob. The tool returned: Sunny")
+
+
+def test_empty_tool_output_says_done() -> None:
+    ctx = ReplyContext("", [Turn("tool_output", "")])
+    assert ReplyRules().reply(ctx) == TextReply("Done.")
+
+
+# -------------------------------------------------------------------------- custom rules
+
+
+def test_custom_rule_precedes_the_defaults() -> None:
+    rules = ReplyRules()
+
+    @rules.add
+    def shout(ctx: ReplyContext) -> TextReply | None:
+        text = ctx.user_text
+        return TextReply(text.upper()) if text and text.startswith("!") else None
+
+    ctx = ReplyContext("You are Bob.", [Turn("user", "!what is 1 + 1")], [])
+    assert rules.reply(ctx) == TextReply("You are Bob. !WHAT IS 1 + 1")
+    # a rule that declines (None) hands over to the defaults
+    assert rules.reply(ReplyContext("", [Turn("user", "1 + 1")])) == TextReply("1 + 1 = 2.")
+
+
+def test_rules_given_to_the_constructor_run_in_order() -> None:
+    def first(ctx: ReplyContext) -> ToolCallReply:
+        return ToolCallReply("first", {})
+
+    def second(ctx: ReplyContext) -> ToolCallReply:
+        return ToolCallReply("second", {})
+
+    rules = ReplyRules([first, second])
+    assert rules.reply(ReplyContext("", [])) == ToolCallReply("first", {})
+
+
+# -------------------------------------------------------------------------------- tokens
+
+
+@pytest.mark.parametrize("text", ["You are Bob. Hi there!", "one", "a  b\nc ", ""])
+def test_tokens_rebuild_the_text(text: str) -> None:
+    parts = tokens(text)
+    assert "".join(parts) == text.lstrip()
+    assert parts
+
+
+def test_tokens_are_words_with_their_trailing_space() -> None:
+    assert tokens("You are  Bob.") == ["You ", "are  ", "Bob."]
