@@ -14,7 +14,7 @@ from livekit.agents import llm
 from notebook_agents.emulator import Emulator
 
 from .conftest import API_KEY
-from .test_emulator_realtime import ServerEvents, realtime_model, reply_text
+from .test_emulator_realtime import ServerEvents, realtime_session, reply_text
 
 HEADERS = {"Authorization": f"Bearer {API_KEY}"}
 
@@ -60,39 +60,27 @@ async def test_invalid_event_is_rejected_with_its_event_id(
 
 
 async def test_plugin_sees_a_rejected_event_as_a_recoverable_error(emulator: Emulator) -> None:
-    model = realtime_model(emulator)
-    sess = model.session()
-    errors: list[llm.RealtimeModelError] = []
-    sess.on("error", errors.append)
-    events = ServerEvents(sess)
-    try:
+    async with realtime_session(emulator) as sess:
+        errors: list[llm.RealtimeModelError] = []
+        sess.on("error", errors.append)
+        events = ServerEvents(sess)
         sess.send_event({"type": "conversation.item.delete", "item_id": "nope", "event_id": "e1"})
         await events.wait_for("error", error__event_id="e1")
         assert errors and errors[0].recoverable
         # the connection is still good
         assert (await reply_text(await sess.generate_reply())).startswith("How can I help")
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def healthy_reply(emulator: Emulator) -> str:
     """A reply on a fault-free connection, alongside a faulty one."""
-    model = realtime_model(emulator)
-    sess = model.session()
-    try:
+    async with realtime_session(emulator) as sess:
         return await reply_text(await sess.generate_reply())
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_drop_after_n_events_makes_the_plugin_reconnect(emulator: Emulator) -> None:
-    model = realtime_model(emulator, drop_after=3)
-    sess = model.session()
-    reconnected = asyncio.Event()
-    sess.on("session_reconnected", lambda _: reconnected.set())
-    try:
+    async with realtime_session(emulator, drop_after=3) as sess:
+        reconnected = asyncio.Event()
+        sess.on("session_reconnected", lambda _: reconnected.set())
         ctx = llm.ChatContext()
         ctx.add_message(role="user", content="hello")
         await sess.update_chat_ctx(ctx)  # session.update, item.create -> 2 events
@@ -101,71 +89,48 @@ async def test_drop_after_n_events_makes_the_plugin_reconnect(emulator: Emulator
             await reconnected.wait()
         assert len([c for c in emulator.connections if c.kind == "realtime"]) == 2
         assert await healthy_reply(emulator) == "How can I help you?"
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_error_on_response_create_fails_generate_reply_at_once(emulator: Emulator) -> None:
-    model = realtime_model(emulator, error_on="response.create")
-    sess = model.session()
-    try:
+    async with realtime_session(emulator, error_on="response.create") as sess:
         started = time.perf_counter()
         with pytest.raises(llm.RealtimeError, match="Injected fault"):
             await sess.generate_reply()
         # answered by the error carrying the event id, not by the plugin's 10 s timeout
         assert time.perf_counter() - started < 5
         assert await healthy_reply(emulator) == "How can I help you?"
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_delayed_acks_time_out_update_chat_ctx(emulator: Emulator) -> None:
-    model = realtime_model(emulator, ack_delay_ms=6000)
-    sess = model.session()
-    try:
+    async with realtime_session(emulator, ack_delay_ms=6000) as sess:
         ctx = llm.ChatContext()
         ctx.add_message(role="user", content="hello")
         reply = asyncio.create_task(healthy_reply(emulator))
         with pytest.raises(llm.RealtimeError, match="update_chat_ctx timed out"):
             await sess.update_chat_ctx(ctx)
         assert await reply == "How can I help you?"
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_failed_responses_surface_as_errors(emulator: Emulator) -> None:
-    model = realtime_model(emulator, fail_responses=1)
-    sess = model.session()
-    errors: list[llm.RealtimeModelError] = []
-    sess.on("error", errors.append)
-    events = ServerEvents(sess)
-    try:
+    async with realtime_session(emulator, fail_responses=1) as sess:
+        errors: list[llm.RealtimeModelError] = []
+        sess.on("error", errors.append)
+        events = ServerEvents(sess)
         gen = await sess.generate_reply()
         assert await reply_text(gen) == ""
         done = await events.wait_for("response.done")
         assert done["response"]["status"] == "failed"
         assert errors and "response failed" in str(errors[0].error)
         assert await healthy_reply(emulator) == "How can I help you?"
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_cancelled_responses_end_without_content(emulator: Emulator) -> None:
-    model = realtime_model(emulator, cancel_responses="true")
-    sess = model.session()
-    events = ServerEvents(sess)
-    try:
+    async with realtime_session(emulator, cancel_responses="true") as sess:
+        events = ServerEvents(sess)
         assert await reply_text(await sess.generate_reply()) == ""
         done = await events.wait_for("response.done")
         assert done["response"]["status"] == "cancelled"
         assert await healthy_reply(emulator) == "How can I help you?"
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_bad_connection_parameters_are_http_errors(emulator: Emulator) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -19,24 +20,29 @@ from notebook_agents.emulator import Emulator
 from .conftest import API_KEY
 
 
-def realtime_model(
+@asynccontextmanager
+async def realtime_session(
     emulator: Emulator, *, audio: bool = False, **query: Any
-) -> openai.realtime.RealtimeModel:
-    return openai.realtime.RealtimeModel(
+) -> AsyncIterator[openai.realtime.RealtimeSession]:
+    """A plugin session on its own model; ``query`` sets the connection's latency and faults."""
+    model = openai.realtime.RealtimeModel(
         base_url=emulator.base_url(**query),
         api_key=API_KEY,
         modalities=["audio"] if audio else ["text"],
         turn_detection=None,
     )
+    sess = model.session()
+    try:
+        yield sess
+    finally:
+        await sess.aclose()
+        await model.aclose()
 
 
 @pytest.fixture
 async def session(emulator: Emulator) -> AsyncIterator[openai.realtime.RealtimeSession]:
-    model = realtime_model(emulator)
-    sess = model.session()
-    yield sess
-    await sess.aclose()
-    await model.aclose()
+    async with realtime_session(emulator) as sess:
+        yield sess
 
 
 class ServerEvents:
@@ -114,9 +120,7 @@ async def test_session_syncs_context_instructions_tools_and_replies(
 
 
 async def test_audio_reply_streams_pcm16_24khz_with_a_transcript(emulator: Emulator) -> None:
-    model = realtime_model(emulator, audio=True)
-    sess = model.session()
-    try:
+    async with realtime_session(emulator, audio=True) as sess:
         ctx = llm.ChatContext()
         ctx.add_message(role="user", content="say something nice")
         await sess.update_chat_ctx(ctx)
@@ -136,9 +140,6 @@ async def test_audio_reply_streams_pcm16_24khz_with_a_transcript(emulator: Emula
         assert transcript == 'You said: "say something nice".'
         assert frames and all(f.sample_rate == 24000 and f.num_channels == 1 for f in frames)
         assert sum(f.samples_per_channel for f in frames) > 0
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_tool_call_round_trip(session: openai.realtime.RealtimeSession) -> None:
@@ -162,10 +163,8 @@ async def test_tool_call_round_trip(session: openai.realtime.RealtimeSession) ->
 
 
 async def test_cancel_bare_and_by_response_id(emulator: Emulator) -> None:
-    model = realtime_model(emulator, token_ms=20)
-    sess = model.session()
-    events = ServerEvents(sess)
-    try:
+    async with realtime_session(emulator, token_ms=20) as sess:
+        events = ServerEvents(sess)
         ctx = llm.ChatContext()
         ctx.add_message(role="user", content=" ".join(["word"] * 40))
         await sess.update_chat_ctx(ctx)
@@ -186,16 +185,11 @@ async def test_cancel_bare_and_by_response_id(emulator: Emulator) -> None:
         sess.send_event(ResponseCancelEvent(type="response.cancel", event_id="cancel_again"))
         error = await events.wait_for("error", error__event_id="cancel_again")
         assert error["error"]["message"].startswith("Cancellation failed")
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_truncate_cuts_audio_and_transcript(emulator: Emulator) -> None:
-    model = realtime_model(emulator, audio=True)
-    sess = model.session()
-    events = ServerEvents(sess)
-    try:
+    async with realtime_session(emulator, audio=True) as sess:
+        events = ServerEvents(sess)
         ctx = llm.ChatContext()
         ctx.add_message(role="user", content="one two three four five six seven")
         await sess.update_chat_ctx(ctx)
@@ -213,9 +207,6 @@ async def test_truncate_cuts_audio_and_transcript(emulator: Emulator) -> None:
 
         item = emulator_item(emulator, message_id)
         assert item["content"][0]["transcript"] == "You said:"  # 2 words of 200 ms each
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 def emulator_item(emulator: Emulator, item_id: str) -> dict[str, Any]:
@@ -229,9 +220,7 @@ def emulator_item(emulator: Emulator, item_id: str) -> dict[str, Any]:
 
 async def test_injected_rtt_is_a_lower_bound_on_each_exchange(emulator: Emulator) -> None:
     rtt_s = 0.05
-    model = realtime_model(emulator, rtt_ms=rtt_s * 1000, connect_rtts=2)
-    sess = model.session()
-    try:
+    async with realtime_session(emulator, rtt_ms=rtt_s * 1000, connect_rtts=2) as sess:
         started = time.perf_counter()
         await sess.update_chat_ctx(history(1))
         # connect (2 RTT) + the item round trip (1 RTT)
@@ -240,16 +229,11 @@ async def test_injected_rtt_is_a_lower_bound_on_each_exchange(emulator: Emulator
         started = time.perf_counter()
         await sess.generate_reply()
         assert time.perf_counter() - started >= rtt_s
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 async def test_input_audio_buffer_commit_and_clear(emulator: Emulator) -> None:
-    model = realtime_model(emulator)
-    sess = model.session()
-    events = ServerEvents(sess)
-    try:
+    async with realtime_session(emulator) as sess:
+        events = ServerEvents(sess)
         tone = rtc.AudioFrame(
             data=b"\x01\x00" * 4800, sample_rate=24000, num_channels=1, samples_per_channel=4800
         )
@@ -267,6 +251,3 @@ async def test_input_audio_buffer_commit_and_clear(emulator: Emulator) -> None:
         sess.send_event({"type": "input_audio_buffer.commit", "event_id": "commit_empty"})
         error = await events.wait_for("error", error__event_id="commit_empty")
         assert error["error"]["code"] == "input_audio_buffer_commit_empty"
-    finally:
-        await sess.aclose()
-        await model.aclose()
