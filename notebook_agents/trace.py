@@ -1,0 +1,447 @@
+"""Trace: every event of a LiveKit ``AgentSession``, normalized, each exactly once.
+
+A ``Trace`` attaches to a session on the session's own loop (the job thread, under the
+runner) and records ``TraceEvent``s on one monotonic clock. Subscribers are called on the loop
+they subscribed from (a notebook's kernel loop), so views never touch the job thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import inspect
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from livekit.agents import llm
+from livekit.agents.utils import misc
+from livekit.agents.voice import agent_activity as _activity
+from livekit.agents.voice.agent import Agent
+from livekit.agents.voice.agent_session import AgentSession
+from livekit.agents.voice.events import EventTypes
+
+EventKind = Literal[
+    "agent_state",
+    "user_state",
+    "user_message",
+    "agent_message",
+    "tool_call",
+    "tool_output",
+    "handoff",
+    "context_changed",
+    "metrics",
+    "error",
+    "closed",
+]
+TRACE_FORMAT = "notebook-agents.trace/1"
+"""the first line of a saved trace, so an unrelated or newer file is refused clearly"""
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One session event: ``t`` is seconds since the trace started; ``agent`` the active agent."""
+
+    seq: int
+    t: float
+    kind: EventKind
+    agent: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+Subscriber = Callable[[TraceEvent], None]
+
+
+def agent_label(agent: Agent) -> str:
+    """The agent's class name, unless it was given an ``id`` of its own."""
+    name = type(agent).__name__
+    return name if agent.id in (misc.camel_to_snake_case(name), "default_agent") else agent.id
+
+
+def describe_item(item: llm.ChatItem) -> dict[str, Any]:
+    """A chat item as the trace shows it: id, type, role and text."""
+    described: dict[str, Any] = {"id": item.id, "type": item.type}
+    if isinstance(item, llm.ChatMessage):
+        described.update(role=item.role, text=item.text_content or "")
+    elif isinstance(item, llm.FunctionCall):
+        described.update(name=item.name, text=item.arguments)
+    elif isinstance(item, llm.FunctionCallOutput):
+        described.update(name=item.name, text=item.output)
+    return described
+
+
+def _conversation_items(agent: Agent) -> list[llm.ChatItem]:
+    """What an agent brings to a conversation: messages and tool items, not config entries."""
+    return [
+        item
+        for item in agent.chat_ctx.items
+        if item.type in ("message", "function_call", "function_call_output")
+        and not (isinstance(item, llm.ChatMessage) and item.role in ("system", "developer"))
+    ]
+
+
+@dataclass
+class _Speech:
+    source: str
+    phase: str
+
+
+class Trace:
+    """Records a session's events; attach with ``Trace(session)`` or ``trace.attach(session)``.
+
+    ``trace.events`` is the list so far; ``trace.subscribe(fn)`` calls ``fn`` with each new
+    event on the subscriber's loop. ``save``/``load`` round-trip through JSON Lines.
+    """
+
+    def __init__(self, session: AgentSession[Any] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._events: list[TraceEvent] = []
+        self._subscribers: list[tuple[asyncio.AbstractEventLoop | None, Subscriber]] = []
+        self._t0 = time.perf_counter()
+        self._session: AgentSession[Any] | None = None
+        self._handlers: dict[EventTypes, Callable[[Any], None]] = {}
+        self._seen_items: set[str] = set()
+        self._seen_calls: set[tuple[str, str]] = set()
+        self._speeches: dict[str, _Speech] = {}
+        self._current: _activity.AgentActivity | None = None
+        self._wrapped: list[Agent] = []
+        if session is not None:
+            self.attach(session)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        with self._lock:
+            return list(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return iter(self.events)
+
+    def of_kind(self, *kinds: EventKind) -> list[TraceEvent]:
+        return [e for e in self.events if e.kind in kinds]
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Plain dicts, one per event, for pandas or matplotlib."""
+        return [e.to_record() for e in self.events]
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(event)`` for each new event, on the calling thread's running loop.
+
+        Returns a function that unsubscribes. Without a running loop, callbacks run on
+        whichever thread records the event.
+        """
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        entry = (loop, callback)
+        with self._lock:
+            self._subscribers.append(entry)
+
+        def unsubscribe() -> None:
+            with self._lock, contextlib.suppress(ValueError):
+                self._subscribers.remove(entry)
+
+        return unsubscribe
+
+    # -- saving ----------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> Path:
+        """Write the events as JSON Lines (a format line first)."""
+        path = Path(path)
+        with path.open("w", encoding="utf-8") as out:
+            out.write(json.dumps({"format": TRACE_FORMAT}) + "\n")
+            for event in self.events:
+                out.write(json.dumps(event.to_record(), default=str) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trace:
+        """A trace saved by ``save``, for replay in the views; no session is attached."""
+        path = Path(path)
+        trace = cls()
+        with path.open(encoding="utf-8") as lines:
+            header = _parse_line(path, 1, next(lines, ""))
+            if header.get("format") != TRACE_FORMAT:
+                raise ValueError(
+                    f"{path} is not a notebook-agents trace (format {header.get('format')!r}, "
+                    f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
+                )
+            for number, line in enumerate(lines, start=2):
+                if line.strip():
+                    record = _parse_line(path, number, line)
+                    try:
+                        trace._events.append(TraceEvent(**record))
+                    except TypeError as e:
+                        raise ValueError(f"{path}:{number}: not a trace event ({e})") from None
+        return trace
+
+    # -- attaching -------------------------------------------------------------------------
+
+    def attach(self, session: AgentSession[Any]) -> None:
+        """Start recording ``session``; call before ``session.start`` to see everything."""
+        if self._session is not None:
+            raise RuntimeError("this Trace is already attached; make a new Trace per session")
+        self._session = session
+        self._handlers = {
+            "agent_state_changed": self._on_agent_state,
+            "user_state_changed": self._on_user_state,
+            "conversation_item_added": self._on_item_added,
+            "speech_created": self._on_speech_created,
+            "tool_execution_updated": self._on_tool_update,
+            "function_tools_executed": self._on_tools_executed,
+            "metrics_collected": self._on_metrics,
+            "error": self._on_error,
+            "close": self._on_close,
+        }
+        for name, handler in self._handlers.items():
+            # The emitter inspects each callback's signature on every emit; a fixed one is
+            # cached here, which keeps the trace cheap enough to leave on in benchmarks.
+            wrapper = _guarded(self, handler)
+            self._handlers[name] = wrapper
+            # rtc.EventEmitter.on, not AgentSession.on: the latter warns on metrics_collected.
+            super(AgentSession, session).on(name, wrapper)
+
+    def detach(self) -> None:
+        """Stop recording and restore every agent method the trace wrapped."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        for name, handler in self._handlers.items():
+            with contextlib.suppress(KeyError, ValueError):
+                session.off(name, handler)
+        for agent in self._wrapped:
+            with contextlib.suppress(AttributeError):
+                del agent.update_chat_ctx
+        self._wrapped.clear()
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
+        if agent is None and self._session is not None and self._session._activity is not None:
+            agent = agent_label(self._session._activity.agent)
+        with self._lock:
+            event = TraceEvent(len(self._events), time.perf_counter() - self._t0, kind, agent, data)
+            self._events.append(event)
+            subscribers = list(self._subscribers)
+        for loop, callback in subscribers:
+            if loop is None:
+                callback(event)
+            elif not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # closed between the check and the call
+                    loop.call_soon_threadsafe(callback, event)
+
+    def _speaking_activity(self) -> _activity.AgentActivity | None:
+        """The activity whose speech this is: during a handoff the old agent may still speak
+        (``on_exit``) after the session moved on, so the emitting task's context decides."""
+        activity = _activity._AgentActivityContextVar.get(None)
+        if activity is None and self._session is not None:
+            activity = self._session._activity
+        return activity
+
+    def _on_agent_state(self, ev: Any) -> None:
+        self._record("agent_state", {"old": ev.old_state, "new": ev.new_state})
+
+    def _on_user_state(self, ev: Any) -> None:
+        self._record("user_state", {"old": ev.old_state, "new": ev.new_state})
+
+    def _on_speech_created(self, ev: Any) -> None:
+        activity = self._speaking_activity()
+        phase = "turn"
+        if activity is not None:
+            on_enter = _activity._OnEnterContextVar.get(None)
+            if on_enter is not None and on_enter.agent is activity.agent:
+                phase = "on_enter"
+            elif asyncio.current_task() is activity._on_exit_task:
+                phase = "on_exit"
+        self._speeches[ev.speech_handle.id] = _Speech(source=ev.source, phase=phase)
+
+    def _on_item_added(self, ev: Any) -> None:
+        item = ev.item
+        if item.id in self._seen_items:
+            return
+        self._seen_items.add(item.id)
+        if isinstance(item, llm.AgentHandoff):
+            self._on_handoff(item)
+        elif isinstance(item, llm.ChatMessage) and item.role == "user":
+            self._record("user_message", {"text": item.text_content or "", "item_id": item.id})
+        elif isinstance(item, llm.ChatMessage) and item.role == "assistant":
+            self._record(
+                "agent_message",
+                {"text": item.text_content or "", "item_id": item.id, **self._speech_of_current()},
+            )
+
+    def _speech_of_current(self) -> dict[str, str]:
+        handle = _activity._SpeechHandleContextVar.get(None)
+        if handle is None:
+            return {"source": "generate_reply", "phase": "turn"}
+        speech = self._speeches.get(handle.id, _Speech("generate_reply", "turn"))
+        replied_to_tool = any(i.type == "function_call_output" for i in handle.chat_items)
+        return {"source": "tool_reply" if replied_to_tool else speech.source, "phase": speech.phase}
+
+    def _on_handoff(self, item: llm.AgentHandoff) -> None:
+        assert self._session is not None
+        old, new = self._current, self._session._activity
+        self._current = new
+        if new is not None:
+            self._watch_context(new.agent)
+        data: dict[str, Any] = {
+            "from": agent_label(old.agent) if old is not None else None,
+            "to": agent_label(new.agent) if new is not None else None,
+            "session": None,
+            "context": None,
+        }
+        if old is not None and new is not None:
+            data.update(_handoff_modes(old, new))
+        self._record("handoff", data, agent=data["to"])
+
+    def _on_tool_update(self, ev: Any) -> None:
+        update = ev.update
+        if update.type == "tool_call_started":
+            call = update.function_call
+            if ("call", call.call_id) not in self._seen_calls:
+                self._seen_calls.add(("call", call.call_id))
+                self._record(
+                    "tool_call",
+                    {"name": call.name, "call_id": call.call_id, "arguments": call.arguments},
+                )
+
+    def _on_tools_executed(self, ev: Any) -> None:
+        for call, output in ev.zipped():
+            if ("call", call.call_id) not in self._seen_calls:
+                self._seen_calls.add(("call", call.call_id))
+                self._record(
+                    "tool_call",
+                    {"name": call.name, "call_id": call.call_id, "arguments": call.arguments},
+                )
+            if ("output", call.call_id) not in self._seen_calls:
+                self._seen_calls.add(("output", call.call_id))
+                self._record(
+                    "tool_output",
+                    {
+                        "name": call.name,
+                        "call_id": call.call_id,
+                        "output": output.output if output is not None else "",
+                        "is_error": bool(output.is_error) if output is not None else False,
+                    },
+                )
+
+    def _on_metrics(self, ev: Any) -> None:
+        metrics = ev.metrics
+        data = {"type": getattr(metrics, "type", type(metrics).__name__)}
+        for name in (
+            "label",
+            "ttft",
+            "duration",
+            "input_tokens",
+            "output_tokens",
+            "total_tokens",
+            "cancelled",
+        ):
+            if (value := getattr(metrics, name, None)) is not None:
+                data[name] = value
+        self._record("metrics", data)
+
+    def _on_error(self, ev: Any) -> None:
+        error = ev.error
+        self._record(
+            "error",
+            {
+                "message": str(getattr(error, "error", error)),
+                "type": type(getattr(error, "error", error)).__name__,
+                "recoverable": bool(getattr(error, "recoverable", False)),
+            },
+        )
+
+    def _on_close(self, ev: Any) -> None:
+        reason = getattr(ev.reason, "value", ev.reason)
+        self._record(
+            "closed", {"reason": str(reason), "error": str(ev.error) if ev.error else None}
+        )
+
+    # -- context edits ---------------------------------------------------------------------
+
+    def _watch_context(self, agent: Agent) -> None:
+        """Wrap this agent's ``update_chat_ctx`` so an edit records ``context_changed``."""
+        if "update_chat_ctx" in vars(agent):
+            return
+        original = agent.update_chat_ctx
+        trace = self
+
+        async def update_chat_ctx(chat_ctx: llm.ChatContext, *args: Any, **kwargs: Any) -> None:
+            before = {item.id: item for item in agent.chat_ctx.items}
+            await original(chat_ctx, *args, **kwargs)
+            after = {item.id: item for item in agent.chat_ctx.items}
+            added = [describe_item(after[i]) for i in after if i not in before]
+            removed = [describe_item(before[i]) for i in before if i not in after]
+            if added or removed:
+                trace._record(
+                    "context_changed",
+                    {"agent": agent_label(agent), "added": added, "removed": removed},
+                )
+
+        agent.update_chat_ctx = update_chat_ctx  # type: ignore[method-assign]
+        self._wrapped.append(agent)
+
+
+def _handoff_modes(old: _activity.AgentActivity, new: _activity.AgentActivity) -> dict[str, Any]:
+    """Reused or fresh realtime session, copied or empty context, as the handoff left them."""
+    session: str | None = None
+    if isinstance(old.llm, llm.RealtimeModel) or isinstance(new.llm, llm.RealtimeModel):
+        # a reused session is detached from the old activity before the handoff is announced
+        reused = (
+            isinstance(old.llm, llm.RealtimeModel)
+            and old.llm is new.llm
+            and old._rt_session is None
+        )
+        session = "reused" if reused else "fresh"
+    old_items = _conversation_items(old.agent)
+    new_items = _conversation_items(new.agent)
+    shared = {i.id for i in old_items} & {i.id for i in new_items}
+    context = "copied" if shared else "empty" if not new_items else "own"
+    return {
+        "session": session,
+        "context": context,
+        "items_from": len(old_items),
+        "items_to": len(new_items),
+        "items_shared": len(shared),
+    }
+
+
+def _guarded(trace: Trace, handler: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``handler`` that never raises into the session, with a fixed signature for the emitter."""
+
+    def handle(event: Any) -> None:
+        try:
+            handler(event)
+        except Exception as e:  # a trace must never break the session it observes
+            with contextlib.suppress(Exception):
+                trace._record(
+                    "error",
+                    {"message": f"trace failed: {e!r}", "type": "TraceError", "recoverable": True},
+                )
+
+    handle.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
+    return handle
+
+
+def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{number}: not JSON ({e.msg}); is this a trace file?") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}:{number}: expected a JSON object")
+    return record
