@@ -1,0 +1,83 @@
+"""The one hook the runner needs in livekit: see each ``AgentSession`` its jobs start.
+
+``AgentSession.start`` is wrapped once per process. The wrapper is a pass-through for every
+session that is not started inside a runner's job, so agent code elsewhere in the kernel (or a
+deployed worker importing the same module) behaves exactly as upstream.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import threading
+import weakref
+from typing import Any, Protocol
+
+from livekit.agents import AgentSession, JobContext
+from livekit.agents.job import get_job_context
+from livekit.agents.types import NOT_GIVEN
+from livekit.agents.utils import is_given
+from livekit.agents.voice import room_io
+
+
+class SessionObserver(Protocol):
+    """What a runner does when its job starts a session."""
+
+    text_only: bool
+
+    def session_starting(self, session: AgentSession[Any]) -> None: ...
+
+    def session_started(self, session: AgentSession[Any]) -> None: ...
+
+
+_observers: weakref.WeakKeyDictionary[JobContext, SessionObserver] = weakref.WeakKeyDictionary()
+_upstream_start = AgentSession.start
+_install_lock = threading.Lock()
+
+
+def observe_job(ctx: JobContext, observer: SessionObserver) -> None:
+    """Sessions started in ``ctx``'s job are reported to ``observer`` (until ``forget_job``)."""
+    _install()
+    _observers[ctx] = observer
+
+
+def forget_job(ctx: JobContext) -> None:
+    _observers.pop(ctx, None)
+
+
+@functools.wraps(_upstream_start)
+async def _start(self: AgentSession[Any], agent: Any, **kwargs: Any) -> Any:
+    ctx = get_job_context(required=False)
+    observer = _observers.get(ctx) if ctx is not None else None
+    if observer is None:
+        return await _upstream_start(self, agent, **kwargs)
+    if observer.text_only and is_given(kwargs.get("room", NOT_GIVEN)):
+        kwargs["room_options"] = _without_audio(kwargs)
+    observer.session_starting(self)
+    result = await _upstream_start(self, agent, **kwargs)
+    observer.session_started(self)
+    return result
+
+
+def _without_audio(kwargs: dict[str, Any]) -> room_io.RoomOptions:
+    """The caller's room options (however given) with audio in and out turned off.
+
+    Offline the room is a mock with no tracks: audio I/O would only log errors, and text in
+    and out is what a notebook talks through.
+    """
+    options = copy.copy(
+        room_io.RoomOptions._ensure_options(
+            kwargs.pop("room_options", NOT_GIVEN),
+            room_input_options=kwargs.pop("room_input_options", NOT_GIVEN),
+            room_output_options=kwargs.pop("room_output_options", NOT_GIVEN),
+        )
+    )
+    options.audio_input = False
+    options.audio_output = False
+    return options
+
+
+def _install() -> None:
+    with _install_lock:
+        if AgentSession.start is not _start:
+            AgentSession.start = _start  # type: ignore[method-assign]

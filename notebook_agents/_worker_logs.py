@@ -1,0 +1,80 @@
+"""Worker logs for the runner: livekit's records kept for the views, out of the kernel's stderr.
+
+While any runner runs, the ``livekit`` logger stops propagating (its warnings would otherwise
+land in whichever cell happens to be executing) and feeds each runner's ``WorkerLogs``. The
+logger is restored as found when the last runner stops; the root logger is never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+_LOGGER = "livekit"
+_SECRET_ENV = ("LIVEKIT_API_SECRET", "LIVEKIT_API_KEY", "OPENAI_API_KEY")
+_lock = threading.Lock()
+_active: list[WorkerLogs] = []
+_saved: tuple[bool, int] | None = None
+
+
+@dataclass(frozen=True)
+class LogLine:
+    created: float
+    level: str
+    logger: str
+    message: str
+
+
+class WorkerLogs(logging.Handler):
+    """The latest ``maxlen`` records from livekit's loggers, secrets redacted."""
+
+    def __init__(self, *, level: int = logging.INFO, maxlen: int = 2000) -> None:
+        super().__init__(level)
+        self.lines: deque[LogLine] = deque(maxlen=maxlen)
+        self.secrets: set[str] = {v for k in _SECRET_ENV if len(v := os.environ.get(k, "")) >= 8}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if record.exc_info and record.exc_info[1] is not None:
+                message += f" ({record.exc_info[1]!r})"
+        except Exception:  # a broken log call must not break the agent
+            message = str(record.msg)
+        for secret in self.secrets:
+            message = message.replace(secret, "[redacted]")
+        self.lines.append(LogLine(record.created, record.levelname, record.name, message))
+
+    def text(self, min_level: int = logging.INFO) -> str:
+        return "\n".join(
+            f"{line.level:<7} {line.logger}: {line.message}"
+            for line in self.lines
+            if logging.getLevelName(line.level) >= min_level
+        )
+
+    def install(self) -> None:
+        global _saved
+        logger = logging.getLogger(_LOGGER)
+        with _lock:
+            if not _active:
+                _saved = (logger.propagate, logger.level)
+                logger.propagate = False
+                if logger.getEffectiveLevel() > self.level:
+                    logger.setLevel(self.level)
+            _active.append(self)
+            logger.addHandler(self)
+
+    def uninstall(self) -> None:
+        global _saved
+        logger = logging.getLogger(_LOGGER)
+        with _lock:
+            if self not in _active:
+                return
+            _active.remove(self)
+            logger.removeHandler(self)
+            if not _active and _saved is not None:
+                logger.propagate, level = _saved
+                logger.setLevel(level)
+                _saved = None
