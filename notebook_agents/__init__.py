@@ -1,6 +1,19 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
+from .errors import RunnerError
+from .runner import NotebookRunner, run_app
+from .trace import Trace, TraceEvent
 
-__all__ = ["Emulator", "Faults", "LatencyModel", "ReplyRules"]
+__all__ = [
+    "Emulator",
+    "Faults",
+    "LatencyModel",
+    "NotebookRunner",
+    "ReplyRules",
+    "RunnerError",
+    "Trace",
+    "TraceEvent",
+    "run_app",
+]
 __version__ = "0.1.0"

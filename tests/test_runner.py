@@ -1,0 +1,277 @@
+"""NotebookRunner in-process: production entrypoints offline, bad input, real-room mode."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from livekit import api
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai
+
+from notebook_agents import NotebookRunner, RunnerError
+from notebook_agents.emulator import Emulator
+
+from .conftest import API_KEY
+
+
+def production_server(
+    emulator: Emulator, instructions: str = "You are Ada. Be kind."
+) -> AgentServer:
+    """An agent exactly as it would deploy: default room options, no VAD/STT/TTS given."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            llm=openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        )
+        await session.start(agent=Agent(instructions=instructions), room=ctx.room)
+
+    return server
+
+
+@pytest.fixture
+def no_livekit_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def runners(no_livekit_env: None) -> Iterator[list[NotebookRunner]]:
+    """Runners a test makes; all stopped at the end, whatever happened."""
+    made: list[NotebookRunner] = []
+    yield made
+    for runner in made:
+        runner.stop()
+
+
+async def test_production_entrypoint_runs_offline_unchanged(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = NotebookRunner(production_server(emulator))
+    runners.append(runner)
+    assert runner.start() is runner
+    session = await runner.ready()
+    assert session is runner.session
+    # the offline room is text-only: no audio track is published or read
+    assert session.output.audio is None and session.input.audio is None
+
+    assert await runner.send_text("hello there") == 'You are Ada. You said: "hello there".'
+    assert await runner.send_text("what is 6 times 7") == "You are Ada. 6 * 7 = 42."
+    kinds = [event.kind for event in runner.trace.events]
+    assert kinds.count("user_message") == 2 and kinds.count("agent_message") == 2
+    assert any("starting worker" in line.message for line in runner.logs.lines)
+
+    runner.stop()
+    assert not runner.running
+    assert runner.trace.events[-1].kind == "closed"
+    runner.stop()  # twice is fine
+
+
+async def test_bare_entrypoint_and_context_manager(
+    emulator: Emulator, no_livekit_env: None
+) -> None:
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            llm=openai.realtime.RealtimeModel(
+                base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+            )
+        )
+        await session.start(agent=Agent(instructions="You are Bo."), room=ctx.room)
+
+    with NotebookRunner(entrypoint) as runner:
+        await runner.ready()
+        assert await runner.send_text("hi") == 'You are Bo. You said: "hi".'
+    assert not runner.running
+
+
+async def test_a_new_runner_stops_the_previous_one_for_the_same_server(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    server = production_server(emulator)
+    first = NotebookRunner(server).start()
+    runners.append(first)
+    await first.ready()
+    second = NotebookRunner(server).start()
+    runners.append(second)
+    assert not first.running
+    await second.ready()
+    assert (await second.send_text("again")).endswith('"again".')
+
+
+def test_not_a_server_or_entrypoint_is_a_clear_error() -> None:
+    with pytest.raises(RunnerError, match="AgentServer or an async entrypoint"):
+        NotebookRunner("agent.py")  # type: ignore[arg-type]
+    with pytest.raises(RunnerError, match=r"@server.rtc_session\(\)"):
+        NotebookRunner(AgentServer())
+
+
+async def test_entrypoint_error_surfaces_from_ready_and_stops_the_runner(
+    runners: list[NotebookRunner],
+) -> None:
+    async def entrypoint(ctx: JobContext) -> None:
+        raise ValueError("the agent's config is broken")
+
+    runner = NotebookRunner(entrypoint)
+    runners.append(runner)
+    runner.start()
+    with pytest.raises(RunnerError, match="config is broken") as raised:
+        await runner.ready()
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert not runner.running
+    with pytest.raises(RunnerError, match="stopped"):
+        await runner.send_text("hello")
+
+
+async def test_entrypoint_without_a_session_is_a_clear_error(
+    runners: list[NotebookRunner],
+) -> None:
+    async def entrypoint(ctx: JobContext) -> None:
+        return None
+
+    runner = NotebookRunner(entrypoint)
+    runners.append(runner)
+    runner.start()
+    with pytest.raises(RunnerError, match=r"session.start"):
+        await runner.ready()
+
+
+async def test_send_text_before_start_before_ready_and_after_stop(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    started = asyncio.Event()
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    async def entrypoint(ctx: JobContext) -> None:
+        loop.call_soon_threadsafe(started.set)
+        await asyncio.to_thread(release.wait)  # hold the job before its session starts
+        session: AgentSession[None] = AgentSession(
+            llm=openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        )
+        await session.start(agent=Agent(instructions="You are Cy."), room=ctx.room)
+
+    runner = NotebookRunner(entrypoint)
+    runners.append(runner)
+    with pytest.raises(RunnerError, match=r"runner.start\(\)"):
+        await runner.send_text("too early")
+    runner.start()
+    await started.wait()
+    with pytest.raises(RunnerError, match=r"await runner.ready\(\)"):
+        await runner.send_text("still too early")
+    release.set()
+    await runner.ready()
+    runner.stop()
+    with pytest.raises(RunnerError, match="stopped"):
+        await runner.send_text("too late")
+    with pytest.raises(RunnerError, match="new NotebookRunner"):
+        runner.start()
+
+
+async def test_entrypoint_that_never_returns_still_stops(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            llm=openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        )
+        await session.start(agent=Agent(instructions="You are Di."), room=ctx.room)
+        await asyncio.Event().wait()  # a common mistake: keep the entrypoint "alive"
+
+    # livekit alone would wait 15 s for such a job; past stop_timeout stop() would raise
+    runner = NotebookRunner(entrypoint, stop_timeout=5)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    runner.stop()
+    assert not runner.running
+
+
+# -- real-room mode, up to the server boundary ---------------------------------------------
+
+
+class RoomServiceStub:
+    """LiveKit's RoomService on 127.0.0.1: records CreateRoom and answers it."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.tokens: list[str] = []
+        self.room_created = asyncio.Event()
+
+    async def create_room(self, request: web.Request) -> web.Response:
+        self.tokens.append(request.headers["Authorization"].removeprefix("Bearer "))
+        create = api.CreateRoomRequest.FromString(await request.read())
+        self.created.append(create.name)
+        self.room_created.set()
+        room = api.Room(sid="RM_stub", name=create.name)
+        return web.Response(body=room.SerializeToString(), content_type="application/protobuf")
+
+
+@pytest.fixture
+async def room_service() -> AsyncIterator[tuple[str, RoomServiceStub]]:
+    stub = RoomServiceStub()
+    app = web.Application()
+    app.router.add_post("/twirp/livekit.RoomService/CreateRoom", stub.create_room)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"ws://127.0.0.1:{port}", stub
+    await runner.cleanup()
+
+
+def test_partial_credentials_name_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIVEKIT_URL", "wss://example.livekit.cloud")
+    monkeypatch.delenv("LIVEKIT_API_KEY", raising=False)
+    monkeypatch.delenv("LIVEKIT_API_SECRET", raising=False)
+    with pytest.raises(RunnerError, match="LIVEKIT_API_KEY, LIVEKIT_API_SECRET"):
+        NotebookRunner(idle_server())
+
+
+def idle_server() -> AgentServer:
+    """A server whose entrypoint starts nothing: enough to reach the room set-up."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        return None
+
+    return server
+
+
+async def test_real_mode_creates_the_room_with_short_room_scoped_tokens(
+    room_service: tuple[str, RoomServiceStub],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, stub = room_service
+    secret = "stub-secret-0123456789abcdef0123456789"
+    runner = NotebookRunner(idle_server(), livekit_url=url, api_key="stubkey", api_secret=secret)
+    try:
+        assert not runner.text_only
+        runner.start()
+        await asyncio.wait_for(stub.room_created.wait(), 10)
+        assert stub.created == [runner.room_name]
+        assert runner.real_room is not None
+        claims = api.TokenVerifier("stubkey", secret).verify(runner.real_room.user_token)
+        assert claims.video is not None and claims.video.room == runner.room_name
+        assert claims.video.room_join and not claims.video.room_create
+        assert 0 < _token_ttl_s(runner.real_room.user_token) <= 600
+    finally:
+        runner.stop()
+    # the secret is never printed; the join widget shows only the short-lived user token
+    assert secret not in capsys.readouterr().out
+    assert all(secret not in line.message for line in runner.logs.lines)
+
+
+def _token_ttl_s(token: str) -> float:
+    import jwt
+
+    claims: dict[str, Any] = jwt.decode(token, options={"verify_signature": False})
+    return float(claims["exp"] - claims["nbf"])
