@@ -1,0 +1,49 @@
+"""The notebooks are documentation: each runs offline, top to bottom, in a real kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_there_are_notebooks() -> None:
+    assert [path.name for path in NOTEBOOKS][:1] == ["01_prototype.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_without_outputs(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_offline(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(
+        notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": path.parent}}
+    ).execute()
+    text = "\n".join(
+        str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+    )
+    assert "Traceback" not in text
+    if path.name == "01_prototype.ipynb":
+        assert "You are the Concierge." in text
+        assert "You are Billing." in text  # the billing agent spoke after the handoff
+        assert "'session': 'reused'" in text
