@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import inspect
 import json
 import threading
@@ -62,20 +63,34 @@ Subscriber = Callable[[TraceEvent], None]
 
 def agent_label(agent: Agent) -> str:
     """The agent's class name, unless it was given an ``id`` of its own."""
-    name = type(agent).__name__
-    return name if agent.id in (misc.camel_to_snake_case(name), "default_agent") else agent.id
+    return _label(type(agent).__name__, agent.id)
+
+
+@functools.lru_cache(maxsize=1024)
+def _label(name: str, agent_id: str) -> str:
+    # every event is labelled: uncached, the two regex passes of camel_to_snake_case were
+    # most of a record's cost (benchmarks/trace_overhead.py)
+    return name if agent_id in (misc.camel_to_snake_case(name), "default_agent") else agent_id
 
 
 def describe_item(item: llm.ChatItem) -> dict[str, Any]:
     """A chat item as the trace shows it: id, type, role and text."""
     described: dict[str, Any] = {"id": item.id, "type": item.type}
     if isinstance(item, llm.ChatMessage):
-        described.update(role=item.role, text=item.text_content or "")
+        described.update(role=item.role, text=_text(item))
     elif isinstance(item, llm.FunctionCall):
         described.update(name=item.name, text=item.arguments)
     elif isinstance(item, llm.FunctionCallOutput):
         described.update(name=item.name, text=item.output)
     return described
+
+
+def _text(message: llm.ChatMessage) -> str:
+    """``message.text_content``: the text without expressive ``<expr/>`` markup."""
+    raw = message.raw_text_content or ""
+    # text_content imports and runs the markup stripper on each call, most of a message
+    # event's cost (benchmarks/trace_overhead.py); without a tag there is nothing to strip
+    return (message.text_content or "") if "expr" in raw else raw
 
 
 def _conversation_items(agent: Agent) -> list[llm.ChatItem]:
@@ -104,7 +119,10 @@ class Trace:
     def __init__(self, session: AgentSession[Any] | None = None) -> None:
         self._lock = threading.Lock()
         self._events: list[TraceEvent] = []
+        # replaced on (un)subscribe, never mutated: _record reads it without copying
         self._subscribers: list[tuple[asyncio.AbstractEventLoop | None, Subscriber]] = []
+        # events recorded but not yet delivered on each subscriber loop
+        self._outboxes: dict[asyncio.AbstractEventLoop, list[tuple[Subscriber, TraceEvent]]] = {}
         self._t0 = time.perf_counter()
         self._session: AgentSession[Any] | None = None
         self._handlers: dict[EventTypes, Callable[[Any], None]] = {}
@@ -148,11 +166,11 @@ class Trace:
             loop = None
         entry = (loop, callback)
         with self._lock:
-            self._subscribers.append(entry)
+            self._subscribers = [*self._subscribers, entry]
 
         def unsubscribe() -> None:
-            with self._lock, contextlib.suppress(ValueError):
-                self._subscribers.remove(entry)
+            with self._lock:
+                self._subscribers = [s for s in self._subscribers if s is not entry]
 
         return unsubscribe
 
@@ -176,7 +194,7 @@ class Trace:
             header = _parse_line(path, 1, next(lines, ""))
             if header.get("format") != TRACE_FORMAT:
                 raise ValueError(
-                    f"{path} is not a notebook-agents trace (format {header.get('format')!r}, "
+                    f"{path}:1: not a notebook-agents trace (format {header.get('format')!r}, "
                     f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
                 )
             for number, line in enumerate(lines, start=2):
@@ -232,16 +250,46 @@ class Trace:
     def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
         if agent is None and self._session is not None and self._session._activity is not None:
             agent = agent_label(self._session._activity.agent)
+        wake: list[asyncio.AbstractEventLoop] = []
         with self._lock:
             event = TraceEvent(len(self._events), time.perf_counter() - self._t0, kind, agent, data)
             self._events.append(event)
-            subscribers = list(self._subscribers)
+            subscribers = self._subscribers
+            for loop, callback in subscribers:
+                if loop is None:
+                    continue
+                # waking another thread's loop costs a syscall (~20 µs, benchmarks/
+                # trace_overhead.py): one wake-up delivers every event recorded until it runs
+                outbox = self._outboxes.get(loop)
+                if outbox is None:
+                    self._outboxes[loop] = outbox = []
+                    wake.append(loop)
+                elif loop.is_closed():  # closed after its wake-up was sent: nothing will drain it
+                    del self._outboxes[loop]
+                    continue
+                outbox.append((callback, event))
+        # wake first: a raising callback below must not leave an outbox that nothing drains
+        for loop in wake:
+            try:
+                loop.call_soon_threadsafe(self._deliver, loop)
+            except RuntimeError:  # the loop is closed: nobody is left there to deliver to
+                with self._lock:
+                    self._outboxes.pop(loop, None)
         for loop, callback in subscribers:
             if loop is None:
                 callback(event)
-            elif not loop.is_closed():
-                with contextlib.suppress(RuntimeError):  # closed between the check and the call
-                    loop.call_soon_threadsafe(callback, event)
+
+    def _deliver(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On a subscriber's loop: call its callbacks with the events waiting, in order."""
+        with self._lock:
+            outbox = self._outboxes.pop(loop, [])
+        for callback, event in outbox:
+            try:
+                callback(event)
+            except Exception as e:  # one failing view must not starve the others
+                loop.call_exception_handler(
+                    {"message": f"trace subscriber {callback!r} failed", "exception": e}
+                )
 
     def _speaking_activity(self) -> _activity.AgentActivity | None:
         """The activity whose speech this is: during a handoff the old agent may still speak
@@ -276,11 +324,11 @@ class Trace:
         if isinstance(item, llm.AgentHandoff):
             self._on_handoff(item)
         elif isinstance(item, llm.ChatMessage) and item.role == "user":
-            self._record("user_message", {"text": item.text_content or "", "item_id": item.id})
+            self._record("user_message", {"text": _text(item), "item_id": item.id})
         elif isinstance(item, llm.ChatMessage) and item.role == "assistant":
             self._record(
                 "agent_message",
-                {"text": item.text_content or "", "item_id": item.id, **self._speech_of_current()},
+                {"text": _text(item), "item_id": item.id, **self._speech_of_current()},
             )
 
     def _speech_of_current(self) -> dict[str, str]:
@@ -383,17 +431,31 @@ class Trace:
         async def update_chat_ctx(chat_ctx: llm.ChatContext, *args: Any, **kwargs: Any) -> None:
             before = {item.id: item for item in agent.chat_ctx.items}
             await original(chat_ctx, *args, **kwargs)
-            after = {item.id: item for item in agent.chat_ctx.items}
-            added = [describe_item(after[i]) for i in after if i not in before]
-            removed = [describe_item(before[i]) for i in before if i not in after]
-            if added or removed:
-                trace._record(
-                    "context_changed",
-                    {"agent": agent_label(agent), "added": added, "removed": removed},
-                )
+            try:
+                trace._on_context_edited(agent, before)
+            except Exception as e:  # the edit is done: failing to record it must not fail it
+                trace._record_failure(e)
 
         agent.update_chat_ctx = update_chat_ctx  # type: ignore[method-assign]
         self._wrapped.append(agent)
+
+    def _on_context_edited(self, agent: Agent, before: dict[str, llm.ChatItem]) -> None:
+        after = {item.id: item for item in agent.chat_ctx.items}
+        added = [describe_item(after[i]) for i in after if i not in before]
+        removed = [describe_item(before[i]) for i in before if i not in after]
+        if added or removed:
+            self._record(
+                "context_changed",
+                {"agent": agent_label(agent), "added": added, "removed": removed},
+            )
+
+    def _record_failure(self, error: Exception) -> None:
+        """Record the trace's own failure as an ``error`` event; never raise."""
+        with contextlib.suppress(Exception):
+            self._record(
+                "error",
+                {"message": f"trace failed: {error!r}", "type": "TraceError", "recoverable": True},
+            )
 
 
 def _handoff_modes(old: _activity.AgentActivity, new: _activity.AgentActivity) -> dict[str, Any]:
@@ -427,11 +489,7 @@ def _guarded(trace: Trace, handler: Callable[[Any], None]) -> Callable[[Any], No
         try:
             handler(event)
         except Exception as e:  # a trace must never break the session it observes
-            with contextlib.suppress(Exception):
-                trace._record(
-                    "error",
-                    {"message": f"trace failed: {e!r}", "type": "TraceError", "recoverable": True},
-                )
+            trace._record_failure(e)
 
     handle.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
     return handle

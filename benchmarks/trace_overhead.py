@@ -1,0 +1,233 @@
+"""What a ``Trace`` costs per event, measured on a real session (goal: < 20 µs per event).
+
+Runs real text turns through the real LiveKit realtime plugin against the in-process
+emulator: an ``on_enter`` greeting, a reply, a tool with its reply, a handoff A -> B, a turn
+with B and a context edit. Every trace callback is timed where the session calls it (the
+guard, the handler and the recording), bare and with a subscriber on another thread's loop
+(a notebook view). The same rounds are also timed whole, with and without a trace attached,
+interleaved: that end-to-end difference is noisy (a round costs milliseconds, the trace
+microseconds) and is printed as a sanity check only.
+
+    .venv/bin/python benchmarks/trace_overhead.py --rounds 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import statistics
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from livekit.agents import Agent, AgentSession, function_tool, llm
+from livekit.plugins import openai
+
+from notebook_agents.emulator import Emulator
+from notebook_agents.trace import Trace, TraceEvent
+
+TURNS = ("hello there", "get weather city=Paris", "please transfer to bob", "what is 2 plus 3")
+
+Samples = dict[str, list[tuple[float, float]]]
+"""callback name -> (wall, thread CPU) seconds per call"""
+
+
+class Bob(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are Bob. You handle billing.")
+
+    async def on_enter(self) -> None:
+        await self.session.say("Bob here.")
+
+
+class Alice(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are Alice. You greet callers.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+    @function_tool
+    async def get_weather(self, city: str) -> str:
+        """Look up the weather in a city."""
+        return f"sunny in {city}"
+
+    @function_tool
+    async def transfer_to_bob(self) -> Agent:
+        """Hand the caller to Bob for billing questions."""
+        return Bob()
+
+
+def _timed(name: str, callback: Callable[[Any], None], samples: Samples) -> Callable[[Any], None]:
+    def timed(event: Any) -> None:
+        started, cpu = time.perf_counter(), time.thread_time()
+        callback(event)
+        samples[name].append((time.perf_counter() - started, time.thread_time() - cpu))
+
+    # the emitter reads each callback's signature on every emit; keep it as cheap as the trace's
+    timed.__signature__ = inspect.signature(callback)  # type: ignore[attr-defined]
+    return timed
+
+
+def _empty(event: Any) -> None:
+    pass
+
+
+EMPTY = "(an empty callback)"
+"""the timing's own cost, and the emitter's per callback: not counted in the totals"""
+
+
+def _time_callbacks(trace: Trace, session: AgentSession[None], samples: Samples) -> None:
+    """Swap each callback the trace registered for a timed one around it."""
+    for name, callback in trace._handlers.items():
+        session.off(name, callback)
+        super(AgentSession, session).on(name, _timed(name, callback, samples))
+        super(AgentSession, session).on(name, _timed(EMPTY, _empty, samples))
+    # context edits reach the trace through its update_chat_ctx wrapper, not the emitter
+    timed_edit = _timed_edit(trace._on_context_edited, samples)
+    setattr(trace, "_on_context_edited", timed_edit)  # noqa: B010 (an instance override)
+
+
+def _timed_edit(
+    handler: Callable[[Agent, dict[str, llm.ChatItem]], None], samples: Samples
+) -> Callable[[Agent, dict[str, llm.ChatItem]], None]:
+    def timed(agent: Agent, before: dict[str, llm.ChatItem]) -> None:
+        started, cpu = time.perf_counter(), time.thread_time()
+        handler(agent, before)
+        samples["context_edit"].append((time.perf_counter() - started, time.thread_time() - cpu))
+
+    return timed
+
+
+async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples) -> float:
+    """One conversation; returns its wall time in seconds."""
+    model = openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(), api_key="benchmark", modalities=["text"]
+    )
+    session: AgentSession[None] = AgentSession(
+        llm=model, vad=None, turn_handling={"turn_detection": "manual"}
+    )
+    if trace is not None:
+        trace.attach(session)
+        _time_callbacks(trace, session, samples)
+    started = time.perf_counter()
+    try:
+        await session.start(Alice())
+        for text in TURNS:
+            await session.run(user_input=text)
+        agent = session.current_agent
+        edited = agent.chat_ctx.copy()
+        edited.add_message(role="system", content="Be brief.")
+        await agent.update_chat_ctx(edited)
+    finally:
+        await session.aclose()
+        await model.aclose()
+    return time.perf_counter() - started
+
+
+class _LoopThread:
+    """A notebook kernel's loop stand-in: subscribers are delivered to it across threads."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def subscribe(self, trace: Trace, callback: Callable[[TraceEvent], None]) -> None:
+        async def subscribe() -> None:
+            trace.subscribe(callback)
+
+        asyncio.run_coroutine_threadsafe(subscribe(), self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:8.2f}"
+
+
+def report(title: str, samples: Samples, recorded: int) -> None:
+    """Per callback: wall time (what the session waits) and the thread's CPU time (what the
+    trace itself spends; wall also holds any GIL hand-over to other threads)."""
+    empty = samples.pop(EMPTY, [])
+    calls = [sample for values in samples.values() for sample in values]
+    print(f"\n{title}: {len(calls)} callbacks, {recorded} trace events")
+    print(f"  {'callback':<24} {'calls':>6} {'wall µs':>8} {'p95':>8} {'cpu µs':>8}  (medians)")
+    rows = [*sorted(samples.items()), ("all callbacks", calls), (EMPTY, empty)]
+    for name, values in rows:
+        wall = sorted(w for w, _ in values)
+        p95 = wall[int(0.95 * (len(wall) - 1))]
+        cpu = statistics.median(c for _, c in values)
+        print(f"  {name:<24} {len(values):>6} {_us(statistics.median(wall))} {_us(p95)} {_us(cpu)}")
+    wall_total = sum(w for w, _ in calls) / recorded
+    cpu_total = sum(c for _, c in calls) / recorded
+    print(
+        f"  all trace time / recorded events (mean): wall {_us(wall_total).strip()} µs, "
+        f"cpu {_us(cpu_total).strip()} µs"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+
+    bare: Samples = defaultdict(list)
+    subscribed: Samples = defaultdict(list)
+    recorded = {"bare": 0, "subscribed": 0}
+    with_trace: list[float] = []
+    without: list[float] = []
+    per_round_events: list[int] = []
+    kernel = _LoopThread()
+    delivered: list[TraceEvent] = []
+    try:
+        with Emulator() as emulator:
+            await one_round(emulator, Trace(), defaultdict(list))  # warm-up, discarded
+            await one_round(emulator, None, defaultdict(list))
+            for index in range(args.rounds):
+                trace, plain = Trace(), Trace()
+                kernel.subscribe(trace, delivered.append)
+                # alternate which goes first, so drift in the machine hits both alike
+                order: list[Trace | None] = [plain, None, trace]
+                if index % 2:
+                    order.reverse()
+                for current in order:
+                    if current is None:
+                        without.append(await one_round(emulator, None, defaultdict(list)))
+                    elif current is plain:
+                        with_trace.append(await one_round(emulator, plain, bare))
+                        per_round_events.append(len(plain))
+                        recorded["bare"] += len(plain)
+                    else:
+                        await one_round(emulator, trace, subscribed)
+                        recorded["subscribed"] += len(trace)
+    finally:
+        kernel.close()
+
+    report("trace callbacks, no subscriber", bare, recorded["bare"])
+    report(
+        "trace callbacks, one subscriber on another thread's loop",
+        subscribed,
+        recorded["subscribed"],
+    )
+    print(f"  (the subscriber received {len(delivered)} events)")
+
+    difference = statistics.median(w - o for w, o in zip(with_trace, without, strict=True))
+    events = statistics.median(per_round_events)
+    print(f"\nend to end, {args.rounds} rounds of {len(TURNS)} turns, interleaved (noisy):")
+    print(f"  median round without trace: {statistics.median(without) * 1e3:.2f} ms")
+    print(f"  median round with trace:    {statistics.median(with_trace) * 1e3:.2f} ms")
+    print(
+        f"  median paired difference:   {difference * 1e3:+.3f} ms over {events:.0f} events "
+        f"({difference / events * 1e6:+.1f} µs per event)"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

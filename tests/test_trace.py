@@ -1,0 +1,589 @@
+"""The trace contract, proven on real parts: a real ``AgentSession`` over the real realtime
+plugin, talking to the in-process emulator. Nothing here is mocked but a failing handler."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from livekit.agents import (
+    NOT_GIVEN,
+    Agent,
+    AgentSession,
+    ConversationItemAddedEvent,
+    ToolError,
+    function_tool,
+    llm,
+)
+from livekit.agents.voice.run_result import RunResult
+from livekit.plugins import openai
+
+from notebook_agents import trace as trace_module
+from notebook_agents.emulator import Emulator
+from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent
+
+from .conftest import API_KEY
+
+T = TypeVar("T")
+MakeModel = Callable[[], openai.realtime.RealtimeModel]
+
+GREETING = "You are Alice. How can I help you?"
+
+
+class Bob(Agent):
+    """Billing. Says hello on entering and can send the caller back to whoever sent him."""
+
+    def __init__(
+        self,
+        *,
+        back: Agent | None = None,
+        model: openai.realtime.RealtimeModel | None = None,
+        chat_ctx: llm.ChatContext | None = None,
+        id: str | None = None,
+        server_turns: bool = False,
+    ) -> None:
+        # no model of its own means the session's: the same RealtimeModel instance as Alice's
+        super().__init__(
+            instructions="You are Bob. You handle billing.",
+            llm=model if model is not None else NOT_GIVEN,
+            chat_ctx=chat_ctx if chat_ctx is not None else NOT_GIVEN,
+            id=id,
+            # the model's own turn detection: a realtime session set up otherwise can't be reused
+            turn_handling={"turn_detection": "realtime_llm"} if server_turns else NOT_GIVEN,
+        )
+        self._back = back
+
+    async def on_enter(self) -> None:
+        await self.session.say("Bob here.")
+
+    @function_tool
+    async def transfer_to_alice(self) -> Agent:
+        """Send the caller back to Alice."""
+        assert self._back is not None
+        return self._back
+
+
+class Alice(Agent):
+    """Greets in ``on_enter``, says goodbye in ``on_exit``, has tools and hands off to Bob."""
+
+    def __init__(self, bob: Callable[[Alice], Agent] | None = None) -> None:
+        super().__init__(instructions="You are Alice. You greet callers.")
+        self._bob = bob if bob is not None else lambda alice: Bob(back=alice)
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+    async def on_exit(self) -> None:
+        await self.session.say("Goodbye from Alice.")
+
+    @function_tool
+    async def get_weather(self, city: str) -> str:
+        """Look up the weather in a city."""
+        return f"sunny in {city}"
+
+    @function_tool
+    async def lookup_account(self) -> str:
+        """Look up the caller's account."""
+        raise ToolError("no such account")
+
+    @function_tool
+    async def transfer_to_bob(self) -> Agent:
+        """Hand the caller to Bob for billing questions."""
+        return self._bob(self)
+
+
+def realtime_model(emulator: Emulator) -> openai.realtime.RealtimeModel:
+    return openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+    )
+
+
+@pytest.fixture
+async def models(emulator: Emulator) -> AsyncIterator[MakeModel]:
+    """Makes realtime models against the emulator; closes them all after the test."""
+    made: list[openai.realtime.RealtimeModel] = []
+
+    def make() -> openai.realtime.RealtimeModel:
+        made.append(realtime_model(emulator))
+        return made[-1]
+
+    yield make
+    for model in made:
+        await model.aclose()
+
+
+def new_session(model: openai.realtime.RealtimeModel) -> AgentSession[None]:
+    """The text-only session recipe: no VAD, turns end when ``run`` is called."""
+    return AgentSession(llm=model, vad=None, turn_handling={"turn_detection": "manual"})
+
+
+@contextlib.asynccontextmanager
+async def traced(
+    model: openai.realtime.RealtimeModel, agent: Agent, trace: Trace | None = None
+) -> AsyncIterator[tuple[AgentSession[None], Trace]]:
+    """A started session with a trace attached before ``start``; closed on exit."""
+    session = new_session(model)
+    trace = trace if trace is not None else Trace()
+    trace.attach(session)
+    try:
+        await session.start(agent)
+        yield session, trace
+    finally:
+        await session.aclose()
+
+
+def spoken(trace: Trace) -> dict[str, tuple[str | None, str, str]]:
+    """Each agent message's text -> (agent, source, phase)."""
+    return {
+        e.data["text"]: (e.agent, e.data["source"], e.data["phase"])
+        for e in trace.of_kind("agent_message")
+    }
+
+
+# -- 1. speech phase and source -----------------------------------------------------------
+
+
+async def test_speech_is_recorded_with_its_phase_and_source(models: MakeModel) -> None:
+    async with traced(models(), Alice()) as (session, trace):
+        await session.run(user_input="hello there")
+        await session.run(user_input="get weather city=Paris")
+        await session.run(user_input="please transfer to bob")
+
+    assert spoken(trace) == {
+        GREETING: ("Alice", "generate_reply", "on_enter"),
+        'You are Alice. You said: "hello there".': ("Alice", "generate_reply", "turn"),
+        "You are Alice. The tool returned: sunny in Paris": ("Alice", "tool_reply", "turn"),
+        # the old agent still speaks in on_exit after the handoff began: labelled as itself
+        "Goodbye from Alice.": ("Alice", "say", "on_exit"),
+        "Bob here.": ("Bob", "say", "on_enter"),
+    }
+    assert len(trace.of_kind("agent_message")) == 5
+
+
+# -- 2. exactly once ----------------------------------------------------------------------
+
+TURNS = [
+    "hello there",
+    "please transfer to bob",
+    "what is 2 plus 3",
+    "transfer to alice please",
+    "get weather city=Oslo",
+]
+
+
+@pytest.mark.parametrize("mode", ["reuse", "fresh"])
+async def test_a_to_b_to_a_records_every_item_exactly_once(models: MakeModel, mode: str) -> None:
+    own = models() if mode == "fresh" else None
+    alice = Alice(lambda alice: Bob(back=alice, model=own, chat_ctx=alice.chat_ctx.copy()))
+    async with traced(models(), alice) as (session, trace):
+        for text in TURNS:
+            await session.run(user_input=text)
+        # an item announced again (as upstream's audio paths can) is still recorded once
+        recorded = len(trace)
+        for item in session.history.items:
+            if isinstance(item, llm.ChatMessage | llm.AgentHandoff):
+                session.emit("conversation_item_added", ConversationItemAddedEvent(item=item))
+        assert len(trace) == recorded
+
+    events = trace.events
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert [e.t for e in events] == sorted(e.t for e in events)
+    assert [e.data["text"] for e in trace.of_kind("user_message")] == TURNS
+    assert [(e.data["from"], e.data["to"]) for e in trace.of_kind("handoff")] == [
+        (None, "Alice"),
+        ("Alice", "Bob"),
+        ("Bob", "Alice"),
+    ]
+
+    message_ids = [e.data["item_id"] for e in trace.of_kind("user_message", "agent_message")]
+    call_ids = [e.data["call_id"] for e in trace.of_kind("tool_call")]
+    output_ids = [e.data["call_id"] for e in trace.of_kind("tool_output")]
+    assert len(message_ids) == len(set(message_ids))
+    assert len(call_ids) == len(set(call_ids))
+    assert len(output_ids) == len(set(output_ids))
+
+    # the session's own history, item by item: each maps to exactly one trace event
+    history = session.history.items
+    messages = [i for i in history if isinstance(i, llm.ChatMessage) and i.role != "system"]
+    for message in messages:
+        assert message_ids.count(message.id) == 1, message
+    for item in history:
+        if isinstance(item, llm.FunctionCall):
+            assert call_ids.count(item.call_id) == 1, item
+        elif isinstance(item, llm.FunctionCallOutput):
+            assert output_ids.count(item.call_id) == 1, item
+    # ... and nothing the session did not have
+    assert sorted(message_ids) == sorted(i.id for i in messages)
+    assert sorted(call_ids) == sorted(i.call_id for i in history if i.type == "function_call")
+    handoffs = [i for i in history if i.type == "agent_handoff"]
+    assert len(trace.of_kind("handoff")) == len(handoffs) == 3
+
+
+# -- 3. handoff events --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("context", ["copied", "empty"])
+@pytest.mark.parametrize("mode", ["reused", "fresh"])
+async def test_handoff_event_says_how_the_session_and_context_moved(
+    emulator: Emulator, models: MakeModel, mode: str, context: str
+) -> None:
+    own = models() if mode == "fresh" else None
+    alice = Alice(
+        lambda alice: Bob(
+            back=alice, model=own, chat_ctx=alice.chat_ctx.copy() if context == "copied" else None
+        )
+    )
+    async with traced(models(), alice) as (session, trace):
+        await session.run(user_input="hello there")
+        await session.run(user_input="please transfer to bob")
+
+    start, handoff = trace.of_kind("handoff")
+    assert start.data == {"from": None, "to": "Alice", "session": None, "context": None}
+    assert start.agent == "Alice"
+    assert handoff.agent == "Bob"
+    data = handoff.data
+    assert (data["from"], data["to"], data["session"], data["context"]) == (
+        "Alice",
+        "Bob",
+        mode,
+        context,
+    )
+    # greeting, "hello there", its reply, "please transfer to bob", the call and its output
+    assert data["items_from"] >= 6
+    if context == "copied":
+        # Bob has no transfer tool, so the copy drops the call items: the four messages remain
+        assert data["items_shared"] == data["items_to"] == 4
+    else:
+        assert data["items_shared"] == data["items_to"] == 0
+    # what the emulator saw: one realtime connection when reused, a second when fresh
+    realtime = [c for c in emulator.connections if c.kind == "realtime"]
+    assert len(realtime) == (1 if mode == "reused" else 2)
+
+
+async def test_a_shared_model_still_makes_a_fresh_session_when_it_cannot_be_reused(
+    emulator: Emulator, models: MakeModel
+) -> None:
+    # same RealtimeModel instance, but Bob turns server-side turn detection on: LiveKit opens
+    # a new realtime session, and the trace must say so rather than infer "reused"
+    alice = Alice(lambda alice: Bob(back=alice, server_turns=True))
+    async with traced(models(), alice) as (session, trace):
+        await session.run(user_input="please transfer to bob")
+
+    assert trace.of_kind("handoff")[-1].data["session"] == "fresh"
+    assert len([c for c in emulator.connections if c.kind == "realtime"]) == 2
+
+
+# -- 4. context edits ---------------------------------------------------------------------
+
+
+async def test_update_chat_ctx_records_what_was_added_and_removed(models: MakeModel) -> None:
+    alice = Alice()
+    async with traced(models(), alice) as (session, trace):
+        await session.run(user_input="hello there")
+        user = next(
+            i for i in alice.chat_ctx.items if isinstance(i, llm.ChatMessage) and i.role == "user"
+        )
+        edited = alice.chat_ctx.copy()
+        edited.remove(user)
+        system = edited.add_message(role="system", content="Be brief.")
+        await alice.update_chat_ctx(edited)
+        # an edit that changes nothing records nothing
+        await alice.update_chat_ctx(alice.chat_ctx.copy())
+        # and the session carries on
+        result: RunResult[None] = await session.run(user_input="still there")
+        assert result.events
+
+    (changed,) = trace.of_kind("context_changed")
+    assert changed.agent == "Alice"
+    assert changed.data == {
+        "agent": "Alice",
+        "added": [{"id": system.id, "type": "message", "role": "system", "text": "Be brief."}],
+        "removed": [{"id": user.id, "type": "message", "role": "user", "text": "hello there"}],
+    }
+    assert user.id not in {i.id for i in alice.chat_ctx.items}
+
+
+# -- 5. tools -----------------------------------------------------------------------------
+
+
+async def test_tool_calls_and_outputs_are_recorded(models: MakeModel) -> None:
+    async with traced(models(), Alice()) as (session, trace):
+        await session.run(user_input="get weather city=Paris")
+        await session.run(user_input="lookup account please")
+
+    weather_call, account_call = trace.of_kind("tool_call")
+    weather_out, account_out = trace.of_kind("tool_output")
+    assert weather_call.data["name"] == "get_weather"
+    assert json.loads(weather_call.data["arguments"]) == {"city": "Paris"}
+    assert weather_out.data == {
+        "name": "get_weather",
+        "call_id": weather_call.data["call_id"],
+        "output": "sunny in Paris",
+        "is_error": False,
+    }
+    assert account_call.data["name"] == "lookup_account"
+    assert json.loads(account_call.data["arguments"]) == {}
+    assert account_out.data == {
+        "name": "lookup_account",
+        "call_id": account_call.data["call_id"],
+        "output": "no such account",
+        "is_error": True,
+    }
+    assert weather_call.seq < weather_out.seq < account_call.seq < account_out.seq
+    calls = [i for i in session.history.items if isinstance(i, llm.FunctionCall)]
+    assert [c.call_id for c in calls] == [
+        weather_call.data["call_id"],
+        account_call.data["call_id"],
+    ]
+
+
+# -- 6. agent labels ----------------------------------------------------------------------
+
+
+async def test_agents_are_labelled_by_class_name_unless_given_an_id(models: MakeModel) -> None:
+    alice = Alice(lambda alice: Bob(back=alice, id="concierge"))
+    async with traced(models(), alice) as (session, trace):
+        await session.run(user_input="please transfer to bob")
+
+    handoff = trace.of_kind("handoff")[-1]
+    assert (handoff.data["from"], handoff.data["to"]) == ("Alice", "concierge")
+    assert spoken(trace)["Bob here."] == ("concierge", "say", "on_enter")
+    assert {e.agent for e in trace.events if e.seq < handoff.seq} == {"Alice"}
+    assert trace_module.agent_label(Agent(instructions="plain")) == "Agent"
+
+
+# -- 7. subscribers across threads --------------------------------------------------------
+
+
+class LoopThread:
+    """An event loop on a thread of its own, as the runner's job thread is."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> Awaitable[T]:
+        """Run ``coro`` on the thread's loop; await the result without blocking ours."""
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+@pytest.fixture
+def worker() -> Iterator[LoopThread]:
+    thread = LoopThread()
+    yield thread
+    thread.close()
+
+
+async def test_subscribers_are_called_on_their_own_loop(
+    emulator: Emulator, worker: LoopThread
+) -> None:
+    trace = Trace()
+    received: list[TraceEvent] = []
+    threads: set[int] = set()
+    early: list[TraceEvent] = []
+    loopless: list[tuple[TraceEvent, int]] = []
+
+    def on_event(event: TraceEvent) -> None:
+        received.append(event)
+        threads.add(threading.get_ident())
+
+    trace.subscribe(on_event)
+    stop_early = trace.subscribe(early.append)
+    # subscribed from a thread with no running loop: called on whichever thread records
+    await asyncio.to_thread(
+        trace.subscribe, lambda event: loopless.append((event, threading.get_ident()))
+    )
+
+    model: openai.realtime.RealtimeModel | None = None
+    session: AgentSession[None] | None = None
+
+    async def begin() -> None:
+        nonlocal model, session
+        model = realtime_model(emulator)
+        session = new_session(model)
+        trace.attach(session)
+        await session.start(Alice())
+        await session.run(user_input="hello there")
+
+    async def finish() -> None:
+        assert model is not None and session is not None
+        await session.run(user_input="goodbye now")
+        await session.aclose()
+        await model.aclose()
+
+    await worker.run(begin())
+    stop_early()
+    await worker.run(finish())
+    # every callback was queued on this loop before the wake-up of the await above, and the
+    # loop runs its queue in order: all deliveries are done by now
+
+    assert received == trace.events
+    assert received[-1].kind == "closed"
+    assert threads == {threading.get_ident()} != {worker.thread.ident}
+    assert [event for event, _ in loopless] == trace.events
+    assert {thread for _, thread in loopless} == {worker.thread.ident}
+    # unsubscribed between the turns: a prefix, without the second turn
+    assert early == trace.events[: len(early)]
+    assert "goodbye now" not in [e.data.get("text") for e in early]
+    assert early[-1].kind != "closed"
+
+
+async def test_a_failing_subscriber_does_not_starve_the_others(models: MakeModel) -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    received: list[TraceEvent] = []
+    closed = asyncio.Event()
+
+    def failing(event: TraceEvent) -> None:
+        raise RuntimeError(f"view broke on {event.kind}")
+
+    def on_event(event: TraceEvent) -> None:
+        received.append(event)
+        if event.kind == "closed":
+            closed.set()
+
+    trace = Trace()
+    trace.subscribe(failing)
+    trace.subscribe(on_event)
+    async with traced(models(), Alice(), trace) as (session, _):
+        await session.run(user_input="hello there")
+    await asyncio.wait_for(closed.wait(), timeout=10)
+    loop.set_exception_handler(None)
+
+    assert received == trace.events
+    # each failure went to the loop's handler, as any failing callback does
+    assert len(reported) == len(trace.events)
+    assert all(isinstance(c["exception"], RuntimeError) for c in reported)
+
+
+async def test_a_subscriber_on_a_closed_loop_is_skipped(models: MakeModel) -> None:
+    gone = LoopThread()
+    subscribed = asyncio.run_coroutine_threadsafe(_subscribed(Trace()), gone.loop)
+    trace = subscribed.result(timeout=10)
+    gone.close()
+    async with traced(models(), Alice(), trace) as (session, _):
+        result: RunResult[None] = await session.run(user_input="hello there")
+        assert result.events
+    assert trace.events[-1].kind == "closed"
+    assert not trace._outboxes  # nothing piles up for a loop that will never run again
+
+
+async def _subscribed(trace: Trace) -> Trace:
+    """``trace``, subscribed to from the loop this runs on."""
+    trace.subscribe(lambda event: None)
+    return trace
+
+
+# -- 8. save and load ---------------------------------------------------------------------
+
+
+async def test_save_and_load_round_trip(models: MakeModel, tmp_path: Path) -> None:
+    async with traced(models(), Alice()) as (session, trace):
+        await session.run(user_input="get weather city=Paris")
+        await session.run(user_input="please transfer to bob")
+
+    records = trace.to_records()
+    assert isinstance(records, list) and all(type(r) is dict for r in records)
+    assert json.loads(json.dumps(records)) == records  # plain data, nothing to convert
+    assert {r["kind"] for r in records} >= {"handoff", "agent_message", "tool_call", "closed"}
+
+    path = trace.save(tmp_path / "run.jsonl")
+    assert json.loads(path.read_text().splitlines()[0]) == {"format": TRACE_FORMAT}
+    loaded = Trace.load(path)
+    assert loaded.events == trace.events
+    assert loaded.to_records() == records
+
+
+HEADER = json.dumps({"format": TRACE_FORMAT})
+EVENT = json.dumps({"seq": 0, "t": 0.0, "kind": "closed", "agent": None, "data": {}})
+
+
+@pytest.mark.parametrize(
+    ("lines", "line"),
+    [
+        ([], 1),  # empty
+        (["{not json"], 1),
+        ([json.dumps({"format": "someone-else/9"}), EVENT], 1),
+        ([HEADER, EVENT, "{not json"], 3),
+        ([HEADER, "[1, 2]"], 2),
+        ([HEADER, json.dumps({"seq": 0, "t": 0.0, "kind": "closed"})], 2),  # no agent, no data
+    ],
+)
+def test_load_refuses_a_malformed_file_naming_file_and_line(
+    tmp_path: Path, lines: list[str], line: int
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(f"{text}\n" for text in lines))
+    with pytest.raises(ValueError, match=rf"bad\.jsonl:{line}:"):
+        Trace.load(path)
+
+
+# -- 9. a failing trace never breaks the session ------------------------------------------
+
+
+async def test_a_failing_handler_is_recorded_and_the_session_goes_on(
+    models: MakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(event: Any) -> None:
+        # TypeError in particular: the session's emitter re-raises it into the session
+        raise TypeError("boom")
+
+    trace = Trace()
+    monkeypatch.setattr(trace, "_on_agent_state", boom)
+    alice = Alice()
+    async with traced(models(), alice, trace) as (session, _):
+        result: RunResult[None] = await session.run(user_input="hello there")
+        reply = result.expect.contains_message(role="assistant").event().item
+        assert reply.text_content == 'You are Alice. You said: "hello there".'
+
+        # the context-edit wrapper is the trace's too: its failure stays out of the caller
+        monkeypatch.setattr(trace_module, "describe_item", boom)
+        edited = alice.chat_ctx.copy()
+        edited.add_message(role="system", content="Be brief.")
+        await alice.update_chat_ctx(edited)
+        assert alice.chat_ctx.items[-1].id == edited.items[-1].id
+
+    errors = trace.of_kind("error")
+    assert errors and {e.data["type"] for e in errors} == {"TraceError"}
+    assert all("boom" in e.data["message"] for e in errors)
+    assert len(errors) >= 2  # state changes, and the context edit
+    assert not trace.of_kind("agent_state", "context_changed")
+    assert [e.data["text"] for e in trace.of_kind("user_message")] == ["hello there"]
+    assert trace.events[-1].kind == "closed"
+
+
+# -- 10. detach ---------------------------------------------------------------------------
+
+
+async def test_detach_stops_recording_and_restores_update_chat_ctx(models: MakeModel) -> None:
+    alice = Alice()
+    async with traced(models(), alice) as (session, trace):
+        await session.run(user_input="hello there")
+        assert "update_chat_ctx" in vars(alice)  # wrapped while traced
+
+        trace.detach()
+        assert "update_chat_ctx" not in vars(alice)
+        assert alice.update_chat_ctx.__func__ is Agent.update_chat_ctx  # type: ignore[attr-defined]
+        recorded = trace.events
+
+        await session.run(user_input="anyone there")
+        edited = alice.chat_ctx.copy()
+        edited.add_message(role="system", content="Be brief.")
+        await alice.update_chat_ctx(edited)
+        trace.detach()  # twice is harmless
+
+    assert trace.events == recorded
+    assert "anyone there" in [m.text_content for m in session.history.messages()]
