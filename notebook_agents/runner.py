@@ -77,6 +77,10 @@ class NotebookRunner:
         self._saved_options: dict[str, Any] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        # set when the server thread is done. Waited on instead of Thread.join/is_alive: on
+        # Python < 3.12 a KeyboardInterrupt inside join() marks a live thread as dead
+        # (cpython#90882), and run_app is interrupted exactly there.
+        self._served = threading.Event()
         self._ready: concurrent.futures.Future[AgentSession[Any]] = concurrent.futures.Future()
         self._ctx: JobContext | None = None
         self._job_loop: asyncio.AbstractEventLoop | None = None
@@ -110,13 +114,14 @@ class NotebookRunner:
         self._configure_server()
         self.logs.install()
         self._loop = asyncio.new_event_loop()
+        # set before the thread starts: the server thread reads it once the worker is up
+        self._started_at = started
         self._thread = threading.Thread(
             target=self._serve, name="notebook-agents-server", daemon=True
         )
         self._thread.start()
         _running.add(self)
         self.timings["start"] = time.perf_counter() - started
-        self._started_at = started
         return self
 
     async def ready(self, timeout: float | None = None) -> AgentSession[Any]:
@@ -205,9 +210,12 @@ class NotebookRunner:
         except BaseException as e:
             self._fail(e)
         finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-            self._fail(RunnerError("the agent server stopped before a session started"))
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+                self._fail(RunnerError("the agent server stopped before a session started"))
+            finally:
+                self._served.set()
 
     async def _run_server(self) -> None:
         server = self.server
@@ -299,11 +307,12 @@ class NotebookRunner:
             # an entrypoint still awaiting would hold the job open for livekit's 15 s timeout
             with contextlib.suppress(RuntimeError):
                 self._job_loop.call_soon_threadsafe(self._entry_task.cancel)
-        if not loop.is_closed() and thread.is_alive():
+        if not loop.is_closed() and not self._served.is_set():
             closing = asyncio.run_coroutine_threadsafe(self.server.aclose(), loop)
             with contextlib.suppress(concurrent.futures.TimeoutError, Exception):
                 closing.result(self.stop_timeout)
-        thread.join(self.stop_timeout)
+        if self._served.wait(self.stop_timeout):
+            thread.join()  # only returning is left to it
         self._fail(RunnerError("the runner was stopped"))
         self._restore_server()
         self.trace.detach()
@@ -315,7 +324,7 @@ class NotebookRunner:
             _release_mock_room()
         self.timings["stop"] = time.perf_counter() - started
         _loops_to_close.append(loop)
-        if thread.is_alive():
+        if not self._served.is_set():
             raise RunnerError(
                 f"the agent server did not stop within {self.stop_timeout:.0f} s; its thread "
                 "is a daemon and ends with the kernel"
@@ -350,8 +359,8 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
     """
     runner = NotebookRunner(server, **options).start()
     try:
-        while runner._thread is not None and runner._thread.is_alive():
-            runner._thread.join(0.2)
+        while not runner._served.wait(0.2):
+            pass
     except KeyboardInterrupt:
         pass
     finally:
@@ -362,11 +371,19 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
 def _stop_through_interrupts(runner: NotebookRunner) -> None:
     if runner._stopped:
         return
-    stopper = threading.Thread(target=runner._shut_down, name="notebook-agents-stop")
-    stopper.start()
-    while stopper.is_alive():
+    stopped = threading.Event()  # not Thread.join: see NotebookRunner._served
+
+    def stop() -> None:
         try:
-            stopper.join(0.2)
+            runner._shut_down()
+        finally:
+            stopped.set()
+
+    stopper = threading.Thread(target=stop, name="notebook-agents-stop")
+    stopper.start()
+    while not stopped.is_set():
+        try:
+            stopped.wait(0.2)
         except KeyboardInterrupt:
             continue  # already stopping: another interrupt must not abandon the stop midway
     runner._close_loops()

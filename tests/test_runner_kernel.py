@@ -1,0 +1,485 @@
+"""The runner contract in a REAL ipykernel: a production-style agent, cell by cell.
+
+Each kernel first runs ``SETUP``: an in-kernel emulator, the agent under test (exactly as it
+would deploy: ``AgentServer`` + ``@server.rtc_session()``, no room options) and a ``probe``
+that records, from inside the kernel, every ``AgentServer.drain`` call, every event loop
+close (which thread, which loop) and every websocket the process opens. Tests that only start,
+talk to and stop agents share one kernel; interrupt and ``run_app`` tests get their own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .kernel import Kernel
+
+SETUP = r"""
+import asyncio, itertools, logging, os, signal, threading, time
+import psutil
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai
+import aiohttp
+from notebook_agents import NotebookRunner, run_app
+from notebook_agents.emulator import Emulator
+
+emu = Emulator().start()
+EMU_URL = emu.base_url()
+
+
+class Probe:
+    def __init__(self):
+        self.kernel_loop = asyncio.get_running_loop()
+        self.drain_calls = []
+        self.closes = []
+        self.ws_urls = []
+        self.runner_loops = []
+
+    def watch(self, runner):
+        assert runner._loop is not None, "watch a started runner"
+        self.runner_loops.append(runner._loop._probe_serial)
+        return runner
+
+    def close_report(self):
+        runner_loops = set(self.runner_loops)
+        return [dict(c, runner_loop=c["loop"] in runner_loops) for c in self.closes]
+
+
+
+probe = Probe()
+
+_upstream_drain = AgentServer.drain
+async def _recorded_drain(self, *args, **kwargs):
+    probe.drain_calls.append(threading.current_thread().name)
+    return await _upstream_drain(self, *args, **kwargs)
+AgentServer.drain = _recorded_drain
+
+# the recorders bind what they use: the kernel clears module globals while it shuts down
+_upstream_loop_init = asyncio.BaseEventLoop.__init__
+def _recorded_loop_init(self, *args, _serials=itertools.count(), _threading=threading, **kwargs):
+    _upstream_loop_init(self, *args, **kwargs)
+    self._probe_created_in = _threading.get_ident()
+    self._probe_serial = next(_serials)  # ids are reused once a loop is freed
+asyncio.BaseEventLoop.__init__ = _recorded_loop_init
+
+_upstream_loop_close = asyncio.BaseEventLoop.close
+def _recorded_loop_close(self, _probe=probe, _threading=threading, _close=_upstream_loop_close):
+    thread = _threading.current_thread()
+    _probe.closes.append(dict(
+        main=thread is _threading.main_thread(),
+        thread=thread.name,
+        loop=getattr(self, "_probe_serial", None),
+        kernel_loop=self is _probe.kernel_loop,
+        own=getattr(self, "_probe_created_in", None) == _threading.get_ident(),
+    ))
+    return _close(self)
+asyncio.BaseEventLoop.close = _recorded_loop_close
+
+_upstream_ws_connect = aiohttp.ClientSession.ws_connect
+def _recorded_ws_connect(self, url, *args, **kwargs):
+    probe.ws_urls.append(str(url))
+    return _upstream_ws_connect(self, url, *args, **kwargs)
+aiohttp.ClientSession.ws_connect = _recorded_ws_connect
+
+
+def signal_snapshot():
+    skip = {signal.SIGKILL, signal.SIGSTOP}
+    return {int(s): signal.getsignal(s) for s in signal.valid_signals() if s not in skip}
+
+
+def signals_changed(before, after):
+    names = {int(s): s.name for s in signal.Signals}
+    return sorted(names.get(s, str(s)) for s in before if before[s] is not after.get(s))
+
+
+AGENT_THREADS = ("notebook-agents-server", "notebook-agents-stop", "job_thread_runner")
+
+
+def agent_threads():
+    return sorted(t.name for t in threading.enumerate() if t.name in AGENT_THREADS)
+
+
+def cell_tasks():
+    # the tasks running this cell: the current one and ipykernel's tasks awaiting it
+    mine = {asyncio.current_task()}
+    grew = True
+    while grew:
+        more = {t for t in asyncio.all_tasks() if getattr(t, "_fut_waiter", None) in mine}
+        grew = not more <= mine
+        mine |= more
+    return mine
+
+
+def default_loop_state():
+    # the main thread's default loop as the policy holds it (without creating one)
+    loop = getattr(asyncio.get_event_loop_policy()._local, "_loop", None)
+    return None if loop is None else {"closed": loop.is_closed(),
+                                      "kernel_loop": loop is probe.kernel_loop}
+"""
+
+AGENT = """
+server = AgentServer()
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    session = AgentSession(
+        llm=openai.realtime.RealtimeModel(base_url=EMU_URL, api_key="x", modalities=["text"])
+    )
+    await session.start(agent=Agent(instructions="You are Ada. Be kind."), room=ctx.room)
+"""
+
+START = "runner = probe.watch(NotebookRunner(server).start())\nawait runner.ready()\n"
+ADA_HI = 'You are Ada. You said: "hi".'
+
+
+def _kernel() -> Iterator[Kernel]:
+    with Kernel() as kernel:
+        kernel.run_ok(SETUP, timeout=60)
+        kernel.run_ok(AGENT)
+        yield kernel
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    """One kernel shared by the tests that leave it as they found it (agents stopped)."""
+    yield from _kernel()
+
+
+@pytest.fixture
+def own_kernel() -> Iterator[Kernel]:
+    """A kernel of its own, for tests that interrupt it."""
+    yield from _kernel()
+
+
+def _no_agent_left(kernel: Kernel) -> None:
+    state = kernel.eval("dict(threads=agent_threads(), closed=server._closed)")
+    assert state == {"threads": [], "closed": True}
+
+
+@pytest.mark.timeout(60)
+def test_worker_runs_unregistered_and_offline(kernel: Kernel) -> None:
+    assert kernel.eval("[k for k in os.environ if k.startswith('LIVEKIT_')]") == []
+    kernel.run_ok(
+        "t0 = time.perf_counter()\n"
+        "runner = NotebookRunner(server)\n"
+        "runner.start()\n"
+        "start_s = time.perf_counter() - t0\n"
+        "probe.watch(runner)\n"
+        "await runner.ready()\n"
+        "t1 = time.perf_counter()\n"
+        "first = await runner.send_text('hi')\n"
+        "first_s = time.perf_counter() - t1\n"
+        "t2 = time.perf_counter()\n"
+        "warm = await runner.send_text('hi')\n"
+        "warm_s = time.perf_counter() - t2\n"
+    )
+    state = kernel.eval(
+        "dict(first=first, warm=warm, conn_task=repr(getattr(server, '_conn_task', None)), "
+        "worker_id=server.id, connecting=server._connecting, ws=probe.ws_urls, emu=EMU_URL)"
+    )
+    assert state["first"] == ADA_HI and state["warm"] == ADA_HI
+    assert state["conn_task"] == "None" and state["worker_id"] == "unregistered"
+    assert state["connecting"] is False
+    # the only websockets opened are the realtime model's, to the emulator
+    emulator = state["emu"].replace("http://", "ws://").split("/v1")[0]
+    assert state["ws"] and all(url.startswith(emulator) for url in state["ws"]), state["ws"]
+    kernel.run_ok("runner.stop()")
+    timings = kernel.eval(
+        "dict(start_cell=start_s, start_call=runner.timings['start'], "
+        "ready=runner.timings['ready'], first=first_s, warm=warm_s, "
+        "stop=runner.timings['stop'])"
+    )
+    print("in-kernel timings (s), first job in a fresh kernel:", timings)
+    _no_agent_left(kernel)
+
+
+@pytest.mark.timeout(60)
+def test_signal_handlers_are_identical_before_during_and_after(kernel: Kernel) -> None:
+    # the comparison itself can tell a changed handler
+    assert kernel.eval("signals_changed(signal_snapshot(), {**signal_snapshot(), 15: print})") == [
+        "SIGTERM"
+    ]
+    assert kernel.eval("len(signal_snapshot())") > 30
+    kernel.run_ok("sig = {'before': signal_snapshot()}")
+    kernel.run_ok(
+        "sig['start cell, before start'] = signal_snapshot()\n"
+        + START
+        + "await runner.send_text('hi')\n"
+        + "sig['start cell, running'] = signal_snapshot()"
+    )
+    kernel.run_ok("sig['running, sync cell'] = signal_snapshot()")
+    kernel.run_ok("runner.stop()\nsig['stop cell'] = signal_snapshot()")
+    kernel.run_ok("sig['after'] = signal_snapshot()")
+    changed = kernel.eval(
+        "dict(within_start_cell=signals_changed(sig['start cell, before start'], "
+        "sig['start cell, running']), "
+        "across_cells={k: signals_changed(sig['before'], s) for k, s in sig.items()})"
+    )
+    # ipykernel gives each async cell a SIGINT handler of its own (to cancel the cell): within
+    # that cell nothing changes; across cells every other handler is the very same object
+    assert changed == {
+        "within_start_cell": [],
+        "across_cells": {
+            "before": [],
+            "start cell, before start": ["SIGINT"],
+            "start cell, running": ["SIGINT"],
+            "running, sync cell": [],
+            "stop cell": [],
+            "after": [],
+        },
+    }
+
+
+@pytest.mark.timeout(60)
+def test_drain_is_never_awaited(kernel: Kernel) -> None:
+    assert kernel.eval("server.drain.__func__ is _recorded_drain")
+    kernel.run_ok(START + "assert await runner.send_text('hi')")
+    kernel.run_ok("runner.stop()")
+    assert kernel.eval("dict(calls=probe.drain_calls, draining=server._draining)") == {
+        "calls": [],
+        "draining": False,
+    }
+
+
+def _assert_loops_closed_properly(kernel: Kernel) -> None:
+    closes: list[dict[str, Any]] = kernel.eval("probe.close_report()")
+    runner_loops = kernel.eval("probe.runner_loops")
+    assert runner_loops, "no runner was watched"
+    assert not [c for c in closes if c["kernel_loop"]], closes
+    # each runner's own loop is closed once, from the main thread
+    for loop in runner_loops:
+        assert [c["main"] for c in closes if c["loop"] == loop] == [True], (loop, closes)
+    # off the main thread only livekit's job thread closes the loop it created and ran itself
+    off_main = [c for c in closes if not c["main"]]
+    assert all(c["own"] and c["thread"] == "job_thread_runner" for c in off_main), off_main
+    assert not [c for c in off_main if c["runner_loop"]], off_main
+    # the kernel's loop still runs cells, and the main thread's default loop is not closed
+    assert kernel.eval(
+        "(await asyncio.sleep(0)) is None and asyncio.get_running_loop() is probe.kernel_loop "
+        "and probe.kernel_loop.is_running() and not probe.kernel_loop.is_closed()"
+    )
+    assert kernel.eval("default_loop_state()") in (None, {"closed": False, "kernel_loop": True})
+
+
+@pytest.mark.timeout(60)
+def test_loops_closed_only_on_the_main_thread_and_only_the_runners(kernel: Kernel) -> None:
+    kernel.run_ok(START + "assert await runner.send_text('hi')")
+    kernel.run_ok("runner.stop()")
+    _assert_loops_closed_properly(kernel)
+
+
+@pytest.mark.timeout(60)
+def test_a_blocking_cell_does_not_stall_the_agent(kernel: Kernel) -> None:
+    kernel.run_ok(START)
+    kernel.run_ok(
+        "def _blocked():\n"
+        "    done_at = []\n"
+        "    t0 = time.perf_counter()\n"
+        "    turn = asyncio.run_coroutine_threadsafe(\n"
+        "        runner._turn(runner.session, 'hi'), runner._job_loop)\n"
+        "    turn.add_done_callback(lambda _: done_at.append(time.perf_counter()))\n"
+        "    time.sleep(2)  # the kernel's thread and loop are blocked meanwhile\n"
+        "    slept = time.perf_counter() - t0\n"
+        "    replied_after = done_at[0] - t0 if done_at else None\n"
+        "    reply = turn.result(0) if turn.done() else None\n"
+        "    return dict(reply=reply, replied_after=replied_after, slept=slept)\n"
+    )
+    value = kernel.eval("_blocked()", timeout=20)
+    kernel.run_ok("runner.stop()")
+    assert value["reply"] == ADA_HI
+    assert value["replied_after"] is not None and value["slept"] >= 2.0
+    assert value["replied_after"] < 1.5, value  # answered while the cell was still blocked
+
+
+@pytest.mark.timeout(60)
+def test_rerunning_the_start_cell_stops_the_previous_runner(kernel: Kernel) -> None:
+    cell = AGENT + START
+    kernel.run_ok(cell)
+    kernel.run_ok("first = runner")
+    kernel.run_ok(cell)
+    state = kernel.eval(
+        "dict(first_running=first.running, first_thread=first._thread.is_alive(), "
+        "same=first is runner, running=runner.running, threads=agent_threads(), "
+        "reply=await runner.send_text('hi'))"
+    )
+    kernel.run_ok("runner.stop()")
+    assert state == {
+        "first_running": False,
+        "first_thread": False,
+        "same": False,
+        "running": True,
+        "threads": ["job_thread_runner", "notebook-agents-server"],
+        "reply": ADA_HI,
+    }
+    _no_agent_left(kernel)
+
+
+LEAKS = """
+def leak_state():
+    me = psutil.Process()
+    return dict(
+        threads=sorted(t.name for t in threading.enumerate()),
+        sockets=len(me.net_connections(kind="all")),
+        fds=me.num_fds(),
+        tasks=sorted(repr(t) for t in asyncio.all_tasks() - base_tasks - cell_tasks()),
+    )
+"""
+CYCLE = """
+r = probe.watch(NotebookRunner(server).start())
+await r.ready()
+reply = await r.send_text('hi')
+r.stop()
+reply
+"""
+
+
+@pytest.mark.timeout(90)
+def test_twenty_start_send_stop_cycles_leak_nothing(kernel: Kernel) -> None:
+    kernel.run_ok(LEAKS + "base_tasks = asyncio.all_tasks() - cell_tasks()")
+    kernel.run_ok(CYCLE)  # warm-up: the first job in a kernel starts livekit's lazy parts
+    baseline = kernel.eval("leak_state()")
+    assert baseline["tasks"] == []
+    for _ in range(20):
+        assert kernel.run_ok(CYCLE).result == repr(ADA_HI)
+    # threads and sockets end with their stop; poll briefly for the last ones to be reaped
+    after = kernel.eval("leak_state()")
+    deadline = time.monotonic() + 5
+    while after != baseline and time.monotonic() < deadline:
+        after = kernel.eval("leak_state()")
+    assert after == baseline
+    _no_agent_left(kernel)
+
+
+@pytest.mark.timeout(60)
+def test_worker_logs_go_to_the_runner_not_the_cell(kernel: Kernel) -> None:
+    # a notebook that logs INFO to the cell (basicConfig-style): livekit's records would show
+    kernel.run_ok(
+        "import sys\n"
+        "cell_handler = logging.StreamHandler(sys.stderr)\n"
+        "cell_handler.setFormatter(logging.Formatter('LOG %(name)s: %(message)s'))\n"
+        "root_level = logging.root.level\n"
+        "logging.root.addHandler(cell_handler)\n"
+        "logging.root.setLevel(logging.INFO)\n"
+        "root_before = (logging.root.level, list(logging.root.handlers))"
+    )
+    try:
+        shown = kernel.run_ok("logging.getLogger('livekit.agents').info('probe: visible')")
+        # without a runner, livekit's records do reach the cell through the root logger
+        assert "LOG livekit.agents: probe: visible" in shown.stderr
+        cells = [
+            kernel.run_ok(START),
+            kernel.run_ok("assert await runner.send_text('hi')"),
+            kernel.run_ok("runner.stop()"),
+        ]
+        state = kernel.eval(
+            "dict(lines=[line.message for line in runner.logs.lines], "
+            "root_same=(logging.root.level, list(logging.root.handlers)) == root_before, "
+            "livekit_propagates=logging.getLogger('livekit').propagate)"
+        )
+    finally:
+        kernel.run_ok("logging.root.removeHandler(cell_handler)\nlogging.root.setLevel(root_level)")
+    assert any("starting worker" in line for line in state["lines"]), state["lines"]
+    assert state["root_same"] and state["livekit_propagates"]
+    for cell in cells:
+        assert "LOG livekit" not in cell.stderr and "starting worker" not in cell.stderr
+
+
+def _interruptible(kernel: Kernel, code: str) -> Any:
+    """Submit ``code`` (which prints 'running' once it runs) and wait until it runs."""
+    cell = kernel.submit("print('running', flush=True)\n" + code)
+    kernel.wait_output(cell, "running", timeout=30)
+    return cell
+
+
+@pytest.mark.timeout(60)
+def test_interrupting_a_cell_leaves_the_running_agent_alone(own_kernel: Kernel) -> None:
+    kernel = own_kernel
+    kernel.run_ok("sig_before = signal_snapshot()")
+    kernel.run_ok(START + "assert await runner.send_text('hi') == " + repr(ADA_HI))
+    for _ in range(2):
+        cell = _interruptible(kernel, "time.sleep(30)")
+        kernel.interrupt()
+        kernel.wait(cell, timeout=10)
+        assert cell.error is not None and cell.error["ename"] == "KeyboardInterrupt"
+        assert kernel.is_alive()
+        assert kernel.eval("await runner.send_text('hi')") == ADA_HI
+        assert kernel.eval("(runner.running, agent_threads())") == [
+            True,
+            ["job_thread_runner", "notebook-agents-server"],
+        ]
+    kernel.run_ok("runner.stop()")
+    assert kernel.eval("signals_changed(sig_before, signal_snapshot())") == []
+    assert kernel.eval("probe.drain_calls") == []
+    _assert_loops_closed_properly(kernel)
+    _no_agent_left(kernel)
+
+
+SLOW_CLOSING_AGENT = """
+STOP_DELAY = 0.0
+server = AgentServer()
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    async def slow_shutdown() -> None:
+        STOPPING.touch()
+        await asyncio.sleep(STOP_DELAY)
+
+    ctx.add_shutdown_callback(slow_shutdown)
+    session = AgentSession(
+        llm=openai.realtime.RealtimeModel(base_url=EMU_URL, api_key="x", modalities=["text"])
+    )
+    await session.start(agent=Agent(instructions="You are Ada. Be kind."), room=ctx.room)
+    READY.touch()
+"""
+
+
+def _wait_for_file(path: Path, kernel: Kernel, timeout: float = 30.0) -> None:
+    kernel.wait_until(path.exists, timeout, f"{path.name} never appeared", poll=0.05)
+
+
+@pytest.mark.timeout(90)
+def test_run_app_stops_cleanly_on_interrupt_and_survives_a_second(
+    own_kernel: Kernel, tmp_path: Path
+) -> None:
+    kernel = own_kernel
+    ready, stopping = tmp_path / "ready", tmp_path / "stopping"
+    kernel.run_ok(
+        f"from pathlib import Path\nREADY, STOPPING = Path({str(ready)!r}), Path({str(stopping)!r})"
+    )
+    kernel.run_ok(SLOW_CLOSING_AGENT)
+    kernel.run_ok("sig_before = signal_snapshot()")
+
+    # one interrupt: the blocking cell returns a stopped runner
+    cell = kernel.submit("app = probe.watch(run_app(server))\n'returned'")
+    _wait_for_file(ready, kernel)
+    kernel.interrupt()
+    kernel.wait(cell, timeout=20)
+    assert (cell.status, cell.error, cell.result) == ("ok", None, "'returned'"), cell.traceback
+    assert kernel.eval("app.running") is False
+    _no_agent_left(kernel)
+
+    # a second interrupt while it is stopping (the job's shutdown takes 2 s) is absorbed
+    ready.unlink()
+    stopping.unlink()
+    kernel.run_ok("STOP_DELAY = 2.0")
+    cell = kernel.submit("app = run_app(server)\nprobe.watch(app)\n'returned'")
+    _wait_for_file(ready, kernel)
+    kernel.interrupt()
+    _wait_for_file(stopping, kernel)
+    kernel.interrupt()
+    kernel.interrupt()
+    kernel.wait(cell, timeout=20)
+    assert kernel.is_alive()
+    assert (cell.status, cell.error, cell.result) == ("ok", None, "'returned'"), cell.traceback
+    assert kernel.eval("app.running") is False
+    _no_agent_left(kernel)
+    assert kernel.eval("signals_changed(sig_before, signal_snapshot())") == []
+    assert kernel.eval("probe.drain_calls") == []
+    _assert_loops_closed_properly(kernel)
+    # and the kernel still runs agents
+    kernel.run_ok("STOP_DELAY = 0.0\n" + START + "assert await runner.send_text('hi')")
+    kernel.run_ok("runner.stop()")
