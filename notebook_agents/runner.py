@@ -16,7 +16,6 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 from typing import Any
 
 from livekit.agents import AgentServer, AgentSession, JobContext
@@ -25,6 +24,7 @@ from livekit.agents.voice.run_result import ChatMessageEvent, RunResult
 from typing_extensions import Self
 
 from . import _session_hook
+from ._lifecycle import StartStop
 from ._livekit_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError
@@ -40,7 +40,7 @@ _running: set[NotebookRunner] = set()
 _loops_to_close: list[asyncio.AbstractEventLoop] = []
 
 
-class NotebookRunner:
+class NotebookRunner(StartStop):
     """Run a LiveKit ``AgentServer`` (or a bare entrypoint) in the kernel, non-blocking.
 
     ::
@@ -163,17 +163,6 @@ class NotebookRunner:
             return
         self._shut_down()
         self._close_loops()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped" if self._stopped else "new"

@@ -107,11 +107,17 @@ async def get_weather(city: str) -> str:
     return f"Sunny in {city}"
 
 
+def conversation(user_text: str, *, system: str | None = INSTRUCTIONS) -> llm.ChatContext:
+    ctx = llm.ChatContext.empty()
+    if system is not None:
+        ctx.add_message(role="system", content=system)
+    ctx.add_message(role="user", content=user_text)
+    return ctx
+
+
 async def test_livekit_llm_streams_a_reply_led_by_the_instructions(emulator: Emulator) -> None:
     model = lk_openai.LLM(base_url=emulator.base_url(), api_key=API_KEY, model=MODEL)
-    ctx = llm.ChatContext.empty()
-    ctx.add_message(role="system", content=INSTRUCTIONS)
-    ctx.add_message(role="user", content="Hello there")
+    ctx = conversation("Hello there")
     try:
         async with model.chat(chat_ctx=ctx, conn_options=NO_RETRY) as stream:
             text, calls = await collect(stream)
@@ -123,9 +129,7 @@ async def test_livekit_llm_streams_a_reply_led_by_the_instructions(emulator: Emu
 
 async def test_livekit_llm_tool_call_round_trip(emulator: Emulator) -> None:
     model = lk_openai.LLM(base_url=emulator.base_url(), api_key=API_KEY, model=MODEL)
-    ctx = llm.ChatContext.empty()
-    ctx.add_message(role="system", content=INSTRUCTIONS)
-    ctx.add_message(role="user", content="Please call get_weather city=Paris")
+    ctx = conversation("Please call get_weather city=Paris")
     try:
         async with model.chat(chat_ctx=ctx, tools=[get_weather], conn_options=NO_RETRY) as stream:
             text, calls = await collect(stream)
@@ -151,8 +155,7 @@ async def test_livekit_llm_tool_call_round_trip(emulator: Emulator) -> None:
 
 async def test_livekit_llm_base_url_query_reaches_the_emulator(emulator: Emulator) -> None:
     model = lk_openai.LLM(base_url=emulator.base_url(token_ms=1), api_key=API_KEY, model=MODEL)
-    ctx = llm.ChatContext.empty()
-    ctx.add_message(role="user", content="hi")
+    ctx = conversation("hi", system=None)
     try:
         async with model.chat(chat_ctx=ctx, conn_options=NO_RETRY) as stream:
             text, _ = await collect(stream)
@@ -432,8 +435,7 @@ async def test_drop_after_zero_drops_a_non_streamed_request(emulator: Emulator) 
 
 async def test_drop_after_fails_livekit_llm_stream(emulator: Emulator) -> None:
     model = lk_openai.LLM(base_url=emulator.base_url(drop_after=3), api_key=API_KEY, model=MODEL)
-    ctx = llm.ChatContext.empty()
-    ctx.add_message(role="user", content="Hello there, how are you")
+    ctx = conversation("Hello there, how are you", system=None)
     try:
         with pytest.raises(Exception, match="Connection error"):
             async with model.chat(chat_ctx=ctx, conn_options=NO_RETRY) as stream:

@@ -6,13 +6,13 @@ import asyncio
 import errno
 import threading
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 from typing_extensions import Self
 from yarl import URL
 
+from .._lifecycle import StartStop
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
@@ -111,7 +111,7 @@ async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, in
     return runner, bound_port
 
 
-class Emulator:
+class Emulator(StartStop):
     """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline.
 
     Runs on its own thread and event loop, so it serves while the caller's loop (a notebook's,
@@ -228,17 +228,6 @@ class Emulator:
             await self._stopped.wait()
         finally:
             await runner.cleanup()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = self.url if self._port is not None else "stopped"
