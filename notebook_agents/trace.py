@@ -40,6 +40,8 @@ EventKind = Literal[
     "error",
     "closed",
 ]
+DELIVERY_INTERVAL_S = 0.01
+"""subscribers on another thread get events in batches at most this late (a display frame)"""
 TRACE_FORMAT = "notebook-agents.trace/1"
 """the first line of a saved trace, so an unrelated or newer file is refused clearly"""
 
@@ -244,6 +246,10 @@ class Trace:
             with contextlib.suppress(AttributeError):
                 del agent.update_chat_ctx
         self._wrapped.clear()
+        with self._lock:
+            pending = list(self._outboxes)
+        for loop in pending:  # the session's loop may close before a scheduled wake-up
+            self._wake(loop)
 
     # -- recording -------------------------------------------------------------------------
 
@@ -251,6 +257,7 @@ class Trace:
         if agent is None and self._session is not None and self._session._activity is not None:
             agent = agent_label(self._session._activity.agent)
         wake: list[asyncio.AbstractEventLoop] = []
+        last = kind == "closed"  # nothing may follow: deliver everything now
         with self._lock:
             event = TraceEvent(len(self._events), time.perf_counter() - self._t0, kind, agent, data)
             self._events.append(event)
@@ -267,17 +274,37 @@ class Trace:
                 elif loop.is_closed():  # closed after its wake-up was sent: nothing will drain it
                     del self._outboxes[loop]
                     continue
+                elif last:
+                    wake.append(loop)
                 outbox.append((callback, event))
         # wake first: a raising callback below must not leave an outbox that nothing drains
         for loop in wake:
-            try:
-                loop.call_soon_threadsafe(self._deliver, loop)
-            except RuntimeError:  # the loop is closed: nobody is left there to deliver to
-                with self._lock:
-                    self._outboxes.pop(loop, None)
+            self._schedule_wake(loop, now=last)
         for loop, callback in subscribers:
             if loop is None:
                 callback(event)
+
+    def _schedule_wake(self, loop: asyncio.AbstractEventLoop, *, now: bool = False) -> None:
+        """Deliver ``loop``'s outbox soon: within ``DELIVERY_INTERVAL_S`` when recording on
+        another loop, so one cross-thread wake-up (a syscall, the largest part of a
+        subscribed event's cost) carries every event of that interval."""
+        try:
+            recording = asyncio.get_running_loop()
+        except RuntimeError:
+            recording = None
+        if recording is loop:
+            loop.call_soon(self._deliver, loop)
+        elif recording is not None and not now:
+            recording.call_later(DELIVERY_INTERVAL_S, self._wake, loop)
+        else:
+            self._wake(loop)
+
+    def _wake(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            loop.call_soon_threadsafe(self._deliver, loop)
+        except RuntimeError:  # the loop is closed: nobody is left there to deliver to
+            with self._lock:
+                self._outboxes.pop(loop, None)
 
     def _deliver(self, loop: asyncio.AbstractEventLoop) -> None:
         """On a subscriber's loop: call its callbacks with the events waiting, in order."""
