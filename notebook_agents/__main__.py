@@ -23,8 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     _add_emulator_command(commands)
+    _add_bench_command(commands)
     args = parser.parse_args(argv)
-    handlers = {"emulator": _run_emulator}
+    handlers = {"emulator": _run_emulator, "bench": _run_bench}
     return handlers[args.command](args)
 
 
@@ -57,6 +58,40 @@ def _add_emulator_command(commands: argparse._SubParsersAction[argparse.Argument
         action="store_true",
         help="skip checking every realtime event against the openai package's types",
     )
+
+
+def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="measure handoff latency: realtime session reuse vs fresh, context copied vs empty",
+        description=(
+            "Measure what an agent handoff costs through the real LiveKit realtime plugin: "
+            "offline against the emulator at each --rtt (with ground truth), or against any "
+            "OpenAI-compatible --base-url. Writes results.json, results.csv and plots to --out."
+        ),
+    )
+    bench.add_argument("--rtt", default="0,20,100", help="injected RTTs in ms (emulator only)")
+    bench.add_argument("--trials", type=int, default=20, help="kept trials per mode and cell")
+    bench.add_argument("--history", default="10", help="history lengths in turns, e.g. 0,10,50")
+    bench.add_argument(
+        "--level",
+        default="agent",
+        help="agent (full AgentSession), session (upstream's test), cascaded; comma-separated",
+    )
+    bench.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the emulator")
+    bench.add_argument("--api-key", help="key for --base-url (default: OPENAI_API_KEY)")
+    bench.add_argument("--timeout", type=float, default=30.0, help="seconds per trial")
+    bench.add_argument("--warmup", type=int, default=1, help="discarded rounds per cell")
+    bench.add_argument(
+        "--trace", action="store_true", help="also run every trial with a Trace attached"
+    )
+    bench.add_argument("--out", default="bench-results", help="directory for the results")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from .bench.cli import run_from_args
+
+    return run_from_args(args)
 
 
 def _run_emulator(args: argparse.Namespace) -> int:

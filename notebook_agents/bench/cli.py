@@ -1,0 +1,109 @@
+"""``notebook-agents bench``: run, show progress, write results and plots, print the summary."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from .results import BenchmarkConfig, Level, Trial
+from .run import run_benchmark
+
+_LEVELS = ("agent", "session", "cascaded")
+
+
+def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
+    """The benchmark the command line asks for; ValueError names a bad argument."""
+    levels = [level.strip() for level in args.level.split(",")]
+    for level in levels:
+        if level not in _LEVELS:
+            raise ValueError(f"--level {level!r}: use one of {', '.join(_LEVELS)}")
+    return BenchmarkConfig(
+        levels=[cast(Level, level) for level in levels],
+        rtts_ms=_numbers("--rtt", args.rtt, float),
+        history_turns=_numbers("--history", args.history, int),
+        trials=_positive("--trials", args.trials),
+        warmup=max(args.warmup, 0),
+        timeout_s=args.timeout,
+        target=args.base_url or "emulator",
+        traced=args.trace,
+    )
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ValueError as e:
+        print(f"notebook-agents bench: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    bar = ProgressBar(sys.stderr)
+    try:
+        result = asyncio.run(run_benchmark(config, api_key=args.api_key, progress=bar.update))
+    except ValueError as e:
+        print(f"notebook-agents bench: {e}", file=sys.stderr)
+        return 2
+    bar.close()
+    from . import plots
+    from .stats import format_table, summary_table
+
+    written = [result.save_json(out / "results.json"), result.save_csv(out / "results.csv")]
+    written += plots.save_all(result, out)
+    for timing in ("handoff_ms", "reply_ms"):
+        print(f"\n{timing}")
+        print(format_table(summary_table(result, timing=timing)))
+    failed = result.failed_trials()
+    print(f"\n{len(result.trials)} trials in {result.duration_s:.1f} s, {len(failed)} failed")
+    for trial in failed[:5]:
+        print(f"  failed {trial.level} {trial.mode} rtt={trial.rtt_ms}: {trial.error}")
+    print("wrote " + ", ".join(str(path) for path in written))
+    return 0
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal; plain lines elsewhere (CI logs)."""
+
+    def __init__(self, stream: TextIO, width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+        self.tty = stream.isatty()
+        self._last_percent = -1
+
+    def update(self, done: int, total: int, trial: Trial) -> None:
+        percent = done * 100 // max(total, 1)
+        status = "ok" if trial.ok else "FAILED"
+        label = f"{trial.level} {trial.mode} rtt={trial.rtt_ms} h={trial.history_turns}"
+        if self.tty:
+            filled = self.width * done // max(total, 1)
+            bar = "#" * filled + "-" * (self.width - filled)
+            self.stream.write(f"\r[{bar}] {done}/{total} {label} {status}\x1b[K")
+        elif percent // 10 != self._last_percent // 10 or not trial.ok:
+            self.stream.write(f"{done}/{total} ({percent}%) {label} {status}\n")
+        self._last_percent = percent
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _numbers(flag: str, raw: str, kind: Any) -> list[Any]:
+    try:
+        values = [kind(part) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(
+            f"{flag} {raw!r}: expected comma-separated numbers, e.g. 0,20,100"
+        ) from None
+    if not values or any(v < 0 for v in values):
+        raise ValueError(f"{flag} {raw!r}: expected one or more numbers >= 0")
+    return values
+
+
+def _positive(flag: str, value: int) -> int:
+    if value < 1:
+        raise ValueError(f"{flag} {value}: must be at least 1")
+    return value

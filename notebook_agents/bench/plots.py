@@ -1,0 +1,268 @@
+"""Benchmark plots: distributions, CDFs and cost vs RTT / history, one fixed color per mode.
+
+Figures are built on ``matplotlib.figure.Figure`` directly, not pyplot: no global state, no
+backend needed (headless CLI, CI, a notebook kernel all work), nothing left open to leak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from .results import BenchmarkResult, Trial, values
+from .stats import ModeSummary, group_trials, mode_name, summary_table
+
+MODE_COLORS: dict[str, str] = {
+    # reuse in blues, fresh in oranges, copied context the darker shade (Okabe-Ito, colorblind-safe)
+    "reuse+copied": "#0072B2",
+    "reuse+empty": "#56B4E9",
+    "fresh+copied": "#D55E00",
+    "fresh+empty": "#E69F00",
+    # the cascaded baseline (no realtime session) in grays
+    "cascaded+copied": "#444444",
+    "cascaded+empty": "#999999",
+}
+
+TIMING_NAMES = {
+    "handoff_ms": "handoff: t0 → B's on_enter",
+    "update_ms": "session bring-up",
+    "reply_ms": "reply: t0 → B's response created",
+    "first_text_ms": "t0 → B's first text",
+    "first_audio_ms": "t0 → B's first audio",
+}
+
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_RTT_STYLES = ("-", "-.", ":", "--")
+_JITTER = 0.15
+
+
+def mode_color(mode: str) -> str:
+    return MODE_COLORS.get(mode, "black")
+
+
+def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
+    """Box + jittered points per mode, one panel per RTT; failed trials counted under the tick."""
+    panels = {
+        rtt: group_trials([t for t in result.trials if t.rtt_ms == rtt])
+        for rtt in _rtts(result.trials)
+    }
+    # each panel as wide as its boxes need, so the mode labels under them don't collide
+    widths = [max(3.0, 0.6 * len(groups)) for groups in panels.values()]
+    fig = Figure(figsize=(max(6.0, sum(widths)), 4.8), layout="constrained")
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False, width_ratios=widths)[0]
+    jitter = np.random.default_rng(0)  # fixed: the same result always draws the same picture
+    for ax, (rtt, groups) in zip(axes, panels.items(), strict=True):
+        ticks = []
+        for pos, ((level, session, context, _, history), trials) in enumerate(groups.items()):
+            data = values(trials, timing)
+            color = mode_color(mode_name(level, session, context))
+            if data:
+                box = ax.boxplot(
+                    [data], positions=[pos], widths=0.6, showfliers=False, patch_artist=True
+                )
+                box["boxes"][0].set(facecolor=color, alpha=0.3, edgecolor=color)
+                box["medians"][0].set(color=color, linewidth=2)
+                x = pos + jitter.uniform(-_JITTER, _JITTER, len(data))
+                ax.scatter(x, data, s=12, color=color, alpha=0.8, zorder=3)
+            failed = sum(not t.ok for t in trials)
+            label = _label(result, level, session, context, history=history)
+            ticks.append(label + (f"\n{failed} failed" if failed else ""))
+        ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.7, max(len(ticks), 1) - 0.3)
+        ax.set_title(_rtt_text(rtt), fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        if not any(values(trials, timing) for trials in groups.values()):
+            ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
+    axes[0].set_ylabel(f"{timing} (ms)")
+    _title(fig, result, timing, "distribution per mode")
+    return fig
+
+
+def plot_cdf(
+    result: BenchmarkResult, timing: str = "reply_ms", rtt_ms: float | None = None
+) -> Figure:
+    """Empirical CDF per mode at one RTT, or at every RTT (line style per RTT) when None."""
+    trials = result.trials if rtt_ms is None else result.select(rtt_ms=rtt_ms)
+    rtts = _rtts(trials)
+    fig = Figure(figsize=(7.0, 4.8), layout="constrained")
+    ax = fig.subplots()
+    for (level, session, context, rtt, history), group in group_trials(trials).items():
+        data = np.sort(values(group, timing))
+        if data.size == 0:
+            continue
+        label = _label(result, level, session, context, history=history)
+        if len(rtts) > 1:
+            label += f", {_rtt_text(rtt)}"
+        ax.step(
+            data,
+            np.arange(1, data.size + 1) / data.size,
+            where="post",
+            color=mode_color(mode_name(level, session, context)),
+            linestyle=_RTT_STYLES[rtts.index(rtt) % len(_RTT_STYLES)],
+            label=label,
+        )
+    ax.set_xlabel(f"{timing} (ms)")
+    ax.set_ylabel("fraction of trials ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    _legend_or_note(ax)
+    what = "CDF" if rtt_ms is None else f"CDF, {_rtt_text(rtt_ms)}"
+    _title(fig, result, timing, what)
+    return fig
+
+
+def plot_cost_vs_rtt(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
+    """Median (95% CI bars) per mode vs injected RTT; the ground truth dashed where known."""
+    foreign = all(t.rtt_ms is None for t in result.trials)
+    xlabel = "RTT not injected (foreign target)" if foreign else "injected RTT (ms)"
+    return _plot_cost(
+        result,
+        timing,
+        x_of=lambda row: row.rtt_ms or 0.0,
+        variant_of=lambda row: row.history_turns,
+        variant_text=lambda row: f"{row.history_turns} turns",
+        xlabel=xlabel,
+        what="median vs RTT",
+    )
+
+
+def plot_cost_vs_history(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
+    """Median (95% CI bars) per mode vs history length; the ground truth dashed where known."""
+    return _plot_cost(
+        result,
+        timing,
+        x_of=lambda row: float(row.history_turns),
+        variant_of=lambda row: row.rtt_ms,
+        variant_text=lambda row: _rtt_text(row.rtt_ms),
+        xlabel="history before the handoff (turns)",
+        what="median vs history length",
+    )
+
+
+def save_all(
+    result: BenchmarkResult,
+    directory: str | Path,
+    timings: Sequence[str] = ("reply_ms", "handoff_ms"),
+) -> list[Path]:
+    """Every plot as PNG (``<timing>_<plot>.png``) for the timings the result has values of."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    present = [timing for timing in timings if values(result.trials, timing)]
+    # a run where everything failed still gets its (empty, annotated) figures
+    present = present or list(timings[:1])
+    plots: dict[str, Callable[[BenchmarkResult, str], Figure]] = {
+        "distributions": plot_distributions,
+        "cdf": plot_cdf,
+        "cost_vs_rtt": plot_cost_vs_rtt,
+        "cost_vs_history": plot_cost_vs_history,
+    }
+    paths = []
+    for timing in present:
+        for name, plot in plots.items():
+            path = directory / f"{timing}_{name}.png"
+            plot(result, timing).savefig(path, dpi=120)
+            paths.append(path)
+    return paths
+
+
+def _plot_cost(
+    result: BenchmarkResult,
+    timing: str,
+    *,
+    x_of: Callable[[ModeSummary], float],
+    variant_of: Callable[[ModeSummary], Hashable],
+    variant_text: Callable[[ModeSummary], str],
+    xlabel: str,
+    what: str,
+) -> Figure:
+    """One series per (level, mode, variant): the variant is the grid axis not on x."""
+    rows = summary_table(result, timing)
+    variants = list(dict.fromkeys(variant_of(row) for row in rows))
+    series: dict[tuple[str, str, str, Hashable], list[ModeSummary]] = {}
+    for row in rows:
+        series.setdefault((row.level, row.session, row.context, variant_of(row)), []).append(row)
+    fig = Figure(figsize=(7.0, 4.8), layout="constrained")
+    ax = fig.subplots()
+    any_truth = False
+    for (level, session, context, variant), points in series.items():
+        color = mode_color(mode_name(level, session, context))
+        marker = _MARKERS[variants.index(variant) % len(_MARKERS)]
+        measured = sorted(
+            ((x_of(p), p.summary) for p in points if p.summary is not None), key=lambda m: m[0]
+        )
+        if measured:
+            label = _label(result, level, session, context)
+            if len(variants) > 1:
+                label += f", {variant_text(points[0])}"
+            x = [m[0] for m in measured]
+            median = np.array([s.median for _, s in measured])
+            low = median - [s.ci_low for _, s in measured]
+            high = np.array([s.ci_high for _, s in measured]) - median
+            ax.errorbar(
+                x, median, yerr=[low, high], color=color, marker=marker, capsize=3, label=label
+            )
+        truth = sorted((x_of(p), p.truth_ms) for p in points if p.truth_ms is not None)
+        if truth:
+            any_truth = True
+            ax.plot(*zip(*truth, strict=True), linestyle="--", color=color, alpha=0.7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"{timing} (ms)")
+    ax.grid(alpha=0.3)
+    extra = (
+        [Line2D([], [], color="gray", linestyle="--", label="ground truth")] if any_truth else []
+    )
+    _legend_or_note(ax, extra)
+    _title(fig, result, timing, what)
+    return fig
+
+
+def _rtts(trials: Sequence[Trial]) -> list[float | None]:
+    """The distinct RTTs, ascending, the unknown RTT (foreign target) last; never empty."""
+    known = sorted({t.rtt_ms for t in trials if t.rtt_ms is not None})
+    unknown = any(t.rtt_ms is None for t in trials) or not known
+    return [*known, *([None] if unknown else [])]
+
+
+def _rtt_text(rtt: float | None) -> str:
+    return "RTT not injected" if rtt is None else f"RTT {rtt:g} ms"
+
+
+def _label(
+    result: BenchmarkResult, level: str, session: str, context: str, history: int | None = None
+) -> str:
+    """The mode, plus the level / history length only when the result has more than one."""
+    label = mode_name(level, session, context)
+    if level != "cascaded" and len({t.level for t in result.trials} - {"cascaded"}) > 1:
+        label = f"{level}: {label}"
+    if history is not None and len({t.history_turns for t in result.trials}) > 1:
+        label += f", {history} turns"
+    return label
+
+
+def _legend_or_note(ax: Axes, extra: Sequence[Line2D] = ()) -> None:
+    handles, _ = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(
+            handles=[*handles, *extra], fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1)
+        )
+    else:
+        ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
+
+
+def _title(fig: Figure, result: BenchmarkResult, timing: str, what: str) -> None:
+    """What was measured, where (target, machine) and when (the run's start date)."""
+    host = result.machine.get("hostname") or "unknown host"
+    cpu = result.machine.get("processor") or result.machine.get("machine")
+    where = f"{result.config.target} from {host}" + (f" ({cpu})" if cpu else "")
+    try:
+        when = datetime.fromisoformat(result.started).date().isoformat()
+    except ValueError:
+        when = result.started or "date unknown"
+    name = TIMING_NAMES.get(timing, timing)
+    fig.suptitle(f"{timing} ({name}): {what}\n{where}, {when}", fontsize=10)

@@ -1,0 +1,208 @@
+"""Run a benchmark: the grid of levels x RTTs x history lengths x modes, interleaved.
+
+Against the emulator (its own process, so the client keeps a core to itself) every trial has
+its ground truth; against a foreign base_url the truth columns stay empty. A warm-up round is
+discarded, modes alternate trial by trial, and a trial that fails or times out is recorded with
+its reason while the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import os
+import platform
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from importlib import metadata
+from typing import Any
+
+from ..emulator import LatencyModel
+from ..emulator.latency import query_to_str
+from .results import (
+    MODES,
+    BenchmarkConfig,
+    BenchmarkResult,
+    ContextMode,
+    SessionMode,
+    Trial,
+    mode_label,
+)
+from .scenario import TrialFailed, TrialSpec, run_trial
+from .truth import ground_truth
+
+Progress = Callable[[int, int, Trial], None]
+"""called after each kept trial with (done, total, trial)"""
+
+_PACKAGES = ("notebook-agents", "livekit-agents", "livekit-plugins-openai", "livekit", "openai")
+
+
+def modes_for(level: str) -> tuple[tuple[SessionMode, ContextMode], ...]:
+    if level == "cascaded":
+        return (("none", "copied"), ("none", "empty"))
+    return MODES
+
+
+def plan(config: BenchmarkConfig) -> Iterator[tuple[dict[str, Any], bool]]:
+    """Every trial to run, in order, with whether it is kept (False: warm-up)."""
+    rtts: list[float | None] = list(config.rtts_ms) if config.target == "emulator" else [None]
+    for level in config.levels:
+        modes = tuple(
+            (session, context)
+            for session, context in modes_for(level)
+            if config.modes is None or mode_label(session, context) in config.modes
+        )
+        for rtt in rtts:
+            for turns in config.history_turns:
+                for round_index in range(-config.warmup, config.trials):
+                    # rotate the order each round: no mode always runs first or after another
+                    shift = round_index % len(modes)
+                    for session, context in modes[shift:] + modes[:shift]:
+                        for traced in (False, True) if config.traced else (False,):
+                            yield (
+                                {
+                                    "level": level,
+                                    "session": session,
+                                    "context": context,
+                                    "rtt_ms": rtt,
+                                    "history_turns": turns,
+                                    "trial": max(round_index, 0),
+                                    "traced": traced,
+                                },
+                                round_index >= 0,
+                            )
+
+
+async def run_benchmark(
+    config: BenchmarkConfig,
+    *,
+    api_key: str | None = None,
+    emulator_query: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> BenchmarkResult:
+    """Run ``config``; ``api_key`` for a foreign target (else OPENAI_API_KEY); never stored."""
+    started = time.perf_counter()
+    result = BenchmarkResult(
+        config=config,
+        versions=_versions(),
+        machine=_machine(),
+        started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "emulator"
+    if config.target != "emulator" and key == "emulator":
+        raise ValueError(
+            "a foreign --base-url needs an API key: pass --api-key or set OPENAI_API_KEY"
+        )
+    grid = list(plan(config))
+    total = sum(kept for _, kept in grid)
+    async with _target(config) as base_url:
+        for cell, kept in grid:
+            url = base_url(cell["rtt_ms"], emulator_query or {})
+            trial = await _one_trial(config, cell, url, key)
+            if kept:
+                result.trials.append(trial)
+                if progress is not None:
+                    progress(len(result.trials), total, trial)
+    result.duration_s = time.perf_counter() - started
+    return result
+
+
+async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, key: str) -> Trial:
+    trial = Trial(**cell)
+    spec = TrialSpec(
+        level=trial.level,
+        session=trial.session,
+        context=trial.context,
+        history_turns=trial.history_turns,
+        base_url=url,
+        api_key=key,
+        model=config.model,
+        traced=trial.traced,
+    )
+    try:
+        timings = await asyncio.wait_for(run_trial(spec), config.timeout_s)
+    except asyncio.TimeoutError:
+        trial.ok, trial.error = False, f"timed out after {config.timeout_s:g} s"
+    except TrialFailed as e:
+        trial.ok, trial.error = False, str(e)
+    except Exception as e:  # a broken trial is a data point, not the end of the run
+        trial.ok, trial.error = False, f"{type(e).__name__}: {e}"
+    else:
+        for name, value in dataclasses.asdict(timings).items():
+            setattr(trial, name, value)
+    if trial.rtt_ms is not None:
+        latency = LatencyModel(rtt_ms=trial.rtt_ms, connect_rtts=config.connect_rtts)
+        truth = ground_truth(
+            trial.level, trial.session, trial.context, trial.history_turns, latency
+        )
+        if truth is not None:
+            trial.truth_handoff_ms, trial.truth_reply_ms = truth
+    return trial
+
+
+@asynccontextmanager
+async def _target(
+    config: BenchmarkConfig,
+) -> AsyncIterator[Callable[[float | None, dict[str, Any]], str]]:
+    """A function giving the base_url for an RTT: the emulator's (started here) or the target."""
+    if config.target != "emulator":
+        yield lambda _rtt, _query: config.target
+        return
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "notebook_agents",
+        "emulator",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        url = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the emulator did not start (it printed {url!r})")
+
+        def base_url(rtt: float | None, query: dict[str, Any]) -> str:
+            latency = {"rtt_ms": rtt or 0.0, "connect_rtts": config.connect_rtts}
+            return f"{url}/v1?{query_to_str({**latency, **query})}"
+
+        yield base_url
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await process.wait()
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in _PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "hostname": platform.node(),
+        "system": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "processor": _cpu_model(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"

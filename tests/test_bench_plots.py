@@ -1,0 +1,183 @@
+"""Benchmark plots: what each figure holds, its title, fixed mode colors, PNGs on disk."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib.colors import to_hex
+from matplotlib.container import ErrorbarContainer
+from matplotlib.figure import Figure
+
+from notebook_agents.bench.plots import (
+    MODE_COLORS,
+    plot_cdf,
+    plot_cost_vs_history,
+    plot_cost_vs_rtt,
+    plot_distributions,
+    save_all,
+)
+from notebook_agents.bench.results import MODES, BenchmarkConfig, BenchmarkResult, Trial
+
+RTTS = (0.0, 20.0, 100.0)
+HISTORIES = (0, 10, 50)
+STARTED = "2026-11-22T04:00:00+00:00"
+DATE = "2026-11-22"
+REALTIME = [f"{session}+{context}" for session, context in MODES]
+
+
+def trial(rtt: float | None, history: int, i: int, session: str, context: str, **kw: Any) -> Trial:
+    level = "cascaded" if session == "none" else "agent"
+    fields: dict[str, Any] = {"level": level, "session": session, "context": context}
+    return Trial(**fields, rtt_ms=rtt, history_turns=history, trial=i, **kw)
+
+
+def emulator_result(
+    rtts: tuple[float, ...] = RTTS, histories: tuple[int, ...] = (10,)
+) -> BenchmarkResult:
+    """Every realtime mode plus a cascaded row at each RTT and history, with truth; one failure."""
+    rng = np.random.default_rng(0)
+    trials = []
+    for rtt in rtts:
+        for history in histories:
+            for k, (session, context) in enumerate([*MODES, ("none", "copied")]):
+                truth = (k + 2) * rtt + history / 10
+                truth_kw = {} if session == "none" else {"truth_reply_ms": truth}
+                for i in range(6):
+                    reply = truth + float(rng.exponential(2.0))
+                    trials.append(
+                        trial(rtt, history, i, session, context, reply_ms=reply, **truth_kw)
+                    )
+    trials.append(trial(rtts[0], histories[0], 99, "fresh", "empty", ok=False, error="timeout"))
+    return result(trials, target="emulator")
+
+
+def result(trials: list[Trial], target: str) -> BenchmarkResult:
+    return BenchmarkResult(
+        config=BenchmarkConfig(target=target),
+        trials=trials,
+        machine={"hostname": "bench-box", "processor": "Test CPU"},
+        started=STARTED,
+    )
+
+
+def title(fig: Figure) -> str:
+    return fig.get_suptitle()
+
+
+def colors_of(artists: Iterable[Any]) -> list[str]:
+    """The color of each line, or of each point cloud's points."""
+    return [
+        to_hex(a.get_facecolor()[0] if hasattr(a, "get_offsets") else a.get_color())
+        for a in artists
+    ]
+
+
+def colors_for(modes: Iterable[str]) -> list[str]:
+    return [to_hex(MODE_COLORS[mode]) for mode in modes]
+
+
+PLOTS: dict[str, Callable[[BenchmarkResult, str], Figure]] = {
+    "distributions": plot_distributions,
+    "cdf": plot_cdf,
+    "cost_vs_rtt": plot_cost_vs_rtt,
+    "cost_vs_history": plot_cost_vs_history,
+}
+
+
+def test_mode_colors_are_fixed_and_distinct() -> None:
+    assert set(MODE_COLORS) >= {*REALTIME, "cascaded+copied", "cascaded+empty"}
+    assert len({to_hex(color) for color in MODE_COLORS.values()}) == len(MODE_COLORS)
+    # fixed: a mode keeps its color whichever other modes a result has
+    alone = [trial(20.0, 10, i, "fresh", "empty", reply_ms=50.0 + i) for i in range(3)]
+    (ax,) = plot_distributions(result(alone, target="emulator")).axes
+    assert colors_of(ax.collections) == colors_for(["fresh+empty"])
+
+
+def test_distributions_one_panel_per_rtt_with_points_in_mode_colors() -> None:
+    fig = plot_distributions(emulator_result(), "reply_ms")
+    assert len(fig.axes) == len(RTTS)
+    for ax in fig.axes:
+        # one point cloud per mode, in that mode's color, ordered like MODES
+        assert colors_of(ax.collections) == colors_for([*REALTIME, "cascaded+copied"])
+        assert all(np.shape(c.get_offsets()) == (6, 2) for c in ax.collections)
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert "fresh+empty\n1 failed" in ticks
+    assert fig.axes[0].get_ylabel() == "reply_ms (ms)"
+
+
+def test_cdf_one_line_per_mode_at_an_rtt() -> None:
+    fig = plot_cdf(emulator_result(), "reply_ms", rtt_ms=20.0)
+    (ax,) = fig.axes
+    assert colors_of(ax.get_lines()) == colors_for([*REALTIME, "cascaded+copied"])
+    assert "RTT 20 ms" in title(fig)
+    # all RTTs at once: a line per mode and RTT
+    assert len(plot_cdf(emulator_result(), "reply_ms").axes[0].get_lines()) == 5 * len(RTTS)
+
+
+def test_cost_vs_rtt_median_with_ci_per_mode_and_truth_dashed() -> None:
+    fig = plot_cost_vs_rtt(emulator_result(), "reply_ms")
+    (ax,) = fig.axes
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 5  # 4 realtime modes + cascaded
+    assert [np.size(b.lines[0].get_xdata()) for b in bars] == [len(RTTS)] * 5
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert colors_of(dashed) == colors_for(REALTIME)  # cascaded has no truth
+    assert ax.get_xlabel() == "injected RTT (ms)" and ax.get_ylabel() == "reply_ms (ms)"
+
+
+def test_cost_vs_history_one_point_per_history_length() -> None:
+    fig = plot_cost_vs_history(emulator_result(rtts=(20.0,), histories=HISTORIES), "reply_ms")
+    (ax,) = fig.axes
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 5
+    assert np.asarray(bars[0].lines[0].get_xdata()).tolist() == list(HISTORIES)
+    assert "turns" in ax.get_xlabel()
+
+
+@pytest.mark.parametrize("plot", PLOTS.values(), ids=list(PLOTS))
+def test_titles_say_what_where_and_when(plot: Callable[[BenchmarkResult, str], Figure]) -> None:
+    text = title(plot(emulator_result(), "handoff_ms"))
+    assert "handoff_ms" in text and "emulator" in text and "bench-box" in text and DATE in text
+
+
+@pytest.mark.parametrize("plot", PLOTS.values(), ids=list(PLOTS))
+def test_only_failed_trials_still_plot(plot: Callable[[BenchmarkResult, str], Figure]) -> None:
+    failed = [
+        trial(20.0, 10, i, s, c, ok=False, error="connection closed")
+        for i, (s, c) in enumerate(MODES)
+    ]
+    fig = plot(result(failed, target="emulator"), "reply_ms")
+    assert isinstance(fig, Figure) and "reply_ms" in title(fig)
+    assert any("no successful trials" in t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+@pytest.mark.parametrize("plot", PLOTS.values(), ids=list(PLOTS))
+def test_a_foreign_target_without_truth_still_plots(
+    plot: Callable[[BenchmarkResult, str], Figure],
+) -> None:
+    target = "http://127.0.0.1:9/v1"
+    trials = [
+        trial(None, 10, i, s, c, reply_ms=300.0 + 10 * k + i)
+        for i in range(5)
+        for k, (s, c) in enumerate(MODES)
+    ]
+    fig = plot(result(trials, target=target), "reply_ms")
+    assert target in title(fig)
+    assert not [line for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == "--"]
+
+
+def test_save_all_writes_non_empty_pngs(tmp_path: Path) -> None:
+    paths = save_all(emulator_result(), tmp_path / "out")
+    # handoff_ms has no values in this result: only reply_ms figures
+    assert sorted(p.name for p in paths) == sorted(f"reply_ms_{name}.png" for name in PLOTS)
+    for path in paths:
+        assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and path.stat().st_size > 1000
+
+
+def test_save_all_with_only_failed_trials(tmp_path: Path) -> None:
+    failed = [trial(20.0, 10, 0, "reuse", "copied", ok=False, error="timeout")]
+    assert len(save_all(result(failed, target="emulator"), tmp_path)) == len(PLOTS)

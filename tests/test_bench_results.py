@@ -1,0 +1,162 @@
+"""Benchmark results files: JSON and CSV round trips, and clear errors for unusable files."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from notebook_agents.bench.results import (
+    FORMAT_VERSION,
+    MODES,
+    BenchmarkConfig,
+    BenchmarkResult,
+    ResultsFileError,
+    Trial,
+)
+
+REQUIRED_CSV_COLUMNS = {
+    "session", "context", "level", "rtt_ms", "history_turns", "trial", "ok", "error",
+    "handoff_ms", "update_ms", "reply_ms", "first_text_ms", "truth_handoff_ms", "truth_reply_ms",
+}  # fmt: skip
+
+
+def make_trials() -> list[Trial]:
+    """Every mode at two RTTs, a foreign-target trial, a cascaded one and two failed ones."""
+    trials = [
+        Trial(
+            "agent", session, context, rtt, 10, i,
+            handoff_ms=2 * rtt + 0.123 * i, update_ms=rtt + 0.5, reply_ms=3 * rtt + 1.25 + i / 7,
+            first_text_ms=3 * rtt + 2.0, truth_handoff_ms=2 * rtt, truth_reply_ms=3 * rtt,
+        )
+        for rtt in (0.0, 20.0)
+        for session, context in MODES
+        for i in range(3)
+    ]  # fmt: skip
+    trials.append(Trial("agent", "reuse", "copied", None, 10, 0, reply_ms=87.5, traced=True))
+    trials.append(Trial("cascaded", "none", "empty", 20.0, 0, 0, reply_ms=45.0, first_text_ms=45.0))
+    trials.append(Trial("agent", "fresh", "copied", 20.0, 10, 3, ok=False, error="timeout: 30 s"))
+    trials.append(
+        Trial("session", "reuse", "empty", 100.0, 200, 1, ok=False, error='closed,\n"code" 1006')
+    )
+    return trials
+
+
+def make_result() -> BenchmarkResult:
+    return BenchmarkResult(
+        config=BenchmarkConfig(rtts_ms=[0.0, 20.0], trials=3, history_turns=[0, 10, 200]),
+        trials=make_trials(),
+        versions={"livekit-agents": "1.8.9", "python": "3.11.9"},
+        machine={"hostname": "bench-box", "processor": "Some CPU", "cpus": 8},
+        started="2026-11-22T04:00:00+00:00",
+        duration_s=12.5,
+    )
+
+
+def test_json_round_trip_is_equal(tmp_path: Path) -> None:
+    result = make_result()
+    loaded = BenchmarkResult.load_json(result.save_json(tmp_path / "results.json"))
+    assert loaded == result
+
+
+def test_csv_round_trip_keeps_every_trial(tmp_path: Path) -> None:
+    result = make_result()
+    assert BenchmarkResult.load_csv(result.save_csv(tmp_path / "results.csv")) == result.trials
+
+
+def test_csv_has_the_promised_columns(tmp_path: Path) -> None:
+    path = make_result().save_csv(tmp_path / "results.csv")
+    with path.open(newline="") as f:
+        header = next(csv.reader(f))
+    assert set(header) >= REQUIRED_CSV_COLUMNS
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_failed_trials_round_trip_with_their_error(tmp_path: Path, fmt: str) -> None:
+    result = make_result()
+    if fmt == "json":
+        trials = BenchmarkResult.load_json(result.save_json(tmp_path / "r.json")).trials
+    else:
+        trials = BenchmarkResult.load_csv(result.save_csv(tmp_path / "r.csv"))
+    failed = [(t.ok, t.error, t.reply_ms) for t in trials if not t.ok]
+    assert failed == [(False, t.error, None) for t in result.failed_trials()]
+    assert all(t.error for t in result.failed_trials())
+
+
+DELETE = object()
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "problem"),
+    [
+        pytest.param("format", "someone.else", "not a notebook-agents", id="wrong format"),
+        pytest.param("format_version", FORMAT_VERSION + 1, "newer", id="newer format_version"),
+        pytest.param("trials", DELETE, "trials", id="no trials"),
+        pytest.param("trials.0.level", DELETE, "level", id="trial missing a field"),
+        pytest.param("trials.0.reply_ms", float("nan"), "reply_ms", id="NaN timing"),
+        pytest.param("trials.0.handoff_ms", "fast", "handoff_ms", id="text timing"),
+        pytest.param("trials.0", ["agent"], "trial must be an object", id="trial not an object"),
+    ],
+)
+def test_unusable_json_is_refused_naming_file_and_problem(
+    tmp_path: Path, where: str, value: object, problem: str
+) -> None:
+    data = make_result().to_dict()
+    # "trials.0.level": walk the dict and list keys down to the one to damage
+    keys: list[Any] = [int(k) if k.isdigit() else k for k in where.split(".")]
+    target: Any = data
+    for key in keys[:-1]:
+        target = target[key]
+    if value is DELETE:
+        del target[keys[-1]]
+    else:
+        target[keys[-1]] = value
+    path = tmp_path / "results.json"
+    # allow_nan: write the NaN a buggy or hand-edited file could hold
+    path.write_text(json.dumps(data, allow_nan=True))
+    with pytest.raises(ResultsFileError) as caught:
+        BenchmarkResult.load_json(path)
+    assert str(path) in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def test_text_that_is_not_json_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text("session,context\nreuse,copied\n")
+    with pytest.raises(ResultsFileError, match="is not JSON") as caught:
+        BenchmarkResult.load_json(path)
+    assert str(path) in str(caught.value)
+
+
+def _rewrite_csv(path: Path, edit: Callable[[list[dict[str, str]]], list[dict[str, str]]]) -> None:
+    with path.open(newline="") as f:
+        rows = edit(list(csv.DictReader(f)))
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+CSV_DAMAGE: dict[str, tuple[Callable[[list[dict[str, str]]], list[dict[str, str]]], str]] = {
+    "missing column": (
+        lambda rows: [{k: v for k, v in r.items() if k != "reply_ms"} for r in rows],
+        "reply_ms",
+    ),
+    "text timing": (lambda rows: [{**r, "reply_ms": "fast"} for r in rows], "malformed row"),
+    "text trial number": (lambda rows: [{**r, "trial": "first"} for r in rows], "malformed row"),
+}
+
+
+@pytest.mark.parametrize("damage", CSV_DAMAGE, ids=list(CSV_DAMAGE))
+def test_unusable_csv_is_refused_naming_file_and_problem(tmp_path: Path, damage: str) -> None:
+    edit, problem = CSV_DAMAGE[damage]
+    path = make_result().save_csv(tmp_path / "results.csv")
+    _rewrite_csv(path, edit)
+    with pytest.raises(ResultsFileError) as caught:
+        BenchmarkResult.load_csv(path)
+    assert str(path) in str(caught.value)
+    assert problem in str(caught.value)

@@ -1,0 +1,107 @@
+"""The benchmark end to end: real AgentSessions over the real plugin, the emulator as a process."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from notebook_agents.__main__ import main
+from notebook_agents.bench import BenchmarkConfig, BenchmarkResult
+from notebook_agents.bench.results import MODES
+from notebook_agents.bench.run import plan, run_benchmark
+from notebook_agents.emulator import Emulator
+
+from .conftest import API_KEY
+
+
+def test_plan_discards_warmup_and_rotates_modes() -> None:
+    config = BenchmarkConfig(levels=["agent"], rtts_ms=[0.0], history_turns=[10], trials=3)
+    cells = list(plan(config))
+    kept = [cell for cell, keep in cells if keep]
+    assert len(cells) == 4 * 4 and len(kept) == 4 * 3  # one warm-up round of 4 modes
+    firsts = [(kept[i]["session"], kept[i]["context"]) for i in range(0, len(kept), 4)]
+    assert len(set(firsts)) == 3  # each round starts with a different mode
+    assert Counter((c["session"], c["context"]) for c in kept) == dict.fromkeys(MODES, 3)
+
+
+async def test_every_level_runs_against_the_emulator_with_ground_truth() -> None:
+    config = BenchmarkConfig(
+        levels=["agent", "session", "cascaded"], rtts_ms=[0.0, 10.0], history_turns=[2], trials=1
+    )
+    seen: list[int] = []
+    result = await run_benchmark(config, progress=lambda done, total, trial: seen.append(done))
+    assert seen == list(range(1, 21))  # 2 RTTs x (4 + 4 + 2 modes)
+    assert [t.error for t in result.failed_trials()] == []
+    for trial in result.trials:
+        assert trial.reply_ms is not None and trial.truth_reply_ms is not None
+        assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
+        # the network cost is a floor: nothing arrives before its ground truth
+        assert trial.reply_ms >= trial.truth_reply_ms
+    truth = {t.mode: t.truth_reply_ms or 0.0 for t in result.select(level="agent", rtt_ms=10.0)}
+    assert truth["fresh+copied"] > truth["reuse+copied"] > 0
+    assert result.versions["livekit-agents"].startswith("1.8")
+    assert result.machine["cpus"]
+
+
+async def test_failed_trials_are_recorded_never_hang() -> None:
+    config = BenchmarkConfig(
+        levels=["session"], rtts_ms=[0.0], history_turns=[1], trials=1, warmup=0, timeout_s=15
+    )
+    # a socket dropped mid-trial, and acks held past the plugin's 5 s timeout
+    config.modes = ["fresh+copied"]
+    dropped = await run_benchmark(config, emulator_query={"drop_after": 3})
+    config.modes = ["reuse+copied"]
+    delayed = await run_benchmark(config, emulator_query={"ack_delay_ms": 6000})
+    for result in (dropped, delayed):
+        failed = result.failed_trials()
+        assert failed, "a fault must fail its trials"
+        assert all(t.error and "timed out after" not in t.error for t in failed)
+    assert any("update_chat_ctx timed out" in (t.error or "") for t in delayed.trials)
+
+
+async def test_a_foreign_endpoint_has_no_truth(emulator: Emulator) -> None:
+    config = BenchmarkConfig(
+        levels=["session"], history_turns=[0], trials=1, warmup=0, target=emulator.base_url()
+    )
+    result = await run_benchmark(config, api_key=API_KEY)
+    assert len(result.trials) == 4 and not result.failed_trials()
+    assert all(t.rtt_ms is None and t.truth_reply_ms is None for t in result.trials)
+    assert API_KEY not in json.dumps(result.to_dict())
+
+
+def test_cli_writes_results_plots_and_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["bench", "--rtt", "5", "--trials", "1", "--history", "1", "--level", "session"]
+    assert main([*argv, "--warmup", "0", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "reply_ms" in printed and "reuse+copied" in printed and "4 trials" in printed
+    result = BenchmarkResult.load_json(out / "results.json")
+    assert len(result.trials) == 4
+    assert len(BenchmarkResult.load_csv(out / "results.csv")) == 4
+    assert list(out.glob("*.png"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--level", "wizard"], "--level"),
+        (["--rtt", "fast"], "--rtt"),
+        (["--trials", "0"], "--trials"),
+        (["--base-url", "http://127.0.0.1:9/v1"], "API key"),
+    ],
+)
+def test_cli_bad_arguments_name_the_fix(
+    argv: list[str],
+    needle: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["bench", *argv, "--out", str(tmp_path)]) == 2
+    assert needle in capsys.readouterr().err
