@@ -18,7 +18,10 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_there_are_notebooks() -> None:
-    assert [path.name for path in NOTEBOOKS][:1] == ["01_prototype.ipynb"]
+    assert [path.name for path in NOTEBOOKS][:2] == [
+        "01_prototype.ipynb",
+        "02_handoff_benchmark.ipynb",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -36,14 +39,16 @@ def test_notebook_runs_offline(path: Path) -> None:
     NotebookClient(
         notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": path.parent}}
     ).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     text = "\n".join(
         str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.outputs
+        for output in outputs
     )
     assert "Traceback" not in text
     if path.name == "01_prototype.ipynb":
         assert "You are the Concierge." in text
         assert "You are Billing." in text  # the billing agent spoke after the handoff
         assert "'session': 'reused'" in text
+    if path.name == "02_handoff_benchmark.ipynb":
+        assert "0 failed" in text and "fresh+copied" in text and "truth 6 RTT" in text
+        assert sum("image/png" in output.get("data", {}) for output in outputs) == 2

@@ -48,13 +48,16 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 2
     bar.close()
     from . import plots
-    from .stats import format_table, summary_table
+    from .stats import compare, format_comparisons, format_table, summary_table
 
     written = [result.save_json(out / "results.json"), result.save_csv(out / "results.csv")]
-    written += plots.save_all(result, out)
+    plain, traced = result.split_traced()
+    written += plots.save_all(plain, out)
     for timing in ("handoff_ms", "reply_ms"):
-        print(f"\n{timing}")
-        print(format_table(summary_table(result, timing=timing)))
+        print("\n" + format_table(summary_table(plain, timing=timing)))
+    if traced.trials:
+        print("\nobserver cost: reply_ms without and with a Trace attached (interleaved)")
+        print(format_comparisons(compare(plain, traced), a="untraced", b="traced"))
     failed = result.failed_trials()
     print(f"\n{len(result.trials)} trials in {result.duration_s:.1f} s, {len(failed)} failed")
     for trial in failed[:5]:

@@ -105,6 +105,17 @@ class BenchmarkResult:
     def failed_trials(self) -> list[Trial]:
         return [t for t in self.trials if not t.ok]
 
+    def with_trials(self, trials: Iterable[Trial]) -> BenchmarkResult:
+        """The same run restricted to ``trials`` (e.g. only the traced ones)."""
+        return dataclasses.replace(self, trials=list(trials))
+
+    def split_traced(self) -> tuple[BenchmarkResult, BenchmarkResult]:
+        """(without a Trace, with one): the two halves of a ``traced`` run."""
+        return (
+            self.with_trials(t for t in self.trials if not t.traced),
+            self.with_trials(t for t in self.trials if t.traced),
+        )
+
     def select(self, **criteria: Any) -> list[Trial]:
         """Trials whose fields equal ``criteria`` (e.g. ``level="agent", rtt_ms=20``)."""
         return [t for t in self.trials if all(getattr(t, k) == v for k, v in criteria.items())]

@@ -158,6 +158,7 @@ async def _target(
         "emulator",
         "--port",
         "0",
+        "--no-validate",
         stdout=asyncio.subprocess.PIPE,
     )
     try:

@@ -230,3 +230,19 @@ def _num(value: float | None, digits: int = 1, *, signed: bool = False) -> str:
     if value is None:
         return "-"
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def format_comparisons(rows: Sequence[Comparison], *, a: str = "a", b: str = "b") -> str:
+    """One line per group: the two medians and their ratio with its 95% CI."""
+    lines = [f"{'level':<9} {'mode':<16} {'rtt':>5} {'history':>7} {a:>10} {b:>10}  ratio (95% CI)"]
+    for row in rows:
+        ratio = (
+            f"{row.ratio:.3f} ({_num(row.ci_low, 3)}..{_num(row.ci_high, 3)})"
+            if row.ratio is not None
+            else "-"
+        )
+        lines.append(
+            f"{row.level:<9} {row.mode:<16} {_num(row.rtt_ms, 0):>5} {row.history_turns:>7} "
+            f"{row.a.median:>10.1f} {row.b.median:>10.1f}  {ratio}"
+        )
+    return "\n".join(lines)

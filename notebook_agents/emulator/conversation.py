@@ -24,6 +24,10 @@ class Conversation:
     def items(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(item) for item in self._items]
 
+    def last_id(self) -> str | None:
+        """The id of the last item, None when empty (without copying the conversation)."""
+        return self._items[-1]["id"] if self._items else None
+
     def get(self, item_id: str) -> dict[str, Any] | None:
         return next((item for item in self._items if item["id"] == item_id), None)
 

@@ -321,7 +321,7 @@ class RealtimeConnection:
                 event_id=event_id,
             )
         self._audio.clear()
-        previous = self.conversation.items[-1]["id"] if len(self.conversation) else None
+        previous = self.conversation.last_id()
         stored = self.conversation.insert(
             {
                 "type": "message",
@@ -480,7 +480,7 @@ class _ResponseRun:
 
     def _add_item(self, item: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conn.conversation
-        previous = conversation.items[-1]["id"] if len(conversation) else None
+        previous = conversation.last_id()
         if self.in_conversation:
             item = conversation.insert(item)
         self.output.append(item)
