@@ -8,6 +8,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
 import pytest
 from livekit import rtc
 from livekit.agents import llm
@@ -251,3 +252,17 @@ async def test_input_audio_buffer_commit_and_clear(emulator: Emulator) -> None:
         sess.send_event({"type": "input_audio_buffer.commit", "event_id": "commit_empty"})
         error = await events.wait_for("error", error__event_id="commit_empty")
         assert error["error"]["code"] == "input_audio_buffer_commit_empty"
+
+
+async def test_a_close_frame_is_answered_a_round_trip_later(emulator: Emulator) -> None:
+    url = emulator.base_url(rtt_ms=60).replace("http", "ws", 1)
+    url = url.replace("/v1?", "/v1/realtime?model=gpt-realtime&")
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    async with aiohttp.ClientSession() as http:
+        ws = await http.ws_connect(url, headers=headers)
+        assert (await ws.receive_json())["type"] == "session.created"
+        started = time.perf_counter()
+        await ws.close()  # waits for the server's close frame
+        assert time.perf_counter() - started >= 0.06
+    # the connection's events were all handled before the close was answered
+    assert emulator.connections[-1].types("out")[-1] == "session.created"

@@ -33,14 +33,14 @@ SAMPLE_RATE = 24_000
 AUDIO_MS_PER_TOKEN = 200
 """synthetic speech: each streamed word is this long"""
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-OPEN_SOCKETS_KEY = web.AppKey("realtime_sockets", set[web.WebSocketResponse])
+OPEN_CONNECTIONS_KEY = web.AppKey("realtime_connections", set["RealtimeConnection"])
 
 
-async def close_open_sockets(app: web.Application) -> None:
+async def close_open_connections(app: web.Application) -> None:
     """On shutdown, say goodbye to connected clients instead of waiting for them to leave."""
-    sockets: set[web.WebSocketResponse] = app[OPEN_SOCKETS_KEY]
-    for ws in list(sockets):
-        await ws.close(code=WSCloseCode.GOING_AWAY, message=b"emulator shutting down")
+    connections: set[RealtimeConnection] = app[OPEN_CONNECTIONS_KEY]
+    for connection in list(connections):
+        await connection.shut_down()
 
 
 async def realtime_websocket(request: web.Request) -> web.StreamResponse:
@@ -60,18 +60,21 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
         log = settings.open_connection("realtime", request.path, request.query)
     except ParameterError as e:
         return http_error(400, str(e))
-    ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES, autoping=True)
+    # autoclose off: a client's close frame is answered through the delay pipes, a round trip
+    # later, as a real server's would be (closing a session costs the client 1 RTT)
+    ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES, autoping=True, autoclose=False)
     if not ws.can_prepare(request).ok:
         return http_error(400, "/v1/realtime is a websocket: connect with a websocket client.")
     # TCP + TLS + upgrade: the client's connect returns after this many round trips.
     await precise_sleep(log.latency.connect_s())
     await ws.prepare(request)
-    open_sockets = request.app[OPEN_SOCKETS_KEY]
-    open_sockets.add(ws)
+    connection = RealtimeConnection(ws, request, settings, log, model)
+    open_connections = request.app[OPEN_CONNECTIONS_KEY]
+    open_connections.add(connection)
     try:
-        await RealtimeConnection(ws, request, settings, log, model).run()
+        await connection.run()
     finally:
-        open_sockets.discard(ws)
+        open_connections.discard(connection)
     return ws
 
 
@@ -153,8 +156,11 @@ class RealtimeConnection:
         self._client_events = 0
         self._dropped = False
         self._timers: set[asyncio.TimerHandle] = set()
-        self._inbound: DelayedPipe[str] = DelayedPipe(self.latency.one_way_s, self._handle_raw)
-        self._outbound: DelayedPipe[dict[str, Any]] = DelayedPipe(
+        self._close_answered = asyncio.Event()
+        self._inbound: DelayedPipe[str | None] = DelayedPipe(
+            self.latency.one_way_s, self._handle_raw
+        )
+        self._outbound: DelayedPipe[dict[str, Any] | None] = DelayedPipe(
             self.latency.one_way_s, self._send_now
         )
 
@@ -170,6 +176,13 @@ class RealtimeConnection:
                     self._inbound.put(message.data)
                 elif message.type == WSMsgType.ERROR:
                     break
+            if not self._ws.closed and not self._dropped:
+                # the client's close frame travels in order behind its events, and the reply
+                # travels back behind ours
+                self._inbound.put(None)
+                await asyncio.wait_for(self._close_answered.wait(), self._close_budget_s())
+        except asyncio.TimeoutError:
+            pass
         finally:
             for timer in self._timers:
                 timer.cancel()
@@ -181,6 +194,11 @@ class RealtimeConnection:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self._ws.close()
+
+    async def shut_down(self) -> None:
+        """The server is stopping: close now, without the courtesy of a delayed close."""
+        self._close_answered.set()
+        await self._ws.close(code=WSCloseCode.GOING_AWAY, message=b"emulator shutting down")
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -195,7 +213,12 @@ class RealtimeConnection:
         else:
             self._outbound.put(event)
 
-    async def _send_now(self, event: dict[str, Any]) -> None:
+    async def _send_now(self, event: dict[str, Any] | None) -> None:
+        if event is None:  # the answer to the client's close frame
+            if not self._ws.closed:
+                await self._ws.close()
+            self._close_answered.set()
+            return
         if self._ws.closed or self._dropped:
             return
         self._log.record("out", event["type"])
@@ -208,8 +231,14 @@ class RealtimeConnection:
 
     # -- receiving -------------------------------------------------------------------------
 
-    async def _handle_raw(self, raw: str) -> None:
+    def _close_budget_s(self) -> float:
+        return 2 * self.latency.rtt_ms / 1000.0 + 5.0
+
+    async def _handle_raw(self, raw: str | None) -> None:
         if self._dropped:
+            return
+        if raw is None:  # the client's close frame arrived: answer it half a round trip later
+            self._outbound.put(None)
             return
         self._client_events += 1
         try:

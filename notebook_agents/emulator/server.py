@@ -19,7 +19,7 @@ from .errors import EmulatorError, http_error
 from .faults import Faults
 from .latency import LatencyModel, query_to_str
 from .models import ModelCatalog
-from .realtime import OPEN_SOCKETS_KEY, close_open_sockets, realtime_websocket
+from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
 from .replies import ReplyRules
 
 HOST = "127.0.0.1"
@@ -85,8 +85,8 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", retrieve_model)
-    app[OPEN_SOCKETS_KEY] = set()
-    app.on_shutdown.append(close_open_sockets)
+    app[OPEN_CONNECTIONS_KEY] = set()
+    app.on_shutdown.append(close_open_connections)
     return app
 
 
