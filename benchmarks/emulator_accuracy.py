@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
 
 from livekit.plugins import openai
 
 from notebook_agents.emulator import LatencyModel
+from notebook_agents.emulator.process import emulator_process
 
 
 async def _one_item(sess: openai.realtime.RealtimeSession) -> None:
@@ -73,18 +73,7 @@ async def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     args = parser.parse_args()
 
-    server = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "notebook_agents",
-        "emulator",
-        "--port",
-        "0",
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert server.stdout is not None
-        base_url = (await server.stdout.readline()).decode().strip()
+    async with emulator_process() as base_url:
         print(f"{'rtt ms':>6} {'exchange':>13} {'median ms':>10} {'truth ms':>9} {'excess ms':>10}")
         for rtt in (float(r) for r in args.rtt.split(",")):
             latency = LatencyModel(rtt_ms=rtt)
@@ -96,9 +85,6 @@ async def main() -> None:
                     f"{rtt:>6.0f} {name:>13} {median * 1000:>10.2f} {expected * 1000:>9.2f} "
                     f"{(median - expected) * 1000:>10.2f}"
                 )
-    finally:
-        server.terminate()
-        await server.wait()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import dataclasses
 import datetime
 import os
 import platform
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -22,6 +21,7 @@ from typing import Any
 
 from ..emulator import LatencyModel
 from ..emulator.latency import query_to_str
+from ..emulator.process import emulator_process
 from .results import (
     MODES,
     BenchmarkConfig,
@@ -151,31 +151,14 @@ async def _target(
     if config.target != "emulator":
         yield lambda _rtt, _query: config.target
         return
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "notebook_agents",
-        "emulator",
-        "--port",
-        "0",
-        "--no-validate",
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert process.stdout is not None
-        url = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().strip()
-        if not url.startswith("http://127.0.0.1:"):
-            raise RuntimeError(f"the emulator did not start (it printed {url!r})")
+    # no event validation: the benchmark measures the client, not the emulator's checks
+    async with emulator_process(validate=False) as url:
 
         def base_url(rtt: float | None, query: dict[str, Any]) -> str:
             latency = {"rtt_ms": rtt or 0.0, "connect_rtts": config.connect_rtts}
             return f"{url}/v1?{query_to_str({**latency, **query})}"
 
         yield base_url
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            await process.wait()
 
 
 def _versions() -> dict[str, str]:

@@ -69,8 +69,8 @@ def _bootstrap_medians(x: Floats, rng: np.random.Generator) -> Floats:
 
 
 @dataclass(frozen=True)
-class ModeSummary:
-    """One row of the summary table: a mode at one level, RTT and history length."""
+class _Group:
+    """Which trials a row describes: a mode at one level, RTT and history length."""
 
     level: str
     session: str
@@ -78,6 +78,16 @@ class ModeSummary:
     rtt_ms: float | None
     history_turns: int
     timing: str
+
+    @property
+    def mode(self) -> str:
+        return mode_name(self.level, self.session, self.context)
+
+
+@dataclass(frozen=True)
+class ModeSummary(_Group):
+    """One row of the summary table."""
+
     summary: Summary | None
     """None when no trial of the group gave this timing (e.g. all failed)"""
     failed: int
@@ -86,10 +96,6 @@ class ModeSummary:
     excess_ms: float | None
     excess_rtts: float | None
     """excess_ms in units of the injected RTT; None at RTT 0 or unknown"""
-
-    @property
-    def mode(self) -> str:
-        return mode_name(self.level, self.session, self.context)
 
 
 def mode_name(level: str, session: str, context: str) -> str:
@@ -146,25 +152,15 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> list[Mod
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(_Group):
     """How one group's timing changed from result a to result b: ratio = median(b)/median(a)."""
 
-    level: str
-    session: str
-    context: str
-    rtt_ms: float | None
-    history_turns: int
-    timing: str
     a: Summary
     b: Summary
     ratio: float | None
     """None when median(a) is 0 (no meaningful ratio)"""
     ci_low: float | None
     ci_high: float | None
-
-    @property
-    def mode(self) -> str:
-        return mode_name(self.level, self.session, self.context)
 
 
 def compare(a: BenchmarkResult, b: BenchmarkResult, timing: str = "reply_ms") -> list[Comparison]:

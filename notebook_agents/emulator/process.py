@@ -1,0 +1,35 @@
+"""The emulator as its own process, for benchmarks: the client keeps a core to itself."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from .errors import EmulatorError
+
+
+@asynccontextmanager
+async def emulator_process(*, validate: bool = True) -> AsyncIterator[str]:
+    """Start ``python -m notebook_agents emulator --port 0``; yields its ``http://127.0.0.1:PORT``.
+
+    The process is ended (by its PID) on exit; it also exits by itself if its parent dies.
+    """
+    args = ["-m", "notebook_agents", "emulator", "--port", "0"]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *args,
+        *([] if validate else ["--no-validate"]),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        url = (await asyncio.wait_for(process.stdout.readline(), 30)).decode().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise EmulatorError(f"the emulator process did not start (it printed {url!r})")
+        yield url
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await process.wait()
