@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+# Jupyter refuses to run as root unless told; containers and CI machines often are root
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test lint typecheck pytest clean
 
@@ -13,7 +15,7 @@ $(INSTALLED): pyproject.toml
 	touch $(INSTALLED)
 
 lab: $(INSTALLED)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
 
 test: lint typecheck pytest
 
