@@ -126,6 +126,8 @@ class Trace:
         # events recorded but not yet delivered on each subscriber loop
         self._outboxes: dict[asyncio.AbstractEventLoop, list[tuple[Subscriber, TraceEvent]]] = {}
         self._t0 = time.perf_counter()
+        self.started_at = time.time()
+        """wall-clock time (Unix seconds) of t = 0, so a view can tell how long ago t was"""
         self._session: AgentSession[Any] | None = None
         self._handlers: dict[EventTypes, Callable[[Any], None]] = {}
         self._seen_items: set[str] = set()
@@ -182,7 +184,8 @@ class Trace:
         """Write the events as JSON Lines (a format line first)."""
         path = Path(path)
         with path.open("w", encoding="utf-8") as out:
-            out.write(json.dumps({"format": TRACE_FORMAT}) + "\n")
+            header = {"format": TRACE_FORMAT, "started_at": self.started_at}
+            out.write(json.dumps(header) + "\n")
             for event in self.events:
                 out.write(json.dumps(event.to_record(), default=str) + "\n")
         return path
@@ -199,6 +202,8 @@ class Trace:
                     f"{path}:1: not a notebook-agents trace (format {header.get('format')!r}, "
                     f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
                 )
+            if isinstance(header.get("started_at"), int | float):
+                trace.started_at = float(header["started_at"])
             for number, line in enumerate(lines, start=2):
                 if line.strip():
                     record = _parse_line(path, number, line)

@@ -49,6 +49,11 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert "You are the Concierge." in text
         assert "You are Billing." in text  # the billing agent spoke after the handoff
         assert "'session': 'reused'" in text
+        views = [
+            o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        ]
+        assert len(views) == 1  # the StateView
+        assert sum("image/png" in output.get("data", {}) for output in outputs) == 1
     if path.name == "02_handoff_benchmark.ipynb":
         assert "0 failed" in text and "fresh+copied" in text and "truth 6 RTT" in text
         assert sum("image/png" in output.get("data", {}) for output in outputs) == 2

@@ -1,0 +1,106 @@
+"""Views, Python side: state from a live or loaded trace, throttled updates, static figures."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from livekit.agents import Agent, AgentSession
+from livekit.plugins import openai
+from matplotlib.figure import Figure
+
+from notebook_agents.emulator import Emulator
+from notebook_agents.trace import Trace
+from notebook_agents.views import StateView
+from notebook_agents.views._assets import widgets_dir
+from notebook_agents.views._throttle import Throttle
+
+from .conftest import API_KEY
+
+
+class Ada(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are Ada.")
+
+
+async def converse(emulator: Emulator, trace: Trace, turns: int = 2) -> None:
+    model = openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+    )
+    session: AgentSession[None] = AgentSession(
+        llm=model, vad=None, turn_handling={"turn_detection": "manual"}
+    )
+    trace.attach(session)
+    await session.start(Ada())
+    for i in range(turns):
+        await session.run(user_input=f"hello {i}")
+    await session.aclose()
+    await model.aclose()
+
+
+def flushed(view: StateView) -> dict[str, Any]:
+    view._throttle.cancel()
+    view._flush()
+    return {k: getattr(view, k) for k in ("agent", "agent_state", "user_state", "closed")}
+
+
+async def test_state_view_follows_a_live_trace(emulator: Emulator) -> None:
+    trace = Trace()
+    view = StateView(trace)
+    assert (view.agent, view.agent_state) == ("", "initializing")
+    # subscribed after the view: the same delivery that tells us "closed" fed the view first
+    closed = asyncio.Event()
+    trace.subscribe(lambda event: closed.set() if event.kind == "closed" else None)
+    await converse(emulator, trace)
+    await closed.wait()
+    state = flushed(view)
+    last_agent_state = trace.of_kind("agent_state")[-1]
+    assert state == {
+        "agent": "Ada",
+        "agent_state": last_agent_state.data["new"],
+        "user_state": "listening",
+        "closed": True,
+    }
+    assert view.agent_state_since == last_agent_state.t
+    assert view.started_at == trace.started_at
+    view.close()
+
+
+async def test_state_view_of_a_loaded_trace(emulator: Emulator, tmp_path: Path) -> None:
+    trace = Trace()
+    await converse(emulator, trace, turns=1)
+    loaded = Trace.load(trace.save(tmp_path / "trace.jsonl"))
+    view = StateView(loaded)
+    assert (view.agent, view.closed) == ("Ada", True)
+    assert view.started_at == trace.started_at
+    figure = view.to_figure()
+    assert isinstance(figure, Figure)
+    texts = [t.get_text() for t in figure.axes[0].texts]
+    assert "Ada" in texts and "session closed" in texts
+
+
+async def test_throttle_coalesces_bursts_to_at_most_30_hz() -> None:
+    flushes: list[float] = []
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+
+    def flush() -> None:
+        flushes.append(loop.time())
+        if len(flushes) == 2:
+            done.set()
+
+    throttle = Throttle(flush)
+    for _ in range(1000):  # a burst of events
+        throttle.request()
+    assert len(flushes) == 1  # the first goes at once; the rest wait for one later flush
+    await done.wait()
+    assert len(flushes) == 2
+    assert flushes[1] - flushes[0] >= throttle.interval_s * 0.9
+
+
+def test_front_end_assets_are_found() -> None:
+    assert (
+        (widgets_dir() / "state_view.js").read_text().strip().endswith("export default { render };")
+    )
+    assert StateView._esm and "na-state" in str(StateView._css)
