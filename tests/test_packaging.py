@@ -19,5 +19,6 @@ def test_wheel_ships_widgets_and_the_console_script(tmp_path: Path) -> None:
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         scripts = archive.read(entry_points).decode()
     assert "notebook_agents/widgets/README.md" in names
+    assert {"notebook_agents/widgets/state_view.js", "notebook_agents/widgets/views.css"} <= names
     assert "notebook_agents/emulator/realtime.py" in names
     assert "notebook-agents = notebook_agents.__main__:main" in scripts
