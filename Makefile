@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint typecheck pytest clean
+.PHONY: lab test lint typecheck pytest chromium clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,8 +26,17 @@ lint: $(INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
-pytest: $(INSTALLED)
+pytest: $(INSTALLED) chromium
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+# The browser tests drive Debian's chromium (Playwright never downloads a browser here).
+chromium:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else \
+	    echo "the browser tests need chromium: sudo apt-get install chromium" >&2; exit 1; \
+	  fi; }
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,64 @@
+"""StateView in JupyterLab in headless chromium: it renders, then follows the live agent."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from .conftest import open_notebook, run_all, run_cell, screenshot
+
+CELLS = [
+    """from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai
+from notebook_agents import Emulator, NotebookRunner
+from notebook_agents.views import StateView
+
+emulator = Emulator().start()
+server = AgentServer()
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key="offline")
+    await AgentSession(llm=model).start(agent=Agent(instructions="You are Ada."), room=ctx.room)""",
+    """runner = NotebookRunner(server).start()
+view = StateView(runner.trace)
+view""",
+    """await runner.ready()
+await runner.send_text("hello")""",
+]
+
+
+def write_notebook(path: Path) -> None:
+    cells: list[dict[str, object]] = [
+        {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
+         "outputs": [], "source": source}
+        for i, source in enumerate(CELLS)
+    ]  # fmt: skip
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = {"cells": cells, "metadata": {"kernelspec": kernelspec}}
+    path.write_text(json.dumps({**notebook, "nbformat": 4, "nbformat_minor": 5}))
+
+
+def test_state_view_renders_and_follows_the_agent(lab: tuple[str, Path], page: Page) -> None:
+    base, root = lab
+    write_notebook(root / "state_view.ipynb")
+    open_notebook(page, base, "state_view.ipynb")
+    run_all(page)
+
+    agent = page.locator(".na-state .na-agent")
+    agent_state = page.locator(".na-state .na-agent-state")
+    # the view was displayed before the session started: these arrive as live updates
+    expect(agent).to_have_text("Agent", timeout=60_000)
+    expect(agent_state).to_have_attribute("data-state", "listening", timeout=60_000)
+    expect(page.locator(".na-state .na-user-state")).to_have_text("listening")
+    time_in_state = page.locator(".na-field:has(.na-agent-state) .na-since")
+    expect(time_in_state).to_have_text(re.compile(r"^\d+\.\d s$"))
+    screenshot(page, "state_view_live")
+
+    run_cell(page, "runner.stop()")
+    expect(page.locator(".na-state .na-closed")).to_have_text("session closed")
+    screenshot(page, "state_view_closed")
+    run_cell(page, "emulator.stop()")
