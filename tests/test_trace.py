@@ -501,9 +501,11 @@ async def test_save_and_load_round_trip(models: MakeModel, tmp_path: Path) -> No
     assert {r["kind"] for r in records} >= {"handoff", "agent_message", "tool_call", "closed"}
 
     path = trace.save(tmp_path / "run.jsonl")
-    assert json.loads(path.read_text().splitlines()[0]) == {"format": TRACE_FORMAT}
+    header = {"format": TRACE_FORMAT, "started_at": trace.started_at}
+    assert json.loads(path.read_text().splitlines()[0]) == header
     loaded = Trace.load(path)
     assert loaded.events == trace.events
+    assert loaded.started_at == trace.started_at
     assert loaded.to_records() == records
 
 

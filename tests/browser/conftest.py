@@ -1,7 +1,7 @@
 """Real-browser fixtures: Debian's chromium driven by Playwright, JupyterLab on 127.0.0.1.
 
 Playwright never downloads a browser here: it launches the system ``chromium``. The fixtures
-live in this conftest only (two session-scoped ``sync_playwright()`` would collide).
+live in this conftest only (two ``sync_playwright()`` at once would collide).
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # module scope: Playwright's sync API runs its own event loop on this thread while open,
+    # which would break every async test collected after the browser tests
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=chromium(), headless=True, args=CHROMIUM_ARGS
