@@ -18,6 +18,7 @@ from livekit.plugins import openai
 
 from notebook_agents.emulator import LatencyModel
 from notebook_agents.emulator.process import emulator_process
+from notebook_agents.emulator.server import base_url as emulator_base_url
 
 
 async def _one_item(sess: openai.realtime.RealtimeSession) -> None:
@@ -26,11 +27,13 @@ async def _one_item(sess: openai.realtime.RealtimeSession) -> None:
     await sess.update_chat_ctx(ctx)
 
 
-async def measure(base_url: str, latency: LatencyModel, trials: int) -> dict[str, list[float]]:
+async def measure(root: str, latency: LatencyModel, trials: int) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {"connect+item": [], "item": [], "created": []}
     for _ in range(trials):
         model = openai.realtime.RealtimeModel(
-            base_url=f"{base_url}/v1?{_query(latency)}",
+            base_url=emulator_base_url(
+                root, rtt_ms=latency.rtt_ms, connect_rtts=latency.connect_rtts
+            ),
             api_key="benchmark",
             modalities=["text"],
             turn_detection=None,
@@ -63,22 +66,18 @@ def truth(latency: LatencyModel) -> dict[str, float]:
     }
 
 
-def _query(latency: LatencyModel) -> str:
-    return f"rtt_ms={latency.rtt_ms}&connect_rtts={latency.connect_rtts}"
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rtt", default="0,20,100", help="comma-separated RTTs in ms")
     parser.add_argument("--trials", type=int, default=20)
     args = parser.parse_args()
 
-    async with emulator_process() as base_url:
+    async with emulator_process() as root:
         print(f"{'rtt ms':>6} {'exchange':>13} {'median ms':>10} {'truth ms':>9} {'excess ms':>10}")
         for rtt in (float(r) for r in args.rtt.split(",")):
             latency = LatencyModel(rtt_ms=rtt)
-            await measure(base_url, latency, 2)  # warm-up, discarded
-            samples = await measure(base_url, latency, args.trials)
+            await measure(root, latency, 2)  # warm-up, discarded
+            samples = await measure(root, latency, args.trials)
             for name, expected in truth(latency).items():
                 median = statistics.median(samples[name])
                 print(

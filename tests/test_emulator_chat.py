@@ -98,6 +98,14 @@ async def collect(stream: AsyncIterator[llm.ChatChunk]) -> tuple[str, list[llm.F
     return text, calls
 
 
+async def chat_once(
+    model: lk_openai.LLM, ctx: llm.ChatContext, **options: Any
+) -> tuple[str, list[llm.FunctionToolCall]]:
+    """One livekit LLM request, without retries: its text and tool calls."""
+    async with model.chat(chat_ctx=ctx, conn_options=NO_RETRY, **options) as stream:
+        return await collect(stream)
+
+
 # ------------------------------------------------------------------------ livekit's LLM
 
 
@@ -119,8 +127,7 @@ async def test_livekit_llm_streams_a_reply_led_by_the_instructions(emulator: Emu
     model = lk_openai.LLM(base_url=emulator.base_url(), api_key=API_KEY, model=MODEL)
     ctx = conversation("Hello there")
     try:
-        async with model.chat(chat_ctx=ctx, conn_options=NO_RETRY) as stream:
-            text, calls = await collect(stream)
+        text, calls = await chat_once(model, ctx)
     finally:
         await model.aclose()
     assert text == 'You are Bob, the weather bot. You said: "Hello there".'
@@ -131,8 +138,7 @@ async def test_livekit_llm_tool_call_round_trip(emulator: Emulator) -> None:
     model = lk_openai.LLM(base_url=emulator.base_url(), api_key=API_KEY, model=MODEL)
     ctx = conversation("Please call get_weather city=Paris")
     try:
-        async with model.chat(chat_ctx=ctx, tools=[get_weather], conn_options=NO_RETRY) as stream:
-            text, calls = await collect(stream)
+        text, calls = await chat_once(model, ctx, tools=[get_weather])
         assert text == ""
         assert [(c.name, json.loads(c.arguments)) for c in calls] == [
             ("get_weather", {"city": "Paris"})
@@ -145,8 +151,7 @@ async def test_livekit_llm_tool_call_round_trip(emulator: Emulator) -> None:
                 call_id=call.call_id, name=call.name, output=output, is_error=False
             )
         )
-        async with model.chat(chat_ctx=ctx, tools=[get_weather], conn_options=NO_RETRY) as stream:
-            text, calls = await collect(stream)
+        text, calls = await chat_once(model, ctx, tools=[get_weather])
     finally:
         await model.aclose()
     assert text == "You are Bob, the weather bot. The tool returned: Sunny in Paris"
@@ -157,8 +162,7 @@ async def test_livekit_llm_base_url_query_reaches_the_emulator(emulator: Emulato
     model = lk_openai.LLM(base_url=emulator.base_url(token_ms=1), api_key=API_KEY, model=MODEL)
     ctx = conversation("hi", system=None)
     try:
-        async with model.chat(chat_ctx=ctx, conn_options=NO_RETRY) as stream:
-            text, _ = await collect(stream)
+        text, _ = await chat_once(model, ctx)
     finally:
         await model.aclose()
     assert text == 'You said: "hi".'
@@ -438,8 +442,7 @@ async def test_drop_after_fails_livekit_llm_stream(emulator: Emulator) -> None:
     ctx = conversation("Hello there, how are you", system=None)
     try:
         with pytest.raises(Exception, match="Connection error"):
-            async with model.chat(chat_ctx=ctx, conn_options=NO_RETRY) as stream:
-                await collect(stream)
+            await chat_once(model, ctx)
     finally:
         await model.aclose()
 

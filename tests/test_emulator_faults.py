@@ -14,7 +14,7 @@ from livekit.agents import llm
 from notebook_agents.emulator import Emulator
 
 from .conftest import API_KEY
-from .test_emulator_realtime import ServerEvents, realtime_session, reply_text
+from .test_emulator_realtime import ServerEvents, realtime_session, realtime_ws_url, reply_text
 
 HEADERS = {"Authorization": f"Bearer {API_KEY}"}
 
@@ -22,7 +22,7 @@ HEADERS = {"Authorization": f"Bearer {API_KEY}"}
 @pytest.fixture
 async def raw_ws(emulator: Emulator) -> AsyncIterator[aiohttp.ClientWebSocketResponse]:
     """A bare websocket, for events the plugin would never send."""
-    url = emulator.base_url().replace("http", "ws", 1) + "/realtime?model=gpt-realtime"
+    url = realtime_ws_url(emulator)
     async with aiohttp.ClientSession() as http, http.ws_connect(url, headers=HEADERS) as ws:
         assert (await ws.receive_json())["type"] == "session.created"
         yield ws

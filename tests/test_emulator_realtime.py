@@ -16,7 +16,9 @@ from livekit.agents.llm import function_tool
 from livekit.plugins import openai
 from openai.types.realtime import ResponseCancelEvent
 
+from notebook_agents.bench.scenario import history
 from notebook_agents.emulator import Emulator
+from notebook_agents.emulator.latency import query_to_str
 
 from .conftest import API_KEY
 
@@ -77,12 +79,11 @@ def _field(event: dict[str, Any], dotted: str) -> Any:
     return value
 
 
-def history(turns: int) -> llm.ChatContext:
-    ctx = llm.ChatContext()
-    for i in range(turns):
-        ctx.add_message(role="user", content=f"question {i}")
-        ctx.add_message(role="assistant", content=f"answer {i}")
-    return ctx
+def realtime_ws_url(emulator: Emulator, **query: Any) -> str:
+    """The websocket URL a bare client opens (the plugin builds the same one)."""
+    return f"ws://127.0.0.1:{emulator.port}/v1/realtime?" + query_to_str(
+        {"model": "gpt-realtime", **query}
+    )
 
 
 async def reply_text(gen: llm.GenerationCreatedEvent) -> str:
@@ -255,11 +256,9 @@ async def test_input_audio_buffer_commit_and_clear(emulator: Emulator) -> None:
 
 
 async def test_a_close_frame_is_answered_a_round_trip_later(emulator: Emulator) -> None:
-    url = emulator.base_url(rtt_ms=60).replace("http", "ws", 1)
-    url = url.replace("/v1?", "/v1/realtime?model=gpt-realtime&")
     headers = {"Authorization": f"Bearer {API_KEY}"}
     async with aiohttp.ClientSession() as http:
-        ws = await http.ws_connect(url, headers=headers)
+        ws = await http.ws_connect(realtime_ws_url(emulator, rtt_ms=60), headers=headers)
         assert (await ws.receive_json())["type"] == "session.created"
         started = time.perf_counter()
         await ws.close()  # waits for the server's close frame

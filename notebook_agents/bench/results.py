@@ -239,13 +239,6 @@ def _parse_row(row: dict[str, str]) -> dict[str, Any]:
     return parsed
 
 
-def trials_by_mode(trials: Iterable[Trial]) -> dict[str, list[Trial]]:
-    grouped: dict[str, list[Trial]] = {}
-    for trial in trials:
-        grouped.setdefault(trial.mode, []).append(trial)
-    return grouped
-
-
 def values(trials: Sequence[Trial], timing: str) -> list[float]:
     """The present values of one timing over ok trials."""
     return [v for t in trials if t.ok and (v := getattr(t, timing)) is not None]

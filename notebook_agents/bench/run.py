@@ -20,8 +20,8 @@ from importlib import metadata
 from typing import Any
 
 from ..emulator import LatencyModel
-from ..emulator.latency import query_to_str
 from ..emulator.process import emulator_process
+from ..emulator.server import base_url as emulator_base_url
 from .results import (
     MODES,
     BenchmarkConfig,
@@ -156,7 +156,7 @@ async def _target(
 
         def base_url(rtt: float | None, query: dict[str, Any]) -> str:
             latency = {"rtt_ms": rtt or 0.0, "connect_rtts": config.connect_rtts}
-            return f"{url}/v1?{query_to_str({**latency, **query})}"
+            return emulator_base_url(url, **{**latency, **query})
 
         yield base_url
 

@@ -24,7 +24,6 @@ class ConnectionLog:
     path: str
     latency: LatencyModel
     faults: Faults
-    started: float = field(default_factory=time.perf_counter)
     events: deque[tuple[float, str, str]] = field(default_factory=lambda: deque(maxlen=10_000))
     """(perf_counter, "in" | "out", event type) as seen by the server; the latest 10,000"""
     conversation: Conversation | None = None

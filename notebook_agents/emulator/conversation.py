@@ -20,10 +20,6 @@ class Conversation:
     def __len__(self) -> int:
         return len(self._items)
 
-    @property
-    def items(self) -> list[dict[str, Any]]:
-        return [copy.deepcopy(item) for item in self._items]
-
     def last_id(self) -> str | None:
         """The id of the last item, None when empty (without copying the conversation)."""
         return self._items[-1]["id"] if self._items else None

@@ -111,6 +111,13 @@ async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, in
     return runner, bound_port
 
 
+def base_url(root: str, **overrides: Any) -> str:
+    """The API ``base_url`` of an emulator at ``root`` (``http://127.0.0.1:PORT``), with
+    per-connection latency and faults in its query string."""
+    query = query_to_str(overrides)
+    return f"{root}/v1" + (f"?{query}" if query else "")
+
+
 class Emulator(StartStop):
     """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline.
 
@@ -162,8 +169,7 @@ class Emulator(StartStop):
 
         ``emu.base_url(rtt_ms=20, drop_after=5)`` -> ``http://127.0.0.1:PORT/v1?rtt_ms=20&drop_after=5``
         """
-        query = query_to_str(overrides)
-        return f"{self.url}/v1" + (f"?{query}" if query else "")
+        return base_url(self.url, **overrides)
 
     @property
     def connections(self) -> list[ConnectionLog]:
