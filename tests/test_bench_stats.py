@@ -117,6 +117,20 @@ def test_no_excess_in_rtts_at_rtt_zero_nor_any_for_a_foreign_target() -> None:
     assert (foreign.truth_ms, foreign.excess_ms, foreign.excess_rtts) == (None, None, None)
 
 
+def test_latency_error_subtracts_the_same_groups_excess_at_rtt_zero() -> None:
+    # the client's own CPU per handoff shows as excess at RTT 0; what the injected latency adds
+    # beyond its truth is the excess at RTT r minus that
+    base = latencies(30, seed=10, base=12.0)
+    trials = trials_for(base, rtt=0.0, truth=0.0)
+    trials += trials_for([v + 60.0 + 2.0 for v in base], rtt=20.0, truth=60.0)
+    trials += trials_for(base, session="fresh", rtt=20.0, truth=0.0)  # no RTT-0 group of its own
+    trials += trials_for(base, rtt=20.0, history=50, truth=0.0)  # nor at this history length
+    at_zero, at_twenty, *others = summary_table(result_of(trials))
+    assert at_zero.latency_error_ms is None
+    assert at_twenty.latency_error_ms == pytest.approx(2.0)
+    assert [row.latency_error_ms for row in others] == [None, None]
+
+
 def test_failed_trials_are_counted_and_an_all_failed_group_has_no_summary() -> None:
     trials = trials_for(latencies(8, seed=9), failed=3)
     trials += trials_for([], session="fresh", failed=2)
@@ -175,6 +189,7 @@ def test_format_table_has_a_row_per_group_and_aligned_columns() -> None:
     for column in ("mode", "rtt", "history", "median", "p90", "p95", "IQR", "CI", "truth"):
         assert column in header
     assert "excess ms" in header and "excess RTTs" in header and "failed" in header
+    assert "vs RTT 0" in header
     assert len(lines) == len(rows)
     assert len({len(line) for line in [header, *lines]}) == 1
     assert lines[0].split()[1] == "reuse+copied" and lines[0].split()[-1] == "1"

@@ -7,7 +7,7 @@ a scheduler hiccup), and one outlier should not move the headline figure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -96,6 +96,10 @@ class ModeSummary(_Group):
     excess_ms: float | None
     excess_rtts: float | None
     """excess_ms in units of the injected RTT; None at RTT 0 or unknown"""
+    latency_error_ms: float | None = None
+    """excess_ms minus the same group's excess at RTT 0 (the client's own CPU per handoff): what
+    the injected latency added beyond its truth. Near 0 means the bench measures the network
+    faithfully; None without an RTT-0 group in the same result."""
 
 
 def mode_name(level: str, session: str, context: str) -> str:
@@ -148,7 +152,20 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> list[Mod
                 excess_rtts=excess / rtt if excess is not None and rtt else None,
             )
         )
-    return rows
+    return _with_latency_error(rows)
+
+
+def _with_latency_error(rows: list[ModeSummary]) -> list[ModeSummary]:
+    at_rtt0 = {
+        (r.level, r.session, r.context, r.history_turns): r.excess_ms for r in rows if r.rtt_ms == 0
+    }
+    out = []
+    for row in rows:
+        base = at_rtt0.get((row.level, row.session, row.context, row.history_turns))
+        if row.rtt_ms and row.excess_ms is not None and base is not None:
+            row = replace(row, latency_error_ms=row.excess_ms - base)
+        out.append(row)
+    return out
 
 
 @dataclass(frozen=True)
@@ -195,7 +212,7 @@ def format_table(rows: Sequence[ModeSummary]) -> str:
     """A fixed-width text table of summary rows (what the CLI prints), ms unless noted."""
     header = [
         "level", "mode", "rtt", "history", "n", "median", "p90", "p95", "IQR",
-        "95% CI median", "truth", "excess ms", "excess RTTs", "failed",
+        "95% CI median", "truth", "excess ms", "excess RTTs", "vs RTT 0", "failed",
     ]  # fmt: skip
     lines = [header]
     for row in rows:
@@ -208,7 +225,8 @@ def format_table(rows: Sequence[ModeSummary]) -> str:
         lines.append(
             [row.level, row.mode, _num(row.rtt_ms, 0), str(row.history_turns), *stats,
              _num(row.truth_ms), _num(row.excess_ms, signed=True),
-             _num(row.excess_rtts, 2, signed=True), str(row.failed)]
+             _num(row.excess_rtts, 2, signed=True), _num(row.latency_error_ms, signed=True),
+             str(row.failed)]
         )  # fmt: skip
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     # text columns flush left, numbers flush right so their digits line up
