@@ -146,16 +146,26 @@ class NotebookRunner(StartStop):
 
     async def send_text(self, text: str, timeout: float = 30.0) -> str:
         """One user turn: ``text`` goes to the agent; returns the text it replied (all agents)."""
-        self._require_started("send_text()")
-        if not self._ready.done():
-            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
-        session = self._ready.result()
-        assert self._job_loop is not None and self._turn_lock is not None
-        turn = asyncio.run_coroutine_threadsafe(self._turn(session, text), self._job_loop)
+        turn = self._submit(text, "send_text()")
         try:
             return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
         except asyncio.TimeoutError:
             raise RunnerError(f"the agent did not answer within {timeout:.0f} s") from None
+
+    def submit_text(self, text: str) -> concurrent.futures.Future[str]:
+        """``send_text`` without awaiting: the turn's future, for callbacks such as a widget's.
+
+        Turns queue: each starts when the previous one has finished.
+        """
+        return self._submit(text, "submit_text()")
+
+    def _submit(self, text: str, what: str) -> concurrent.futures.Future[str]:
+        self._require_started(what)
+        if not self._ready.done():
+            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
+        session = self._ready.result()
+        assert self._job_loop is not None and self._turn_lock is not None
+        return asyncio.run_coroutine_threadsafe(self._turn(session, text), self._job_loop)
 
     def stop(self) -> None:
         """Stop without draining, within ``stop_timeout``; safe to call twice."""

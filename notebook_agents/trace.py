@@ -27,6 +27,8 @@ from livekit.agents.voice.agent import Agent
 from livekit.agents.voice.agent_session import AgentSession
 from livekit.agents.voice.events import EventTypes
 
+from ._contexts import agent_contexts
+
 EventKind = Literal[
     "agent_state",
     "user_state",
@@ -81,9 +83,9 @@ def describe_item(item: llm.ChatItem) -> dict[str, Any]:
     if isinstance(item, llm.ChatMessage):
         described.update(role=item.role, text=_text(item))
     elif isinstance(item, llm.FunctionCall):
-        described.update(name=item.name, text=item.arguments)
+        described.update(name=item.name, call_id=item.call_id, text=item.arguments)
     elif isinstance(item, llm.FunctionCallOutput):
-        described.update(name=item.name, text=item.output)
+        described.update(name=item.name, call_id=item.call_id, text=item.output)
     return described
 
 
@@ -128,6 +130,8 @@ class Trace:
         self._t0 = time.perf_counter()
         self.started_at = time.time()
         """wall-clock time (Unix seconds) of t = 0, so a view can tell how long ago t was"""
+        self.loaded = False
+        """True for a trace read by ``load``: a replay, it will not grow"""
         self._session: AgentSession[Any] | None = None
         self._handlers: dict[EventTypes, Callable[[Any], None]] = {}
         self._seen_items: set[str] = set()
@@ -153,6 +157,11 @@ class Trace:
 
     def of_kind(self, *kinds: EventKind) -> list[TraceEvent]:
         return [e for e in self.events if e.kind in kinds]
+
+    def contexts_at(self, t: float | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Each agent's chat context at trace time ``t`` (default: the end), rebuilt from the
+        events: what a replay shows when scrubbed to ``t``. Items as ``describe_item`` gives."""
+        return agent_contexts(self.events, t)
 
     def to_records(self) -> list[dict[str, Any]]:
         """Plain dicts, one per event, for pandas or matplotlib."""
@@ -195,6 +204,7 @@ class Trace:
         """A trace saved by ``save``, for replay in the views; no session is attached."""
         path = Path(path)
         trace = cls()
+        trace.loaded = True
         with path.open(encoding="utf-8") as lines:
             header = _parse_line(path, 1, next(lines, ""))
             if header.get("format") != TRACE_FORMAT:
@@ -385,6 +395,8 @@ class Trace:
         }
         if old is not None and new is not None:
             data.update(_handoff_modes(old, new))
+        elif new is not None:
+            data["context_items"] = [describe_item(i) for i in _conversation_items(new.agent)]
         self._record("handoff", data, agent=data["to"])
 
     def _on_tool_update(self, ev: Any) -> None:
@@ -511,6 +523,8 @@ def _handoff_modes(old: _activity.AgentActivity, new: _activity.AgentActivity) -
         "items_from": len(old_items),
         "items_to": len(new_items),
         "items_shared": len(shared),
+        # what the new agent starts from, so a replay can show each agent's context at any time
+        "context_items": [describe_item(item) for item in new_items],
     }
 
 

@@ -2,17 +2,56 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
+from livekit.plugins import openai
 
+from notebook_agents import NotebookRunner
 from notebook_agents.emulator import Emulator
 
 # Any non-empty key works against the emulator; tests never contact anything else.
 API_KEY = "sk-test-not-a-secret"
+
+MakeModel = Callable[[], openai.realtime.RealtimeModel]
 
 
 @pytest.fixture
 def emulator() -> Iterator[Emulator]:
     with Emulator() as emu:
         yield emu
+
+
+def realtime_model(emulator: Emulator) -> openai.realtime.RealtimeModel:
+    return openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+    )
+
+
+@pytest.fixture
+async def models(emulator: Emulator) -> AsyncIterator[MakeModel]:
+    """Makes realtime models against the emulator; closes them all after the test."""
+    made: list[openai.realtime.RealtimeModel] = []
+
+    def make() -> openai.realtime.RealtimeModel:
+        made.append(realtime_model(emulator))
+        return made[-1]
+
+    yield make
+    for model in made:
+        await model.aclose()
+
+
+@pytest.fixture
+def no_livekit_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def runners(no_livekit_env: None) -> Iterator[list[NotebookRunner]]:
+    """Runners a test makes; all stopped at the end, whatever happened."""
+    made: list[NotebookRunner] = []
+    yield made
+    for runner in made:
+        runner.stop()

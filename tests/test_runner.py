@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -35,21 +35,6 @@ def production_server(
     return server
 
 
-@pytest.fixture
-def no_livekit_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def runners(no_livekit_env: None) -> Iterator[list[NotebookRunner]]:
-    """Runners a test makes; all stopped at the end, whatever happened."""
-    made: list[NotebookRunner] = []
-    yield made
-    for runner in made:
-        runner.stop()
-
-
 async def test_production_entrypoint_runs_offline_unchanged(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -65,6 +50,12 @@ async def test_production_entrypoint_runs_offline_unchanged(
     assert await runner.send_text("what is 6 times 7") == "You are Ada. 6 * 7 = 42."
     kinds = [event.kind for event in runner.trace.events]
     assert kinds.count("user_message") == 2 and kinds.count("agent_message") == 2
+    # submitted without awaiting (a widget's callback): the turns queue in order
+    first, second = runner.submit_text("one"), runner.submit_text("what is 2 times 3")
+    assert await asyncio.wrap_future(second) == "You are Ada. 2 * 3 = 6."
+    assert first.result() == 'You are Ada. You said: "one".'
+    users = [e.data["text"] for e in runner.trace.of_kind("user_message")]
+    assert users[-2:] == ["one", "what is 2 times 3"]
     assert any("starting worker" in line.message for line in runner.logs.lines)
 
     runner.stop()

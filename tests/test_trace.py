@@ -28,10 +28,9 @@ from notebook_agents import trace as trace_module
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent
 
-from .conftest import API_KEY
+from .conftest import MakeModel, realtime_model
 
 T = TypeVar("T")
-MakeModel = Callable[[], openai.realtime.RealtimeModel]
 
 GREETING = "You are Alice. How can I help you?"
 
@@ -96,26 +95,6 @@ class Alice(Agent):
     async def transfer_to_bob(self) -> Agent:
         """Hand the caller to Bob for billing questions."""
         return self._bob(self)
-
-
-def realtime_model(emulator: Emulator) -> openai.realtime.RealtimeModel:
-    return openai.realtime.RealtimeModel(
-        base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
-    )
-
-
-@pytest.fixture
-async def models(emulator: Emulator) -> AsyncIterator[MakeModel]:
-    """Makes realtime models against the emulator; closes them all after the test."""
-    made: list[openai.realtime.RealtimeModel] = []
-
-    def make() -> openai.realtime.RealtimeModel:
-        made.append(realtime_model(emulator))
-        return made[-1]
-
-    yield make
-    for model in made:
-        await model.aclose()
 
 
 def new_session(model: openai.realtime.RealtimeModel) -> AgentSession[None]:
@@ -225,6 +204,43 @@ async def test_a_to_b_to_a_records_every_item_exactly_once(models: MakeModel, mo
     assert len(trace.of_kind("handoff")) == len(handoffs) == 3
 
 
+async def test_contexts_at_rebuilds_each_agents_chat_context(models: MakeModel) -> None:
+    bobs: list[Agent] = []
+
+    def bob(alice: Alice) -> Agent:
+        bobs.append(Bob(back=alice, chat_ctx=alice.chat_ctx.copy()))
+        return bobs[-1]
+
+    alice = Alice(bob)
+    async with traced(models(), alice) as (session, trace):
+        for text in TURNS:
+            await session.run(user_input=text)
+        edited = alice.chat_ctx.copy()
+        edited.remove(edited.items[-1])
+        edited.add_message(role="user", content="an edit")
+        await alice.update_chat_ctx(edited)
+
+    def keys(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        return [(i["type"], i.get("call_id") or i["id"]) for i in items]
+
+    def actual(agent: Agent) -> list[tuple[str, str]]:
+        return keys(
+            [trace_module.describe_item(i) for i in trace_module._conversation_items(agent)]
+        )
+
+    contexts = trace.contexts_at()
+    assert keys(contexts["Alice"]) == actual(alice)
+    assert keys(contexts["Bob"]) == actual(bobs[0])
+    # scrubbed to the handoff: Bob starts from the copy, made inside the tool, so without
+    # the transfer call that was still pending
+    to_bob = trace.of_kind("handoff")[1]
+    at_handoff = trace.contexts_at(to_bob.t)
+    assert keys(at_handoff["Bob"]) == keys(to_bob.data["context_items"])
+    assert "transfer_to_bob" not in [i.get("name") for i in at_handoff["Bob"]]
+    assert "transfer_to_bob" in [i.get("name") for i in at_handoff["Alice"]]
+    assert trace.contexts_at(-1.0) == {}
+
+
 # -- 3. handoff events --------------------------------------------------------------------
 
 
@@ -244,7 +260,9 @@ async def test_handoff_event_says_how_the_session_and_context_moved(
         await session.run(user_input="please transfer to bob")
 
     start, handoff = trace.of_kind("handoff")
-    assert start.data == {"from": None, "to": "Alice", "session": None, "context": None}
+    assert start.data == {
+        "from": None, "to": "Alice", "session": None, "context": None, "context_items": [],
+    }  # fmt: skip
     assert start.agent == "Alice"
     assert handoff.agent == "Bob"
     data = handoff.data
@@ -259,8 +277,12 @@ async def test_handoff_event_says_how_the_session_and_context_moved(
     if context == "copied":
         # Bob has no transfer tool, so the copy drops the call items: the four messages remain
         assert data["items_shared"] == data["items_to"] == 4
+        texts = [item["text"] for item in data["context_items"]]
+        assert [item["type"] for item in data["context_items"]] == ["message"] * 4
+        assert "hello there" in texts and "please transfer to bob" in texts
     else:
         assert data["items_shared"] == data["items_to"] == 0
+        assert data["context_items"] == []
     # what the emulator saw: one realtime connection when reused, a second when fresh
     realtime = [c for c in emulator.connections if c.kind == "realtime"]
     assert len(realtime) == (1 if mode == "reused" else 2)

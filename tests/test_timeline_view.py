@@ -1,0 +1,131 @@
+"""TimelineView, Python side: what crosses to the browser and when, scrubbing, the figure."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from notebook_agents.trace import Trace, TraceEvent
+from notebook_agents.views import TimelineView
+from notebook_agents.views.timeline_view import MAX_TEXT, browser_record, state_spans
+
+from .conftest import MakeModel
+from .test_trace import TURNS, Alice, Bob, traced
+
+
+class Browser:
+    """Stands in for the front end: keeps what the view sends (the comm is the boundary)."""
+
+    def __init__(self, view: TimelineView) -> None:
+        self.messages: list[dict[str, Any]] = []
+        view.send = self.messages.append
+
+    def seqs(self) -> list[int]:
+        return [e["seq"] for m in self.messages for e in m["events"]]
+
+
+async def converse(models: MakeModel, trace: Trace) -> None:
+    alice = Alice(lambda alice: Bob(back=alice, chat_ctx=alice.chat_ctx.copy()))
+    closed = asyncio.Event()
+    trace.subscribe(lambda event: closed.set() if event.kind == "closed" else None)
+    async with traced(models(), alice, trace) as (session, _):
+        for text in TURNS:
+            await session.run(user_input=text)
+    await closed.wait()
+
+
+async def test_live_events_cross_once_in_batches_without_metrics(models: MakeModel) -> None:
+    trace = Trace()
+    view = TimelineView(trace)
+    browser = Browser(view)
+    await converse(models, trace)
+    view._throttle.cancel()
+    view._flush()
+
+    expected = [e.seq for e in trace.events if e.kind not in ("metrics", "user_state")]
+    assert browser.seqs() == expected  # each drawn event once, in order
+    assert len(browser.messages) < len(expected)  # batched, not one message per event
+    assert view.event_count == len(expected)
+    assert view.live is False  # the session closed: the timeline ends at its last event
+    handoff = next(
+        e
+        for m in browser.messages
+        for e in m["events"]
+        if e["kind"] == "handoff" and e["data"]["from"]
+    )
+    assert handoff["data"]["session"] == "reused" and handoff["data"]["context"] == "copied"
+    assert "context_items" not in handoff["data"]  # the kernel keeps the contexts
+    view.close()
+
+
+async def test_a_new_rendering_gets_the_history_once(models: MakeModel) -> None:
+    trace = Trace()
+    await converse(models, trace)
+    view = TimelineView(trace)
+    browser = Browser(view)
+    view._on_browser_message(view, {"type": "history"}, [])
+    (history,) = browser.messages
+    assert history["reset"] is True
+    assert [e["seq"] for e in history["events"]] == [
+        e.seq for e in trace.events if e.kind not in ("metrics", "user_state")
+    ]
+
+
+async def test_scrubbing_shows_each_agents_context_at_that_moment(models: MakeModel) -> None:
+    trace = Trace()
+    await converse(models, trace)
+    view = TimelineView(trace)
+    to_bob = trace.of_kind("handoff")[1]
+    view.scrub_t = to_bob.t
+    assert view.scrub_contexts == trace.contexts_at(to_bob.t)
+    assert set(view.scrub_contexts) == {"Alice", "Bob"}
+    view.scrub_t = None
+    assert view.scrub_contexts == {}
+
+
+def test_long_texts_are_cut_before_they_cross() -> None:
+    event = TraceEvent(3, 1.0, "user_message", "Ada", {"text": "x" * 5000, "item_id": "i"})
+    record = browser_record(event)
+    assert len(record["data"]["text"]) == MAX_TEXT
+    assert record["data"]["item_id"] == "i"
+
+
+def test_state_spans_follow_the_session_state_across_a_handoff() -> None:
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 0.1, "agent_state", "A", {"old": "initializing", "new": "listening"}),
+        TraceEvent(2, 0.5, "agent_state", "A", {"old": "listening", "new": "thinking"}),
+        TraceEvent(3, 0.6, "handoff", "B", {"from": "A", "to": "B"}),
+        TraceEvent(4, 0.9, "agent_state", "B", {"old": "thinking", "new": "speaking"}),
+        TraceEvent(5, 1.2, "closed", None, {}),
+    ]
+    assert state_spans(events) == [
+        ("A", 0.0, 0.1, "initializing"),
+        ("A", 0.1, 0.5, "listening"),
+        ("A", 0.5, 0.6, "thinking"),
+        ("B", 0.6, 0.9, "thinking"),  # B starts in the state the session was in
+        ("B", 0.9, 1.2, "speaking"),
+    ]
+
+
+async def test_figure_of_a_loaded_trace(models: MakeModel, tmp_path: Path) -> None:
+    trace = Trace()
+    await converse(models, trace)
+    loaded = Trace.load(trace.save(tmp_path / "trace.jsonl"))
+    view = TimelineView(loaded)
+    assert view.live is False
+    figure = view.to_figure()
+    assert isinstance(figure, Figure)
+    (ax,) = figure.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Alice", "Bob"]
+    labels = [t.get_text().strip() for t in ax.texts if t.get_text()]
+    # Alice -> Bob with a copy; back to Alice, who shares those items with Bob
+    assert labels == ["reused · copied", "reused · copied"]
+    legend_box = ax.get_legend()
+    assert legend_box is not None
+    legend = [t.get_text() for t in legend_box.get_texts()]
+    assert "user message" in legend and "tool call" in legend
+    assert isinstance(TimelineView(Trace()).to_figure(), Figure)  # nothing yet: still a picture
