@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import open_notebook, run_all, run_cell, screenshot
+from .conftest import open_notebook, run_all, run_cell, screenshot, write_notebook
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext
@@ -31,20 +30,9 @@ await runner.send_text("hello")""",
 ]
 
 
-def write_notebook(path: Path) -> None:
-    cells: list[dict[str, object]] = [
-        {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
-         "outputs": [], "source": source}
-        for i, source in enumerate(CELLS)
-    ]  # fmt: skip
-    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook = {"cells": cells, "metadata": {"kernelspec": kernelspec}}
-    path.write_text(json.dumps({**notebook, "nbformat": 4, "nbformat_minor": 5}))
-
-
 def test_state_view_renders_and_follows_the_agent(lab: tuple[str, Path], page: Page) -> None:
     base, root = lab
-    write_notebook(root / "state_view.ipynb")
+    write_notebook(root / "state_view.ipynb", CELLS)
     open_notebook(page, base, "state_view.ipynb")
     run_all(page)
 

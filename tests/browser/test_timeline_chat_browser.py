@@ -3,13 +3,12 @@ typing in the chat drives the agents, and the timeline draws lanes, marks and th
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import open_notebook, run_all, run_cell, screenshot
+from .conftest import open_notebook, run_all, run_cell, screenshot, write_notebook
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
@@ -54,20 +53,9 @@ timeline""",
 ]
 
 
-def write_notebook(path: Path) -> None:
-    cells: list[dict[str, object]] = [
-        {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
-         "outputs": [], "source": source}
-        for i, source in enumerate(CELLS)
-    ]  # fmt: skip
-    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook = {"cells": cells, "metadata": {"kernelspec": kernelspec}}
-    path.write_text(json.dumps({**notebook, "nbformat": 4, "nbformat_minor": 5}))
-
-
 def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], page: Page) -> None:
     base, root = lab
-    write_notebook(root / "timeline_chat.ipynb")
+    write_notebook(root / "timeline_chat.ipynb", CELLS)
     open_notebook(page, base, "timeline_chat.ipynb")
     run_all(page)
 
