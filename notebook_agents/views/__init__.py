@@ -1,7 +1,9 @@
 """The widgets: anywidget views fed by a Trace (live or loaded), each exportable as a figure."""
 
+from .benchmark_view import BenchmarkView
 from .chat_view import ChatView
+from .graph_view import AgentGraphView
 from .state_view import StateView
 from .timeline_view import TimelineView
 
-__all__ = ["ChatView", "StateView", "TimelineView"]
+__all__ = ["AgentGraphView", "BenchmarkView", "ChatView", "StateView", "TimelineView"]

@@ -7,7 +7,7 @@ in ``lab.py``, shared with the browser benchmarks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,9 +31,23 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item,
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A fresh page; any page error or console error fails the test that used it."""
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A fresh page; any page error or console error fails the test that used it. A failed
+    test leaves a screenshot of the page as it was, in the artifacts."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     opened = context.new_page()
     errors: list[str] = []
@@ -45,6 +59,8 @@ def page(browser: Browser) -> Iterator[Page]:
 
     opened.on("console", on_console)
     yield opened
+    if request.node.stash.get(_FAILED, False):
+        screenshot(opened, f"failed-{request.node.name}")
     context.close()
     assert errors == [], "the browser reported errors"
 

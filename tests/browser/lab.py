@@ -128,13 +128,15 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
 
 def open_notebook(page: Page, base: str, name: str) -> None:
     """Open a notebook and wait until its kernel is connected."""
-    page.goto(f"{base}/lab/tree/{name}?token={TOKEN}")
+    # ?reset: a fresh workspace, else the notebooks of earlier tests reopen beside this one
+    page.goto(f"{base}/lab/tree/{name}?reset&token={TOKEN}")
     page.wait_for_function(
-        """() => {
+        """(name) => {
             const nb = window.jupyterapp && jupyterapp.shell.currentWidget;
-            const kernel = nb && nb.sessionContext && nb.sessionContext.session
-                && nb.sessionContext.session.kernel;
+            const kernel = nb && nb.context && nb.context.path === name && nb.sessionContext
+                && nb.sessionContext.session && nb.sessionContext.session.kernel;
             return kernel && kernel.connectionStatus === 'connected';
         }""",
+        arg=name,
         timeout=90_000,
     )

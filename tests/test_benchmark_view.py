@@ -1,0 +1,181 @@
+"""BenchmarkView, Python side: a finished result, a live run against the emulator, the rate limits
+on its updates, a failing, an interrupted and a doubled run, and the static figure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import traitlets
+from matplotlib.figure import Figure
+
+from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, Trial
+from notebook_agents.bench.results import MODES
+from notebook_agents.bench.stats import summary_table
+from notebook_agents.views._assets import widgets_dir
+from notebook_agents.views.benchmark_view import BenchmarkView, row_dict
+
+ROW_KEYS = {
+    "level", "mode", "rtt_ms", "history_turns", "n", "median", "p90", "p95", "iqr",
+    "ci_low", "ci_high", "truth_ms", "excess_ms", "excess_rtts", "failed",
+}  # fmt: skip
+
+# one trial of the smallest grid: a bare realtime session, one mode, no history
+ONE_TRIAL = BenchmarkConfig(
+    levels=["session"], rtts_ms=[0.0], history_turns=[0], trials=1, warmup=0, modes=["reuse+copied"]
+)
+
+
+def synthetic(rtts: list[float], trials: int, failed: int = 0) -> BenchmarkResult:
+    """A result with made-up timings (fixed seed), its first ``failed`` trials failed."""
+    config = BenchmarkConfig(levels=["agent"], rtts_ms=rtts, history_turns=[10], trials=trials)
+    rng = np.random.default_rng(7)
+    result = BenchmarkResult(config=config, started="2026-04-01T12:00:00+00:00")
+    for rtt in rtts:
+        for index in range(trials):
+            for session, context in MODES:
+                reply = float(rng.uniform(5, 50)) + 3 * rtt
+                trial = Trial("agent", session, context, rtt, 10, index, reply_ms=reply)
+                trial.handoff_ms, trial.truth_reply_ms = reply / 2, 3 * rtt
+                result.trials.append(trial)
+    for trial in result.trials[:failed]:
+        trial.ok, trial.error, trial.reply_ms, trial.handoff_ms = False, "boom", None, None
+    return result
+
+
+def table(result: BenchmarkResult, timing: str = "reply_ms") -> list[dict[str, Any]]:
+    return [row_dict(row) for row in summary_table(result, timing)]
+
+
+def changes(view: BenchmarkView, name: str) -> list[Any]:
+    """Every new value ``name`` takes from now on."""
+    seen: list[Any] = []
+    view.observe(lambda change: seen.append(change["new"]), names=[name])
+    return seen
+
+
+def test_a_result_is_shown_complete(tmp_path: Path) -> None:
+    result = synthetic([0.0, 20.0], trials=3, failed=1)
+    view = BenchmarkView(result)
+    assert (view.done, view.total, view.failed, view.running) == (24, 24, 1, False)
+    assert re.fullmatch(r"agent \S+\+\S+ rtt 20 #2: \d+\.\d ms", view.last_trial)
+    assert view.rows == table(result)
+    assert len(view.rows) == 8 and set(view.rows[0]) == ROW_KEYS
+    assert view.rows[0]["failed"] == 1 and view.rows[0]["n"] == 2
+    assert view.rows[0]["excess_rtts"] is None  # at RTT 0: JSON null, never NaN
+    json.dumps(view.rows, allow_nan=False)
+    assert view.plot_svg.startswith("<svg") and view.plot_svg.rstrip().endswith("</svg>")
+    assert view.error == "" and view.mode_colors["fresh+empty"]
+    # a saved result shows the same
+    loaded = BenchmarkResult.load_json(result.save_json(tmp_path / "results.json"))
+    assert BenchmarkView(loaded).rows == view.rows
+
+
+def test_the_timing_can_be_switched() -> None:
+    result = synthetic([0.0], trials=2)
+    view = BenchmarkView(result, timing="handoff_ms")
+    assert view.rows == table(result, "handoff_ms")
+    plot = view.plot_svg
+    view.timing = "reply_ms"
+    assert view.rows == table(result, "reply_ms") and view.plot_svg != plot
+    assert view.last_trial.endswith(f"{result.trials[-1].reply_ms:.1f} ms")
+    with pytest.raises(traitlets.TraitError):
+        view.timing = "lunch_ms"
+
+
+async def test_a_config_runs_live_against_the_emulator() -> None:
+    config = BenchmarkConfig(levels=["agent"], rtts_ms=[0.0], history_turns=[1], trials=2, warmup=0)
+    view = BenchmarkView(config)
+    assert (view.done, view.total, view.running, view.rows, view.plot_svg) == (0, 8, False, [], "")
+    done, running = changes(view, "done"), changes(view, "running")
+    result = await view.run()
+    assert result is view.result and len(result.trials) == 8
+    assert done == sorted(done) and done[-1] == 8  # counted up while the run went on
+    assert running == [True, False]
+    assert (view.done, view.total, view.failed, view.error) == (8, 8, 0, "")
+    assert view.rows == table(result) and len(view.rows) == 4
+    assert all(row["n"] == 2 and row["truth_ms"] is not None for row in view.rows)
+    assert view.plot_svg.startswith("<svg")
+
+
+async def test_updates_are_rate_limited_and_end_with_a_full_refresh() -> None:
+    """A burst of trials (as ``progress=view.add_trial`` feeds them) costs a few updates."""
+    source = synthetic([0.0, 20.0, 100.0], trials=30, failed=3)
+    view = BenchmarkView(source.config)
+    total = len(source.trials)
+    assert view.total == total == 360
+    rows, plots, done = changes(view, "rows"), changes(view, "plot_svg"), changes(view, "done")
+    running = changes(view, "running")
+    for index, trial in enumerate(source.trials, 1):
+        view.add_trial(index, total, trial)
+    assert len(rows) <= 5 and len(plots) <= 5 and len(done) <= 5
+    assert view._progress_throttle.flushes <= 5
+    assert done[-1] == total and running == [True, False]
+    # the last update shows every trial: the run's end always refreshes
+    assert view.failed == 3 and view.rows == table(source)
+    assert view.plot_svg == plots[-1] and view.plot_svg.startswith("<svg")
+    # the caller's trials: a new run (done == 1) starts over
+    view.add_trial(1, 2, source.trials[-1])
+    assert (view.done, view.total, view.failed, view.running) == (1, 2, 0, True)
+    assert view.rows == table(source.with_trials(source.trials[-1:]))
+
+
+async def test_a_failed_run_shows_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # a foreign target without a key: refused before anything is contacted
+    config = BenchmarkConfig(levels=["session"], trials=1, warmup=0, target="http://127.0.0.1:9/v1")
+    view = BenchmarkView(config)
+    assert view.total == 4  # no RTT grid against a foreign target
+    with pytest.raises(ValueError, match="API key"):
+        await view.run()
+    assert view.error.startswith("ValueError: ") and "API key" in view.error
+    assert (view.running, view.done) == (False, 0)
+
+
+async def running(view: BenchmarkView) -> None:
+    """Returns once ``view`` says it is running."""
+    started = asyncio.Event()
+    view.observe(lambda change: started.set() if change["new"] else None, names=["running"])
+    await started.wait()
+
+
+async def test_a_second_concurrent_run_is_refused() -> None:
+    view = BenchmarkView(ONE_TRIAL)
+    first = asyncio.create_task(view.run())
+    await running(view)
+    with pytest.raises(RuntimeError, match="already running"):
+        await view.run()
+    result = await first  # the first run is unharmed
+    assert len(result.trials) == 1 and (view.done, view.running, view.error) == (1, False, "")
+
+
+async def test_an_interrupted_run_says_so() -> None:
+    view = BenchmarkView(ONE_TRIAL)
+    task = asyncio.create_task(view.run())
+    await running(view)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert view.error == "interrupted after 0 of 1 trials" and not view.running
+
+
+def test_to_figure_without_and_with_trials() -> None:
+    empty = BenchmarkView(BenchmarkConfig()).to_figure()
+    assert isinstance(empty, Figure) and [t.get_text() for t in empty.texts] == ["no trials yet"]
+    figure = BenchmarkView(synthetic([0.0, 20.0], trials=2)).to_figure()
+    assert len(figure.axes) == 2  # one panel per RTT
+    suptitle = figure.get_suptitle()
+    assert suptitle.startswith("reply_ms") and "distribution per mode" in suptitle
+
+
+def test_front_end_files_are_found() -> None:
+    script = (widgets_dir() / "benchmark_view.js").read_text()
+    assert script.strip().endswith("export default { render };")
+    assert 'element("div", "na-bench")' in script
+    css = (widgets_dir() / "views.css").read_text()
+    assert "/* BenchmarkView */" in css and ".na-bench-table" in css
