@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -49,11 +50,13 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert "You are the Concierge." in text
         assert "You are Billing." in text  # the billing agent spoke after the handoff
         assert "'session': 'reused'" in text
-        views = [
-            o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
-        ]
-        assert len(views) == 1  # the StateView
-        assert sum("image/png" in output.get("data", {}) for output in outputs) == 1
+        assert widget_views(outputs) == 4  # state, agent graph, chat, timeline
+        assert sum("image/png" in output.get("data", {}) for output in outputs) == 2
     if path.name == "02_handoff_benchmark.ipynb":
         assert "0 failed" in text and "fresh+copied" in text and "truth 6 RTT" in text
+        assert widget_views(outputs) == 1  # the benchmark
         assert sum("image/png" in output.get("data", {}) for output in outputs) == 2
+
+
+def widget_views(outputs: list[Any]) -> int:
+    return sum("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)

@@ -1,0 +1,31 @@
+"""The shipped notebooks in JupyterLab in headless chromium: every view renders and is live."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from .conftest import open_notebook, run_all, screenshot
+from .lab import REPO
+
+
+def test_prototype_notebook_shows_every_view_live(lab: tuple[str, Path], page: Page) -> None:
+    base, root = lab
+    shutil.copy(REPO / "notebooks" / "01_prototype.ipynb", root / "01_prototype.ipynb")
+    open_notebook(page, base, "01_prototype.ipynb")
+    run_all(page)
+
+    # the last cell stops the runner: by then every turn and the handoff were drawn live
+    expect(page.locator(".na-state .na-closed")).to_have_text("session closed", timeout=90_000)
+    expect(page.locator(".na-state .na-agent")).to_have_text("Billing")
+    expect(page.locator(".na-graph .na-node")).to_have_count(2)
+    expect(page.locator(".na-graph .na-current")).to_contain_text("Billing")
+    chat = page.locator(".na-chat")
+    expect(chat.locator(".na-line-user_message")).to_have_count(3)
+    expect(chat.locator(".na-line-handoff")).to_contain_text("Concierge → Billing")
+    timeline = page.locator(".na-timeline")
+    expect(timeline.locator(".na-lane-label")).to_have_text(["Concierge", "Billing"])
+    expect(timeline.locator(".na-handoff-label")).to_have_text(["reused · empty"])
+    screenshot(page, "notebook_01_prototype")
