@@ -138,7 +138,8 @@ class Trace:
         self._seen_calls: set[tuple[str, str]] = set()
         self._speeches: dict[str, _Speech] = {}
         self._current: _activity.AgentActivity | None = None
-        self._wrapped: list[Agent] = []
+        # (object, attribute, its own value before the trace wrapped it, or _ABSENT)
+        self._wrapped: list[tuple[Any, str, Any]] = []
         if session is not None:
             self.attach(session)
 
@@ -248,6 +249,8 @@ class Trace:
             self._handlers[name] = wrapper
             # rtc.EventEmitter.on, not AgentSession.on: the latter warns on metrics_collected.
             super(AgentSession, session).on(name, wrapper)
+        if session._activity is not None:  # attached after start: watch what is running
+            self._watch_realtime(session._activity)
 
     def detach(self) -> None:
         """Stop recording and restore every agent method the trace wrapped."""
@@ -257,9 +260,12 @@ class Trace:
         for name, handler in self._handlers.items():
             with contextlib.suppress(KeyError, ValueError):
                 session.off(name, handler)
-        for agent in self._wrapped:
+        for target, name, previous in reversed(self._wrapped):
             with contextlib.suppress(AttributeError):
-                del agent.update_chat_ctx
+                if previous is _ABSENT:
+                    delattr(target, name)
+                else:
+                    setattr(target, name, previous)
         self._wrapped.clear()
         with self._lock:
             pending = list(self._outboxes)
@@ -387,6 +393,7 @@ class Trace:
         self._current = new
         if new is not None:
             self._watch_context(new.agent)
+            self._watch_realtime(new)
         data: dict[str, Any] = {
             "from": agent_label(old.agent) if old is not None else None,
             "to": agent_label(new.agent) if new is not None else None,
@@ -465,23 +472,73 @@ class Trace:
 
     # -- context edits ---------------------------------------------------------------------
 
+    def _wrap(self, target: Any, name: str, make: Callable[[Any], Any]) -> None:
+        """Replace ``target.name`` by ``make(original)`` once; ``detach`` puts it back."""
+        if any(t is target and n == name for t, n, _ in self._wrapped):
+            return
+        self._wrapped.append((target, name, vars(target).get(name, _ABSENT)))
+        setattr(target, name, make(getattr(target, name)))
+
     def _watch_context(self, agent: Agent) -> None:
         """Wrap this agent's ``update_chat_ctx`` so an edit records ``context_changed``."""
-        if "update_chat_ctx" in vars(agent):
-            return
-        original = agent.update_chat_ctx
         trace = self
 
-        async def update_chat_ctx(chat_ctx: llm.ChatContext, *args: Any, **kwargs: Any) -> None:
-            before = {item.id: item for item in agent.chat_ctx.items}
-            await original(chat_ctx, *args, **kwargs)
-            try:
-                trace._on_context_edited(agent, before)
-            except Exception as e:  # the edit is done: failing to record it must not fail it
-                trace._record_failure(e)
+        def wrapped(original: Callable[..., Any]) -> Callable[..., Any]:
+            async def update_chat_ctx(chat_ctx: llm.ChatContext, *args: Any, **kwargs: Any) -> None:
+                before = {item.id: item for item in agent.chat_ctx.items}
+                await original(chat_ctx, *args, **kwargs)
+                try:
+                    trace._on_context_edited(agent, before)
+                except Exception as e:  # the edit is done: failing to record it must not fail it
+                    trace._record_failure(e)
 
-        agent.update_chat_ctx = update_chat_ctx  # type: ignore[method-assign]
-        self._wrapped.append(agent)
+            return update_chat_ctx
+
+        self._wrap(agent, "update_chat_ctx", wrapped)
+
+    def _watch_realtime(self, activity: _activity.AgentActivity) -> None:
+        """Watch the realtime sessions of ``activity``'s model (made now or later).
+
+        livekit logs a failed realtime context sync (an ack past its 5 s timeout) and goes
+        on, so no session event tells of it; the trace records it as an ``error``.
+        """
+        model = activity.llm
+        if not isinstance(model, llm.RealtimeModel):
+            return
+
+        def wrapped_factory(original: Callable[..., Any]) -> Callable[..., Any]:
+            def session(*args: Any, **kwargs: Any) -> Any:
+                made = original(*args, **kwargs)
+                self._watch_realtime_session(made)
+                return made
+
+            return session
+
+        self._wrap(model, "session", wrapped_factory)
+        if activity._rt_session is not None:
+            self._watch_realtime_session(activity._rt_session)
+
+    def _watch_realtime_session(self, rt_session: llm.RealtimeSession[Any]) -> None:
+        trace = self
+
+        def wrapped(original: Callable[..., Any]) -> Callable[..., Any]:
+            async def update_chat_ctx(chat_ctx: llm.ChatContext) -> None:
+                try:
+                    await original(chat_ctx)
+                except llm.RealtimeError as e:
+                    trace._record(
+                        "error",
+                        {
+                            "message": f"realtime context sync failed: {e}",
+                            "type": type(e).__name__,
+                            "recoverable": True,
+                        },
+                    )
+                    raise
+
+            return update_chat_ctx
+
+        self._wrap(rt_session, "update_chat_ctx", wrapped)
 
     def _on_context_edited(self, agent: Agent, before: dict[str, llm.ChatItem]) -> None:
         after = {item.id: item for item in agent.chat_ctx.items}
@@ -500,6 +557,9 @@ class Trace:
                 "error",
                 {"message": f"trace failed: {error!r}", "type": "TraceError", "recoverable": True},
             )
+
+
+_ABSENT = object()
 
 
 def _handoff_modes(old: _activity.AgentActivity, new: _activity.AgentActivity) -> dict[str, Any]:

@@ -111,6 +111,33 @@ async def test_delayed_acks_time_out_update_chat_ctx(emulator: Emulator) -> None
         assert await reply == "How can I help you?"
 
 
+async def test_ack_delay_can_hold_back_only_tool_results(emulator: Emulator) -> None:
+    held = "function_call_output"
+    async with realtime_session(emulator, ack_delay_ms=6000, ack_delay_items=held) as sess:
+        ctx = llm.ChatContext()
+        ctx.add_message(role="user", content="what is the weather?")
+        call = llm.FunctionCall(call_id="call_1", name="get_weather", arguments="{}")
+        ctx.insert(call)
+        async with asyncio.timeout(4):  # a message and a call are acknowledged at once
+            await sess.update_chat_ctx(ctx)
+        ctx.insert(
+            llm.FunctionCallOutput(
+                call_id="call_1", name="get_weather", output="sunny", is_error=False
+            )
+        )
+        with pytest.raises(llm.RealtimeError, match="update_chat_ctx timed out"):
+            await sess.update_chat_ctx(ctx)
+
+
+async def test_fail_first_fails_only_the_first_responses(emulator: Emulator) -> None:
+    async with realtime_session(emulator, fail_first=1) as sess:
+        errors: list[llm.RealtimeModelError] = []
+        sess.on("error", errors.append)
+        assert await reply_text(await sess.generate_reply()) == ""
+        assert await reply_text(await sess.generate_reply()) == "How can I help you?"
+        assert len(errors) == 1 and "response failed" in str(errors[0].error)
+
+
 async def test_failed_responses_surface_as_errors(emulator: Emulator) -> None:
     async with realtime_session(emulator, fail_responses=1) as sess:
         errors: list[llm.RealtimeModelError] = []
@@ -140,6 +167,8 @@ async def test_bad_connection_parameters_are_http_errors(emulator: Emulator) -> 
             ("model=gpt-imaginary", 404, "gpt-imaginary"),
             ("model=gpt-realtime&rtt_ms=fast", 400, "rtt_ms"),
             ("model=gpt-realtime&drop_after=1.5", 400, "drop_after"),
+            ("model=gpt-realtime&ack_delay_items=", 400, "ack_delay_items"),
+            ("model=gpt-realtime&fail_first=-", 400, "fail_first"),
         ]:
             with pytest.raises(aiohttp.WSServerHandshakeError) as raised:
                 await http.ws_connect(f"{ws_base}?{query}", headers=HEADERS)

@@ -592,15 +592,41 @@ async def test_a_failing_handler_is_recorded_and_the_session_goes_on(
 # -- 10. detach ---------------------------------------------------------------------------
 
 
-async def test_detach_stops_recording_and_restores_update_chat_ctx(models: MakeModel) -> None:
+async def test_a_realtime_sync_that_times_out_is_recorded_as_an_error(
+    emulator: Emulator,
+) -> None:
+    # livekit only logs a tool result whose ack never came; the trace must show it
+    url = emulator.base_url(ack_delay_ms=6000, ack_delay_items="function_call_output")
+    model = openai.realtime.RealtimeModel(base_url=url, api_key="x", modalities=["text"])
+    try:
+        async with traced(model, Alice()) as (session, trace):
+            await session.run(user_input="transfer to bob")
+            errors = trace.of_kind("error")
+            assert [e.data["message"] for e in errors] == [
+                "realtime context sync failed: update_chat_ctx timed out."
+            ]
+            assert errors[0].data["recoverable"] is True
+            kinds = [e.kind for e in trace.events if e.kind in ("tool_output", "error", "handoff")]
+            assert kinds[-3:] == ["tool_output", "error", "handoff"]  # the handoff waited for it
+    finally:
+        await model.aclose()
+
+
+async def test_detach_stops_recording_and_restores_what_it_wrapped(models: MakeModel) -> None:
     alice = Alice()
-    async with traced(models(), alice) as (session, trace):
+    model = models()
+    async with traced(model, alice) as (session, trace):
         await session.run(user_input="hello there")
-        assert "update_chat_ctx" in vars(alice)  # wrapped while traced
+        rt_session = session._activity._rt_session if session._activity else None
+        assert rt_session is not None
+        # wrapped while traced
+        assert "update_chat_ctx" in vars(alice) and "session" in vars(model)
+        assert "update_chat_ctx" in vars(rt_session)
 
         trace.detach()
         assert "update_chat_ctx" not in vars(alice)
         assert alice.update_chat_ctx.__func__ is Agent.update_chat_ctx  # type: ignore[attr-defined]
+        assert "session" not in vars(model) and "update_chat_ctx" not in vars(rt_session)
         recorded = trace.events
 
         await session.run(user_input="anyone there")

@@ -23,8 +23,12 @@ class Faults:
     """answer every client event of this type with an ``error`` instead of handling it"""
     ack_delay_ms: float = 0.0
     """hold ``conversation.item.added/deleted`` acks this long (past the client's 5 s timeout)"""
+    ack_delay_items: frozenset[str] | None = None
+    """hold only the acks of items of these types (``function_call_output``); None: all"""
     fail_responses: bool = False
     """end every response with status ``failed`` (HTTP: a 500 error)"""
+    fail_first: int = 0
+    """end the first N responses of a realtime connection ``failed``, then answer normally"""
     cancel_responses: bool = False
     """end every response with status ``cancelled`` before any content"""
 
@@ -42,7 +46,22 @@ class Faults:
             overrides["error_on"] = query["error_on"]
         if "ack_delay_ms" in query:
             overrides["ack_delay_ms"] = parse_number("ack_delay_ms", query["ack_delay_ms"])
+        if "ack_delay_items" in query:
+            types = frozenset(t.strip() for t in query["ack_delay_items"].split(",") if t.strip())
+            if not types:
+                raise ParameterError(
+                    "ack_delay_items= needs item types (e.g. ack_delay_items=function_call_output)"
+                )
+            overrides["ack_delay_items"] = types
+        if "fail_first" in query:
+            overrides["fail_first"] = parse_count("fail_first", query["fail_first"])
         for flag in ("fail_responses", "cancel_responses"):
             if flag in query:
                 overrides[flag] = parse_flag(flag, query[flag])
         return dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
+
+    def delays_ack_of(self, item_type: str | None) -> bool:
+        """Whether an ack for an item of ``item_type`` is held back by ``ack_delay_ms``."""
+        if self.ack_delay_ms <= 0:
+            return False
+        return self.ack_delay_items is None or item_type in self.ack_delay_items

@@ -154,6 +154,7 @@ class RealtimeConnection:
         self._audio = bytearray()
         self._response: _Response | None = None
         self._client_events = 0
+        self._responses_run = 0
         self._dropped = False
         self._timers: set[asyncio.TimerHandle] = set()
         self._close_answered = asyncio.Event()
@@ -225,9 +226,15 @@ class RealtimeConnection:
         with contextlib.suppress(ConnectionResetError):
             await self._ws.send_str(json.dumps(event))
 
-    def _ack(self, event: dict[str, Any]) -> None:
+    def _ack(self, event: dict[str, Any], item_type: str | None) -> None:
         """Conversation acks can be held back by the ``ack_delay_ms`` fault."""
-        self.send(event, extra_delay_s=self.faults.ack_delay_ms / 1000.0)
+        delayed = self.faults.delays_ack_of(item_type)
+        self.send(event, extra_delay_s=self.faults.ack_delay_ms / 1000.0 if delayed else 0.0)
+
+    def fails_next_response(self) -> bool:
+        """``fail_responses``, or one of the first ``fail_first`` responses."""
+        self._responses_run += 1
+        return self.faults.fail_responses or self._responses_run <= self.faults.fail_first
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -273,8 +280,12 @@ class RealtimeConnection:
             await precise_sleep(self.latency.item_ms / 1000.0)
             self._create_item(event["item"], event.get("previous_item_id"), event_id)
         elif kind == "conversation.item.delete":
+            deleted = self.conversation.get(event["item_id"])
             self.conversation.delete(event["item_id"], event_id=event_id)
-            self._ack({"type": "conversation.item.deleted", "item_id": event["item_id"]})
+            self._ack(
+                {"type": "conversation.item.deleted", "item_id": event["item_id"]},
+                deleted["type"] if deleted else None,
+            )
         elif kind == "conversation.item.truncate":
             self._truncate(event)
         elif kind == "conversation.item.retrieve":
@@ -321,7 +332,8 @@ class RealtimeConnection:
                 "type": "conversation.item.added",
                 "item": public(stored),
                 "previous_item_id": self.conversation.predecessor(stored["id"]),
-            }
+            },
+            stored["type"],
         )
 
     def _truncate(self, event: dict[str, Any]) -> None:
@@ -371,7 +383,8 @@ class RealtimeConnection:
                 "type": "conversation.item.added",
                 "item": public(stored),
                 "previous_item_id": previous,
-            }
+            },
+            stored["type"],
         )
         if self.session["audio"]["input"].get("transcription"):
             self.send(
@@ -484,7 +497,7 @@ class _ResponseRun:
         if faults.cancel_responses:
             self.finish("cancelled", {"type": "cancelled", "reason": "turn_detected"})
             return
-        if faults.fail_responses:
+        if self._conn.fails_next_response():
             self.finish(
                 "failed",
                 {

@@ -11,7 +11,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, sync_playwright
 
 from .lab import ARTIFACTS, LabError, jupyter_lab, launch_chromium, open_notebook, write_notebook
 
@@ -94,6 +94,16 @@ def run_cell(page: Page, code: str) -> None:
         }""",
         code,
     )
+
+
+def center(locator: Locator) -> tuple[float, float]:
+    """The element's center on the page, read in one step: a live view redraws its marks
+    every 250 ms, so a box read in two round trips can belong to a detached element."""
+    x, y = locator.evaluate(
+        "el => { const r = el.getBoundingClientRect();"
+        " return [r.x + r.width / 2, r.y + r.height / 2]; }"
+    )
+    return float(x), float(y)
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import open_notebook, run_all, run_cell, screenshot, write_notebook
+from .conftest import center, open_notebook, run_all, run_cell, screenshot, write_notebook
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
@@ -88,9 +88,7 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     # hover details on a mark
     # (moved to, not hover()ed: the call's output sits on it until one zooms in)
     timeline.scroll_into_view_if_needed()
-    mark = timeline.locator(".na-mark-tool_call").bounding_box()
-    assert mark is not None
-    page.mouse.move(mark["x"] + mark["width"] / 2, mark["y"] + mark["height"] / 2)
+    page.mouse.move(*center(timeline.locator(".na-mark-tool_call")))
     expect(timeline.locator(".na-tooltip")).to_be_visible()
     expect(timeline.locator(".na-tooltip")).to_contain_text("transfer_to_billing")
 
