@@ -1,8 +1,10 @@
 """Worker logs for the runner: livekit's records kept for the views, out of the kernel's stderr.
 
 While any runner runs, the ``livekit`` logger stops propagating (its warnings would otherwise
-land in whichever cell happens to be executing) and feeds each runner's ``WorkerLogs``. The
-logger is restored as found when the last runner stops; the root logger is never touched.
+land in whichever cell happens to be executing) and feeds each runner's ``WorkerLogs``; so do
+``asyncio``'s reports from the server and job threads (a livekit future whose error nobody
+retrieved, say), while the kernel's own asyncio records pass as before. Both loggers are
+restored as found when the last runner stops; the root logger is never touched.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from collections import deque
 from dataclasses import dataclass
 
 _LOGGER = "livekit"
+_ASYNCIO = "asyncio"
+# the runner's server thread and livekit's THREAD-executor job threads
+_AGENT_THREADS = ("notebook-agents-server", "job_thread_runner")
 _SECRET_ENV = ("LIVEKIT_API_SECRET", "LIVEKIT_API_KEY", "OPENAI_API_KEY")
 _lock = threading.Lock()
 _active: list[WorkerLogs] = []
@@ -26,6 +31,20 @@ class LogLine:
     level: str
     logger: str
     message: str
+
+
+class _FromAgentThreads(logging.Filter):
+    """Diverts asyncio's records from the agent threads into the runners' logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.threadName not in _AGENT_THREADS:
+            return True
+        for logs in list(_active):
+            logs.handle(record)
+        return False
+
+
+_divert = _FromAgentThreads()
 
 
 class WorkerLogs(logging.Handler):
@@ -63,6 +82,7 @@ class WorkerLogs(logging.Handler):
                 logger.propagate = False
                 if logger.getEffectiveLevel() > self.level:
                     logger.setLevel(self.level)
+                logging.getLogger(_ASYNCIO).addFilter(_divert)
             _active.append(self)
             logger.addHandler(self)
 
@@ -77,4 +97,5 @@ class WorkerLogs(logging.Handler):
             if not _active and _saved is not None:
                 logger.propagate, level = _saved
                 logger.setLevel(level)
+                logging.getLogger(_ASYNCIO).removeFilter(_divert)
                 _saved = None

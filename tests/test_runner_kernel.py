@@ -354,6 +354,18 @@ def test_twenty_start_send_stop_cycles_leak_nothing(kernel: Kernel) -> None:
     _no_agent_left(kernel)
 
 
+ORPHANED = """
+async def orphan_an_error():
+    asyncio.get_running_loop().create_future().set_exception(RuntimeError("nobody looked"))
+    gc.collect()
+"""
+ORPHANED_ERROR = (
+    "import gc\n" + ORPHANED + "asyncio.run_coroutine_threadsafe(orphan_an_error(), "
+    "runner._job_loop).result(timeout=10)"
+)
+ORPHANED_ERROR_HERE = "import gc\n" + ORPHANED + "await orphan_an_error()"
+
+
 @pytest.mark.timeout(60)
 def test_worker_logs_go_to_the_runner_not_the_cell(kernel: Kernel) -> None:
     # a notebook that logs INFO to the cell (basicConfig-style): livekit's records would show
@@ -373,6 +385,8 @@ def test_worker_logs_go_to_the_runner_not_the_cell(kernel: Kernel) -> None:
         cells = [
             kernel.run_ok(START),
             kernel.run_ok("assert await runner.send_text('hi')"),
+            # asyncio's own report from the job thread: an error nobody retrieved
+            kernel.run_ok(ORPHANED_ERROR),
             kernel.run_ok("runner.stop()"),
         ]
         state = kernel.eval(
@@ -383,9 +397,13 @@ def test_worker_logs_go_to_the_runner_not_the_cell(kernel: Kernel) -> None:
     finally:
         kernel.run_ok("logging.root.removeHandler(cell_handler)\nlogging.root.setLevel(root_level)")
     assert any("starting worker" in line for line in state["lines"]), state["lines"]
+    assert any("exception was never retrieved" in line for line in state["lines"])
     assert state["root_same"] and state["livekit_propagates"]
     for cell in cells:
         assert "LOG livekit" not in cell.stderr and "starting worker" not in cell.stderr
+        assert "never retrieved" not in cell.stderr
+    # the kernel's own asyncio records still reach the cell
+    assert "never retrieved" in kernel.run_ok(ORPHANED_ERROR_HERE).stderr
 
 
 def _interruptible(kernel: Kernel, code: str) -> Any:

@@ -2,8 +2,16 @@
 
 from .benchmark_view import BenchmarkView
 from .chat_view import ChatView
+from .context_table import ContextTable
 from .graph_view import AgentGraphView
 from .state_view import StateView
 from .timeline_view import TimelineView
 
-__all__ = ["AgentGraphView", "BenchmarkView", "ChatView", "StateView", "TimelineView"]
+__all__ = [
+    "AgentGraphView",
+    "BenchmarkView",
+    "ChatView",
+    "ContextTable",
+    "StateView",
+    "TimelineView",
+]

@@ -29,3 +29,29 @@ def test_prototype_notebook_shows_every_view_live(lab: tuple[str, Path], page: P
     expect(timeline.locator(".na-lane-label")).to_have_text(["Concierge", "Billing"])
     expect(timeline.locator(".na-handoff-label")).to_have_text(["reused · empty"])
     screenshot(page, "notebook_01_prototype")
+
+
+def test_teaching_notebook_shows_each_handoff_and_failure(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    base, root = lab
+    shutil.copy(REPO / "notebooks" / "03_teaching_handoffs.ipynb", root / "teaching.ipynb")
+    open_notebook(page, base, "teaching.ipynb")
+    run_all(page)
+    expect(page.get_by_text("'Exercise 2 passed'")).to_be_visible(timeout=120_000)
+
+    # the first call: every handoff drawn live, labelled with how it went
+    main, held, failing = (page.locator(".na-timeline").nth(i) for i in range(3))
+    expect(main.locator(".na-lane-label")).to_have_text(["Greeter", "Weather"])
+    expect(main.locator(".na-handoff-label")).to_contain_text(
+        ["reused · copied", "reused · empty", "fresh · copied"]
+    )
+    expect(page.locator(".na-graph .na-node")).to_have_count(2)
+    chat = page.locator(".na-chat")
+    expect(chat.locator(".na-line-handoff").first).to_contain_text("Greeter → Weather")
+    expect(page.locator(".na-state .na-closed")).to_have_text("session closed")
+    # each failure call: its error marked on the timeline, in the lane where it happened
+    for timeline in (held, failing):
+        expect(timeline.locator(".na-mark-error")).to_have_count(1)
+    main.scroll_into_view_if_needed()
+    screenshot(page, "notebook_03_teaching")

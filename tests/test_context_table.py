@@ -1,0 +1,51 @@
+"""ContextTable: each agent's chat context side by side, as text and as HTML."""
+
+from __future__ import annotations
+
+from notebook_agents.trace import Trace
+from notebook_agents.views import ContextTable
+
+from .conftest import MakeModel
+from .test_timeline_view import converse
+
+
+async def test_at_shows_each_agents_context_at_a_moment(models: MakeModel) -> None:
+    trace = Trace()
+    await converse(models, trace)
+    handoff = next(e for e in trace.of_kind("handoff") if e.data["from"] == "Alice")
+
+    table = ContextTable.at(trace, handoff.t)
+    assert list(table.columns) == ["Alice", "Bob"]
+    alice, bob = table.lines("Alice"), table.lines("Bob")
+    assert "call transfer_to_bob: {}" in alice  # Alice's own pending handoff call...
+    assert not any(line.startswith("call transfer_to_bob") for line in bob)  # ...not in the copy
+    # the copy: Alice's messages so far (her tools' items are hers), before her on_exit goodbye
+    alice_messages = [line for line in alice if not line.startswith(("call ", "output "))]
+    assert bob and bob == alice_messages[: len(bob)]
+    assert alice_messages[len(bob) :] == ["assistant: Goodbye from Alice."]
+    assert f"Bob ({len(bob)} items)" in repr(table)
+
+
+def test_text_and_html_show_every_kind_of_item_escaped() -> None:
+    table = ContextTable(
+        {
+            "copied": [
+                {"type": "message", "role": "user", "text": "weather <in> Oslo?"},
+                {"type": "function_call", "name": "get_weather", "text": '{"city": "Oslo"}'},
+                {"type": "function_call_output", "name": "get_weather", "text": "sunny"},
+                {"type": "message", "role": "assistant", "text": "It is sunny."},
+            ],
+            "empty": [],
+        }
+    )
+    assert table.lines("copied") == [
+        "user: weather <in> Oslo?",
+        'call get_weather: {"city": "Oslo"}',
+        "output get_weather: sunny",
+        "assistant: It is sunny.",
+    ]
+    assert repr(table).endswith("empty (0 items)")
+    html = table._repr_html_()
+    assert "weather &lt;in&gt; Oslo?" in html and "<in>" not in html
+    assert html.count("(empty)") == 1 and "(4 items)" in html
+    assert repr(ContextTable({})) == "(no contexts)"
