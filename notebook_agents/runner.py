@@ -286,7 +286,16 @@ class NotebookRunner(StartStop):
     async def _turn(self, session: AgentSession[Any], text: str) -> str:
         assert self._turn_lock is not None
         async with self._turn_lock:  # AgentSession.run cannot nest
-            result: RunResult[Any] = session.run(user_input=text)
+            try:
+                result: RunResult[Any] = session.run(user_input=text)
+            except Exception:
+                # run() registers the run before generating the reply; when generating raises
+                # (an agent without an LLM, say) the run stays open and livekit refuses every
+                # later turn as "nested": forget it, so the next turn reports its own error
+                stale = session._global_run_state
+                if stale is not None and not stale.done():
+                    session._global_run_state = None
+                raise
             await result
         return "\n".join(
             event.item.text_content or ""

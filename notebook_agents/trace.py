@@ -393,6 +393,7 @@ class Trace:
         self._current = new
         if new is not None:
             self._watch_context(new.agent)
+            self._watch_hooks(new.agent)
             self._watch_realtime(new)
         data: dict[str, Any] = {
             "from": agent_label(old.agent) if old is not None else None,
@@ -495,6 +496,31 @@ class Trace:
             return update_chat_ctx
 
         self._wrap(agent, "update_chat_ctx", wrapped)
+
+    def _watch_hooks(self, agent: Agent) -> None:
+        """Wrap the agent's ``on_enter``/``on_exit``: livekit runs them in a task whose error
+        nobody retrieves, so a hook that raises would otherwise leave no trace at all."""
+        trace = self
+        for hook in ("on_enter", "on_exit"):
+
+            def wrapped(original: Callable[[], Any], hook: str = hook) -> Callable[[], Any]:
+                async def run_hook() -> None:
+                    try:
+                        await original()
+                    except Exception as e:
+                        trace._record(
+                            "error",
+                            {
+                                "message": f"{agent_label(agent)}.{hook} raised {e!r}",
+                                "type": type(e).__name__,
+                                "recoverable": True,
+                            },
+                        )
+                        raise
+
+                return run_hook
+
+            self._wrap(agent, hook, wrapped)
 
     def _watch_realtime(self, activity: _activity.AgentActivity) -> None:
         """Watch the realtime sessions of ``activity``'s model (made now or later).

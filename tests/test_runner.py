@@ -132,6 +132,22 @@ async def test_entrypoint_without_a_session_is_a_clear_error(
         await runner.ready()
 
 
+async def test_a_turn_that_cannot_start_does_not_block_the_next(
+    runners: list[NotebookRunner],
+) -> None:
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession()  # no model at all: every reply fails
+        await session.start(agent=Agent(instructions="You are Cy."), room=ctx.room)
+
+    runner = NotebookRunner(entrypoint)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    for text in ("hello", "hello again"):  # the same clear error each time, never "nested runs"
+        with pytest.raises(RuntimeError, match="without an LLM model"):
+            await runner.send_text(text)
+
+
 async def test_send_text_before_start_before_ready_and_after_stop(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

@@ -558,6 +558,32 @@ def test_load_refuses_a_malformed_file_naming_file_and_line(
 # -- 9. a failing trace never breaks the session ------------------------------------------
 
 
+async def test_a_hook_that_raises_is_recorded_as_an_error(models: MakeModel) -> None:
+    class Clumsy(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="You are Clumsy.")
+
+        async def on_enter(self) -> None:
+            raise ValueError("bug in on_enter")
+
+    class Host(Alice):
+        @function_tool
+        async def transfer_to_clumsy(self) -> Agent:
+            """Hand the caller to Clumsy."""
+            return Clumsy()
+
+    async with traced(models(), Host()) as (session, trace):
+        await session.run(user_input="transfer to clumsy")
+        reply: RunResult[None] = await session.run(
+            user_input="hello"
+        )  # the session goes on with Clumsy
+        assert reply.expect.contains_message(role="assistant").event().item.text_content
+        errors = trace.of_kind("error")
+        assert [(e.agent, e.data["message"]) for e in errors] == [
+            ("Clumsy", "Clumsy.on_enter raised ValueError('bug in on_enter')")
+        ]
+
+
 async def test_a_failing_handler_is_recorded_and_the_session_goes_on(
     models: MakeModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -151,6 +151,7 @@ function render({ model, el }) {
   let follow = true;
   let scrubT = null;
   let frame = 0;
+  let pointerInside = false; // the clock holds still under the pointer, so a mark can be hovered
 
   const now = () => Date.now() / 1000 - model.get("started_at");
   const end = () => (model.get("live") ? Math.max(now(), timeline.lastT) : timeline.lastT);
@@ -323,8 +324,13 @@ function render({ model, el }) {
   svg.addEventListener("pointerup", () => {
     drag = null;
   });
+  svg.addEventListener("pointerenter", () => {
+    pointerInside = true;
+  });
   svg.addEventListener("pointerleave", () => {
+    pointerInside = false;
     tooltip.hidden = true;
+    redraw();
   });
   root.querySelector(".na-fit").addEventListener("click", () => {
     view = null;
@@ -348,9 +354,9 @@ function render({ model, el }) {
   model.on("change:scrub_contexts", showContexts);
   const resize = new ResizeObserver(redraw);
   resize.observe(plot);
-  // the open span grows with the clock while the session is live and followed
+  // the open span grows with the clock while the session is live, followed and not hovered
   const timer = setInterval(() => {
-    if (model.get("live") && follow) redraw();
+    if (model.get("live") && follow && !pointerInside) redraw();
   }, 250);
   model.send({ type: "history" });
   showContexts();

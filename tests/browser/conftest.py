@@ -106,6 +106,11 @@ def center(locator: Locator) -> tuple[float, float]:
     return float(x), float(y)
 
 
+def next_frame(page: Page) -> None:
+    """Return once the page has drawn its next frame (any redraw already asked for is done)."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
 def screenshot(page: Page, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import center, open_notebook, run_all, run_cell, screenshot, write_notebook
+from .conftest import (
+    center,
+    next_frame,
+    open_notebook,
+    run_all,
+    run_cell,
+    screenshot,
+    write_notebook,
+)
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
@@ -85,9 +93,11 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     expect(chat.locator(".na-chat-status")).to_have_text("")
     screenshot(page, "timeline_chat_live")
 
-    # hover details on a mark
-    # (moved to, not hover()ed: the call's output sits on it until one zooms in)
+    # hover details on a mark: the live clock holds still under the pointer, so the mark
+    # stays where it was read (moved to, not hover()ed: the call's output sits on it)
     timeline.scroll_into_view_if_needed()
+    page.mouse.move(*center(timeline.locator(".na-timeline-svg")))
+    next_frame(page)
     page.mouse.move(*center(timeline.locator(".na-mark-tool_call")))
     expect(timeline.locator(".na-tooltip")).to_be_visible()
     expect(timeline.locator(".na-tooltip")).to_contain_text("transfer_to_billing")
