@@ -15,6 +15,7 @@ import inspect
 import json
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +139,8 @@ class Trace:
         self._seen_calls: set[tuple[str, str]] = set()
         self._speeches: dict[str, _Speech] = {}
         self._current: _activity.AgentActivity | None = None
+        # the items each agent held when it last handed off: a returning agent's own
+        self._left_with: weakref.WeakKeyDictionary[Agent, set[str]] = weakref.WeakKeyDictionary()
         # (object, attribute, its own value before the trace wrapped it, or _ABSENT)
         self._wrapped: list[tuple[Any, str, Any]] = []
         if session is not None:
@@ -391,6 +394,8 @@ class Trace:
         assert self._session is not None
         old, new = self._current, self._session._activity
         self._current = new
+        if old is not None:
+            self._left_with[old.agent] = {i.id for i in _conversation_items(old.agent)}
         if new is not None:
             self._watch_context(new.agent)
             self._watch_hooks(new.agent)
@@ -402,7 +407,7 @@ class Trace:
             "context": None,
         }
         if old is not None and new is not None:
-            data.update(_handoff_modes(old, new))
+            data.update(_handoff_modes(old, new, held_before=self._left_with.get(new.agent, set())))
         elif new is not None:
             data["context_items"] = [describe_item(i) for i in _conversation_items(new.agent)]
         self._record("handoff", data, agent=data["to"])
@@ -588,8 +593,14 @@ class Trace:
 _ABSENT = object()
 
 
-def _handoff_modes(old: _activity.AgentActivity, new: _activity.AgentActivity) -> dict[str, Any]:
-    """Reused or fresh realtime session, copied or empty context, as the handoff left them."""
+def _handoff_modes(
+    old: _activity.AgentActivity, new: _activity.AgentActivity, held_before: set[str]
+) -> dict[str, Any]:
+    """Reused or fresh realtime session, copied, empty or own context, as the handoff left them.
+
+    Copied means the new agent holds items of the old one that it did not hold itself when it
+    last handed off (``held_before``): an agent returning to its own context is not a copy.
+    """
     session: str | None = None
     if isinstance(old.llm, llm.RealtimeModel) or isinstance(new.llm, llm.RealtimeModel):
         # a reused session is detached from the old activity before the handoff is announced
@@ -602,7 +613,7 @@ def _handoff_modes(old: _activity.AgentActivity, new: _activity.AgentActivity) -
     old_items = _conversation_items(old.agent)
     new_items = _conversation_items(new.agent)
     shared = {i.id for i in old_items} & {i.id for i in new_items}
-    context = "copied" if shared else "empty" if not new_items else "own"
+    context = "copied" if shared - held_before else "empty" if not new_items else "own"
     return {
         "session": session,
         "context": context,

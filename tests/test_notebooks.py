@@ -8,6 +8,7 @@ from typing import Any
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -37,10 +38,8 @@ def test_notebook_is_stored_without_outputs(path: Path) -> None:
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_offline(path: Path) -> None:
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(
-        notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": path.parent}}
-    ).execute()
+    notebook = answered(nbformat.read(path, as_version=4))
+    execute(notebook, path)
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     text = "\n".join(
         str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
@@ -63,10 +62,56 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert "the handoff waited" in text and "update_chat_ctx timed out" in text
         assert widget_views(outputs) == 6  # state, graph, chat, timeline + one per failure call
         assert sum("image/png" in output.get("data", {}) for output in outputs) == 1
-        solutions = [
-            c for c in notebook.cells if c.metadata.get("jupyter", {}).get("source_hidden")
-        ]
-        assert len(solutions) == 2  # collapsed, one per exercise
+        solutions = tagged(notebook, "solution")
+        assert len(solutions) == 2  # one per exercise, folded: text, never run by Shift+Enter
+        assert all(c.cell_type == "markdown" and "<details>" in c.source for c in solutions)
+
+
+@pytest.mark.timeout(120)
+def test_an_unanswered_exercise_fails_its_check_saying_what_is_missing() -> None:
+    """As shipped, the exercises are stubs: each check stops Run All with a hint, not a pass."""
+    path = NOTEBOOKS[-1]
+    notebook = nbformat.read(path, as_version=4)
+    cells = notebook.cells
+    exercises = [cells.index(c) for c in tagged(notebook, "exercise")]
+    set_up = [c for c in cells[: heading(notebook, "## 1.")] if c.cell_type == "code"]
+    hints = {
+        "ThankfulWeather": "Weather kept the caller after 'thanks'",
+        "BriefingWeather": "the Greeter came back without what was said to Weather",
+    }
+    for at in exercises:  # the stub, then its check
+        notebook.cells = [*set_up, cells[at], cells[at + 1]]
+        with pytest.raises(CellExecutionError) as failed:
+            execute(notebook, path)
+        name = cells[at].source.split("(")[0].removeprefix("class ")
+        assert "AssertionError" in str(failed.value) and hints[name] in str(failed.value)
+
+
+def execute(notebook: nbformat.NotebookNode, path: Path) -> None:
+    NotebookClient(
+        notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": path.parent}}
+    ).execute()
+
+
+def tagged(notebook: nbformat.NotebookNode, tag: str) -> list[nbformat.NotebookNode]:
+    return [c for c in notebook.cells if tag in c.metadata.get("tags", [])]
+
+
+def heading(notebook: nbformat.NotebookNode, prefix: str) -> int:
+    return next(
+        i
+        for i, c in enumerate(notebook.cells)
+        if c.cell_type == "markdown" and c.source.startswith(prefix)
+    )
+
+
+def answered(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``notebook`` with each exercise's stub replaced by the code of its folded solution."""
+    solutions = iter(tagged(notebook, "solution"))
+    for cell in tagged(notebook, "exercise"):
+        solution = next(solutions).source
+        cell.source = solution.split("```python\n", 1)[1].split("\n```", 1)[0]
+    return notebook
 
 
 def widget_views(outputs: list[Any]) -> int:

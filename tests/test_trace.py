@@ -46,6 +46,7 @@ class Bob(Agent):
         chat_ctx: llm.ChatContext | None = None,
         id: str | None = None,
         server_turns: bool = False,
+        briefs: bool = False,
     ) -> None:
         # no model of its own means the session's: the same RealtimeModel instance as Alice's
         super().__init__(
@@ -57,6 +58,7 @@ class Bob(Agent):
             turn_handling={"turn_detection": "realtime_llm"} if server_turns else NOT_GIVEN,
         )
         self._back = back
+        self._briefs = briefs  # give whoever he sends back to what was said to him
 
     async def on_enter(self) -> None:
         await self.session.say("Bob here.")
@@ -65,6 +67,8 @@ class Bob(Agent):
     async def transfer_to_alice(self) -> Agent:
         """Send the caller back to Alice."""
         assert self._back is not None
+        if self._briefs:
+            await self._back.update_chat_ctx(self.chat_ctx.copy())
         return self._back
 
 
@@ -286,6 +290,24 @@ async def test_handoff_event_says_how_the_session_and_context_moved(
     # what the emulator saw: one realtime connection when reused, a second when fresh
     realtime = [c for c in emulator.connections if c.kind == "realtime"]
     assert len(realtime) == (1 if mode == "reused" else 2)
+
+
+@pytest.mark.parametrize("briefed", [False, True], ids=["own", "briefed"])
+async def test_an_agent_handed_back_to_starts_from_its_own_context_unless_given_more(
+    models: MakeModel, briefed: bool
+) -> None:
+    # Bob starts from a copy of Alice's context; going back, Alice holds items Bob holds too,
+    # but they were hers: only what Bob gives her on the way back makes her context a copy
+    alice = Alice(lambda alice: Bob(back=alice, chat_ctx=alice.chat_ctx.copy(), briefs=briefed))
+    async with traced(models(), alice) as (session, trace):
+        await session.run(user_input="please transfer to bob")
+        await session.run(user_input="my invoice is late")
+        await session.run(user_input="transfer to alice")
+
+    there, back = trace.of_kind("handoff")[1:]
+    assert (there.data["context"], back.data["from"], back.data["to"]) == ("copied", "Bob", "Alice")
+    told_bob = "my invoice is late" in [i["text"] for i in back.data["context_items"]]
+    assert (back.data["context"], told_bob) == (("copied", True) if briefed else ("own", False))
 
 
 async def test_a_shared_model_still_makes_a_fresh_session_when_it_cannot_be_reused(

@@ -38,13 +38,17 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
     shutil.copy(REPO / "notebooks" / "03_teaching_handoffs.ipynb", root / "teaching.ipynb")
     open_notebook(page, base, "teaching.ipynb")
     run_all(page)
-    expect(page.get_by_text("'Exercise 2 passed'")).to_be_visible(timeout=120_000)
+    # Run All stops at the first exercise's check, which says what is missing
+    failed_check = page.locator(".jp-OutputArea-output").filter(has_text="AssertionError")
+    expect(failed_check).to_contain_text("Weather kept the caller after 'thanks'", timeout=120_000)
 
     # the first call: every handoff drawn live, labelled with how it went
     main, held, failing = (page.locator(".na-timeline").nth(i) for i in range(3))
     expect(main.locator(".na-lane-label")).to_have_text(["Greeter", "Weather"])
-    expect(main.locator(".na-handoff-label")).to_contain_text(
-        ["reused · copied", "reused · empty", "fresh · copied"]
+    # there and back three times; the Greeter always comes back to its own context
+    expect(main.locator(".na-handoff-label")).to_have_text(
+        ["reused · copied", "reused · own", "reused · empty"]
+        + ["reused · own", "fresh · copied", "fresh · own"]
     )
     expect(page.locator(".na-graph .na-node")).to_have_count(2)
     chat = page.locator(".na-chat")
@@ -55,3 +59,10 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
         expect(timeline.locator(".na-mark-error")).to_have_count(1)
     main.scroll_into_view_if_needed()
     screenshot(page, "notebook_03_teaching")
+
+    # each solution is folded until the learner asks for it
+    solution = page.locator(".jp-MarkdownOutput details").first
+    expect(solution.locator("summary")).to_have_text("Solution")
+    expect(solution.get_by_text("async def thanks")).to_be_hidden()
+    solution.locator("summary").click()
+    expect(solution.get_by_text("async def thanks")).to_be_visible()
