@@ -389,11 +389,17 @@ def _stop_through_interrupts(runner: NotebookRunner) -> None:
 
     stopper = threading.Thread(target=stop, name="notebook-agents-stop")
     stopper.start()
+    # already stopping: another interrupt must not abandon the stop midway. Interrupts sent
+    # back to back can land while the inner handler runs, hence the outer one
     while not stopped.is_set():
         try:
-            stopped.wait(0.2)
+            while not stopped.is_set():
+                try:  # noqa: SIM105 (suppress() runs Python code an interrupt can land in)
+                    stopped.wait(0.2)
+                except KeyboardInterrupt:
+                    pass
         except KeyboardInterrupt:
-            continue  # already stopping: another interrupt must not abandon the stop midway
+            pass
     runner._close_loops()
 
 

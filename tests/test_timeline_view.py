@@ -10,7 +10,13 @@ from matplotlib.figure import Figure
 
 from notebook_agents.trace import Trace, TraceEvent
 from notebook_agents.views import TimelineView
-from notebook_agents.views.timeline_view import MAX_TEXT, browser_record, state_spans
+from notebook_agents.views.timeline_view import (
+    MAX_TEXT,
+    bring_ups,
+    browser_record,
+    milliseconds,
+    state_spans,
+)
 
 from .conftest import MakeModel
 from .test_trace import TURNS, Alice, Bob, traced
@@ -111,6 +117,25 @@ def test_state_spans_follow_the_session_state_across_a_handoff() -> None:
     ]
 
 
+def test_a_bring_up_runs_from_the_handoff_to_the_new_agents_first_words() -> None:
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 0.1, "agent_message", "A", {"text": "hi"}),  # the first agent: no bring-up
+        TraceEvent(2, 0.5, "handoff", "B", {"from": "A", "to": "B"}),
+        TraceEvent(3, 0.55, "agent_message", "A", {"text": "goodbye"}),  # A's on_exit: not B's
+        TraceEvent(4, 0.8, "agent_message", "B", {"text": "B here"}),
+        TraceEvent(5, 0.9, "agent_message", "B", {"text": "again"}),  # only the first words
+        TraceEvent(6, 1.0, "handoff", "A", {"from": "B", "to": "A"}),
+        TraceEvent(7, 1.1, "agent_state", "A", {"old": "listening", "new": "thinking"}),
+        TraceEvent(8, 1.3, "agent_state", "A", {"old": "thinking", "new": "speaking"}),
+        TraceEvent(9, 2.0, "agent_message", "A", {"text": "A again"}),  # said once spoken
+        TraceEvent(10, 2.2, "handoff", "B", {"from": "A", "to": "B"}),
+        TraceEvent(11, 2.5, "closed", None, {}),  # B never spoke: none
+    ]
+    assert bring_ups(events) == [("B", 0.5, 0.8), ("A", 1.0, 1.3)]
+    assert (milliseconds(0.3), milliseconds(0.0042)) == ("300 ms", "4.2 ms")
+
+
 async def test_figure_of_a_loaded_trace(models: MakeModel, tmp_path: Path) -> None:
     trace = Trace()
     await converse(models, trace)
@@ -122,8 +147,11 @@ async def test_figure_of_a_loaded_trace(models: MakeModel, tmp_path: Path) -> No
     (ax,) = figure.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == ["Alice", "Bob"]
     labels = [t.get_text().strip() for t in ax.texts if t.get_text()]
-    # Alice -> Bob with a copy; back to Alice, who shares those items with Bob
-    assert labels == ["reused · copied", "reused · copied"]
+    # Alice -> Bob with a copy; back to Alice, to her own context; each one's bring-up
+    arrivals = bring_ups(loaded.events)
+    assert [agent for agent, _, _ in arrivals] == ["Bob", "Alice"]
+    took = [milliseconds(end - start) for _, start, end in arrivals]
+    assert labels == [*took, "reused · copied", "reused · own"]
     legend_box = ax.get_legend()
     assert legend_box is not None
     legend = [t.get_text() for t in legend_box.get_texts()]

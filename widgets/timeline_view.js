@@ -1,5 +1,6 @@
 // TimelineView: a lane per agent; agent-state spans; marks for messages, tools, context
-// changes and errors; handoff arrows. Events arrive in batches ("msg:custom"); only the
+// changes and errors; handoff arrows, each with the new agent's bring-up band (from the
+// arrow to its first words: speaking starts). Events arrive in batches ("msg:custom"); only the
 // visible time window is drawn, and marks closer than a pixel or two are merged, so a long
 // trace stays responsive.
 
@@ -43,6 +44,8 @@ class Timeline {
     this.laneIndex = new Map();
     this.spans = []; // per lane: [{start, end, state}], end null while open
     this.open = null; // {lane, span}
+    this.bringUps = []; // [{lane, start, end, handoff}], in time order
+    this.arriving = null; // the last handoff, until its new agent's first words
     this.state = "initializing";
     this.lastT = 0;
   }
@@ -69,6 +72,11 @@ class Timeline {
     this.bySeq.set(event.seq, event);
     this.lastT = Math.max(this.lastT, event.t);
     if (event.agent) this.lane(event.agent);
+    const arriving = this.arriving;
+    if (arriving && event.agent === arriving.data.to && firstWords(event)) {
+      this.bringUps.push({ lane: this.lane(event.agent), start: arriving.t, end: event.t, handoff: arriving });
+      this.arriving = null;
+    }
     if (event.kind === "agent_state") {
       this.state = event.data.new;
       this.startSpan(event.agent || (this.open && this.lanes[this.open.lane]) || "?", event.t);
@@ -76,12 +84,15 @@ class Timeline {
     }
     if (event.kind === "handoff" && event.data.to) {
       this.startSpan(event.data.to, event.t);
+      this.arriving = null;
       if (!event.data.from) return; // the first agent starting: no arrow
       this.lane(event.data.from);
+      this.arriving = event;
     }
-    if (event.kind === "closed" && this.open) {
-      this.open.span.end = event.t;
+    if (event.kind === "closed") {
+      if (this.open) this.open.span.end = event.t;
       this.open = null;
+      this.arriving = null;
     }
     if (event.kind === "handoff" || MARK_KINDS.includes(event.kind)) this.events.push(event);
   }
@@ -94,6 +105,21 @@ function describe(event) {
     lines.push(`${key}: ${typeof value === "object" ? JSON.stringify(value) : value}`);
   }
   return lines.join("\n");
+}
+
+// an agent's first words: it starts speaking, or (no state seen) its first message is in
+function firstWords(event) {
+  return (event.kind === "agent_state" && event.data.new === "speaking") || event.kind === "agent_message";
+}
+
+function milliseconds(seconds) {
+  const ms = seconds * 1000;
+  return `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
+}
+
+function describeBringUp(bringUp) {
+  const how = [bringUp.handoff.data.session, bringUp.handoff.data.context].filter(Boolean).join(" · ");
+  return `bring-up · ${bringUp.handoff.data.to}\nhandoff → first words: ${milliseconds(bringUp.end - bringUp.start)}${how ? `\n${how}` : ""}`;
 }
 
 function markShape(event, x, y) {
@@ -134,6 +160,7 @@ function render({ model, el }) {
         <i class="na-key na-key-tool_call"></i>tool
         <i class="na-key na-key-context_changed"></i>context
         <i class="na-key na-key-error"></i>error
+        <i class="na-key na-key-bringup"></i>bring-up
       </span>
     </div>
     <div class="na-plot"><svg class="na-timeline-svg" xmlns="${SVG_NS}"></svg><div class="na-tooltip" hidden></div></div>
@@ -194,6 +221,18 @@ function render({ model, el }) {
         parts.push(`<rect class="na-span" data-state="${escape(span.state)}" x="${x0}" y="${y + 31}" width="${Math.max(x1 - x0, 1)}" height="13"/>`);
         if (x1 - x0 > 70) parts.push(`<text class="na-span-label" x="${x0 + 4}" y="${y + 41}">${escape(span.state)}</text>`);
       }
+    });
+
+    // bring-ups under the marks: few (one per handoff) and short, so a plain scan will do
+    timeline.bringUps.forEach((bringUp, i) => {
+      if (bringUp.end < t0 || bringUp.start > t1) return;
+      const x0 = Math.max(x(bringUp.start), LABEL_W);
+      const x1 = Math.min(x(bringUp.end), width);
+      const y = bringUp.lane * LANE_H;
+      const took = milliseconds(bringUp.end - bringUp.start);
+      parts.push(`<g class="na-bringup" data-bringup="${i}" role="img" aria-label="${escape(bringUp.handoff.data.to)} bring-up: ${took}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="27"/>`);
+      if (x1 - x0 > 44) parts.push(`<text class="na-bringup-label" x="${x0 + 3}" y="${y + 12}">${took}</text>`);
+      parts.push("</g>");
     });
 
     const events = timeline.events;
@@ -306,14 +345,15 @@ function render({ model, el }) {
       }
       return;
     }
-    const target = event.target.closest("[data-seq]");
-    const described = target && timeline.bySeq.get(Number(target.dataset.seq));
-    if (!described) {
+    const target = event.target.closest("[data-seq], [data-bringup]");
+    const marked = target?.dataset.seq !== undefined && timeline.bySeq.get(Number(target.dataset.seq));
+    const bringUp = target?.dataset.bringup !== undefined && timeline.bringUps[Number(target.dataset.bringup)];
+    if (!marked && !bringUp) {
       tooltip.hidden = true;
       return;
     }
     const box = plot.getBoundingClientRect();
-    tooltip.textContent = describe(described);
+    tooltip.textContent = marked ? describe(marked) : describeBringUp(bringUp);
     tooltip.hidden = false;
     // beside the pointer, on whichever side it fits
     const x = event.clientX - box.left;

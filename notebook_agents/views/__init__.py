@@ -5,7 +5,7 @@ from .chat_view import ChatView
 from .context_table import ContextTable
 from .graph_view import AgentGraphView
 from .state_view import StateView
-from .timeline_view import TimelineView
+from .timeline_view import TimelineView, bring_ups
 
 __all__ = [
     "AgentGraphView",
@@ -14,4 +14,5 @@ __all__ = [
     "ContextTable",
     "StateView",
     "TimelineView",
+    "bring_ups",
 ]

@@ -1,4 +1,5 @@
-"""TimelineView: a lane per agent with state spans, message and tool marks, handoff arrows."""
+"""TimelineView: a lane per agent with state spans, message and tool marks, handoff arrows
+and each new agent's bring-up (from the arrow to its first words)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ MARKS: dict[str, tuple[str, str]] = {
     "error": ("X", "#dc2626"),
 }
 """matplotlib marker and colour per event kind; the browser uses the same colours"""
+BRING_UP = "#6366f1"
 
 
 class TimelineView(TraceStreamView):
@@ -125,6 +127,37 @@ def state_spans(events: list[TraceEvent]) -> list[tuple[str, float, float, str]]
     return [span for span in spans if span[2] > span[1]]
 
 
+def bring_ups(events: list[TraceEvent]) -> list[tuple[str, float, float]]:
+    """(agent, handoff, first words): how long each agent handed to took to start speaking.
+
+    First words are the agent's state turning ``speaking``, or its first message if that
+    comes first. A handoff after which its agent never spoke (another handoff or the end came
+    first) has none; the session's first agent is not handed to, so it has none either.
+    """
+    found: list[tuple[str, float, float]] = []
+    arriving: TraceEvent | None = None
+    for event in events:
+        if arriving and event.agent == arriving.data["to"] and _first_words(event):
+            found.append((arriving.data["to"], arriving.t, event.t))
+            arriving = None
+        if event.kind == "handoff" and event.data.get("to"):
+            arriving = event if event.data.get("from") else None
+        elif event.kind == "closed":
+            arriving = None
+    return found
+
+
+def _first_words(event: TraceEvent) -> bool:
+    speaking = event.kind == "agent_state" and event.data.get("new") == "speaking"
+    return speaking or event.kind == "agent_message"
+
+
+def milliseconds(seconds: float) -> str:
+    """ "231 ms", or "4.2 ms" under ten: the bring-up's label, as the browser writes it."""
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
+
+
 def timeline_figure(events: list[TraceEvent]) -> Figure:
     events = [e for e in events if e.kind not in SKIPPED_KINDS]
     lanes = lanes_of(events)
@@ -135,6 +168,11 @@ def timeline_figure(events: list[TraceEvent]) -> Figure:
         ax.text(0.5, 0.5, "no events yet", ha="center", va="center", transform=ax.transAxes)
         return figure
     row = {name: i for i, name in enumerate(lanes)}
+    for agent, start, end in bring_ups(events):
+        ax.broken_barh([(start, end - start)], (row[agent] - 0.45, 0.9), color=BRING_UP, alpha=0.15)
+        ax.text(
+            start, row[agent] + 0.05, " " + milliseconds(end - start), fontsize=7, color=BRING_UP
+        )
     for agent, start, end, state in state_spans(events):
         color = STATE_COLORS.get(state, "#e2e8f0")
         ax.broken_barh([(start, end - start)], (row[agent] - 0.35, 0.3), color=color)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import open_notebook, run_all, screenshot
+from .conftest import open_notebook, run_all, run_cell, screenshot
 from .lab import REPO
 
 
@@ -46,10 +46,12 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
     main, held, failing = (page.locator(".na-timeline").nth(i) for i in range(3))
     expect(main.locator(".na-lane-label")).to_have_text(["Greeter", "Weather"])
     # there and back three times; the Greeter always comes back to its own context
-    expect(main.locator(".na-handoff-label")).to_have_text(
-        ["reused · copied", "reused · own", "reused · empty"]
-        + ["reused · own", "fresh · copied", "fresh · own"]
-    )
+    there_and_back = [
+        *("reused · copied", "reused · own"),
+        *("reused · empty", "reused · own"),
+        *("fresh · copied", "fresh · own"),
+    ]
+    expect(main.locator(".na-handoff-label")).to_have_text(there_and_back)
     expect(page.locator(".na-graph .na-node")).to_have_count(2)
     chat = page.locator(".na-chat")
     expect(chat.locator(".na-line-handoff").first).to_contain_text("Greeter → Weather")
@@ -59,6 +61,26 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
         expect(timeline.locator(".na-mark-error")).to_have_count(1)
     main.scroll_into_view_if_needed()
     screenshot(page, "notebook_03_teaching")
+
+    # each handoff's bring-up band lasts as long as the trace says, in its label and tooltip
+    run_cell(
+        page,
+        "from notebook_agents.views.timeline_view import bring_ups, milliseconds\n"
+        "print('took', *(f'{a} bring-up: {milliseconds(e - s)}'"
+        " for a, s, e in bring_ups(call.trace.events)), sep='|')",
+    )
+    printed = page.locator(".jp-OutputArea-output").filter(has_text="took|")
+    expect(printed).to_have_count(1)
+    took = printed.inner_text().strip().split("|")[1:]
+    assert len(took) == len(there_and_back)
+    bands = main.locator(".na-bringup")
+    expect(bands).to_have_count(len(took))
+    assert [band.get_attribute("aria-label") for band in bands.all()] == took
+    # dispatched, not moved to: at this zoom the marks around a band cover most of it
+    bands.last.locator("rect").dispatch_event("pointermove", {"clientX": 10, "clientY": 10})
+    expect(main.locator(".na-tooltip")).to_contain_text(
+        "handoff → first words: " + took[-1].split(": ")[1]
+    )
 
     # each solution is folded until the learner asks for it
     solution = page.locator(".jp-MarkdownOutput details").first
