@@ -460,15 +460,12 @@ class Trace:
         self._record("metrics", data)
 
     def _on_error(self, ev: Any) -> None:
-        error = ev.error
-        self._record(
-            "error",
-            {
-                "message": str(getattr(error, "error", error)),
-                "type": type(getattr(error, "error", error)).__name__,
-                "recoverable": bool(getattr(error, "recoverable", False)),
-            },
-        )
+        error = getattr(ev.error, "error", ev.error)
+        recoverable = bool(getattr(ev.error, "recoverable", False))
+        self._record_error(str(error), type(error).__name__, recoverable=recoverable)
+
+    def _record_error(self, message: str, type_name: str, *, recoverable: bool = True) -> None:
+        self._record("error", {"message": message, "type": type_name, "recoverable": recoverable})
 
     def _on_close(self, ev: Any) -> None:
         reason = getattr(ev.reason, "value", ev.reason)
@@ -513,14 +510,8 @@ class Trace:
                     try:
                         await original()
                     except Exception as e:
-                        trace._record(
-                            "error",
-                            {
-                                "message": f"{agent_label(agent)}.{hook} raised {e!r}",
-                                "type": type(e).__name__,
-                                "recoverable": True,
-                            },
-                        )
+                        message = f"{agent_label(agent)}.{hook} raised {e!r}"
+                        trace._record_error(message, type(e).__name__)
                         raise
 
                 return run_hook
@@ -557,14 +548,7 @@ class Trace:
                 try:
                     await original(chat_ctx)
                 except llm.RealtimeError as e:
-                    trace._record(
-                        "error",
-                        {
-                            "message": f"realtime context sync failed: {e}",
-                            "type": type(e).__name__,
-                            "recoverable": True,
-                        },
-                    )
+                    trace._record_error(f"realtime context sync failed: {e}", type(e).__name__)
                     raise
 
             return update_chat_ctx
@@ -584,10 +568,7 @@ class Trace:
     def _record_failure(self, error: Exception) -> None:
         """Record the trace's own failure as an ``error`` event; never raise."""
         with contextlib.suppress(Exception):
-            self._record(
-                "error",
-                {"message": f"trace failed: {error!r}", "type": "TraceError", "recoverable": True},
-            )
+            self._record_error(f"trace failed: {error!r}", "TraceError")
 
 
 _ABSENT = object()
