@@ -1,8 +1,8 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
-from .errors import RunnerError
-from .runner import NotebookRunner, run_app
+from .errors import RunnerError, TurnError
+from .runner import NotebookRunner, RunnerState, run_app
 from .trace import Trace, TraceEvent
 
 __all__ = [
@@ -12,8 +12,10 @@ __all__ = [
     "NotebookRunner",
     "ReplyRules",
     "RunnerError",
+    "RunnerState",
     "Trace",
     "TraceEvent",
+    "TurnError",
     "run_app",
 ]
 __version__ = "0.1.0"

@@ -7,16 +7,20 @@ this one room is ever shown (in the join widget).
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from livekit import api
 
 from .errors import RunnerError
 
 TOKEN_TTL = datetime.timedelta(minutes=10)
+CREATE_TIMEOUT_S = 10.0
+"""how long creating the room may take before the start fails"""
 _ENV = {"url": "LIVEKIT_URL", "api_key": "LIVEKIT_API_KEY", "api_secret": "LIVEKIT_API_SECRET"}
 
 
@@ -67,8 +71,22 @@ class RealRoom:
     async def create(self) -> dict[str, Any]:
         """Create the room; returns ``simulate_job`` arguments for the agent to join it."""
         creds = self.credentials
-        async with api.LiveKitAPI(creds.url, creds.api_key, creds.api_secret) as lkapi:
-            room = await lkapi.room.create_room(api.CreateRoomRequest(name=self.name))
+        timeout = aiohttp.ClientTimeout(total=CREATE_TIMEOUT_S)
+        try:
+            async with api.LiveKitAPI(
+                creds.url, creds.api_key, creds.api_secret, timeout=timeout
+            ) as lkapi:
+                room = await lkapi.room.create_room(api.CreateRoomRequest(name=self.name))
+        except api.TwirpError as e:
+            raise RunnerError(
+                f"LiveKit at {creds.url} refused to create room {self.name!r} ({e.code}: "
+                f"{e.message}): check LIVEKIT_API_KEY and LIVEKIT_API_SECRET"
+            ) from e
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+            raise RunnerError(
+                f"cannot reach LiveKit at {creds.url} ({type(e).__name__}): check LIVEKIT_URL, "
+                "or unset LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET to run offline"
+            ) from e
         agent_token = creds.token(
             self.agent_identity,
             api.VideoGrants(

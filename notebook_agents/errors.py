@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .trace import TraceEvent
+
 
 class RunnerError(RuntimeError):
     """The runner cannot do what was asked; the message says why and what to do."""
+
+
+class TurnError(RunnerError):
+    """A user turn went wrong: the model's response failed or was cancelled, or the model
+    rejected part of the conversation. ``reply`` is what the agent said anyway (often
+    nothing), ``errors`` the trace's ``error`` events of the turn."""
+
+    def __init__(self, reply: str, errors: list[TraceEvent]) -> None:
+        self.reply = reply
+        self.errors = errors
+        what = "; ".join(str(event.data.get("message", "")) for event in errors)
+        said = f" (the agent still replied {reply!r})" if reply else " (no reply)"
+        super().__init__(f"the turn went wrong: {what}{said}")

@@ -11,27 +11,47 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
+import enum
 import functools
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from livekit.agents import AgentServer, AgentSession, JobContext
 from livekit.agents.job import JobExecutorType
 from livekit.agents.voice.run_result import ChatMessageEvent, RunResult
 from typing_extensions import Self
 
+from . import _livekit_internals as livekit
 from . import _session_hook
 from ._lifecycle import StartStop
 from ._livekit_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
-from .errors import RunnerError
+from .errors import RunnerError, TurnError
 from .trace import Trace
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
+T = TypeVar("T")
 
+
+class RunnerState(str, enum.Enum):
+    """Where a ``NotebookRunner`` is in its life; ``runner.state``."""
+
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    ENDED = "ended"
+    """the session closed on its own (the agent hung up); the server still runs"""
+    FAILED = "failed"
+    """the job or its session failed; ``runner.failure`` says why"""
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+_START_AGAIN = "make a new NotebookRunner(...).start() to talk to the agent again"
 
 # Runners started and not yet stopped: a new runner for the same server or entrypoint stops
 # the old one, so re-running a notebook cell never leaves two agents behind.
@@ -68,6 +88,9 @@ class NotebookRunner(StartStop):
         self.text_only = self.credentials is None
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
+        self.state = RunnerState.NEW
+        self.failure: RunnerError | None = None
+        """why the runner cannot take turns any more (state ``failed`` or ``ended``)"""
         self.trace = Trace()
         self.logs = WorkerLogs()
         self.real_room: RealRoom | None = None
@@ -75,6 +98,8 @@ class NotebookRunner(StartStop):
         self.timings: dict[str, float] = {}
         self._key = _entrypoint_key(self.server)
         self._saved_options: dict[str, Any] = {}
+        self._saved_environment: dict[str, str | None] = {}
+        self._started_at = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         # set when the server thread is done. Waited on instead of Thread.join/is_alive: on
@@ -84,43 +109,63 @@ class NotebookRunner(StartStop):
         self._ready: concurrent.futures.Future[AgentSession[Any]] = concurrent.futures.Future()
         self._ctx: JobContext | None = None
         self._job_loop: asyncio.AbstractEventLoop | None = None
+        # the entrypoint's context variables (livekit's job context and HTTP session among
+        # them): turns sent from cells run in it, as turns from the room do
+        self._job_context: contextvars.Context | None = None
         self._entry_task: asyncio.Task[None] | None = None
         self._turn_lock: asyncio.Lock | None = None
-        self._stopped = False
+        # the stop runs on a thread of its own, so an interrupted stop() finishes anyway
+        self._stopper: threading.Thread | None = None
+        self._stop_done = threading.Event()
+        self._stop_requested = threading.Event()
+        self._stop_signal: asyncio.Event | None = None  # the same, on the server's loop
+        self._serve_began = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and not self._stopped
+        """Started and able to take turns (or about to be)."""
+        return self.state in (RunnerState.STARTING, RunnerState.RUNNING)
 
     def start(self) -> Self:
-        """Start the server and its job in the background; returns at once."""
-        if self._stopped:
-            raise RunnerError("this runner was stopped: make a new NotebookRunner to start again")
-        if self._thread is not None:
+        """Start the server and its job in the background; returns at once.
+
+        An interrupt landing inside ``start()`` undoes what it did; ``stop()`` finishes the
+        job if one lands after.
+        """
+        if self.state in (RunnerState.STARTING, RunnerState.RUNNING):
             return self
+        if self.failure is not None:
+            raise RunnerError(f"this runner cannot start again: {self.failure}")
+        if self.state is not RunnerState.NEW:
+            raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
         for old in list(_running):
             if old.server is self.server or old._key == self._key:
                 old.stop()
-        if not self.server._closed:
+        if livekit.server_running(self.server):
             raise RunnerError(
                 "this AgentServer is already running outside notebook-agents; stop it first"
             )
-        started = time.perf_counter()
-        if self.credentials is not None:
-            self.real_room = RealRoom(self.credentials, self.room_name)
-            self.real_room.display()
-        self._configure_server()
-        self.logs.install()
-        self._loop = asyncio.new_event_loop()
-        # set before the thread starts: the server thread reads it once the worker is up
-        self._started_at = started
-        self._thread = threading.Thread(
-            target=self._serve, name="notebook-agents-server", daemon=True
-        )
-        self._thread.start()
+        self._started_at = started = time.perf_counter()
+        # registered before the server is touched: from here on stop() undoes everything
+        self.state = RunnerState.STARTING
         _running.add(self)
+        try:
+            if self.credentials is not None:
+                self.real_room = RealRoom(self.credentials, self.room_name)
+                self.real_room.display()
+            self._configure_server()
+            self.logs.install()
+            self._loop = asyncio.new_event_loop()
+            self._stop_signal = asyncio.Event()
+            self._thread = threading.Thread(
+                target=self._serve, name="notebook-agents-server", daemon=True
+            )
+            self._thread.start()
+        except BaseException:
+            self.stop()
+            raise
         self.timings["start"] = time.perf_counter() - started
         return self
 
@@ -129,7 +174,8 @@ class NotebookRunner(StartStop):
 
         If the entrypoint fails, the runner is stopped and its error is raised from here.
         """
-        self._require_started("ready()")
+        if self.state is RunnerState.NEW:
+            raise RunnerError("ready() needs a started runner: call runner.start() first")
         try:
             return await asyncio.wait_for(
                 asyncio.wrap_future(self._ready), timeout or self.start_timeout
@@ -145,7 +191,11 @@ class NotebookRunner(StartStop):
             raise
 
     async def send_text(self, text: str, timeout: float = 30.0) -> str:
-        """One user turn: ``text`` goes to the agent; returns the text it replied (all agents)."""
+        """One user turn: ``text`` goes to the agent; returns the text it replied (all agents).
+
+        Raises ``TurnError`` when the turn went wrong (a failed or cancelled response, an
+        item the model rejected), ``RunnerError`` when the agent cannot take turns.
+        """
         turn = self._submit(text, "send_text()")
         try:
             return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
@@ -160,52 +210,81 @@ class NotebookRunner(StartStop):
         return self._submit(text, "submit_text()")
 
     def _submit(self, text: str, what: str) -> concurrent.futures.Future[str]:
-        self._require_started(what)
-        if not self._ready.done():
-            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
-        session = self._ready.result()
-        assert self._job_loop is not None and self._turn_lock is not None
-        return asyncio.run_coroutine_threadsafe(self._turn(session, text), self._job_loop)
+        self._require_turns(what)
+        return self._in_job(self._turn(self._ready.result(), text), what)
+
+    def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the job's loop in the job's context, as livekit runs its tasks."""
+        loop, context = self._job_loop, self._job_context
+        assert loop is not None and context is not None
+        try:
+            # a task copies the context it is created in: the job's, not the cell's
+            return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
+        except RuntimeError:  # the job's loop has closed under us
+            coro.close()
+            self._require_turns(what)
+            raise RunnerError(f"{what}: the agent's job has ended; {_START_AGAIN}") from None
 
     def stop(self) -> None:
-        """Stop without draining, within ``stop_timeout``; safe to call twice."""
-        if self._thread is None or self._stopped:
+        """Stop without draining, within ``stop_timeout``; safe to call again at any time.
+
+        The stop runs on a thread of its own: interrupted, it still completes, and a second
+        ``stop()`` waits for it to finish.
+        """
+        if self.state in (RunnerState.NEW, RunnerState.STOPPED):
             return
-        self._shut_down()
+        self._begin_stop()
+        self._stop_done.wait()
         self._close_loops()
+        if not self._served.is_set():
+            raise RunnerError(
+                f"the agent server did not stop within {self.stop_timeout:.0f} s; its thread "
+                "is a daemon and ends with the kernel"
+            )
+
+    def _begin_stop(self) -> None:
+        """Start the stopping thread, once."""
+        with _stop_lock:
+            if self._stopper is not None:
+                return
+            self.state = RunnerState.STOPPING
+            self._stopper = threading.Thread(
+                target=self._shut_down, name="notebook-agents-stop", daemon=True
+            )
+            self._stopper.start()
 
     def __repr__(self) -> str:
-        state = "running" if self.running else "stopped" if self._stopped else "new"
         mode = "offline" if self.text_only else "livekit"
-        return f"<NotebookRunner {state} {mode} room={self.room_name!r}>"
+        why = f": {self.failure}" if self.failure is not None else ""
+        return f"<NotebookRunner {self.state.value} {mode} room={self.room_name!r}{why}>"
 
     # -- the server thread -----------------------------------------------------------------
 
     def _configure_server(self) -> None:
         server = self.server
-        names = ("_job_executor_type", "_num_idle_processes", "_host", "_port", "_load_fnc")
-        self._saved_options = {name: getattr(server, name) for name in names}
-        self._saved_options["_entrypoint_fnc"] = server._entrypoint_fnc
+        # saved before anything changes: an interrupt in between leaves nothing to guess
+        self._saved_options = livekit.server_options(server)
+        self._saved_environment = livekit.environment_before_run()
         server.update_options(job_executor_type=JobExecutorType.THREAD, num_idle_processes=0)
-        # host and port have no public setter after construction
-        server._host, server._port = "127.0.0.1", 0
-        if server._load_fnc is None:
-            server._load_fnc = _no_load  # the default starts a process-wide CPU monitor thread
+        livekit.serve_on_loopback(server)
+        if server.load_fnc is None:
+            server.load_fnc = _no_load  # the default starts a process-wide CPU monitor thread
         if self.credentials is not None:
-            self._saved_options.update(
-                _ws_url=server._ws_url, _api_key=server._api_key, _api_secret=server._api_secret
-            )
             creds = self.credentials
             server.update_options(
                 ws_url=creds.url, api_key=creds.api_key, api_secret=creds.api_secret
             )
-        server._entrypoint_fnc = self._observed(self._saved_options["_entrypoint_fnc"])
+        else:
+            livekit.name_mock_room_by_job()
+        livekit.set_entrypoint(server, self._observed(self._saved_options["_entrypoint_fnc"]))
 
     def _serve(self) -> None:
+        self._serve_began.set()
         loop = self._loop
-        assert loop is not None
+        assert loop is not None and self._stop_signal is not None
         try:
-            loop.run_until_complete(self._run_server())
+            if not self._stop_requested.is_set():  # stopped before this thread even ran
+                loop.run_until_complete(self._run_server(self._stop_signal))
         except BaseException as e:
             self._fail(e)
         finally:
@@ -216,24 +295,40 @@ class NotebookRunner(StartStop):
             finally:
                 self._served.set()
 
-    async def _run_server(self) -> None:
+    async def _run_server(self, stop: asyncio.Event) -> None:
+        """Run the server and its one job until ``stop`` is set, then close it (no drain)."""
         server = self.server
-        server._lock = asyncio.Lock()  # a lock from an earlier run may be bound to its loop
+        livekit.renew_server_lock(server)
         started = asyncio.Event()
         server.once("worker_started", started.set)
         run = asyncio.create_task(server.run(devmode=True, unregistered=True))
-        waiter = asyncio.create_task(started.wait())
-        await asyncio.wait({run, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        if run.done():
-            waiter.cancel()
+        up = asyncio.create_task(started.wait())
+        stopped = asyncio.create_task(stop.wait())
+        try:
+            # until the worker is up, closing it would be a no-op that run() then overrides
+            await asyncio.wait({run, up}, return_when=asyncio.FIRST_COMPLETED)
+            if up.done() and not stop.is_set():
+                self.timings["worker_started"] = time.perf_counter() - self._started_at
+                try:
+                    # not cancelled by a stop: a half-launched job would hold aclose() up
+                    await self._start_job()
+                except Exception as e:
+                    self._fail(e)
+                else:
+                    await asyncio.wait({run, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            up.cancel()
+            stopped.cancel()
+            if not run.done():
+                # the job never started or the runner stops: its HTTP listener goes too
+                await server.aclose()
             await run
-            return
-        self.timings["worker_started"] = time.perf_counter() - self._started_at
+
+    async def _start_job(self) -> None:
         if self.real_room is not None:
-            await server.simulate_job(self.room_name, **await self.real_room.create())
+            await self.server.simulate_job(self.room_name, **await self.real_room.create())
         else:
-            await server.simulate_job(self.room_name, fake_job=True)
-        await run
+            await self.server.simulate_job(self.room_name, fake_job=True)
 
     def _observed(self, entrypoint: Entrypoint) -> Entrypoint:
         runner = self
@@ -242,6 +337,7 @@ class NotebookRunner(StartStop):
         async def observed_entrypoint(ctx: JobContext) -> None:
             runner._ctx = ctx
             runner._job_loop = asyncio.get_running_loop()
+            runner._job_context = contextvars.copy_context()
             runner._turn_lock = asyncio.Lock()
             runner._entry_task = asyncio.current_task()
             _session_hook.observe_job(ctx, runner)
@@ -250,6 +346,10 @@ class NotebookRunner(StartStop):
             except asyncio.CancelledError:
                 raise
             except BaseException as e:
+                if runner._ready.done():
+                    runner._end(
+                        RunnerState.FAILED, f"the entrypoint raised {e!r} after the session started"
+                    )
                 runner._fail(e)
                 raise
             if runner.session is None:
@@ -267,76 +367,128 @@ class NotebookRunner(StartStop):
         if self.session is None:
             self.session = session
             self.trace.attach(session)
+            session.on("error", self._on_session_error)
+            session.on("close", self._on_session_close)
 
     def session_started(self, session: AgentSession[Any]) -> None:
         if session is self.session and not self._ready.done():
             self.timings["ready"] = time.perf_counter() - self._started_at
+            if self.state is RunnerState.STARTING:
+                self.state = RunnerState.RUNNING
             self._ready.set_result(session)
 
+    def _on_session_error(self, event: Any) -> None:
+        if event.error.recoverable:
+            return
+        message = str(getattr(event.error, "error", event.error))
+        # livekit decides whether this error closes the session right after emitting it
+        asyncio.get_running_loop().call_soon(self._on_unrecoverable, message)
+
+    def _on_unrecoverable(self, message: str) -> None:
+        assert self.session is not None
+        closing = livekit.closing_task(self.session)
+        if closing is None:
+            return  # livekit tolerates a few in a row before it gives up
+        self._end(RunnerState.FAILED, f"the session closed after an unrecoverable error: {message}")
+        # livekit emits no close event when its close raises: record it once it is over
+        closing.add_done_callback(lambda _: self.trace.record_closed("error", message))
+
+    def _on_session_close(self, event: Any) -> None:
+        reason = getattr(event.reason, "value", event.reason)
+        if event.error:
+            error = getattr(event.error, "error", event.error)
+            self._end(RunnerState.FAILED, f"the session closed ({reason}): {error}")
+        else:
+            self._end(RunnerState.ENDED, f"the session has ended ({reason})")
+
+    def _end(self, state: RunnerState, why: str) -> None:
+        """The session cannot take turns any more: say why, in the state and the trace."""
+        if self.state not in (RunnerState.STARTING, RunnerState.RUNNING):
+            return  # stopping, or already ended: the first cause stands
+        self.failure = RunnerError(f"{why}; {_START_AGAIN}")
+        self.state = state
+        if state is RunnerState.FAILED:
+            self.trace.record_failure(why)
+
     def _fail(self, error: BaseException) -> None:
+        """The job failed before its session started: ``ready()`` raises ``error``."""
         if self._ready.done():
             return
         if not isinstance(error, RunnerError):
             wrapped = RunnerError(f"the agent's entrypoint failed: {error!r}")
             wrapped.__cause__ = error
             error = wrapped
+        if self.state is RunnerState.STARTING:
+            self.failure, self.state = error, RunnerState.FAILED
         with contextlib.suppress(concurrent.futures.InvalidStateError):
             self._ready.set_exception(error)
 
     async def _turn(self, session: AgentSession[Any], text: str) -> str:
         assert self._turn_lock is not None
         async with self._turn_lock:  # AgentSession.run cannot nest
+            first = len(self.trace)
             try:
                 result: RunResult[Any] = session.run(user_input=text)
             except Exception:
-                # run() registers the run before generating the reply; when generating raises
-                # (an agent without an LLM, say) the run stays open and livekit refuses every
-                # later turn as "nested": forget it, so the next turn reports its own error
-                stale = session._global_run_state
-                if stale is not None and not stale.done():
-                    session._global_run_state = None
+                livekit.forget_stale_run(session)
+                self._require_turns("the turn")
                 raise
-            await result
-        return "\n".join(
+            try:
+                await result
+            except RuntimeError:  # livekit ends a run whose session closed with this
+                self._require_turns("the turn")
+                raise
+        reply = "\n".join(
             event.item.text_content or ""
             for event in result.events
             if isinstance(event, ChatMessageEvent) and event.item.role == "assistant"
         )
+        if self.state is RunnerState.FAILED:
+            self._require_turns("the turn")
+        if errors := [e for e in self.trace.events_since(first) if e.kind == "error"]:
+            raise TurnError(reply, errors)
+        return reply
 
     # -- stopping --------------------------------------------------------------------------
 
     def _shut_down(self) -> None:
-        """Everything but closing our loop; safe off the main thread and across interrupts."""
-        self._stopped = True
-        loop, thread = self._loop, self._thread
-        assert loop is not None and thread is not None
+        """Everything but closing our loop: on the stopping thread, whatever was started."""
         started = time.perf_counter()
+        try:
+            self._stop_server()
+        finally:
+            self._fail(RunnerError("the runner was stopped"))
+            livekit.restore_server_options(self.server, self._saved_options)
+            livekit.restore_environment(self._saved_environment)
+            self.trace.detach()
+            self.logs.uninstall()
+            if self._ctx is not None:
+                _session_hook.forget_job(self._ctx)
+            _running.discard(self)
+            livekit.release_mock_room()
+            if self._loop is not None:
+                _loops_to_close.append(self._loop)
+            self.timings["stop"] = time.perf_counter() - started
+            self.state = RunnerState.STOPPED
+            self._stop_done.set()
+
+    def _stop_server(self) -> None:
+        self._stop_requested.set()
+        loop, thread, signal = self._loop, self._thread, self._stop_signal
+        if loop is None or thread is None or signal is None:
+            self._served.set()  # interrupted before the server thread was made
+            return
+        if not self._serve_began.wait(_THREAD_START_S):
+            self._served.set()  # interrupted inside Thread.start(), before it started
+            return
         if self._entry_task is not None and self._job_loop is not None:
             # an entrypoint still awaiting would hold the job open for livekit's 15 s timeout
             with contextlib.suppress(RuntimeError):
                 self._job_loop.call_soon_threadsafe(self._entry_task.cancel)
-        if not loop.is_closed() and not self._served.is_set():
-            closing = asyncio.run_coroutine_threadsafe(self.server.aclose(), loop)
-            with contextlib.suppress(concurrent.futures.TimeoutError, Exception):
-                closing.result(self.stop_timeout)
+        with contextlib.suppress(RuntimeError):  # the server's loop is already done
+            loop.call_soon_threadsafe(signal.set)
         if self._served.wait(self.stop_timeout):
             thread.join()  # only returning is left to it
-        self._fail(RunnerError("the runner was stopped"))
-        self._restore_server()
-        self.trace.detach()
-        self.logs.uninstall()
-        if self._ctx is not None:
-            _session_hook.forget_job(self._ctx)
-        _running.discard(self)
-        if not _running:
-            _release_mock_room()
-        self.timings["stop"] = time.perf_counter() - started
-        _loops_to_close.append(loop)
-        if not self._served.is_set():
-            raise RunnerError(
-                f"the agent server did not stop within {self.stop_timeout:.0f} s; its thread "
-                "is a daemon and ends with the kernel"
-            )
 
     def _close_loops(self) -> None:
         # asyncio loops may only be closed from the main thread here; a loop still running
@@ -348,15 +500,22 @@ class NotebookRunner(StartStop):
                 loop.close()
                 _loops_to_close.remove(loop)
 
-    def _restore_server(self) -> None:
-        for name, value in self._saved_options.items():
-            setattr(self.server, name, value)
-
-    def _require_started(self, what: str) -> None:
-        if self._thread is None:
+    def _require_turns(self, what: str) -> None:
+        """Raise the reason this runner cannot take a turn now, naming the fix."""
+        state = self.state
+        if state is RunnerState.NEW:
             raise RunnerError(f"{what} needs a started runner: call runner.start() first")
-        if self._stopped and what != "ready()":
-            raise RunnerError(f"{what}: the runner is stopped; make a new NotebookRunner")
+        if state in (RunnerState.STOPPING, RunnerState.STOPPED):
+            raise RunnerError(f"{what}: the runner is stopped; {_START_AGAIN}")
+        if self.failure is not None:
+            raise RunnerError(f"{what}: {self.failure}") from self.failure.__cause__
+        if not self._ready.done():
+            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
+
+
+_stop_lock = threading.Lock()
+_THREAD_START_S = 1.0
+"""a started thread runs within this; a stop waits no longer to learn it never started"""
 
 
 def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
@@ -365,8 +524,9 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
     The first kernel interrupt stops the agent cleanly (no drain); further interrupts during
     that stop are absorbed, so the kernel survives.
     """
-    runner = NotebookRunner(server, **options).start()
+    runner = NotebookRunner(server, **options)
     try:
+        runner.start()
         while not runner._served.wait(0.2):
             pass
     except KeyboardInterrupt:
@@ -377,25 +537,16 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
 
 
 def _stop_through_interrupts(runner: NotebookRunner) -> None:
-    if runner._stopped:
+    if runner.state is RunnerState.NEW:
         return
-    stopped = threading.Event()  # not Thread.join: see NotebookRunner._served
-
-    def stop() -> None:
-        try:
-            runner._shut_down()
-        finally:
-            stopped.set()
-
-    stopper = threading.Thread(target=stop, name="notebook-agents-stop")
-    stopper.start()
-    # already stopping: another interrupt must not abandon the stop midway. Interrupts sent
+    runner._begin_stop()
+    # already stopping: another interrupt must not abandon the wait midway. Interrupts sent
     # back to back can land while the inner handler runs, hence the outer one
-    while not stopped.is_set():
+    while not runner._stop_done.is_set():
         try:
-            while not stopped.is_set():
+            while not runner._stop_done.is_set():
                 try:  # noqa: SIM105 (suppress() runs Python code an interrupt can land in)
-                    stopped.wait(0.2)
+                    runner._stop_done.wait(0.2)
                 except KeyboardInterrupt:
                     pass
         except KeyboardInterrupt:
@@ -405,7 +556,7 @@ def _stop_through_interrupts(runner: NotebookRunner) -> None:
 
 def _as_server(server: AgentServer | Entrypoint) -> AgentServer:
     if isinstance(server, AgentServer):
-        if server._entrypoint_fnc is None:
+        if livekit.entrypoint_of(server) is None:
             raise RunnerError(
                 "this AgentServer has no entrypoint: decorate an async function with "
                 "@server.rtc_session()"
@@ -422,16 +573,9 @@ def _as_server(server: AgentServer | Entrypoint) -> AgentServer:
 
 
 def _entrypoint_key(server: AgentServer) -> tuple[str, str]:
-    entrypoint = server._entrypoint_fnc
+    entrypoint = livekit.entrypoint_of(server)
     return (getattr(entrypoint, "__module__", ""), getattr(entrypoint, "__qualname__", ""))
 
 
 def _no_load(*_: Any) -> float:
     return 0.0
-
-
-def _release_mock_room() -> None:
-    """livekit caches one mock room per process; its call records pin every finished job."""
-    from livekit.agents.ipc.mock_room import create_mock_room
-
-    create_mock_room().reset_mock()

@@ -139,6 +139,9 @@ class Trace:
         self._seen_calls: set[tuple[str, str]] = set()
         self._speeches: dict[str, _Speech] = {}
         self._current: _activity.AgentActivity | None = None
+        self._closed_recorded = False
+        # why the session is ending, when its runner knows before livekit says (a job failed)
+        self._failure: str | None = None
         # the items each agent held when it last handed off: a returning agent's own
         self._left_with: weakref.WeakKeyDictionary[Agent, set[str]] = weakref.WeakKeyDictionary()
         # (object, attribute, its own value before the trace wrapped it, or _ABSENT)
@@ -161,6 +164,11 @@ class Trace:
 
     def of_kind(self, *kinds: EventKind) -> list[TraceEvent]:
         return [e for e in self.events if e.kind in kinds]
+
+    def events_since(self, seq: int) -> list[TraceEvent]:
+        """The events from sequence number ``seq`` on (``len(trace)`` taken earlier)."""
+        with self._lock:
+            return self._events[seq:]
 
     def contexts_at(self, t: float | None = None) -> dict[str, list[dict[str, Any]]]:
         """Each agent's chat context at trace time ``t`` (default: the end), rebuilt from the
@@ -458,6 +466,17 @@ class Trace:
             if (value := getattr(metrics, name, None)) is not None:
                 data[name] = value
         self._record("metrics", data)
+        if data.get("cancelled") and not self._interrupted_by_livekit():
+            self._record_error(
+                "the model cancelled its response before answering (response.done status "
+                "'cancelled')",
+                "ResponseCancelled",
+            )
+
+    def _interrupted_by_livekit(self) -> bool:
+        """Whether livekit itself cut the current speech (a barge-in): its cancel is normal."""
+        speech = self._session.current_speech if self._session is not None else None
+        return speech is not None and speech.interrupted
 
     def _on_error(self, ev: Any) -> None:
         error = getattr(ev.error, "error", ev.error)
@@ -468,10 +487,26 @@ class Trace:
         self._record("error", {"message": message, "type": type_name, "recoverable": recoverable})
 
     def _on_close(self, ev: Any) -> None:
-        reason = getattr(ev.reason, "value", ev.reason)
-        self._record(
-            "closed", {"reason": str(reason), "error": str(ev.error) if ev.error else None}
-        )
+        reason = str(getattr(ev.reason, "value", ev.reason))
+        error = str(getattr(ev.error, "error", ev.error)) if ev.error else None
+        self.record_closed(reason, error)
+
+    def record_failure(self, message: str) -> None:
+        """Record why the session cannot go on (an ``error``, not recoverable); the
+        ``closed`` that follows carries it as its error, with reason ``error``."""
+        self._failure = message
+        self._record_error(message, "RunnerError", recoverable=False)
+
+    def record_closed(self, reason: str, error: str | None = None) -> None:
+        """Record ``closed`` once: from livekit's close event, or from the runner when
+        livekit closes a session without one (a close that raised)."""
+        with self._lock:
+            if self._closed_recorded:
+                return
+            self._closed_recorded = True
+        if self._failure is not None:
+            reason, error = "error", error or self._failure
+        self._record("closed", {"reason": reason, "error": error})
 
     # -- context edits ---------------------------------------------------------------------
 
@@ -550,10 +585,32 @@ class Trace:
                 except llm.RealtimeError as e:
                     trace._record_error(f"realtime context sync failed: {e}", type(e).__name__)
                     raise
+                try:
+                    trace._check_model_has(chat_ctx, rt_session)
+                except Exception as e:
+                    trace._record_failure(e)
 
             return update_chat_ctx
 
         self._wrap(rt_session, "update_chat_ctx", wrapped)
+
+    def _check_model_has(
+        self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]
+    ) -> None:
+        """Record an ``error`` for each item the model rejected: livekit only logs it, and
+        the turn then goes on without the item (a user message the model never heard)."""
+        if not rt_session.realtime_model.capabilities.mutable_chat_context:
+            return  # the model keeps no item-by-item conversation to compare with
+        held = {item.id for item in rt_session.chat_ctx.items}
+        for item in chat_ctx.items:
+            if item.id not in held and _syncs_to_model(item):
+                described = describe_item(item)
+                what = described.get("role") or described["type"]
+                self._record_error(
+                    f"the model rejected the {what} item {described.get('text', '')!r}: "
+                    "its conversation goes on without it",
+                    "ItemRejected",
+                )
 
     def _on_context_edited(self, agent: Agent, before: dict[str, llm.ChatItem]) -> None:
         after = {item.id: item for item in agent.chat_ctx.items}
@@ -604,6 +661,13 @@ def _handoff_modes(
         # what the new agent starts from, so a replay can show each agent's context at any time
         "context_items": [describe_item(item) for item in new_items],
     }
+
+
+def _syncs_to_model(item: llm.ChatItem) -> bool:
+    """Items a realtime plugin sends to the model: not instructions, handoffs or config."""
+    if isinstance(item, llm.ChatMessage):
+        return item.role in ("user", "assistant")
+    return item.type in ("function_call", "function_call_output")
 
 
 def _guarded(trace: Trace, handler: Callable[[Any], None]) -> Callable[[Any], None]:

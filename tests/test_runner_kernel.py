@@ -459,16 +459,22 @@ def _wait_for_file(path: Path, kernel: Kernel, timeout: float = 30.0) -> None:
     kernel.wait_until(path.exists, timeout, f"{path.name} never appeared", poll=0.05)
 
 
-@pytest.mark.timeout(90)
-def test_run_app_stops_cleanly_on_interrupt_and_survives_a_second(
-    own_kernel: Kernel, tmp_path: Path
-) -> None:
-    kernel = own_kernel
+def _slow_closing_agent(kernel: Kernel, tmp_path: Path) -> tuple[Path, Path]:
+    """Define SLOW_CLOSING_AGENT in ``kernel``; returns the files it touches (ready, stopping)."""
     ready, stopping = tmp_path / "ready", tmp_path / "stopping"
     kernel.run_ok(
         f"from pathlib import Path\nREADY, STOPPING = Path({str(ready)!r}), Path({str(stopping)!r})"
     )
     kernel.run_ok(SLOW_CLOSING_AGENT)
+    return ready, stopping
+
+
+@pytest.mark.timeout(90)
+def test_run_app_stops_cleanly_on_interrupt_and_survives_a_second(
+    own_kernel: Kernel, tmp_path: Path
+) -> None:
+    kernel = own_kernel
+    ready, stopping = _slow_closing_agent(kernel, tmp_path)
     kernel.run_ok("sig_before = signal_snapshot()")
 
     # one interrupt: the blocking cell returns a stopped runner
@@ -501,3 +507,67 @@ def test_run_app_stops_cleanly_on_interrupt_and_survives_a_second(
     # and the kernel still runs agents
     kernel.run_ok("STOP_DELAY = 0.0\n" + START + "assert await runner.send_text('hi')")
     kernel.run_ok("runner.stop()")
+
+
+RESTORED = """
+import logging
+from notebook_agents import _livekit_internals as lk
+
+def server_as_found():
+    livekit_logger = logging.getLogger("livekit")
+    return dict(
+        options=lk.server_options(server) == ORIGINAL_OPTIONS,
+        entrypoint=lk.entrypoint_of(server) is ORIGINAL_OPTIONS["_entrypoint_fnc"],
+        running=lk.server_running(server),
+        logger=(livekit_logger.propagate, livekit_logger.level) == ORIGINAL_LOGGER,
+        threads=agent_threads(),
+    )
+
+ORIGINAL_OPTIONS = lk.server_options(server)
+ORIGINAL_LOGGER = (logging.getLogger("livekit").propagate, logging.getLogger("livekit").level)
+"""
+AS_FOUND = {"options": True, "entrypoint": True, "running": False, "logger": True, "threads": []}
+
+
+@pytest.mark.timeout(240)
+def test_an_interrupt_at_any_moment_of_run_app_leaves_the_server_usable(
+    own_kernel: Kernel,
+) -> None:
+    kernel = own_kernel
+    kernel.run_ok(RESTORED)
+    # interrupts swept across run_app's first milliseconds (start, the wait, the stop) and
+    # later: wherever one lands, the server ends up as found
+    landed = []
+    for delay_ms in (0, 0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233):
+        cell = _interruptible(kernel, "app = run_app(server)")
+        time.sleep(delay_ms / 1000)  # when the interrupt lands: the stimulus, not a sync
+        kernel.interrupt()
+        kernel.wait(cell, timeout=30)
+        assert kernel.is_alive()
+        landed.append(cell.error["ename"] if cell.error else "returned")
+        assert kernel.eval("server_as_found()") == AS_FOUND, (delay_ms, cell.traceback)
+    print("interrupts landed:", landed)
+    kernel.run_ok(START + "assert await runner.send_text('hi') == " + repr(ADA_HI))
+    kernel.run_ok("runner.stop()")
+    assert kernel.eval("server_as_found()") == AS_FOUND
+
+
+@pytest.mark.timeout(90)
+def test_an_interrupted_stop_finishes_and_stop_can_be_called_again(
+    own_kernel: Kernel, tmp_path: Path
+) -> None:
+    kernel = own_kernel
+    _, stopping = _slow_closing_agent(kernel, tmp_path)
+    kernel.run_ok(RESTORED)
+    kernel.run_ok("STOP_DELAY = 3.0\n" + START)
+    cell = kernel.submit("runner.stop()")
+    _wait_for_file(stopping, kernel)  # inside the job's slow shutdown
+    kernel.interrupt()
+    kernel.wait(cell, timeout=20)
+    assert cell.error is not None and cell.error["ename"] == "KeyboardInterrupt"
+    kernel.run_ok("runner.stop()")  # finishes the stop (or finds it finished)
+    assert kernel.eval("server_as_found()") == AS_FOUND
+    assert kernel.eval("runner.state.value") == "stopped"
+    kernel.run_ok("STOP_DELAY = 0.0\n" + START + "assert await runner.send_text('hi')")
+    kernel.run_ok("runner.stop()")
+    _assert_loops_closed_properly(kernel)

@@ -38,7 +38,9 @@ function render({ model, el }) {
     agentState.badge.dataset.state = model.get("agent_state");
     userState.badge.textContent = model.get("user_state");
     userState.badge.dataset.state = model.get("user_state");
-    closed.textContent = model.get("closed") ? "session closed" : "";
+    const failure = model.get("failure");
+    closed.textContent = !model.get("closed") ? "" : failure ? `session failed: ${failure}` : "session closed";
+    closed.dataset.failed = failure ? "true" : "false";
     tick();
   }
 

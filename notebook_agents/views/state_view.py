@@ -35,6 +35,8 @@ class StateView(anywidget.AnyWidget):
     started_at = traitlets.Float(0.0).tag(sync=True)
     """wall-clock seconds of trace time 0"""
     closed = traitlets.Bool(False).tag(sync=True)
+    failure = traitlets.Unicode("").tag(sync=True)
+    """why the session failed, when it closed on an error"""
 
     def __init__(self, trace: Trace, **kwargs: Any) -> None:
         super().__init__(started_at=trace.started_at, **kwargs)
@@ -62,6 +64,8 @@ class StateView(anywidget.AnyWidget):
             state["agent"] = event.data["to"]
         elif event.kind == "closed":
             state["closed"] = True
+            if event.data.get("error"):
+                state["failure"] = str(event.data["error"])
 
     def _flush(self) -> None:
         with self.hold_sync():  # one comm message per flush, not one per trait
@@ -96,7 +100,8 @@ class StateView(anywidget.AnyWidget):
                 bbox={"boxstyle": "round,pad=0.4", "facecolor": color, "edgecolor": "none"},
             )
         if self.closed:
-            ax.text(0.96, 0.08, "session closed", ha="right", fontsize=8, transform=ax.transAxes)
+            note = f"session failed: {self.failure}" if self.failure else "session closed"
+            ax.text(0.96, 0.08, note, ha="right", fontsize=8, transform=ax.transAxes)
         return figure
 
 

@@ -1,0 +1,166 @@
+"""Every reach of the runner into livekit-agents' private names, one named function each.
+
+livekit has no public way to do these; each function says why it is needed. A new livekit
+that renames one breaks here, loudly: ``PRIVATE_NAMES`` lists them and a test checks each
+exists on the installed version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+from livekit.agents import AgentServer, AgentSession
+from livekit.agents.ipc import mock_room
+from livekit.agents.job import get_job_context
+
+SERVER_OPTIONS = (
+    "_job_executor_type",
+    "_num_idle_processes",
+    "_host",
+    "_port",
+    "_load_fnc",
+    "_entrypoint_fnc",
+    "_ws_url",
+    "_api_key",
+    "_api_secret",
+)
+"""the ``AgentServer`` attributes the runner sets for a notebook and puts back after"""
+
+PRIVATE_NAMES: dict[type[Any], tuple[str, ...]] = {
+    AgentServer: (*SERVER_OPTIONS, "_closed", "_lock"),
+    AgentSession: ("_closing_task", "_global_run_state"),
+}
+"""class -> the private attributes used here, checked against the installed livekit"""
+RUN_WRITES_ENV = (
+    "LIVEKIT_URL",
+    "LIVEKIT_API_KEY",
+    "LIVEKIT_API_SECRET",
+    "LIVEKIT_WORKER_TOKEN",
+    "LIVEKIT_AGENT_DEPLOYMENT",
+    "PROMETHEUS_MULTIPROC_DIR",
+)
+"""environment variables ``AgentServer.run`` sets from its options, for the whole process"""
+MOCK_ROOM_NAME = "console"
+"""the name livekit pins on its cached offline room; a job outside a runner keeps it"""
+
+
+# -- the server ----------------------------------------------------------------------------
+
+
+def server_options(server: AgentServer) -> dict[str, Any]:
+    """The options the runner changes, to put back with ``restore_server_options``."""
+    return {name: getattr(server, name) for name in SERVER_OPTIONS}
+
+
+def restore_server_options(server: AgentServer, saved: dict[str, Any]) -> None:
+    for name, value in saved.items():
+        setattr(server, name, value)
+
+
+def environment_before_run() -> dict[str, str | None]:
+    """The variables ``run`` overwrites: left behind, a secret passed to one runner would
+    outlive it and turn every later runner in the kernel into a real-room one."""
+    return {name: os.environ.get(name) for name in RUN_WRITES_ENV}
+
+
+def restore_environment(saved: dict[str, str | None]) -> None:
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def serve_on_loopback(server: AgentServer) -> None:
+    """HTTP on 127.0.0.1, port 0: host and port have no public setter after construction."""
+    server._host, server._port = "127.0.0.1", 0
+
+
+def entrypoint_of(server: AgentServer) -> Any:
+    """The ``@server.rtc_session()`` function: only the decorator sets it publicly."""
+    return server._entrypoint_fnc
+
+
+def set_entrypoint(server: AgentServer, entrypoint: Any) -> None:
+    """Swap the entrypoint (the runner observes the job through a wrapper)."""
+    server._entrypoint_fnc = entrypoint
+
+
+def server_running(server: AgentServer) -> bool:
+    """Whether ``server.run`` is live: livekit exposes no public flag for it."""
+    return not server._closed
+
+
+def renew_server_lock(server: AgentServer) -> None:
+    """``run`` takes a lock made by an earlier run, bound to that run's (closed) loop."""
+    server._lock = asyncio.Lock()
+
+
+# -- the session ---------------------------------------------------------------------------
+
+
+def closing_task(session: AgentSession[Any]) -> asyncio.Task[None] | None:
+    """The task closing ``session`` after an unrecoverable error, if one runs.
+
+    livekit decides to close in ``_on_error`` (after emitting the error) and emits no event
+    for it; when that close raises (a realtime model that cannot reconnect), ``close`` is
+    never emitted at all.
+    """
+    task: asyncio.Task[None] | None = session._closing_task
+    return task
+
+
+def forget_stale_run(session: AgentSession[Any]) -> None:
+    """Drop a run that ``session.run`` registered but never started.
+
+    When generating the reply raises (an agent without an LLM, say), livekit leaves the run
+    open and refuses every later turn as "nested runs".
+    """
+    stale = session._global_run_state
+    if stale is not None and not stale.done():
+        session._global_run_state = None
+
+
+# -- the offline room ----------------------------------------------------------------------
+
+
+def name_mock_room_by_job() -> None:
+    """Make the cached offline room's ``name`` its job's room name (``runner.room_name``).
+
+    livekit gives every offline job one cached mock room named "console"; a property on
+    the mock's own class answers per job instead (the job's context is a context variable),
+    so concurrent runners each see their own name.
+    """
+    room_class = type(mock_room.create_mock_room())
+    if not isinstance(vars(room_class).get("name"), property):
+        room_class.name = property(_job_room_name)
+
+
+def _job_room_name(_room: Any) -> str:
+    ctx = get_job_context(required=False)
+    return ctx.job.room.name if ctx is not None and ctx.job.room.name else MOCK_ROOM_NAME
+
+
+def release_mock_room() -> None:
+    """Forget the calls recorded on the cached offline room, its participants included.
+
+    Each job adds ~36 call records to it (kept for the process's life); ``reset_mock``
+    reaches child mocks but not the participants livekit keeps in a plain dict.
+    """
+    for part in _mock_room_parts():
+        part.reset_mock()
+
+
+def mock_room_call_records() -> int:
+    """How many calls the cached offline room holds (the soak benchmark watches it)."""
+    return sum(len(part.mock_calls) for part in _mock_room_parts())
+
+
+def _mock_room_parts() -> Iterator[mock.NonCallableMock]:
+    room = mock_room.create_mock_room()
+    yield room
+    yield from room.remote_participants.values()

@@ -1,0 +1,357 @@
+"""NotebookRunner under real agent code and faults: turns in the job's context, failed turns,
+dead sessions, an unreachable LiveKit, an interrupted start, the offline room (issue 12)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+import pytest
+from livekit.agents import (
+    Agent,
+    AgentServer,
+    AgentSession,
+    APIConnectOptions,
+    JobContext,
+    function_tool,
+    get_job_context,
+)
+from livekit.agents.utils import http_context
+from livekit.plugins import openai
+
+from notebook_agents import (
+    NotebookRunner,
+    RunnerError,
+    RunnerState,
+    Trace,
+    TraceEvent,
+    TurnError,
+)
+from notebook_agents import _livekit_internals as livekit
+from notebook_agents._worker_logs import WorkerLogs
+from notebook_agents.emulator import Emulator
+from notebook_agents.views import StateView
+
+from .conftest import API_KEY
+
+
+def realtime(base_url: str, **options: Any) -> openai.realtime.RealtimeModel:
+    return openai.realtime.RealtimeModel(
+        base_url=base_url, api_key=API_KEY, modalities=["text"], **options
+    )
+
+
+def server_for(
+    base_url: str,
+    agent: Callable[[], Agent] = lambda: Agent(instructions="You are Ada."),
+    **model_options: Any,
+) -> AgentServer:
+    """A production-style server: each job makes its agent and model (so its HTTP session)."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(llm=realtime(base_url, **model_options))
+        await session.start(agent=agent(), room=ctx.room)
+
+    return server
+
+
+async def wait_for_kind(trace: Trace, kind: str, timeout: float = 30.0) -> None:
+    """Until ``trace`` records an event of ``kind`` (delivered on this loop)."""
+    seen = asyncio.Event()
+
+    def on_event(event: TraceEvent) -> None:
+        if event.kind == kind:
+            seen.set()
+
+    unsubscribe = trace.subscribe(on_event)
+    try:
+        if not any(event.kind == kind for event in trace.events):
+            await asyncio.wait_for(seen.wait(), timeout)
+    finally:
+        unsubscribe()
+
+
+# -- 1. turns from the notebook run in the job's context ------------------------------------
+
+
+class Concierge(Agent):
+    """Tools that need the job: its context, its room, and its HTTP session."""
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__(instructions="You are Concierge.")
+        self.base_url = base_url
+        self.seen: dict[str, Any] = {}
+
+    async def on_enter(self) -> None:
+        self.seen["entry_http"] = http_context.http_session()
+
+    @function_tool
+    async def where_am_i(self) -> str:
+        """Say which room this call is in."""
+        ctx = get_job_context()  # raised "no job context found" for turns sent from cells
+        self.seen["tool_room"] = ctx.room.name
+        return f"room {ctx.room.name}"
+
+    @function_tool
+    async def transfer_to_billing(self) -> Agent:
+        """Hand the caller to billing, on a realtime model of its own."""
+        self.seen["tool_http"] = http_context.http_session()
+        return Billing(realtime(self.base_url))
+
+
+class Billing(Agent):
+    def __init__(self, model: openai.realtime.RealtimeModel) -> None:
+        super().__init__(instructions="You are Billing.", llm=model)
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+async def test_turns_sent_from_cells_run_in_the_job_context(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    agent = Concierge(emulator.base_url())
+    runner = NotebookRunner(server_for(emulator.base_url(), lambda: agent))
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+
+    await runner.send_text("where am i")
+    output = runner.trace.of_kind("tool_output")[-1].data
+    assert (output["output"], output["is_error"]) == (f"room {runner.room_name}", False)
+    assert agent.seen["tool_room"] == runner.room_name  # 12: the room's name is the runner's
+
+    # a model made during a turn uses the job's HTTP session (closed with the job), not a
+    # private one livekit would never close
+    assert (await asyncio.wrap_future(runner.submit_text("transfer to billing"))).startswith(
+        "You are Billing."
+    )
+    assert agent.seen["tool_http"] is agent.seen["entry_http"]
+
+
+async def test_offline_room_name_is_each_runners_own(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    front, back = Concierge(emulator.base_url()), Concierge(emulator.base_url())
+    front_desk = AgentServer()
+    back_office = AgentServer()
+
+    # two entrypoints (one per server: a runner stops another of the same entrypoint)
+    @front_desk.rtc_session()
+    async def front_entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(llm=realtime(emulator.base_url()))
+        await session.start(agent=front, room=ctx.room)
+
+    @back_office.rtc_session()
+    async def back_entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(llm=realtime(emulator.base_url()))
+        await session.start(agent=back, room=ctx.room)
+
+    # both run at once on livekit's one cached offline room; each job sees its own name
+    first = NotebookRunner(front_desk, room="front-desk").start()
+    second = NotebookRunner(back_office, room="back-office").start()
+    runners.extend([first, second])
+    await first.ready()
+    await second.ready()
+    await first.send_text("where am i")
+    await second.send_text("where am i")
+    assert (front.seen["tool_room"], back.seen["tool_room"]) == ("front-desk", "back-office")
+
+
+# -- 2. nothing fails silently --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [
+        ("cancel_responses=1", "cancelled its response"),
+        ("fail_responses=1", "response failed"),
+        ("fail_first=1", "response failed"),
+        ("error_on=conversation.item.create", "rejected the user item 'hello'"),
+    ],
+)
+async def test_a_turn_that_went_wrong_raises_and_is_traced(
+    emulator: Emulator, runners: list[NotebookRunner], fault: str, says: str
+) -> None:
+    server = server_for(f"{emulator.base_url()}?{fault}")
+    runner = NotebookRunner(server)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+
+    with pytest.raises(TurnError, match=says) as raised:
+        await runner.send_text("hello")
+    assert raised.value.errors and raised.value.errors[0].kind == "error"
+    assert raised.value.errors == [
+        e for e in runner.trace.of_kind("error") if e.seq >= raised.value.errors[0].seq
+    ]
+    if fault.startswith("fail_first"):  # only the first response fails: the call goes on
+        assert await runner.send_text("hello again") == 'You are Ada. You said: "hello again".'
+    assert runner.state is RunnerState.RUNNING
+
+
+# -- 3. a dead session says so --------------------------------------------------------------
+
+
+async def test_an_entrypoint_raising_after_ready_fails_the_runner(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(llm=realtime(emulator.base_url()))
+        await session.start(agent=Agent(instructions="You are Ada."), room=ctx.room)
+        raise ValueError("the CRM is down")
+
+    runner = NotebookRunner(server)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    await wait_for_kind(runner.trace, "closed")
+
+    assert "failed" in repr(runner) and "the CRM is down" in repr(runner)
+    assert runner.state is RunnerState.FAILED
+    error = runner.trace.of_kind("error")[-1].data
+    assert "the CRM is down" in error["message"] and error["recoverable"] is False
+    closed = runner.trace.of_kind("closed")
+    assert len(closed) == 1 and closed[0].data["reason"] == "error"
+    assert "the CRM is down" in closed[0].data["error"]
+    with pytest.raises(RunnerError, match=r"the CRM is down.*new NotebookRunner"):
+        await runner.send_text("hello?")
+    view = StateView(runner.trace)
+    assert view.closed and "the CRM is down" in view.failure
+    runner.stop()
+    assert runner.state.value == "stopped"
+
+
+async def test_an_unrecoverable_model_error_fails_the_runner(
+    runners: list[NotebookRunner],
+) -> None:
+    emulator = Emulator().start()
+    try:
+        # no retries: the lost connection is unrecoverable at once
+        options = APIConnectOptions(max_retry=0)
+        server = server_for(emulator.base_url(), conn_options=options)
+        runner = NotebookRunner(server)
+        runners.append(runner)
+        runner.start()
+        await runner.ready()
+        assert await runner.send_text("hello") == 'You are Ada. You said: "hello".'
+    finally:
+        emulator.stop()  # the model's server goes away mid-call
+    await wait_for_kind(runner.trace, "closed")
+
+    assert runner.state is RunnerState.FAILED and "unrecoverable" in repr(runner)
+    assert [e.data["recoverable"] for e in runner.trace.of_kind("error")][-1] is False
+    closed = runner.trace.of_kind("closed")
+    assert len(closed) == 1 and closed[0].data["reason"] == "error"
+    with pytest.raises(RunnerError, match=r"unrecoverable error.*new NotebookRunner"):
+        await runner.send_text("hello?")
+
+
+# -- 4. an interrupt inside start() ---------------------------------------------------------
+
+
+async def test_an_interrupt_inside_start_leaves_the_server_restored(
+    emulator: Emulator, runners: list[NotebookRunner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = server_for(emulator.base_url())
+    before = livekit.server_options(server)
+
+    def interrupted(self: WorkerLogs) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(WorkerLogs, "install", interrupted)  # the interrupt lands here
+        runner = NotebookRunner(server)
+        with pytest.raises(KeyboardInterrupt):
+            runner.start()
+    assert livekit.server_options(server) == before and not livekit.server_running(server)
+    assert runner.state is RunnerState.STOPPED
+
+    again = NotebookRunner(server).start()
+    runners.append(again)
+    await again.ready()
+    assert await again.send_text("hi") == 'You are Ada. You said: "hi".'
+
+
+# -- 5. an unreachable LiveKit --------------------------------------------------------------
+
+
+async def test_an_unreachable_livekit_fails_fast_and_leaves_nothing(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"ws://127.0.0.1:{probe.getsockname()[1]}"
+    server = server_for(emulator.base_url())
+    before = livekit.server_options(server)
+    environment = dict(os.environ)
+    listening = _listening_ports()
+    entered: list[str] = []
+    server_entry = livekit.entrypoint_of(server)
+
+    async def counted(ctx: JobContext) -> None:
+        entered.append(ctx.room.name)
+        await server_entry(ctx)
+
+    livekit.set_entrypoint(server, counted)
+    before["_entrypoint_fnc"] = counted
+    runner = NotebookRunner(server, livekit_url=url, api_key="key", api_secret="s" * 32)
+    runner.start()
+    with pytest.raises(RunnerError, match="LIVEKIT_URL") as raised:
+        await asyncio.wait_for(runner.ready(), 15)  # not the 30 s start timeout
+    assert url in str(raised.value) and "entrypoint" not in str(raised.value)
+    assert entered == []
+    assert runner.state is RunnerState.STOPPED
+    assert livekit.server_options(server) == before and not livekit.server_running(server)
+    assert _listening_ports() == listening  # livekit's worker HTTP listener is closed
+    assert dict(os.environ) == environment  # livekit's run copied the secret into it
+
+    offline = NotebookRunner(server).start()  # the same server still runs offline
+    runners.append(offline)
+    await offline.ready()
+    assert await offline.send_text("hi") == 'You are Ada. You said: "hi".'
+
+
+def _listening_ports() -> set[int]:
+    return {
+        c.laddr.port
+        for c in psutil.Process().net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN
+    }
+
+
+# -- 14. the cached offline room does not grow ----------------------------------------------
+
+
+async def test_start_stop_cycles_leave_no_calls_on_the_offline_room(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    server = server_for(emulator.base_url())
+    for _ in range(3):
+        runner = NotebookRunner(server).start()
+        runners.append(runner)
+        await runner.ready()
+        await runner.send_text("hi")
+        assert livekit.mock_room_call_records() > 0  # the job did use it
+        runner.stop()
+        assert livekit.mock_room_call_records() == 0
+
+
+async def test_every_private_livekit_name_exists() -> None:
+    instances = {AgentServer: AgentServer(), AgentSession: AgentSession()}
+    missing = [
+        f"{cls.__module__}.{cls.__qualname__}.{name}"
+        for cls, names in livekit.PRIVATE_NAMES.items()
+        for name in names
+        if not hasattr(instances[cls], name)
+    ]
+    assert not missing, f"livekit no longer has: {', '.join(missing)}"
