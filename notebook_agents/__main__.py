@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -80,12 +81,25 @@ def _add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     bench.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the emulator")
     bench.add_argument("--api-key", help="key for --base-url (default: OPENAI_API_KEY)")
-    bench.add_argument("--timeout", type=float, default=30.0, help="seconds per trial")
+    bench.add_argument(
+        "--timeout", type=_timeout_seconds, default=30.0, help="seconds per trial (> 0)"
+    )
     bench.add_argument("--warmup", type=int, default=1, help="discarded rounds per cell")
     bench.add_argument(
         "--trace", action="store_true", help="also run every trial with a Trace attached"
     )
     bench.add_argument("--out", default="bench-results", help="directory for the results")
+
+
+def _timeout_seconds(raw: str) -> float:
+    """``--timeout``: a trial needs some time and must end (a run never hangs), so 0 < s < inf."""
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"{raw!r}: expected seconds > 0 and finite, e.g. 30")
+    return seconds
 
 
 def _run_bench(args: argparse.Namespace) -> int:

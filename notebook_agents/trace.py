@@ -29,6 +29,7 @@ from livekit.agents.voice.agent_session import AgentSession
 from livekit.agents.voice.events import EventTypes
 
 from ._contexts import agent_contexts
+from ._records import FieldError, build, not_utf8, value
 
 EventKind = Literal[
     "agent_state",
@@ -217,22 +218,23 @@ class Trace:
         path = Path(path)
         trace = cls()
         trace.loaded = True
-        with path.open(encoding="utf-8") as lines:
-            header = _parse_line(path, 1, next(lines, ""))
+        # bytes, decoded line by line: a file that is not UTF-8 is refused at its line
+        with path.open("rb") as lines:
+            header = _parse_line(path, 1, next(lines, b""))
             if header.get("format") != TRACE_FORMAT:
                 raise ValueError(
                     f"{path}:1: not a notebook-agents trace (format {header.get('format')!r}, "
                     f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
                 )
-            if isinstance(header.get("started_at"), int | float):
-                trace.started_at = float(header["started_at"])
-            for number, line in enumerate(lines, start=2):
-                if line.strip():
-                    record = _parse_line(path, number, line)
-                    try:
-                        trace._events.append(TraceEvent(**record))
-                    except TypeError as e:
-                        raise ValueError(f"{path}:{number}: not a trace event ({e})") from None
+            number = 1  # the line being read, which an error names
+            try:
+                if "started_at" in header:
+                    trace.started_at = value(header["started_at"], float, "started_at")
+                for number, line in enumerate(lines, start=2):
+                    if line.strip():
+                        trace._events.append(build(TraceEvent, _parse_line(path, number, line)))
+            except FieldError as e:
+                raise ValueError(f"{path}:{number}: {e}") from None
         return trace
 
     # -- attaching -------------------------------------------------------------------------
@@ -683,9 +685,11 @@ def _guarded(trace: Trace, handler: Callable[[Any], None]) -> Callable[[Any], No
     return handle
 
 
-def _parse_line(path: Path, number: int, line: str) -> dict[str, Any]:
+def _parse_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{number}: {not_utf8(e)}; is this a trace file?") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}:{number}: not JSON ({e.msg}); is this a trace file?") from None
     if not isinstance(record, dict):

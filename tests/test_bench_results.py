@@ -99,14 +99,23 @@ DELETE = object()
         pytest.param("trials.0.level", DELETE, "level", id="trial missing a field"),
         pytest.param("trials.0.reply_ms", float("nan"), "reply_ms", id="NaN timing"),
         pytest.param("trials.0.handoff_ms", "fast", "handoff_ms", id="text timing"),
-        pytest.param("trials.0", ["agent"], "trial must be an object", id="trial not an object"),
+        pytest.param("trials.0", ["agent"], "trials[0]: found", id="trial not an object"),
     ],
 )
 def test_unusable_json_is_refused_naming_file_and_problem(
     tmp_path: Path, where: str, value: object, problem: str
 ) -> None:
+    path = damaged_json(tmp_path, where, value)
+    with pytest.raises(ResultsFileError) as caught:
+        BenchmarkResult.load_json(path)
+    assert str(path) in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def damaged_json(tmp_path: Path, where: str, value: object) -> Path:
+    """A saved result with the value at ``where`` (``"trials.0.level"``) replaced or DELETEd."""
     data = make_result().to_dict()
-    # "trials.0.level": walk the dict and list keys down to the one to damage
+    # walk the dict and list keys down to the one to damage
     keys: list[Any] = [int(k) if k.isdigit() else k for k in where.split(".")]
     target: Any = data
     for key in keys[:-1]:
@@ -118,10 +127,7 @@ def test_unusable_json_is_refused_naming_file_and_problem(
     path = tmp_path / "results.json"
     # allow_nan: write the NaN a buggy or hand-edited file could hold
     path.write_text(json.dumps(data, allow_nan=True))
-    with pytest.raises(ResultsFileError) as caught:
-        BenchmarkResult.load_json(path)
-    assert str(path) in str(caught.value)
-    assert problem in str(caught.value)
+    return path
 
 
 def test_text_that_is_not_json_is_refused(tmp_path: Path) -> None:
@@ -146,8 +152,9 @@ CSV_DAMAGE: dict[str, tuple[Callable[[list[dict[str, str]]], list[dict[str, str]
         lambda rows: [{k: v for k, v in r.items() if k != "reply_ms"} for r in rows],
         "reply_ms",
     ),
-    "text timing": (lambda rows: [{**r, "reply_ms": "fast"} for r in rows], "malformed row"),
-    "text trial number": (lambda rows: [{**r, "trial": "first"} for r in rows], "malformed row"),
+    "text timing": (lambda rows: [{**r, "reply_ms": "fast"} for r in rows], "line 2, reply_ms"),
+    "text trial number": (lambda rows: [{**r, "trial": "first"} for r in rows], "line 2, trial"),
+    "unknown column": (lambda rows: [{**r, "colour": "red"} for r in rows], "colour: not a field"),
 }
 
 
@@ -160,3 +167,70 @@ def test_unusable_csv_is_refused_naming_file_and_problem(tmp_path: Path, damage:
         BenchmarkResult.load_csv(path)
     assert str(path) in str(caught.value)
     assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "field", "expected"),
+    [
+        ("trials.0.rtt_ms", "abc", "trials[0].rtt_ms", "a finite number or null"),
+        ("trials.1.rtt_ms", float("inf"), "trials[1].rtt_ms", "a finite number or null"),
+        ("trials.0.level", "wizard", "trials[0].level", "one of 'agent', 'session', 'cascaded'"),
+        ("trials.2.ok", "yes", "trials[2].ok", "true or false"),
+        ("trials.0.history_turns", "10", "trials[0].history_turns", "an integer"),
+        ("trials.0.trial", 1.5, "trials[0].trial", "an integer"),
+        ("trials.0.error", 404, "trials[0].error", "a string or null"),
+        ("config.rtts_ms", "0,20", "config.rtts_ms", "a list"),
+        ("config.rtts_ms.1", "fast", "config.rtts_ms[1]", "a finite number"),
+        ("config.timeout_s", None, "config.timeout_s", "a finite number"),
+        ("config.modes", ["reuse+copied", 7], "config.modes[1]", "a string"),
+        ("versions", ["1.8.9"], "versions", "an object"),
+        ("duration_s", "long", "duration_s", "a finite number"),
+        ("started", 2026, "started", "a string"),
+    ],
+)
+def test_wrongly_typed_json_fields_are_refused_naming_the_field(
+    tmp_path: Path, where: str, value: object, field: str, expected: str
+) -> None:
+    path = damaged_json(tmp_path, where, value)
+    with pytest.raises(ResultsFileError) as caught:
+        BenchmarkResult.load_json(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path} is invalid at {field}: found ")
+    assert f"expected {expected}" in message
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "expected"),
+    [
+        ("rtt_ms", "abc", "a finite number or null"),
+        ("ok", "maybe", "true or false"),
+        ("level", "wizard", "one of 'agent', 'session', 'cascaded'"),
+        ("trial", "first", "an integer"),
+        ("reply_ms", "nan", "a finite number or null"),
+    ],
+)
+def test_wrongly_typed_csv_cells_are_refused_naming_line_and_column(
+    tmp_path: Path, column: str, value: str, expected: str
+) -> None:
+    path = make_result().save_csv(tmp_path / "results.csv")
+    # the header is line 1: the third trial's row is line 4
+    _rewrite_csv(
+        path, lambda rows: [{**r, column: value} if i == 2 else r for i, r in enumerate(rows)]
+    )
+    with pytest.raises(ResultsFileError) as caught:
+        BenchmarkResult.load_csv(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path} is invalid at line 4, {column}: found ")
+    assert value.lower() in message.lower()  # "nan" is parsed, then refused: found NaN
+    assert f"expected {expected}" in message
+
+
+@pytest.mark.parametrize("suffix", ["json", "csv"])
+def test_binary_garbage_is_refused_naming_the_file(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"results.{suffix}"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x00")
+    load = BenchmarkResult.load_json if suffix == "json" else BenchmarkResult.load_csv
+    with pytest.raises(ResultsFileError) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path} ")
+    assert "utf-8" in str(caught.value).lower()

@@ -10,7 +10,8 @@ import pytest
 
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult
-from notebook_agents.bench.results import MODES
+from notebook_agents.bench.cli import outcome
+from notebook_agents.bench.results import MODES, Trial
 from notebook_agents.bench.run import plan, run_benchmark
 from notebook_agents.emulator import Emulator
 
@@ -105,3 +106,61 @@ def test_cli_bad_arguments_name_the_fix(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert main(["bench", *argv, "--out", str(tmp_path)]) == 2
     assert needle in capsys.readouterr().err
+
+
+QUICK = ["bench", "--rtt", "0", "--trials", "1", "--history", "1", "--level", "session"]
+"""one trial per mode of the cheapest level: a real run that takes a few seconds"""
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+def test_cli_rejects_a_timeout_outside_its_range(
+    timeout: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*QUICK, "--warmup", "0", "--timeout", timeout, "--out", str(tmp_path)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--timeout" in err and "seconds > 0" in err
+    assert not list(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_cli_exits_non_zero_when_every_trial_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*QUICK, "--warmup", "0", "--timeout", "0.001", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    printed = capsys.readouterr().out
+    assert "4 trials in" in printed and "all 4 failed: no timing measured" in printed
+    assert "timed out after 0.001 s" in printed
+    # the failures are still data: the results say why each trial failed
+    result = BenchmarkResult.load_json(tmp_path / "results.json")
+    assert [t.ok for t in result.trials] == [False] * 4
+
+
+@pytest.mark.parametrize(
+    ("failed", "status", "summary"),
+    [
+        (0, 0, "4 trials in 2.0 s, none failed"),
+        (1, 0, "4 trials in 2.0 s, 1 failed"),  # a partial failure is still a result
+        (4, 1, "4 trials in 2.0 s, all 4 failed: no timing measured"),
+    ],
+)
+def test_a_run_fails_only_when_every_trial_failed(failed: int, status: int, summary: str) -> None:
+    trials = [Trial("session", s, c, 0.0, 1, 0, reply_ms=1.0) for s, c in MODES]
+    for trial in trials[:failed]:
+        trial.ok, trial.reply_ms, trial.error = False, None, "boom"
+    result = BenchmarkResult(BenchmarkConfig(), trials=trials, duration_s=2.0)
+    assert outcome(result) == (summary, status)
+
+
+@pytest.mark.parametrize("under", ["", "sub/dir"], ids=["a file", "under a file"])
+def test_cli_out_on_a_file_is_a_one_line_error(
+    under: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "results.txt"
+    blocker.write_text("not a directory\n")
+    out = blocker / under if under else blocker
+    assert main([*QUICK, "--warmup", "0", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"--out {out}" in err and "not a directory" in err

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from matplotlib.collections import PathCollection
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from notebook_agents.trace import Trace, TraceEvent
@@ -16,6 +20,7 @@ from notebook_agents.views.timeline_view import (
     browser_record,
     milliseconds,
     state_spans,
+    timeline_figure,
 )
 
 from .conftest import MakeModel
@@ -157,3 +162,41 @@ async def test_figure_of_a_loaded_trace(models: MakeModel, tmp_path: Path) -> No
     legend = [t.get_text() for t in legend_box.get_texts()]
     assert "user message" in legend and "tool call" in legend
     assert isinstance(TimelineView(Trace()).to_figure(), Figure)  # nothing yet: still a picture
+
+
+def test_figure_keeps_close_marks_apart_and_marks_a_failed_tool_output() -> None:
+    lookup = {"name": "weather", "call_id": "c1", "arguments": "{}"}
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 0.1, "agent_state", "A", {"old": "initializing", "new": "listening"}),
+        # one turn: the user's words, a tool call, its output and the reply within 5 ms
+        TraceEvent(2, 1.000, "user_message", "A", {"text": "weather?"}),
+        TraceEvent(3, 1.002, "tool_call", "A", lookup),
+        TraceEvent(4, 1.003, "tool_output", "A", {**lookup, "output": "sunny", "is_error": False}),
+        TraceEvent(5, 1.005, "agent_message", "A", {"text": "sunny"}),
+        TraceEvent(6, 2.000, "tool_call", "A", {**lookup, "call_id": "c2"}),
+        TraceEvent(7, 2.001, "tool_output", "A", {**lookup, "output": "boom", "is_error": True}),
+        TraceEvent(8, 3.0, "closed", None, {}),
+    ]
+    figure = timeline_figure(events)
+    figure.draw_without_rendering()  # lay it out: positions on the page are now final
+    (ax,) = figure.axes
+    scatters = [c for c in ax.collections if isinstance(c, PathCollection)]
+    marks = [(c, (x, y)) for c in scatters for x, y in np.asarray(c.get_offsets()).tolist()]
+    # every mark is drawn, at its own time, inside its lane
+    assert sorted(x for _, (x, _) in marks) == [1.000, 1.002, 1.003, 1.005, 2.000, 2.001]
+    assert all(-0.5 < y < 0.5 for _, (_, y) in marks)
+    # and none covers another: centres at least a marker's width apart on the page
+    width_px = max(math.sqrt(s) for c in scatters for s in c.get_sizes()) * figure.dpi / 72
+    on_page = [ax.transData.transform(xy) for _, xy in marks]
+    for i, a in enumerate(on_page):
+        for b in on_page[i + 1 :]:
+            assert math.dist(a, b) >= width_px, f"marks at {a} and {b} overlap"
+    # a failed tool output looks unlike a successful one, as in the browser (red outline)
+    (ok,) = [c for c, (x, _) in marks if x == 1.003]
+    (failed,) = [c for c, (x, _) in marks if x == 2.001]
+    assert failed is not ok
+    red = to_rgba("#dc2626")
+    assert np.allclose(np.asarray(failed.get_edgecolor())[0], red)
+    assert not np.allclose(np.asarray(ok.get_edgecolor())[0], red)
+    assert failed.get_label() == "tool output (failed)"

@@ -577,6 +577,65 @@ def test_load_refuses_a_malformed_file_naming_file_and_line(
         Trace.load(path)
 
 
+def test_load_refuses_binary_garbage_naming_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "picture.jsonl"
+    path.write_bytes(f"{HEADER}\n".encode() + b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(ValueError, match=r"picture\.jsonl:2: not UTF-8 text") as caught:
+        Trace.load(path)
+    assert "is this a trace file?" in str(caught.value)
+
+
+GOOD_EVENT: dict[str, Any] = {"seq": 0, "t": 0.5, "kind": "closed", "agent": None, "data": {}}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("seq", "x", "an integer"),
+        ("seq", True, "an integer"),
+        ("t", "soon", "a finite number"),
+        ("t", float("nan"), "a finite number"),
+        ("kind", "bogus", "one of 'agent_state'"),
+        ("agent", 3, "a string or null"),
+        ("data", [1], "an object"),
+    ],
+)
+def test_load_refuses_a_wrongly_typed_field_naming_it(
+    tmp_path: Path, field: str, value: object, expected: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    bad = json.dumps({**GOOD_EVENT, field: value})
+    path.write_text(f"{HEADER}\n{json.dumps(GOOD_EVENT)}\n{bad}\n")
+    with pytest.raises(ValueError) as caught:
+        Trace.load(path)
+    assert str(caught.value).startswith(f"{path}:3: {field}: found {json.dumps(value)}")
+    assert f"expected {expected}" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({k: v for k, v in GOOD_EVENT.items() if k != "kind"}, "kind: missing"),
+        ({**GOOD_EVENT, "colour": "red"}, "colour: not a field"),
+    ],
+)
+def test_load_refuses_a_missing_or_unknown_field_naming_it(
+    tmp_path: Path, record: dict[str, Any], problem: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(f"{HEADER}\n{json.dumps(record)}\n")
+    with pytest.raises(ValueError, match=rf"bad\.jsonl:2: {problem}"):
+        Trace.load(path)
+
+
+def test_load_refuses_a_header_whose_start_time_is_not_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    header = json.dumps({"format": TRACE_FORMAT, "started_at": "yesterday"})
+    path.write_text(f"{header}\n{json.dumps(GOOD_EVENT)}\n")
+    with pytest.raises(ValueError, match=r'bad\.jsonl:1: started_at: found "yesterday"'):
+        Trace.load(path)
+
+
 # -- 9. a failing trace never breaks the session ------------------------------------------
 
 

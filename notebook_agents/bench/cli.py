@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from .results import BenchmarkConfig, Level, Trial
+from .results import BenchmarkConfig, BenchmarkResult, Level, Trial
 from .run import run_benchmark
 
 _LEVELS = ("agent", "session", "cascaded")
@@ -35,11 +35,10 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
 def run_from_args(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
+        out = results_directory(Path(args.out))
     except ValueError as e:
         print(f"notebook-agents bench: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     bar = ProgressBar(sys.stderr)
     try:
         result = asyncio.run(run_benchmark(config, api_key=args.api_key, progress=bar.update))
@@ -58,12 +57,34 @@ def run_from_args(args: argparse.Namespace) -> int:
     if traced.trials:
         print("\nobserver cost: reply_ms without and with a Trace attached (interleaved)")
         print(format_comparisons(compare(plain, traced), a="untraced", b="traced"))
-    failed = result.failed_trials()
-    print(f"\n{len(result.trials)} trials in {result.duration_s:.1f} s, {len(failed)} failed")
-    for trial in failed[:5]:
+    summary, status = outcome(result)
+    print("\n" + summary)
+    for trial in result.failed_trials()[:5]:
         print(f"  failed {trial.level} {trial.mode} rtt={trial.rtt_ms}: {trial.error}")
     print("wrote " + ", ".join(str(path) for path in written))
-    return 0
+    return status
+
+
+def outcome(result: BenchmarkResult) -> tuple[str, int]:
+    """The summary line and exit status: the run fails (1) only when no trial measured
+    anything; a partial failure is still a result (0), its failures counted."""
+    failed, total = len(result.failed_trials()), len(result.trials)
+    head = f"{total} trials in {result.duration_s:.1f} s"
+    if failed and failed == total:
+        return f"{head}, all {failed} failed: no timing measured", 1
+    return f"{head}, {failed or 'none'} failed", 0
+
+
+def results_directory(out: Path) -> Path:
+    """``--out``, made before the run; ValueError names what is in the way."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        # mkdir says "File exists" or "Not a directory": name the file that is in the way
+        blocker = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+        problem = f"{blocker} is a file, not a directory" if blocker else e.strerror
+        raise ValueError(f"--out {out}: {problem}; pass a directory path") from None
+    return out
 
 
 class ProgressBar:

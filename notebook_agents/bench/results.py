@@ -6,14 +6,16 @@ refused with an error that says which and what to do, instead of half-loading.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from .._records import FieldError, arms, build, fields_of, not_utf8
 
 FORMAT = "notebook-agents.bench"
 FORMAT_VERSION = 1
@@ -143,8 +145,10 @@ class BenchmarkResult:
     def load_json(cls, path: str | Path) -> BenchmarkResult:
         path = Path(path)
         try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError) as e:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e:
+            raise ResultsFileError(path, f"is {not_utf8(e)}; is this a results file?") from None
+        except OSError as e:
             raise ResultsFileError(path, f"cannot be read ({e})") from None
         except json.JSONDecodeError as e:
             raise ResultsFileError(path, f"is not JSON ({e.msg} at line {e.lineno})") from None
@@ -152,6 +156,7 @@ class BenchmarkResult:
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str | Path = "<dict>") -> BenchmarkResult:
+        """A result from ``to_dict``'s form; ResultsFileError names a field that is wrong."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ResultsFileError(
                 source, f"is not a notebook-agents benchmark result (no format {FORMAT!r})"
@@ -163,19 +168,13 @@ class BenchmarkResult:
                 f"has format version {version!r}, newer than this notebook-agents reads "
                 f"({FORMAT_VERSION}): upgrade notebook-agents to load it",
             )
+        fields = {k: v for k, v in data.items() if k not in ("format", "format_version")}
         try:
-            config = BenchmarkConfig(**data["config"])
-            trials = [_trial_from(record) for record in data["trials"]]
-            return cls(
-                config=config,
-                trials=trials,
-                versions=dict(data.get("versions", {})),
-                machine=dict(data.get("machine", {})),
-                started=str(data.get("started", "")),
-                duration_s=float(data.get("duration_s", 0.0)),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ResultsFileError(source, f"is malformed ({type(e).__name__}: {e})") from None
+            if "trials" not in fields:  # every saved result lists them: this one was cut short
+                raise FieldError("missing, expected a list", ("trials",))
+            return build(cls, fields)
+        except FieldError as e:
+            raise ResultsFileError(source, f"is invalid at {e}") from None
 
     # -- CSV -------------------------------------------------------------------------------
 
@@ -194,15 +193,13 @@ class BenchmarkResult:
     def load_csv(path: str | Path) -> list[Trial]:
         """The trials of a CSV written by ``save_csv`` (the CSV carries no config)."""
         path = Path(path)
-        with path.open(newline="") as rows:
-            reader = csv.DictReader(rows)
-            missing = set(CSV_COLUMNS) - set(reader.fieldnames or ())
-            if missing:
-                raise ResultsFileError(path, f"lacks the columns {sorted(missing)}")
-            try:
-                return [_trial_from(_parse_row(row)) for row in reader]
-            except (TypeError, ValueError) as e:
-                raise ResultsFileError(path, f"has a malformed row ({e})") from None
+        try:
+            with path.open(newline="", encoding="utf-8") as rows:
+                return _trials_from_csv(path, csv.DictReader(rows))
+        except UnicodeDecodeError as e:
+            raise ResultsFileError(path, f"is {not_utf8(e)}; is this a results CSV?") from None
+        except csv.Error as e:
+            raise ResultsFileError(path, f"is not CSV ({e})") from None
 
 
 class ResultsFileError(ValueError):
@@ -212,31 +209,42 @@ class ResultsFileError(ValueError):
         super().__init__(f"{source} {problem}")
 
 
-def _trial_from(record: Any) -> Trial:
-    if not isinstance(record, dict):
-        raise TypeError(f"a trial must be an object, not {type(record).__name__}")
-    trial = Trial(**record)
-    for name in (*TIMINGS, *TRUTHS):
-        value = getattr(trial, name)
-        if value is not None and (not isinstance(value, int | float) or math.isnan(value)):
-            raise ValueError(f"{name}={value!r} is not a number")
-    return trial
+def _trials_from_csv(path: Path, reader: csv.DictReader[str]) -> list[Trial]:
+    missing = set(CSV_COLUMNS) - set(reader.fieldnames or ())
+    if missing:
+        raise ResultsFileError(path, f"lacks the columns {sorted(missing)}")
+    fields = fields_of(Trial)
+    trials = []
+    for row in reader:
+        where = f"line {reader.line_num}"
+        if None in row:  # csv puts cells past the header's columns under None
+            raise ResultsFileError(path, f"is invalid at {where}: more cells than columns")
+        # a short row's absent cells (None) are empty ones; an unknown column is left to
+        # build, which names it
+        record = {
+            name: _from_cell(raw or "", fields[name].hint if name in fields else Any)
+            for name, raw in row.items()
+        }
+        try:
+            trials.append(build(Trial, record))
+        except FieldError as e:
+            raise ResultsFileError(path, f"is invalid at {where}, {e}") from None
+    return trials
 
 
-def _parse_row(row: dict[str, str]) -> dict[str, Any]:
-    parsed: dict[str, Any] = {}
-    for name, raw in row.items():
-        if name in (*TIMINGS, *TRUTHS, "rtt_ms"):
-            parsed[name] = float(raw) if raw != "" else None
-        elif name in ("history_turns", "trial"):
-            parsed[name] = int(raw)
-        elif name in ("ok", "traced"):
-            parsed[name] = raw == "True"
-        elif name == "error":
-            parsed[name] = raw or None
-        else:
-            parsed[name] = raw
-    return parsed
+def _from_cell(raw: str, hint: Any) -> Any:
+    """A CSV cell as the JSON value it stands for: empty is null where null is allowed, a
+    number or boolean where one is wanted; text that does not parse stays text, for ``build``
+    to report."""
+    if raw == "" and type(None) in arms(hint):
+        return None
+    for arm in arms(hint):
+        if arm is bool and raw in ("True", "False"):  # as save_csv writes them
+            return raw == "True"
+        if arm in (int, float):
+            with contextlib.suppress(ValueError):
+                return arm(raw)
+    return raw
 
 
 def values(trials: Sequence[Trial], timing: str) -> list[float]:

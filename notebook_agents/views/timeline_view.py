@@ -7,6 +7,7 @@ from typing import Any
 
 import traitlets
 from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 
 from ..trace import Trace, TraceEvent
@@ -34,7 +35,15 @@ MARKS: dict[str, tuple[str, str]] = {
     "error": ("X", "#dc2626"),
 }
 """matplotlib marker and colour per event kind; the browser uses the same colours"""
+FAILED = "#dc2626"
+"""a failed tool output's outline, as the browser's ``na-failed``"""
 BRING_UP = "#6366f1"
+MARK_PT = 6.0
+"""a mark's width in points (scatter sizes are its square)"""
+MARK_GAP_PT = 9.0
+"""centres of marks closer in time than this are stacked this far apart: a width and a hair"""
+MARK_Y = 0.2
+"""where a lane's marks sit, below its centre; close ones stack upwards from here"""
 
 
 class TimelineView(TraceStreamView):
@@ -176,18 +185,7 @@ def timeline_figure(events: list[TraceEvent]) -> Figure:
     for agent, start, end, state in state_spans(events):
         color = STATE_COLORS.get(state, "#e2e8f0")
         ax.broken_barh([(start, end - start)], (row[agent] - 0.35, 0.3), color=color)
-    for kind, (marker, color) in MARKS.items():
-        marks = [(e.t, row[e.agent]) for e in events if e.kind == kind and e.agent in row]
-        if marks:
-            ax.scatter(
-                [t for t, _ in marks],
-                [lane + 0.2 for _, lane in marks],
-                marker=marker,
-                color=color,
-                s=36,
-                label=kind.replace("_", " "),
-                zorder=3,
-            )
+    drawn = _draw_marks(ax, events, row)
     _draw_handoffs(ax, events, row)
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_ylim(len(lanes) - 0.4, -0.6)
@@ -195,7 +193,89 @@ def timeline_figure(events: list[TraceEvent]) -> Figure:
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ax.set_title("agent timeline", fontsize=10)
+    # how far apart marks must sit depends on the laid-out page: lay it out, then stack
+    figure.draw_without_rendering()
+    _stack_close_marks(ax, drawn)
     return figure
+
+
+Scatters = list[tuple[PathCollection, list[tuple[float, int]]]]
+"""each scatter of marks with its marks' (time, lane), in drawing order"""
+
+
+def _draw_marks(ax: Axes, events: list[TraceEvent], row: dict[str, int]) -> Scatters:
+    """A scatter per kind of mark (a failed tool output its own, outlined in red as in the
+    browser), every mark at its time; returns each scatter with its marks' (time, lane)."""
+    drawn: Scatters = []
+    for kind, (marker, color) in MARKS.items():
+        for failed in (False, True):
+            marks = [
+                (e.t, row[e.agent])
+                for e in events
+                if e.kind == kind
+                and _failed(e) == failed
+                and e.agent is not None
+                and e.agent in row
+            ]
+            if not marks:
+                continue
+            # tool outputs are hollow, as in the browser: a failure changes only the outline
+            scatter = ax.scatter(
+                [t for t, _ in marks],
+                [lane + MARK_Y for _, lane in marks],
+                marker=marker,
+                s=MARK_PT**2,
+                facecolors="white" if kind == "tool_output" else color,
+                edgecolors=FAILED if failed else color,
+                linewidths=1.5,
+                label=kind.replace("_", " ") + (" (failed)" if failed else ""),
+                zorder=3,
+            )
+            drawn.append((scatter, marks))
+    return drawn
+
+
+def _failed(event: TraceEvent) -> bool:
+    return event.kind == "tool_output" and bool(event.data.get("is_error"))
+
+
+def _stack_close_marks(ax: Axes, drawn: Scatters) -> None:
+    """Stack a lane's marks that are closer in time than a mark's width upwards, so a user
+    message is not hidden under the reply drawn milliseconds later."""
+    origin, unit = ax.transData.transform([(0.0, 0.0), (1.0, 1.0)])
+    gap_px = MARK_GAP_PT * ax.figure.dpi / 72
+    min_dt = gap_px / abs(unit[0] - origin[0])  # seconds a mark covers on the page
+    step = gap_px / abs(unit[1] - origin[1])  # lane units between stacked marks
+    slots = 1 + int((MARK_Y + 0.4) / step)  # as many as fit above, inside the lane
+    by_lane: dict[int, list[tuple[float, int, int]]] = {}
+    for group, (_, marks) in enumerate(drawn):
+        for index, (t, lane) in enumerate(marks):
+            by_lane.setdefault(lane, []).append((t, group, index))
+    heights = [[lane + MARK_Y for _, lane in marks] for _, marks in drawn]
+    for lane, close in by_lane.items():
+        close.sort()
+        chosen = _stack_slots([t for t, _, _ in close], min_dt, slots)
+        for (_, group, index), slot in zip(close, chosen, strict=True):
+            heights[group][index] = lane + MARK_Y - slot * step
+    for (scatter, marks), ys in zip(drawn, heights, strict=True):
+        scatter.set_offsets([(t, y) for (t, _), y in zip(marks, ys, strict=True)])
+
+
+def _stack_slots(times: list[float], min_dt: float, slots: int) -> list[int]:
+    """For sorted ``times``, the slot of each: the lowest whose last mark is ``min_dt`` or more
+    earlier. Past ``slots`` marks at once, the one freed longest ago is shared."""
+    last: list[float] = []
+    chosen: list[int] = []
+    for t in times:
+        free = next((k for k, before in enumerate(last) if t - before >= min_dt), None)
+        if free is None and len(last) < slots:
+            free = len(last)
+            last.append(t)
+        elif free is None:
+            free = min(range(slots), key=last.__getitem__)
+        last[free] = t
+        chosen.append(free)
+    return chosen
 
 
 def _draw_handoffs(ax: Axes, events: list[TraceEvent], row: dict[str, int]) -> None:
