@@ -88,6 +88,19 @@ def test_bad_arguments_name_the_fix() -> None:
     assert "NAME=VALUE" in proc.stderr and "drop_after" in proc.stderr
 
 
+@pytest.mark.parametrize(("value", "shown"), [("inf", "inf"), ("1e12", "1e+12"), ("-1", "-1")])
+def test_a_delay_out_of_range_is_refused_at_once(value: str, shown: str) -> None:
+    # before: inf and 1e12 were accepted, and every connection then hung
+    proc = subprocess.run(
+        [*EMULATOR, "--port", "0", f"--rtt-ms={value}"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"notebook-agents emulator: rtt_ms={shown} must be between 0 and 60000 ms (e.g. rtt_ms=20)"
+    )
+    assert proc.stdout == ""
+
+
 def test_emulator_binds_loopback_only_and_stops_twice() -> None:
     emu = Emulator().start()
     try:

@@ -13,11 +13,11 @@ from typing_extensions import Self
 from yarl import URL
 
 from .._lifecycle import StartStop
-from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
+from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
 from .faults import Faults
-from .latency import LatencyModel, query_to_str
+from .latency import LatencyModel, query_to_str, query_value
 from .models import ModelCatalog
 from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
 from .replies import ReplyRules
@@ -113,7 +113,12 @@ async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, in
 
 def base_url(root: str, **overrides: Any) -> str:
     """The API ``base_url`` of an emulator at ``root`` (``http://127.0.0.1:PORT``), with
-    per-connection latency and faults in its query string."""
+    per-connection latency and faults in its query string.
+
+    The values are checked as the server will check them: a bad one raises ParameterError
+    here, before any client connects with it.
+    """
+    check_query({name: query_value(value) for name, value in overrides.items()})
     query = query_to_str(overrides)
     return f"{root}/v1" + (f"?{query}" if query else "")
 
@@ -167,7 +172,8 @@ class Emulator(StartStop):
     def base_url(self, **overrides: Any) -> str:
         """The ``base_url`` to give a client, with per-connection latency and faults.
 
-        ``emu.base_url(rtt_ms=20, drop_after=5)`` -> ``http://127.0.0.1:PORT/v1?rtt_ms=20&drop_after=5``
+        ``emu.base_url(rtt_ms=20, drop_after=5)`` -> ``http://127.0.0.1:PORT/v1?rtt_ms=20&drop_after=5``;
+        a value the server would refuse raises ParameterError naming the allowed range.
         """
         return base_url(self.url, **overrides)
 
