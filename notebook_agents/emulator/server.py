@@ -23,6 +23,8 @@ from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_web
 from .replies import ReplyRules
 
 HOST = "127.0.0.1"
+_SHUTDOWN_GRACE_S = 0.5
+"""how long a stopping server lets in-flight requests finish before cancelling them"""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -90,11 +92,26 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     return app
 
 
+def check_port(port: int) -> int:
+    """``port`` if it is a TCP port (0 picks a free one), else an EmulatorError saying so."""
+    if not 0 <= port <= 65535:
+        raise EmulatorError(f"port {port} is not a TCP port: use 0 to 65535 (0 picks a free port)")
+    return port
+
+
 async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, int]:
-    """Bind ``app`` on 127.0.0.1:``port`` (0 picks a free one); a taken port is a clear error."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    """Bind ``app`` on 127.0.0.1:``port`` (0 picks a free one); a taken port is a clear error.
+
+    Stopping closes in-flight requests after a short grace instead of waiting for them.
+    """
+    runner = web.AppRunner(
+        app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_GRACE_S
+    )
     await runner.setup()
-    site = web.TCPSite(runner, HOST, port, reuse_address=False)
+    # The platform's default address reuse (SO_REUSEADDR on POSIX): connections a stopped or
+    # crashed server left in TIME-WAIT would otherwise block its port for a minute. A port
+    # another socket listens on is still refused.
+    site = web.TCPSite(runner, HOST, check_port(port))
     try:
         await site.start()
     except OSError as e:
@@ -150,7 +167,7 @@ class Emulator(StartStop):
             models=models or ModelCatalog(),
             validate=validate,
         )
-        self._requested_port = port
+        self._requested_port = check_port(port)
         self._port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -207,13 +224,21 @@ class Emulator(StartStop):
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop serving and join the thread; open connections are closed. Safe to call twice."""
+        """Stop serving; returns once the server thread is gone and its port free, or raises.
+
+        Open connections are closed, requests in flight cancelled. Safe to call twice.
+        """
         thread, loop, stopped = self._thread, self._loop, self._stopped
         if thread is None or loop is None or stopped is None:
             return
         if not loop.is_closed():
             loop.call_soon_threadsafe(stopped.set)
         thread.join(timeout)
+        if thread.is_alive():
+            raise EmulatorError(
+                f"the emulator's server thread did not stop within {timeout:g} s; "
+                "call stop() again to keep waiting"
+            )
         self._thread = None
         self._port = None
 
