@@ -13,6 +13,7 @@ from typing_extensions import Self
 from yarl import URL
 
 from .._lifecycle import StartStop
+from . import _cells
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
@@ -172,6 +173,8 @@ class Emulator(StartStop):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Event | None = None
+        self._site: _cells.Site | None = None
+        """where a notebook cell's top level started it, if it did"""
 
     @property
     def port(self) -> int:
@@ -204,9 +207,23 @@ class Emulator(StartStop):
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> Self:
-        """Serve on a new thread; returns once the port is bound (or raises why it can't be)."""
+        """Serve on a new thread; returns once the port is bound (or raises why it can't be).
+
+        Started from a notebook cell's top level, it first stops the emulators an earlier run
+        of that cell started there, as re-running a cell (or Run All) means to replace them.
+        """
         if self.running:
             return self
+        caller = _cells.top_level_caller()
+        if caller is not None:
+            _cells.replace_earlier_run(*caller)
+        self._serve_thread()
+        if caller is not None:
+            self._site = caller[0]
+            _cells.record(*caller, self)
+        return self
+
+    def _serve_thread(self) -> None:
         started = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(
@@ -221,7 +238,6 @@ class Emulator(StartStop):
             self._thread.join()
             self._thread = None
             raise failure[0]
-        return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop serving; returns once the server thread is gone and its port free, or raises.
@@ -241,6 +257,9 @@ class Emulator(StartStop):
             )
         self._thread = None
         self._port = None
+        if self._site is not None:
+            _cells.forget(self._site, self)
+            self._site = None
 
     def _serve(self, started: threading.Event, failure: list[BaseException]) -> None:
         # A loop of our own, created and closed on this thread; never anyone else's.
