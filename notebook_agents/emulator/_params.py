@@ -38,7 +38,7 @@ def parse_number(name: str, raw: str | float, bound: Bound | None = None) -> flo
             f"(e.g. {name}={bound.example})"
         )
     if not 0 <= value < float("inf"):
-        raise ParameterError(f"{name}={_shown(raw)} must be a number >= 0")
+        raise ParameterError(f"{name}={_shown(raw)} must be a finite number >= 0")
     return value
 
 

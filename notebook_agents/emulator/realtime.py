@@ -50,7 +50,7 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     settings = request.app[SETTINGS_KEY]
     model = request.query.get("model", "")
     if not settings.models.knows(model, realtime=True):
-        return await refuse(
+        return await _refuse(
             request,
             404,
             ProtocolError(
@@ -64,7 +64,7 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     try:
         log = settings.open_connection("realtime", request.path, request.query)
     except ParameterError as e:
-        return await refuse(request, 400, ProtocolError(str(e), code="invalid_parameter"))
+        return await _refuse(request, 400, ProtocolError(str(e), code="invalid_parameter"))
     # autoclose off: a client's close frame is answered through the delay pipes, a round trip
     # later, as a real server's would be (closing a session costs the client 1 RTT)
     ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES, autoping=True, autoclose=False)
@@ -77,12 +77,13 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     return ws
 
 
-async def refuse(request: web.Request, status: int, reason: ProtocolError) -> web.StreamResponse:
+async def _refuse(request: web.Request, status: int, reason: ProtocolError) -> web.StreamResponse:
     """Refuse a connection so that the client learns why.
 
     A plain request gets the HTTP error. A websocket is accepted and told in an ``error``
-    event: the plugin reports a refused handshake only as an opaque ``WSServerHandshakeError``
-    and retries, and its caller's reply then times out.
+    event, and stays open: the plugin reports a refused handshake only as an opaque
+    ``WSServerHandshakeError`` (its caller's reply then times out), and a close right after
+    the error makes it reconnect and discard the pending reply.
     """
     ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES)
     if not ws.can_prepare(request).ok:

@@ -217,13 +217,14 @@ class Emulator(StartStop):
         caller = _cells.top_level_caller()
         if caller is not None:
             _cells.replace_earlier_run(*caller)
-        self._serve_thread()
+        self._start_thread()
         if caller is not None:
             self._site = caller[0]
             _cells.record(*caller, self)
         return self
 
-    def _serve_thread(self) -> None:
+    def _start_thread(self) -> None:
+        """Start the server thread; returns once the port is bound, else raises its error."""
         started = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(
