@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from .emulator import EmulatorError, Faults, LatencyModel
 from .emulator._params import ParameterError
-from .emulator._settings import EmulatorSettings
-from .emulator.server import HOST, create_app, start_site
+from .emulator._settings import FAULT_PARAMETERS, EmulatorSettings
+from .emulator.server import HOST, check_port, create_app, start_site
 
 _PARENT_POLL_S = 0.25
 
@@ -110,16 +110,17 @@ def _run_bench(args: argparse.Namespace) -> int:
 
 def _run_emulator(args: argparse.Namespace) -> int:
     try:
+        port = check_port(args.port)
         latency = LatencyModel(
             **{f.name: getattr(args, f.name) for f in dataclasses.fields(LatencyModel)}
         )
         faults = Faults.from_query(dict(_split_fault(f) for f in args.fault))
-    except (ValueError, ParameterError) as e:
+    except (ParameterError, EmulatorError) as e:
         print(f"notebook-agents emulator: {e}", file=sys.stderr)
         return 2
     settings = EmulatorSettings(latency=latency, faults=faults, validate=not args.no_validate)
     try:
-        asyncio.run(_serve(settings, args.port))
+        asyncio.run(_serve(settings, port))
     except EmulatorError as e:
         print(f"notebook-agents emulator: {e}", file=sys.stderr)
         return 1
@@ -130,8 +131,8 @@ def _run_emulator(args: argparse.Namespace) -> int:
 
 def _split_fault(raw: str) -> tuple[str, str]:
     name, sep, value = raw.partition("=")
-    if not sep or name not in {f.name for f in dataclasses.fields(Faults)}:
-        known = ", ".join(f.name for f in dataclasses.fields(Faults))
+    if not sep or name not in FAULT_PARAMETERS:
+        known = ", ".join(FAULT_PARAMETERS)
         raise ParameterError(f"--fault {raw!r}: use NAME=VALUE with NAME one of {known}")
     return name, value
 

@@ -383,11 +383,28 @@ async def test_bad_request_names_the_param(
     assert payload["error"]["param"] == param
 
 
-async def test_bad_query_param_is_400_naming_it(emulator: Emulator) -> None:
-    async with sdk(emulator, rtt_ms="abc") as client:
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("abc", "rtt_ms='abc' is not a number"),
+        # an infinite delay used to hang the request (and leave its task behind)
+        ("inf", "rtt_ms=inf must be between 0 and 60000 ms"),
+        ("1e12", "rtt_ms=1e12 must be between 0 and 60000 ms"),
+    ],
+)
+async def test_bad_query_param_is_400_naming_it(emulator: Emulator, raw: str, message: str) -> None:
+    # built by hand: base_url() itself refuses these values
+    client = openai.AsyncOpenAI(
+        base_url=emulator.url + "/v1",
+        default_query={"rtt_ms": raw},
+        api_key=API_KEY,
+        max_retries=0,
+        timeout=10,
+    )
+    async with client:
         with pytest.raises(openai.BadRequestError) as info:
             await client.chat.completions.create(model=MODEL, messages=messages("Hi"))
-    assert "rtt_ms" in info.value.message
+    assert message in info.value.message
 
 
 async def test_a_failing_custom_rule_is_a_500_naming_it(emulator: Emulator) -> None:

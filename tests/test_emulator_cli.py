@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import urllib.request
 from collections.abc import Iterator
 
@@ -86,6 +88,108 @@ def test_bad_arguments_name_the_fix() -> None:
     )
     assert proc.returncode == 2
     assert "NAME=VALUE" in proc.stderr and "drop_after" in proc.stderr
+
+
+@pytest.mark.parametrize(("value", "shown"), [("inf", "inf"), ("1e12", "1e+12"), ("-1", "-1")])
+def test_a_delay_out_of_range_is_refused_at_once(value: str, shown: str) -> None:
+    # before: inf and 1e12 were accepted, and every connection then hung
+    proc = subprocess.run(
+        [*EMULATOR, "--port", "0", f"--rtt-ms={value}"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"notebook-agents emulator: rtt_ms={shown} must be between 0 and 60000 ms (e.g. rtt_ms=20)"
+    )
+    assert proc.stdout == ""
+
+
+def open_connections(port: int, count: int = 3) -> list[socket.socket]:
+    """Keep-alive HTTP connections that have each been answered once."""
+    connections = []
+    for _ in range(count):
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        request = f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n\r\n"
+        conn.sendall(request.encode())
+        assert conn.recv(65536).startswith(b"HTTP/1.1 200")
+        connections.append(conn)
+    return connections
+
+
+def start_process(port: int) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([*EMULATOR, "--port", str(port)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def test_same_port_right_after_a_crash_with_connections_open() -> None:
+    crashed, url = start_process(0)
+    port = int(url.rsplit(":", 1)[1])
+    connections = open_connections(port)
+    crashed.kill()  # by its pid: the process this test started
+    crashed.wait(timeout=10)
+    for conn in connections:
+        conn.close()  # the dead server's side of each connection is now in TIME-WAIT
+
+    emu = Emulator(port=port).start()
+    assert emu.port == port
+    with pytest.raises(EmulatorError, match=f"port {port} on 127.0.0.1 is in use"):
+        Emulator(port=port).start()  # a live emulator still holds its port alone
+    emu.stop()
+    proc, again = start_process(port)
+    try:
+        assert again == url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_same_port_right_after_stop_with_connections_open() -> None:
+    emu = Emulator().start()
+    port = emu.port
+    connections = open_connections(port)
+    emu.stop()
+    for conn in connections:
+        conn.close()
+    with Emulator(port=port) as again:
+        assert again.port == port
+
+
+def test_stop_returns_only_when_the_server_thread_is_gone() -> None:
+    before = set(threading.enumerate())
+    emu = Emulator().start()
+    (thread,) = set(threading.enumerate()) - before
+    # a reply the server is in the middle of: its first word is out, the next a minute away
+    busy = socket.create_connection(("127.0.0.1", emu.port), timeout=10)
+    body = json.dumps(
+        {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    busy.sendall(
+        (
+            "POST /v1/chat/completions?token_ms=60000 HTTP/1.1\r\nHost: x\r\n"
+            f"Authorization: Bearer {API_KEY}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n{body}"
+        ).encode()
+    )
+    assert busy.recv(65536).startswith(b"HTTP/1.1 200")
+    try:
+        emu.stop()
+        assert not thread.is_alive()
+        assert not emu.running
+    finally:
+        busy.close()
+
+
+@pytest.mark.parametrize("port", [70000, -1])
+def test_a_port_outside_the_tcp_range_is_a_clear_error(port: int) -> None:
+    message = f"port {port} is not a TCP port: use 0 to 65535 (0 picks a free port)"
+    with pytest.raises(EmulatorError, match=re.escape(message)):
+        Emulator(port=port)
+    proc = subprocess.run(
+        [*EMULATOR, "--port", str(port)], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == f"notebook-agents emulator: {message}\n"
+    assert proc.stdout == ""
 
 
 def test_emulator_binds_loopback_only_and_stops_twice() -> None:

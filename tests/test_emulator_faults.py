@@ -10,8 +10,9 @@ from typing import Any
 import aiohttp
 import pytest
 from livekit.agents import llm
+from livekit.plugins import openai
 
-from notebook_agents.emulator import Emulator
+from notebook_agents.emulator import Emulator, ParameterError
 
 from .conftest import API_KEY
 from .test_emulator_realtime import ServerEvents, realtime_session, realtime_ws_url, reply_text
@@ -160,19 +161,76 @@ async def test_cancelled_responses_end_without_content(emulator: Emulator) -> No
         assert await healthy_reply(emulator) == "How can I help you?"
 
 
-async def test_bad_connection_parameters_are_http_errors(emulator: Emulator) -> None:
+BAD_CONNECTIONS = [
+    ("model=gpt-imaginary", 404, "model_not_found", "gpt-imaginary"),
+    ("model=gpt-realtime&rtt_ms=fast", 400, "invalid_parameter", "rtt_ms"),
+    ("model=gpt-realtime&rtt_ms=inf", 400, "invalid_parameter", "rtt_ms=inf must be between"),
+    ("model=gpt-realtime&rtt_ms=-1", 400, "invalid_parameter", "rtt_ms=-1 must be between"),
+    ("model=gpt-realtime&drop_after=1.5", 400, "invalid_parameter", "drop_after"),
+    ("model=gpt-realtime&ack_delay_items=", 400, "invalid_parameter", "ack_delay_items"),
+    ("model=gpt-realtime&fail_first=-", 400, "invalid_parameter", "fail_first"),
+]
+
+
+@pytest.mark.parametrize(("query", "status", "code", "needle"), BAD_CONNECTIONS)
+async def test_a_refused_websocket_hears_why_in_an_error_event(
+    emulator: Emulator, query: str, status: int, code: str, needle: str
+) -> None:
+    ws_url = emulator.base_url().replace("http", "ws", 1) + f"/realtime?{query}"
     async with aiohttp.ClientSession() as http:
-        ws_base = emulator.base_url().replace("http", "ws", 1) + "/realtime"
-        for query, status, needle in [
-            ("model=gpt-imaginary", 404, "gpt-imaginary"),
-            ("model=gpt-realtime&rtt_ms=fast", 400, "rtt_ms"),
-            ("model=gpt-realtime&drop_after=1.5", 400, "drop_after"),
-            ("model=gpt-realtime&ack_delay_items=", 400, "ack_delay_items"),
-            ("model=gpt-realtime&fail_first=-", 400, "fail_first"),
-        ]:
-            with pytest.raises(aiohttp.WSServerHandshakeError) as raised:
-                await http.ws_connect(f"{ws_base}?{query}", headers=HEADERS)
-            assert raised.value.status == status
-            async with http.get(f"{ws_base}?{query}", headers=HEADERS) as response:
-                body = await response.json()
-                assert needle in body["error"]["message"], body
+        # a plain request gets the HTTP error
+        async with http.get(ws_url, headers=HEADERS) as response:
+            assert response.status == status
+            assert needle in (await response.json())["error"]["message"]
+        # a websocket is accepted, told why in an ``error`` event (a failed handshake reaches
+        # the plugin as an opaque WSServerHandshakeError), and every event it sends gets the same
+        async with asyncio.timeout(5), http.ws_connect(ws_url, headers=HEADERS) as ws:
+            first = await ws.receive_json()
+            assert first["type"] == "error" and first["error"]["code"] == code
+            assert needle in first["error"]["message"]
+            await ws.send_json({"type": "response.create", "event_id": "evt_1"})
+            answer = await ws.receive_json()
+            assert answer["error"]["event_id"] == "evt_1"
+            assert answer["error"]["message"] == first["error"]["message"]
+
+
+@pytest.mark.parametrize("rtt", ["inf", "1e12"])
+async def test_plugin_reports_a_bad_latency_as_its_message(emulator: Emulator, rtt: str) -> None:
+    model = openai.realtime.RealtimeModel(
+        base_url=f"{emulator.url}/v1?rtt_ms={rtt}",  # by hand: base_url() refuses it
+        api_key=API_KEY,
+        modalities=["text"],
+        turn_detection=None,
+    )
+    sess = model.session()
+    errors: list[llm.RealtimeModelError] = []
+    sess.on("error", errors.append)
+    try:
+        started = time.perf_counter()
+        with pytest.raises(llm.RealtimeError, match=f"rtt_ms={rtt} must be between 0 and 60000"):
+            await sess.generate_reply()
+        # the message itself, at once: not a handshake error and the 10 s reply timeout
+        assert time.perf_counter() - started < 5
+        assert errors and "must be between 0 and 60000 ms" in errors[0].error.body.message  # type: ignore[attr-defined]
+    finally:
+        await sess.aclose()
+        await model.aclose()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"rtt_ms": float("inf")}, "rtt_ms=inf must be between 0 and 60000 ms"),
+        ({"token_ms": 1e12}, "token_ms=1000000000000 must be between 0 and 60000 ms"),
+        ({"rtt_ms": -20}, "rtt_ms=-20 must be between 0 and 60000 ms"),
+        ({"connect_rtts": 50}, "connect_rtts=50 must be between 0 and 10"),
+        ({"drop_after": 1.5}, "drop_after=1.5 must be a whole number"),
+        ({"rtt": 20}, "unknown parameter 'rtt'.*rtt_ms"),
+    ],
+)
+def test_base_url_refuses_bad_values_before_any_connection(
+    emulator: Emulator, overrides: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ParameterError, match=message):
+        emulator.base_url(**overrides)
+    assert emulator.connections == []

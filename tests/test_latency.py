@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
-from notebook_agents.emulator import Faults, LatencyModel
-from notebook_agents.emulator._params import ParameterError
+from notebook_agents.emulator import Faults, LatencyModel, ParameterError
 from notebook_agents.emulator.latency import DelayedPipe, query_to_str
 
 
@@ -23,6 +23,36 @@ def test_query_overrides_server_defaults() -> None:
 def test_bad_latency_values_name_the_parameter(raw: str) -> None:
     with pytest.raises(ParameterError, match="rtt_ms"):
         LatencyModel.from_query({"rtt_ms": raw})
+
+
+@pytest.mark.parametrize("raw", ["inf", "1e12", "-5", "-inf", "60001"])
+def test_delays_outside_the_allowed_range_name_it(raw: str) -> None:
+    with pytest.raises(ParameterError, match=rf"rtt_ms={raw} must be between 0 and 60000 ms"):
+        LatencyModel.from_query({"rtt_ms": raw})
+    with pytest.raises(ParameterError, match=r"ack_delay_ms=.* must be between 0 and 60000 ms"):
+        Faults.from_query({"ack_delay_ms": raw})
+
+
+def test_the_allowed_range_includes_its_ends() -> None:
+    assert LatencyModel.from_query({"token_ms": "60000", "rtt_ms": "0"}).token_ms == 60000
+    assert LatencyModel(connect_rtts=10).connect_rtts == 10
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: LatencyModel(rtt_ms=float("inf")), "rtt_ms=inf must be between 0 and 60000 ms"),
+        (lambda: LatencyModel(token_ms=-1), "token_ms=-1 must be between 0 and 60000 ms"),
+        (lambda: LatencyModel(connect_rtts=1e12), "connect_rtts=1e\\+12 must be between 0 and 10"),
+        (lambda: Faults(ack_delay_ms=1e12), "ack_delay_ms=1e\\+12 must be between 0 and 60000 ms"),
+        (lambda: Faults(drop_after=-1), "drop_after=-1 must be"),
+    ],
+)
+def test_models_built_in_python_are_checked_as_the_query_is(
+    make: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ParameterError, match=message):
+        make()
 
 
 def test_ground_truth_adds_up() -> None:

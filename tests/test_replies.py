@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+import json
+from typing import Annotated, Any, Literal
 
 import pytest
+from livekit.agents.llm import function_tool
+from livekit.agents.llm.utils import (
+    build_legacy_openai_schema,
+    build_strict_openai_schema,
+    validated_arguments,
+)
+from pydantic import Field
 
 from notebook_agents.emulator import (
     ReplyContext,
@@ -108,6 +117,116 @@ def test_tool_argument_coercion() -> None:
     properties = {"n": {"type": "number"}, "flag": {"type": "boolean"}, "k": {"type": "integer"}}
     tool = ToolSpec("t", {"properties": properties})
     assert tool_arguments(tool, "n=2.5 flag=yes k=7") == {"n": 2.5, "flag": True, "k": 7}
+
+
+class Seating(str, enum.Enum):
+    INDOOR = "indoor"
+    OUTDOOR = "outdoor"
+
+
+class Size(int, enum.Enum):
+    SMALL = 1
+    LARGE = 3
+
+
+@function_tool
+async def update_order(
+    items: Annotated[list[str], Field(description="The items of the full order")],
+) -> str:
+    """Called when the user creates or updates their order (upstream's restaurant agent)."""
+    return f"The order is updated to {items}"
+
+
+@function_tool
+async def book_table(
+    guests: int,
+    deposit: float,
+    high_chair: bool,
+    seating: Seating,
+    size: Size,
+    when: Literal["lunch", "dinner"],
+    courses: list[int],
+    note: str | None = None,
+) -> str:
+    """Book a table."""
+    return "booked"
+
+
+SCHEMA_BUILDERS = {"strict": build_strict_openai_schema, "legacy": build_legacy_openai_schema}
+
+
+def livekit_spec(tool: Any, builder: str) -> ToolSpec:
+    """The tool as a plugin offers it: livekit's own JSON schema (strict or legacy)."""
+    function = SCHEMA_BUILDERS[builder](tool)["function"]
+    return ToolSpec(function["name"], function["parameters"])
+
+
+@pytest.mark.parametrize("builder", SCHEMA_BUILDERS)
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        ("update order items=Pizza", ["Pizza"]),
+        ("update order items=Pizza,Salad", ["Pizza", "Salad"]),
+        ('update order items="Pizza, Ice Cream"', ["Pizza", "Ice Cream"]),
+        ("update order items=[Pizza, Ice Cream]", ["Pizza", "Ice Cream"]),
+        ('update order items=["Pizza", "Coffee"]', ["Pizza", "Coffee"]),
+        ("update order", []),
+    ],
+)
+def test_a_list_parameter_is_a_list(builder: str, text: str, items: list[str]) -> None:
+    arguments = tool_arguments(livekit_spec(update_order, builder), text)
+    assert arguments == {"items": items}
+    assert validated_arguments(update_order, arguments) == {"items": items}
+
+
+@pytest.mark.parametrize("builder", SCHEMA_BUILDERS)
+def test_arguments_are_typed_by_the_schema(builder: str) -> None:
+    text = (
+        "book table guests=4 deposit=12.5 high_chair=yes seating=Outdoor size=3 when=DINNER "
+        "courses=1,2 note=window"
+    )
+    arguments = tool_arguments(livekit_spec(book_table, builder), text)
+    # typed in the JSON itself, as a model constrained by the schema sends them
+    assert json.loads(json.dumps(arguments)) == {
+        "guests": 4,
+        "deposit": 12.5,
+        "high_chair": True,
+        "seating": "outdoor",
+        "size": 3,
+        "when": "dinner",
+        "courses": [1, 2],
+        "note": "window",
+    }
+    assert validated_arguments(book_table, arguments)["seating"] is Seating.OUTDOOR
+
+
+@pytest.mark.parametrize("builder", SCHEMA_BUILDERS)
+def test_defaults_of_required_parameters_validate(builder: str) -> None:
+    arguments = tool_arguments(livekit_spec(book_table, builder), "book table")
+    validated = validated_arguments(book_table, arguments)
+    assert (validated["seating"], validated["size"], validated["when"]) == (
+        Seating.INDOOR,
+        Size.SMALL,
+        "lunch",
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "book table guests=1e400 deposit=inf high_chair=maybe seating=patio size=2 when=brunch",
+        "book table guests=nan deposit=-1e999 courses=x,2",
+    ],
+)
+def test_values_that_do_not_fit_fall_back_to_valid_defaults(text: str) -> None:
+    arguments = tool_arguments(livekit_spec(book_table, "strict"), text)
+    json.loads(json.dumps(arguments, allow_nan=False))  # no Infinity/NaN on the wire
+    validated_arguments(book_table, arguments)
+
+
+def test_nullable_parameter_takes_null() -> None:
+    arguments = tool_arguments(livekit_spec(book_table, "strict"), "book table note=null")
+    assert arguments["note"] is None
 
 
 def test_tool_call_arguments_json_is_compact() -> None:

@@ -1,5 +1,6 @@
 """A local OpenAI-compatible server (Realtime websocket + Chat Completions) for offline agents."""
 
+from ._params import ParameterError
 from .errors import EmulatorError
 from .faults import Faults
 from .latency import LatencyModel
@@ -21,6 +22,7 @@ __all__ = [
     "Faults",
     "LatencyModel",
     "ModelCatalog",
+    "ParameterError",
     "ReplyContext",
     "ReplyRules",
     "Rule",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from ._params import ParameterError
 from .conversation import Conversation
 from .faults import Faults
 from .latency import LatencyModel
@@ -62,3 +64,19 @@ class EmulatorSettings:
 
 
 SETTINGS_KEY = web.AppKey("settings", EmulatorSettings)
+
+LATENCY_PARAMETERS = tuple(f.name for f in dataclasses.fields(LatencyModel))
+FAULT_PARAMETERS = tuple(f.name for f in dataclasses.fields(Faults))
+
+
+def check_query(query: Mapping[str, str]) -> None:
+    """Raise ParameterError for whatever a connection with this query would be refused for,
+    and for names the server would ignore (a typo like ``rtt=20`` would go unnoticed)."""
+    for name in query:
+        if name not in LATENCY_PARAMETERS + FAULT_PARAMETERS:
+            raise ParameterError(
+                f"unknown parameter {name!r}: latency parameters are "
+                f"{', '.join(LATENCY_PARAMETERS)}; faults are {', '.join(FAULT_PARAMETERS)}"
+            )
+    LatencyModel.from_query(query)
+    Faults.from_query(query)

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ._params import ParameterError, parse_count, parse_flag, parse_number
+from ._params import DELAY, ParameterError, parse_count, parse_flag, parse_number
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,12 @@ class Faults:
     cancel_responses: bool = False
     """end every response with status ``cancelled`` before any content"""
 
+    def __post_init__(self) -> None:
+        if self.drop_after is not None:
+            parse_count("drop_after", self.drop_after)
+        parse_count("fail_first", self.fail_first)
+        parse_number("ack_delay_ms", self.ack_delay_ms, DELAY)
+
     @classmethod
     def from_query(cls, query: Mapping[str, str], base: Faults | None = None) -> Faults:
         base = base or cls()
@@ -45,7 +51,7 @@ class Faults:
                 )
             overrides["error_on"] = query["error_on"]
         if "ack_delay_ms" in query:
-            overrides["ack_delay_ms"] = parse_number("ack_delay_ms", query["ack_delay_ms"])
+            overrides["ack_delay_ms"] = parse_number("ack_delay_ms", query["ack_delay_ms"], DELAY)
         if "ack_delay_items" in query:
             types = frozenset(t.strip() for t in query["ack_delay_items"].split(",") if t.strip())
             if not types:

@@ -10,10 +10,10 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from ._params import parse_number
+from ._params import DELAY, ROUND_TRIPS, parse_number
 
 T = TypeVar("T")
 
@@ -44,29 +44,30 @@ class LatencyModel:
     overlap); ``connect_rtts`` is TCP + TLS + websocket upgrade. The rest is server time.
     """
 
-    rtt_ms: float = 0.0
-    connect_rtts: float = 3.0
-    item_ms: float = 0.0
+    rtt_ms: float = field(default=0.0, metadata={"bound": DELAY})
+    connect_rtts: float = field(default=3.0, metadata={"bound": ROUND_TRIPS})
+    item_ms: float = field(default=0.0, metadata={"bound": DELAY})
     """processing time of each conversation item before its ack"""
-    created_ms: float = 0.0
+    created_ms: float = field(default=0.0, metadata={"bound": DELAY})
     """from a response request arriving to ``response.created`` leaving"""
-    first_token_ms: float = 0.0
+    first_token_ms: float = field(default=0.0, metadata={"bound": DELAY})
     """from ``response.created`` to the first content delta (or function call)"""
-    token_ms: float = 0.0
+    token_ms: float = field(default=0.0, metadata={"bound": DELAY})
     """between consecutive content deltas"""
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if value < 0:
-                raise ValueError(f"latency {field.name} must be >= 0, got {value}")
+        for f in dataclasses.fields(self):
+            parse_number(f.name, getattr(self, f.name), f.metadata["bound"])
 
     @classmethod
     def from_query(cls, query: Mapping[str, str], base: LatencyModel | None = None) -> LatencyModel:
         """``base`` (the server defaults) overridden by the query-string fields it names."""
         base = base or cls()
-        names = {f.name for f in dataclasses.fields(cls)}
-        overrides = {k: parse_number(k, v) for k, v in query.items() if k in names}
+        overrides = {
+            f.name: parse_number(f.name, query[f.name], f.metadata["bound"])
+            for f in dataclasses.fields(cls)
+            if f.name in query
+        }
         return dataclasses.replace(base, **overrides)
 
     def as_query(self) -> dict[str, float]:
@@ -133,11 +134,13 @@ class DelayedPipe(Generic[T]):
             await self._deliver(item)
 
 
+def query_value(value: Any) -> str:
+    """A value as a query string carries it; integral floats as ints (``20.0`` -> ``"20"``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def query_to_str(query: Mapping[str, Any]) -> str:
-    """``{"rtt_ms": 20.0}`` -> ``"rtt_ms=20"`` (integral floats printed as ints)."""
-    parts = []
-    for key, value in query.items():
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        parts.append(f"{key}={value}")
-    return "&".join(parts)
+    """``{"rtt_ms": 20.0}`` -> ``"rtt_ms=20"``."""
+    return "&".join(f"{key}={query_value(value)}" for key, value in query.items())

@@ -24,7 +24,7 @@ from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
 from .errors import http_error
 from .latency import DelayedPipe, precise_sleep
-from .protocol import ProtocolError, check_server_event, new_id, parse_client_event
+from .protocol import ProtocolError, check_server_event, error_event, new_id, parse_client_event
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
 
 logger = logging.getLogger(__name__)
@@ -33,12 +33,14 @@ SAMPLE_RATE = 24_000
 AUDIO_MS_PER_TOKEN = 200
 """synthetic speech: each streamed word is this long"""
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-OPEN_CONNECTIONS_KEY = web.AppKey("realtime_connections", set["RealtimeConnection"])
+OPEN_CONNECTIONS_KEY = web.AppKey(
+    "realtime_connections", set["RealtimeConnection | RefusedConnection"]
+)
 
 
 async def close_open_connections(app: web.Application) -> None:
     """On shutdown, say goodbye to connected clients instead of waiting for them to leave."""
-    connections: set[RealtimeConnection] = app[OPEN_CONNECTIONS_KEY]
+    connections = app[OPEN_CONNECTIONS_KEY]
     for connection in list(connections):
         await connection.shut_down()
 
@@ -48,18 +50,21 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     settings = request.app[SETTINGS_KEY]
     model = request.query.get("model", "")
     if not settings.models.knows(model, realtime=True):
-        return http_error(
+        return await _refuse(
+            request,
             404,
-            f"The model '{model}' does not exist or you do not have access to it. The emulator "
-            "knows: " + ", ".join(sorted(settings.models.realtime)) + " (add more with "
-            "ModelCatalog.add(..., realtime=True)).",
-            code="model_not_found",
-            param="model",
+            ProtocolError(
+                f"The model '{model}' does not exist or you do not have access to it. The "
+                "emulator knows: " + ", ".join(sorted(settings.models.realtime)) + " (add more "
+                "with ModelCatalog.add(..., realtime=True)).",
+                code="model_not_found",
+                param="model",
+            ),
         )
     try:
         log = settings.open_connection("realtime", request.path, request.query)
     except ParameterError as e:
-        return http_error(400, str(e))
+        return await _refuse(request, 400, ProtocolError(str(e), code="invalid_parameter"))
     # autoclose off: a client's close frame is answered through the delay pipes, a round trip
     # later, as a real server's would be (closing a session costs the client 1 RTT)
     ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES, autoping=True, autoclose=False)
@@ -68,14 +73,81 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     # TCP + TLS + upgrade: the client's connect returns after this many round trips.
     await precise_sleep(log.latency.connect_s())
     await ws.prepare(request)
-    connection = RealtimeConnection(ws, request, settings, log, model)
+    await _serve(request, RealtimeConnection(ws, request, settings, log, model))
+    return ws
+
+
+async def _refuse(request: web.Request, status: int, reason: ProtocolError) -> web.StreamResponse:
+    """Refuse a connection so that the client learns why.
+
+    A plain request gets the HTTP error. A websocket is accepted and told in an ``error``
+    event, and stays open: the plugin reports a refused handshake only as an opaque
+    ``WSServerHandshakeError`` (its caller's reply then times out), and a close right after
+    the error makes it reconnect and discard the pending reply.
+    """
+    ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES)
+    if not ws.can_prepare(request).ok:
+        return http_error(status, reason.message, code=reason.code, param=reason.param)
+    await ws.prepare(request)
+    await _serve(request, RefusedConnection(ws, reason, request.app[SETTINGS_KEY].validate))
+    return ws
+
+
+async def _serve(request: web.Request, connection: RealtimeConnection | RefusedConnection) -> None:
+    """Run a connection until it ends; the server closes it first if it stops."""
     open_connections = request.app[OPEN_CONNECTIONS_KEY]
     open_connections.add(connection)
     try:
         await connection.run()
     finally:
         open_connections.discard(connection)
-    return ws
+
+
+class RefusedConnection:
+    """A websocket the emulator will not serve: it says why, then answers every event with it.
+
+    Each answer carries the event's id, so whatever the client awaits (a reply, a context
+    sync) fails at once with the reason instead of timing out. Closed by the client.
+    """
+
+    def __init__(self, ws: web.WebSocketResponse, reason: ProtocolError, validate: bool) -> None:
+        self._ws = ws
+        self._reason = reason
+        self._validate = validate
+
+    async def run(self) -> None:
+        await self._send(None)
+        async for message in self._ws:
+            if message.type == WSMsgType.TEXT:
+                await self._send(_event_id(message.data))
+
+    async def shut_down(self) -> None:
+        await self._ws.close(code=WSCloseCode.GOING_AWAY, message=b"emulator shutting down")
+
+    async def _send(self, event_id: str | None) -> None:
+        reason = self._reason
+        event = error_event(
+            reason.message,
+            code=reason.code,
+            param=reason.param,
+            type=reason.type,
+            event_id=event_id,
+        )
+        event["event_id"] = new_id("event_")
+        if self._validate:
+            check_server_event(event)
+        with contextlib.suppress(ConnectionResetError):
+            await self._ws.send_json(event)
+
+
+def _event_id(raw: str) -> str | None:
+    """The ``event_id`` of a client event, if it has one (it may not even be JSON)."""
+    try:
+        event = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    event_id = event.get("event_id") if isinstance(event, dict) else None
+    return event_id if isinstance(event_id, str) else None
 
 
 def default_session(model: str) -> dict[str, Any]:

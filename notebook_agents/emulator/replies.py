@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -170,69 +171,155 @@ def tokens(text: str) -> list[str]:
 def tool_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
     """Arguments for ``tool``: ``name=value`` / ``name: value`` found in the text, else defaults.
 
+    Values are typed by the tool's JSON schema, as a model constrained by it would send them:
+    a list parameter gets a list (``items=Pizza`` or ``items=Pizza,Salad`` or
+    ``items="Pizza, Ice Cream"`` or ``items=[...]``), numbers, booleans and enum members
+    their JSON types. A value that does not fit gets the default, so the call validates.
     Only required parameters get defaults, so optional ones stay unset as a model would leave them.
     """
     properties: dict[str, Any] = tool.parameters.get("properties", {}) or {}
     required = set(tool.parameters.get("required", []) or [])
     arguments: dict[str, Any] = {}
     for name, schema in properties.items():
-        match = re.search(rf"\b{re.escape(name)}\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^\s,;]+)", text)
-        if match:
-            raw = match.group(1)
-            # quotes delimit a value; a bare one loses the sentence's end ("city=Paris?")
-            value = raw[1:-1] if raw[0] in "\"'" else raw.rstrip(".!?")
-            arguments[name] = _coerce(value, schema)
+        raw = _named_value(name, text)
+        if raw is not None:
+            arguments[name] = _coerce(raw, schema, tool.parameters)
         elif name in required:
-            arguments[name] = _default_for(schema)
+            arguments[name] = _default_for(schema, tool.parameters)
     return arguments
+
+
+def _named_value(name: str, text: str) -> str | None:
+    """The text given to ``name``: quoted, bracketed, or a bare word (commas join a list)."""
+    match = re.search(
+        rf"\b{re.escape(name)}\s*[=:]\s*"
+        r"(\"[^\"]*\"|'[^']*'|\[[^\]]*\]|[^\s,;]+(?:,[^\s,;]+)*)",
+        text,
+    )
+    if match is None:
+        return None
+    raw = match.group(1)
+    # quotes delimit a value; a bare one loses the sentence's end ("city=Paris?")
+    return raw[1:-1] if raw[0] in "\"'" else raw.rstrip(".!?")
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """The concrete schema behind ``$ref`` (pydantic puts enums in ``$defs``) and unions."""
+    for _ in range(_MAX_REFS):
+        if isinstance(ref := schema.get("$ref"), str) and ref.startswith("#/"):
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, dict) else {}
+            schema = target
+        elif branches := schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf"):
+            schema = next((b for b in branches if b.get("type") != "null"), branches[0])
+        else:
+            return schema
+    return schema
 
 
 def _schema_type(schema: dict[str, Any]) -> str:
     kind = schema.get("type", "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
-    if "anyOf" in schema:
-        kind = next(
-            (s.get("type") for s in schema["anyOf"] if s.get("type") not in (None, "null")),
-            "string",
-        )
     return str(kind)
 
 
-def _default_for(schema: dict[str, Any]) -> Any:
+def _members(schema: dict[str, Any]) -> list[Any] | None:
+    """An enum's members (a ``const`` is an enum of one), or None."""
+    if "const" in schema:
+        return [schema["const"]]
+    members = schema.get("enum")
+    return list(members) if members else None
+
+
+def _default_for(schema: dict[str, Any], root: dict[str, Any]) -> Any:
     if "default" in schema:
         return schema["default"]
     # Strict schemas make every parameter required, optional ones nullable: a model sends
     # null, and livekit then applies the Python default.
     if _nullable(schema):
         return None
-    if schema.get("enum"):
-        return schema["enum"][0]
+    resolved = _resolve(schema, root)
+    if members := _members(resolved):
+        return members[0]
     return {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
-        _schema_type(schema), ""
+        _schema_type(resolved), ""
     )
 
 
 def _nullable(schema: dict[str, Any]) -> bool:
     kind = schema.get("type")
+    branches = schema.get("anyOf") or schema.get("oneOf") or []
     return (isinstance(kind, list) and "null" in kind) or any(
-        s.get("type") == "null" for s in schema.get("anyOf", [])
+        b.get("type") == "null" for b in branches
     )
 
 
-def _coerce(raw: str, schema: dict[str, Any]) -> Any:
-    kind = _schema_type(schema)
-    try:
-        if kind == "integer":
-            return int(float(raw))
-        if kind == "number":
-            return float(raw)
-    except ValueError:
-        return _default_for(schema)
+def _coerce(raw: str, schema: dict[str, Any], root: dict[str, Any]) -> Any:
+    """``raw`` as the JSON value ``schema`` asks for; the default when it does not fit."""
+    if raw.strip().lower() in ("null", "none") and _nullable(schema):
+        return None
+    resolved = _resolve(schema, root)
+    kind = _schema_type(resolved)
+    if kind == "array":
+        item_schema = resolved.get("items") or {}
+        return [_coerce(element, item_schema, root) for element in _list_elements(raw)]
+    if (members := _members(resolved)) is not None:
+        return next((m for m in members if _same_member(raw, m)), _default_for(schema, root))
+    value = _scalar(raw, kind)
+    return _default_for(schema, root) if value is None else value
+
+
+def _list_elements(raw: str) -> list[str]:
+    """``Pizza,Salad``, ``Pizza, Ice Cream``, ``[Pizza, Salad]`` or a JSON array, as strings."""
+    if raw.startswith("["):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            raw = raw[1:-1]
+        else:
+            return [e if isinstance(e, str) else json.dumps(e) for e in parsed]
+    return [e.strip().strip("\"'") for e in raw.split(",") if e.strip()]
+
+
+def _same_member(raw: str, member: Any) -> bool:
+    """Whether the text names this enum member (case-insensitively; numbers by value)."""
+    if isinstance(member, str):
+        return raw.strip().casefold() == member.casefold()
+    if isinstance(member, bool):
+        return _scalar(raw, "boolean") is member
+    if isinstance(member, int | float):
+        return bool(_scalar(raw, "number") == member)
+    return False
+
+
+def _scalar(raw: str, kind: str) -> Any:
+    """A number, integer, boolean, object or string from text; None when it is not one."""
+    if kind in ("integer", "number"):
+        try:
+            number = float(raw)
+        except ValueError:
+            return None
+        if not math.isfinite(number):  # JSON has no Infinity or NaN
+            return None
+        return int(number) if kind == "integer" else number
     if kind == "boolean":
-        return raw.lower() in ("true", "yes", "1")
+        lowered = raw.strip().lower()
+        return True if lowered in _TRUE else False if lowered in _FALSE else None
+    if kind == "object":
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
     return raw
 
+
+_MAX_REFS = 32
+"""references followed at most: a schema whose ``$ref``s loop must not hang a reply"""
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
 
 _OPERATOR_WORDS = (
     ("divided by", "/"),

@@ -13,16 +13,19 @@ from typing_extensions import Self
 from yarl import URL
 
 from .._lifecycle import StartStop
-from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
+from . import _cells
+from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
 from .faults import Faults
-from .latency import LatencyModel, query_to_str
+from .latency import LatencyModel, query_to_str, query_value
 from .models import ModelCatalog
 from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
 from .replies import ReplyRules
 
 HOST = "127.0.0.1"
+_SHUTDOWN_GRACE_S = 0.5
+"""how long a stopping server lets in-flight requests finish before cancelling them"""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -90,11 +93,26 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     return app
 
 
+def check_port(port: int) -> int:
+    """``port`` if it is a TCP port (0 picks a free one), else an EmulatorError saying so."""
+    if not 0 <= port <= 65535:
+        raise EmulatorError(f"port {port} is not a TCP port: use 0 to 65535 (0 picks a free port)")
+    return port
+
+
 async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, int]:
-    """Bind ``app`` on 127.0.0.1:``port`` (0 picks a free one); a taken port is a clear error."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    """Bind ``app`` on 127.0.0.1:``port`` (0 picks a free one); a taken port is a clear error.
+
+    Stopping closes in-flight requests after a short grace instead of waiting for them.
+    """
+    runner = web.AppRunner(
+        app, access_log=None, handle_signals=False, shutdown_timeout=_SHUTDOWN_GRACE_S
+    )
     await runner.setup()
-    site = web.TCPSite(runner, HOST, port, reuse_address=False)
+    # The platform's default address reuse (SO_REUSEADDR on POSIX): connections a stopped or
+    # crashed server left in TIME-WAIT would otherwise block its port for a minute. A port
+    # another socket listens on is still refused.
+    site = web.TCPSite(runner, HOST, check_port(port))
     try:
         await site.start()
     except OSError as e:
@@ -113,7 +131,12 @@ async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, in
 
 def base_url(root: str, **overrides: Any) -> str:
     """The API ``base_url`` of an emulator at ``root`` (``http://127.0.0.1:PORT``), with
-    per-connection latency and faults in its query string."""
+    per-connection latency and faults in its query string.
+
+    The values are checked as the server will check them: a bad one raises ParameterError
+    here, before any client connects with it.
+    """
+    check_query({name: query_value(value) for name, value in overrides.items()})
     query = query_to_str(overrides)
     return f"{root}/v1" + (f"?{query}" if query else "")
 
@@ -145,11 +168,13 @@ class Emulator(StartStop):
             models=models or ModelCatalog(),
             validate=validate,
         )
-        self._requested_port = port
+        self._requested_port = check_port(port)
         self._port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Event | None = None
+        self._site: _cells.Site | None = None
+        """where a notebook cell's top level started it, if it did"""
 
     @property
     def port(self) -> int:
@@ -167,7 +192,8 @@ class Emulator(StartStop):
     def base_url(self, **overrides: Any) -> str:
         """The ``base_url`` to give a client, with per-connection latency and faults.
 
-        ``emu.base_url(rtt_ms=20, drop_after=5)`` -> ``http://127.0.0.1:PORT/v1?rtt_ms=20&drop_after=5``
+        ``emu.base_url(rtt_ms=20, drop_after=5)`` -> ``http://127.0.0.1:PORT/v1?rtt_ms=20&drop_after=5``;
+        a value the server would refuse raises ParameterError naming the allowed range.
         """
         return base_url(self.url, **overrides)
 
@@ -181,9 +207,24 @@ class Emulator(StartStop):
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> Self:
-        """Serve on a new thread; returns once the port is bound (or raises why it can't be)."""
+        """Serve on a new thread; returns once the port is bound (or raises why it can't be).
+
+        Started from a notebook cell's top level, it first stops the emulators an earlier run
+        of that cell started there, as re-running a cell (or Run All) means to replace them.
+        """
         if self.running:
             return self
+        caller = _cells.top_level_caller()
+        if caller is not None:
+            _cells.replace_earlier_run(*caller)
+        self._start_thread()
+        if caller is not None:
+            self._site = caller[0]
+            _cells.record(*caller, self)
+        return self
+
+    def _start_thread(self) -> None:
+        """Start the server thread; returns once the port is bound, else raises its error."""
         started = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(
@@ -198,18 +239,28 @@ class Emulator(StartStop):
             self._thread.join()
             self._thread = None
             raise failure[0]
-        return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop serving and join the thread; open connections are closed. Safe to call twice."""
+        """Stop serving; returns once the server thread is gone and its port free, or raises.
+
+        Open connections are closed, requests in flight cancelled. Safe to call twice.
+        """
         thread, loop, stopped = self._thread, self._loop, self._stopped
         if thread is None or loop is None or stopped is None:
             return
         if not loop.is_closed():
             loop.call_soon_threadsafe(stopped.set)
         thread.join(timeout)
+        if thread.is_alive():
+            raise EmulatorError(
+                f"the emulator's server thread did not stop within {timeout:g} s; "
+                "call stop() again to keep waiting"
+            )
         self._thread = None
         self._port = None
+        if self._site is not None:
+            _cells.forget(self._site, self)
+            self._site = None
 
     def _serve(self, started: threading.Event, failure: list[BaseException]) -> None:
         # A loop of our own, created and closed on this thread; never anyone else's.
