@@ -31,7 +31,7 @@ from ._lifecycle import StartStop
 from ._livekit_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
-from .trace import Trace
+from .trace import Trace, TraceEvent
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
@@ -445,7 +445,7 @@ class NotebookRunner(StartStop):
         )
         if self.state is RunnerState.FAILED:
             self._require_turns("the turn")
-        if errors := [e for e in self.trace.events_since(first) if e.kind == "error"]:
+        if errors := [e for e in self.trace.events_since(first) if _fails_text_turn(e)]:
             raise TurnError(reply, errors)
         return reply
 
@@ -511,6 +511,12 @@ class NotebookRunner(StartStop):
             raise RunnerError(f"{what}: {self.failure}") from self.failure.__cause__
         if not self._ready.done():
             raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
+
+
+def _fails_text_turn(event: TraceEvent) -> bool:
+    """An error during a text turn fails it, but speech recognition's: a typed turn never
+    goes through it (an STT that cannot connect offline is traced, not raised)."""
+    return event.kind == "error" and event.data.get("source") != "stt"
 
 
 _stop_lock = threading.Lock()

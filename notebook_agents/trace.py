@@ -44,6 +44,16 @@ EventKind = Literal[
     "error",
     "closed",
 ]
+ErrorSource = Literal["stt", "llm", "tts", "realtime", "session", "agent", "runner", "trace"]
+"""what failed: a model (speech recognition, LLM, speech synthesis, realtime), the session,
+the agent's own code (a hook that raised), the runner's job, or the trace itself"""
+_ERROR_SOURCES: dict[str, ErrorSource] = {
+    "stt_error": "stt",
+    "llm_error": "llm",
+    "tts_error": "tts",
+    "realtime_model_error": "realtime",
+}
+"""livekit's ``ErrorEvent.error.type`` -> the trace's ``source``"""
 DELIVERY_INTERVAL_S = 0.01
 """subscribers on another thread get events in batches at most this late (a display frame)"""
 TRACE_FORMAT = "notebook-agents.trace/1"
@@ -473,6 +483,7 @@ class Trace:
                 "the model cancelled its response before answering (response.done status "
                 "'cancelled')",
                 "ResponseCancelled",
+                "realtime",
             )
 
     def _interrupted_by_livekit(self) -> bool:
@@ -483,10 +494,16 @@ class Trace:
     def _on_error(self, ev: Any) -> None:
         error = getattr(ev.error, "error", ev.error)
         recoverable = bool(getattr(ev.error, "recoverable", False))
-        self._record_error(str(error), type(error).__name__, recoverable=recoverable)
+        source = _ERROR_SOURCES.get(getattr(ev.error, "type", ""), "session")
+        self._record_error(str(error), type(error).__name__, source, recoverable=recoverable)
 
-    def _record_error(self, message: str, type_name: str, *, recoverable: bool = True) -> None:
-        self._record("error", {"message": message, "type": type_name, "recoverable": recoverable})
+    def _record_error(
+        self, message: str, type_name: str, source: ErrorSource, *, recoverable: bool = True
+    ) -> None:
+        self._record(
+            "error",
+            {"message": message, "type": type_name, "source": source, "recoverable": recoverable},
+        )
 
     def _on_close(self, ev: Any) -> None:
         reason = str(getattr(ev.reason, "value", ev.reason))
@@ -497,7 +514,7 @@ class Trace:
         """Record why the session cannot go on (an ``error``, not recoverable); the
         ``closed`` that follows carries it as its error, with reason ``error``."""
         self._failure = message
-        self._record_error(message, "RunnerError", recoverable=False)
+        self._record_error(message, "RunnerError", "runner", recoverable=False)
 
     def record_closed(self, reason: str, error: str | None = None) -> None:
         """Record ``closed`` once: from livekit's close event, or from the runner when
@@ -548,7 +565,7 @@ class Trace:
                         await original()
                     except Exception as e:
                         message = f"{agent_label(agent)}.{hook} raised {e!r}"
-                        trace._record_error(message, type(e).__name__)
+                        trace._record_error(message, type(e).__name__, "agent")
                         raise
 
                 return run_hook
@@ -585,7 +602,9 @@ class Trace:
                 try:
                     await original(chat_ctx)
                 except llm.RealtimeError as e:
-                    trace._record_error(f"realtime context sync failed: {e}", type(e).__name__)
+                    trace._record_error(
+                        f"realtime context sync failed: {e}", type(e).__name__, "realtime"
+                    )
                     raise
                 try:
                     trace._check_model_has(chat_ctx, rt_session)
@@ -612,6 +631,7 @@ class Trace:
                     f"the model rejected the {what} item {described.get('text', '')!r}: "
                     "its conversation goes on without it",
                     "ItemRejected",
+                    "realtime",
                 )
 
     def _on_context_edited(self, agent: Agent, before: dict[str, llm.ChatItem]) -> None:
@@ -627,7 +647,7 @@ class Trace:
     def _record_failure(self, error: Exception) -> None:
         """Record the trace's own failure as an ``error`` event; never raise."""
         with contextlib.suppress(Exception):
-            self._record_error(f"trace failed: {error!r}", "TraceError")
+            self._record_error(f"trace failed: {error!r}", "TraceError", "trace")
 
 
 _ABSENT = object()

@@ -7,7 +7,7 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import psutil
 import pytest
@@ -15,10 +15,12 @@ from livekit.agents import (
     Agent,
     AgentServer,
     AgentSession,
+    APIConnectionError,
     APIConnectOptions,
     JobContext,
     function_tool,
     get_job_context,
+    stt,
 )
 from livekit.agents.utils import http_context
 from livekit.plugins import openai
@@ -193,6 +195,65 @@ async def test_a_turn_that_went_wrong_raises_and_is_traced(
     ]
     if fault.startswith("fail_first"):  # only the first response fails: the call goes on
         assert await runner.send_text("hello again") == 'You are Ada. You said: "hello again".'
+    assert runner.state is RunnerState.RUNNING
+
+
+class DroppingSTT(stt.STT[Literal["metrics_collected", "error"]]):
+    """A streaming speech recognizer that loses its service once, when ``drop`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(capabilities=stt.STTCapabilities(streaming=True, interim_results=False))
+        self.drop = asyncio.Event()
+
+    async def _recognize_impl(self, *args: Any, **kwargs: Any) -> stt.SpeechEvent:
+        raise NotImplementedError("streaming only")
+
+    def stream(self, **kwargs: Any) -> stt.RecognizeStream:
+        return _DroppingStream(stt=self, conn_options=APIConnectOptions(max_retry=0))
+
+
+class _DroppingStream(stt.RecognizeStream):
+    async def _run(self) -> None:
+        recognizer = self._stt
+        assert isinstance(recognizer, DroppingSTT)
+        await recognizer.drop.wait()
+        recognizer.drop.clear()  # livekit makes a new stream: that one keeps going
+        raise APIConnectionError("lost the speech service")
+
+
+class Listener(Agent):
+    def __init__(self, recognizer: DroppingSTT) -> None:
+        super().__init__(instructions="You are Ada.")
+        self.recognizer = recognizer
+
+    @function_tool
+    async def drop_speech(self) -> str:
+        """Cut the speech recognizer off (while this typed turn runs)."""
+        self.recognizer.drop.set()
+        return "dropped"
+
+
+async def test_a_typed_turn_does_not_fail_on_speech_recognition(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        chat = openai.LLM(base_url=emulator.base_url(), api_key=API_KEY, model="gpt-4o-mini")
+        recognizer = DroppingSTT()
+        session: AgentSession[None] = AgentSession(stt=recognizer, llm=chat)
+        await session.start(agent=Listener(recognizer), room=ctx.room)
+
+    runner = NotebookRunner(server)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    turn_starts = len(runner.trace)
+    assert (await runner.send_text("drop speech")).startswith("You are Ada.")
+    during = [e for e in runner.trace.events_since(turn_starts) if e.kind == "error"]
+    assert [e.data["source"] for e in during] == ["stt"]  # traced, not raised
+    assert "lost the speech service" in during[0].data["message"]
     assert runner.state is RunnerState.RUNNING
 
 

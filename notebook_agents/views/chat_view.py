@@ -86,7 +86,9 @@ class ChatView(TraceStreamView):
         self.pending -= 1
         if turn.cancelled():
             self.error = "the turn was cancelled (the runner stopped)"
-        elif (error := turn.exception()) is not None:
+        elif isinstance(error := turn.exception(), RunnerError):
+            self.error = str(error)  # says what went wrong and what to do
+        elif error is not None:
             self.error = f"the turn failed: {error!r}"
 
     def to_figure(self, last: int = 12) -> Figure:
