@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,7 @@ def test_unusable_csv_is_refused_naming_file_and_problem(tmp_path: Path, damage:
         ("config.rtts_ms", "0,20", "config.rtts_ms", "a list"),
         ("config.rtts_ms.1", "fast", "config.rtts_ms[1]", "a finite number"),
         ("config.timeout_s", None, "config.timeout_s", "a finite number"),
+        ("config.timeout_s", 0, "config.timeout_s", "seconds > 0 and finite"),
         ("config.modes", ["reuse+copied", 7], "config.modes[1]", "a string"),
         ("versions", ["1.8.9"], "versions", "an object"),
         ("duration_s", "long", "duration_s", "a finite number"),
@@ -234,3 +236,19 @@ def test_binary_garbage_is_refused_naming_the_file(tmp_path: Path, suffix: str) 
         load(path)
     assert str(caught.value).startswith(f"{path} ")
     assert "utf-8" in str(caught.value).lower()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("timeout_s", 0.0),
+        ("timeout_s", -1.0),
+        ("timeout_s", math.inf),
+        ("trials", 0),
+        ("warmup", -1),
+    ],
+)
+def test_a_config_that_cannot_run_is_refused_naming_the_option(option: str, value: float) -> None:
+    options: dict[str, Any] = {option: value}
+    with pytest.raises(ValueError, match=rf"^{option}: found "):
+        BenchmarkConfig(**options)

@@ -10,6 +10,7 @@ import contextlib
 import csv
 import dataclasses
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,17 @@ class BenchmarkConfig:
     traced: bool = False
     modes: list[str] | None = None
     """only these modes (``"reuse+copied"``, ...); None: every mode of each level"""
+
+    def __post_init__(self) -> None:
+        """Refuse a run that cannot work: a trial needs time and must end, and at least one."""
+        if not 0 < self.timeout_s < math.inf:
+            raise FieldError(
+                f"found {self.timeout_s!r}, expected seconds > 0 and finite", ("timeout_s",)
+            )
+        if self.trials < 1:
+            raise FieldError(f"found {self.trials!r}, expected at least 1 trial", ("trials",))
+        if self.warmup < 0:
+            raise FieldError(f"found {self.warmup!r}, expected 0 or more", ("warmup",))
 
 
 @dataclass
