@@ -50,3 +50,26 @@ def test_state_view_renders_and_follows_the_agent(lab: tuple[str, Path], page: P
     expect(page.locator(".na-state .na-closed")).to_have_text("session closed")
     screenshot(page, "state_view_closed")
     run_cell(page, "emulator.stop()")
+
+
+FAILING = [
+    # the same agent, but its entrypoint raises once the session has started
+    CELLS[0] + '\n    raise ValueError("the CRM is down")',
+    """runner = NotebookRunner(server).start()
+view = StateView(runner.trace)
+view""",
+    "await runner.ready()",
+]
+
+
+def test_state_view_says_why_the_session_failed(lab: tuple[str, Path], page: Page) -> None:
+    base, root = lab
+    write_notebook(root / "state_view_failed.ipynb", FAILING)
+    open_notebook(page, base, "state_view_failed.ipynb")
+    run_all(page)
+
+    closed = page.locator(".na-state .na-closed")
+    expect(closed).to_have_text(re.compile(r"^session failed: .*the CRM is down"), timeout=60_000)
+    expect(closed).to_have_attribute("data-failed", "true")
+    screenshot(page, "state_view_failed")
+    run_cell(page, "runner.stop()\nemulator.stop()")
