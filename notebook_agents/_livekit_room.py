@@ -29,6 +29,19 @@ class LiveKitCredentials:
     url: str
     api_key: str
     api_secret: str = field(repr=False)
+    from_arguments: bool = False
+    """given as ``livekit_url=``/``api_key=``/``api_secret=`` rather than the environment"""
+
+    @property
+    def url_setting(self) -> str:
+        """Where the URL came from, as the user set it: what an error tells them to check."""
+        return "livekit_url=" if self.from_arguments else "LIVEKIT_URL"
+
+    @property
+    def offline_hint(self) -> str:
+        if self.from_arguments:
+            return "leave out livekit_url=, api_key= and api_secret= to run offline"
+        return "unset LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET to run offline"
 
     @classmethod
     def resolve(
@@ -47,7 +60,7 @@ class LiveKitCredentials:
                 + " as well (or pass livekit_url=, api_key=, api_secret=), or unset all "
                 "three to run offline"
             )
-        return cls(values["url"], values["api_key"], values["api_secret"])
+        return cls(values["url"], values["api_key"], values["api_secret"], any(given.values()))
 
     def token(self, identity: str, grants: api.VideoGrants, *, agent: bool = False) -> str:
         token = api.AccessToken(self.api_key, self.api_secret).with_identity(identity)
@@ -78,15 +91,21 @@ class RealRoom:
             ) as lkapi:
                 room = await lkapi.room.create_room(api.CreateRoomRequest(name=self.name))
         except api.TwirpError as e:
+            keys = (
+                "api_key= and api_secret="
+                if creds.from_arguments
+                else "LIVEKIT_API_KEY and LIVEKIT_API_SECRET"
+            )
             raise RunnerError(
                 f"LiveKit at {creds.url} refused to create room {self.name!r} ({e.code}: "
-                f"{e.message}): check LIVEKIT_API_KEY and LIVEKIT_API_SECRET"
-            ) from e
+                f"{e.message}): check {keys}"
+            ) from None
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+            # the message says it all: the chain of connection errors would bury it
             raise RunnerError(
-                f"cannot reach LiveKit at {creds.url} ({type(e).__name__}): check LIVEKIT_URL, "
-                "or unset LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET to run offline"
-            ) from e
+                f"cannot reach LiveKit at {creds.url} ({type(e).__name__}: {e}): check "
+                f"{creds.url_setting}, or {creds.offline_hint}"
+            ) from None
         agent_token = creds.token(
             self.agent_identity,
             api.VideoGrants(

@@ -17,9 +17,13 @@ class TurnError(RunnerError):
     rejected part of the conversation. ``reply`` is what the agent said anyway (often
     nothing), ``errors`` the trace's ``error`` events of the turn."""
 
-    def __init__(self, reply: str, errors: list[TraceEvent]) -> None:
+    def __init__(
+        self, reply: str, errors: list[TraceEvent], raised: BaseException | None = None
+    ) -> None:
         self.reply = reply
         self.errors = errors
-        what = "; ".join(str(event.data.get("message", "")) for event in errors)
+        what = [str(event.data.get("message", "")) for event in errors]
+        if raised is not None and str(raised) not in what:
+            what.insert(0, f"{type(raised).__name__}: {raised}")
         said = f" (the agent still replied {reply!r})" if reply else " (no reply)"
-        super().__init__(f"the turn went wrong: {what}{said}")
+        super().__init__(f"the turn went wrong: {'; '.join(what)}{said}")

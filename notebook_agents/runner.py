@@ -433,20 +433,21 @@ class NotebookRunner(StartStop):
                 livekit.forget_stale_run(session)
                 self._require_turns("the turn")
                 raise
+            raised: Exception | None = None
             try:
                 await result
-            except RuntimeError:  # livekit ends a run whose session closed with this
-                self._require_turns("the turn")
-                raise
+            except Exception as e:  # the reply could not be generated
+                raised = e
         reply = "\n".join(
             event.item.text_content or ""
             for event in result.events
             if isinstance(event, ChatMessageEvent) and event.item.role == "assistant"
         )
-        if self.state is RunnerState.FAILED:
+        if self.state is RunnerState.FAILED:  # the session died under the turn
             self._require_turns("the turn")
-        if errors := [e for e in self.trace.events_since(first) if _fails_text_turn(e)]:
-            raise TurnError(reply, errors)
+        errors = [e for e in self.trace.events_since(first) if _fails_text_turn(e)]
+        if errors or raised is not None:
+            raise TurnError(reply, errors, raised) from raised
         return reply
 
     # -- stopping --------------------------------------------------------------------------

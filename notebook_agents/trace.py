@@ -495,7 +495,7 @@ class Trace:
         error = getattr(ev.error, "error", ev.error)
         recoverable = bool(getattr(ev.error, "recoverable", False))
         source = _ERROR_SOURCES.get(getattr(ev.error, "type", ""), "session")
-        self._record_error(str(error), type(error).__name__, source, recoverable=recoverable)
+        self._record_error(_message(error), type(error).__name__, source, recoverable=recoverable)
 
     def _record_error(
         self, message: str, type_name: str, source: ErrorSource, *, recoverable: bool = True
@@ -683,6 +683,15 @@ def _handoff_modes(
         # what the new agent starts from, so a replay can show each agent's context at any time
         "context_items": [describe_item(item) for item in new_items],
     }
+
+
+def _message(error: object) -> str:
+    """An error's text with what the service said: livekit's ``APIError`` keeps that in its
+    body ("OpenAI Realtime API returned an error" alone does not say why)."""
+    text = str(error)
+    body = getattr(error, "body", None)
+    said = body.get("message") if isinstance(body, dict) else getattr(body, "message", None)
+    return f"{text}: {said}" if isinstance(said, str) and said and said not in text else text
 
 
 def _syncs_to_model(item: llm.ChatItem) -> bool:

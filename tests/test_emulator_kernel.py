@@ -117,3 +117,22 @@ def test_emulators_started_in_a_function_coexist() -> None:
     finally:
         for emu in emulators:
             emu.stop()
+
+
+def test_replacing_an_emulator_in_use_warns_in_the_cell(kernel: Kernel) -> None:
+    cell = "used = Emulator().start()"
+    kernel.run_ok(cell)
+    # an agent's model connected to it (a realtime websocket, as the plugin opens one)
+    kernel.run_ok(
+        "import aiohttp\n"
+        "client = aiohttp.ClientSession()\n"
+        "ws = await client.ws_connect(used.url.replace('http', 'ws') + "
+        "'/v1/realtime?model=gpt-realtime', headers={'Authorization': 'Bearer offline'})\n"
+        "assert (await ws.receive_json())['type'] == 'session.created'\n"
+        "assert used.open_connections == 1"
+    )
+    rerun = kernel.run_ok(cell)
+    assert "EmulatorReplaced" in rerun.stderr and "lost its model" in rerun.stderr
+    quiet = kernel.run_ok(cell)  # nobody used the one it replaces now: nothing to say
+    assert "EmulatorReplaced" not in quiet.stderr
+    kernel.run_ok("await client.close()\nused.stop()")

@@ -34,6 +34,7 @@ from notebook_agents import (
     TurnError,
 )
 from notebook_agents import _livekit_internals as livekit
+from notebook_agents._livekit_room import LiveKitCredentials
 from notebook_agents._worker_logs import WorkerLogs
 from notebook_agents.emulator import Emulator
 from notebook_agents.views import StateView
@@ -176,6 +177,8 @@ async def test_offline_room_name_is_each_runners_own(
         ("fail_responses=1", "response failed"),
         ("fail_first=1", "response failed"),
         ("error_on=conversation.item.create", "rejected the user item 'hello'"),
+        # refused at the websocket: the emulator's reason reaches the caller, not a bare 400
+        ("rtt_ms=-5", r"rtt_ms=-5 must be between 0 and 60000 ms"),
     ],
 )
 async def test_a_turn_that_went_wrong_raises_and_is_traced(
@@ -367,7 +370,7 @@ async def test_an_unreachable_livekit_fails_fast_and_leaves_nothing(
     before["_entrypoint_fnc"] = counted
     runner = NotebookRunner(server, livekit_url=url, api_key="key", api_secret="s" * 32)
     runner.start()
-    with pytest.raises(RunnerError, match="LIVEKIT_URL") as raised:
+    with pytest.raises(RunnerError, match=r"check livekit_url=, or leave out") as raised:
         await asyncio.wait_for(runner.ready(), 15)  # not the 30 s start timeout
     assert url in str(raised.value) and "entrypoint" not in str(raised.value)
     assert entered == []
@@ -380,6 +383,20 @@ async def test_an_unreachable_livekit_fails_fast_and_leaves_nothing(
     runners.append(offline)
     await offline.ready()
     assert await offline.send_text("hi") == 'You are Ada. You said: "hi".'
+
+
+def test_livekit_errors_name_the_setting_as_the_user_gave_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    given = LiveKitCredentials.resolve("ws://127.0.0.1:9", "key", "secret")
+    assert given is not None and given.url_setting == "livekit_url="
+    assert given.offline_hint.startswith("leave out livekit_url=")
+    monkeypatch.setenv("LIVEKIT_URL", "ws://127.0.0.1:9")
+    monkeypatch.setenv("LIVEKIT_API_KEY", "key")
+    monkeypatch.setenv("LIVEKIT_API_SECRET", "secret")
+    from_env = LiveKitCredentials.resolve()
+    assert from_env is not None and from_env.url_setting == "LIVEKIT_URL"
+    assert from_env.offline_hint.startswith("unset LIVEKIT_URL")
 
 
 def _listening_ports() -> set[int]:

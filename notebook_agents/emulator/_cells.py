@@ -10,11 +10,17 @@ and a script's top level runs once.
 from __future__ import annotations
 
 import inspect
+import warnings
 from types import CodeType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .server import Emulator
+
+
+class EmulatorReplaced(UserWarning):
+    """A re-run cell replaced an emulator that agents were still connected to."""
+
 
 Site = tuple[str, int]
 """a call site: file name and line"""
@@ -41,6 +47,15 @@ def replace_earlier_run(site: Site, code: CodeType) -> None:
     if earlier is not None and earlier[0] is not code:
         del _started[site]
         for emulator in earlier[1]:
+            if in_use := emulator.open_connections:
+                # the agents using it fail a few seconds later, far from this cell: say so here
+                warnings.warn(
+                    f"re-running this cell stopped the emulator it started before "
+                    f"({emulator.url}) while {in_use} realtime connection(s) used it: an agent "
+                    "started on it has lost its model; re-run the agent's cell too",
+                    EmulatorReplaced,
+                    stacklevel=3,
+                )
             emulator.stop()
 
 

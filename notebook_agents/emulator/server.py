@@ -175,6 +175,7 @@ class Emulator(StartStop):
         self._stopped: asyncio.Event | None = None
         self._site: _cells.Site | None = None
         """where a notebook cell's top level started it, if it did"""
+        self._app: web.Application | None = None
 
     @property
     def port(self) -> int:
@@ -205,6 +206,12 @@ class Emulator(StartStop):
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def open_connections(self) -> int:
+        """Realtime websockets open now: agents that would lose their model if it stopped."""
+        app = self._app
+        return len(app[OPEN_CONNECTIONS_KEY]) if app is not None and self.running else 0
 
     def start(self) -> Self:
         """Serve on a new thread; returns once the port is bound (or raises why it can't be).
@@ -276,7 +283,8 @@ class Emulator(StartStop):
     async def _run(self, started: threading.Event, failure: list[BaseException]) -> None:
         self._stopped = asyncio.Event()
         try:
-            runner, self._port = await start_site(create_app(self.settings), self._requested_port)
+            self._app = create_app(self.settings)
+            runner, self._port = await start_site(self._app, self._requested_port)
         except BaseException as e:
             failure.append(e)
             return
