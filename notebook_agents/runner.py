@@ -445,7 +445,10 @@ class NotebookRunner(StartStop):
         )
         if self.state is RunnerState.FAILED:
             self._require_turns("the turn")
-        if errors := [e for e in self.trace.events_since(first) if e.kind == "error"]:
+        # the turn is over: the model's conversation should now hold what livekit's does
+        self.trace.compare_contexts()
+        went_wrong = ("error", "context_diverged")
+        if errors := [e for e in self.trace.events_since(first) if e.kind in went_wrong]:
             raise TurnError(reply, errors)
         return reply
 
