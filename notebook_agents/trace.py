@@ -28,7 +28,7 @@ from livekit.agents.voice.agent import Agent
 from livekit.agents.voice.agent_session import AgentSession
 from livekit.agents.voice.events import EventTypes
 
-from ._contexts import agent_contexts
+from ._contexts import agent_contexts, divergences
 from ._records import FieldError, build, not_utf8, value
 
 EventKind = Literal[
@@ -195,6 +195,11 @@ class Trace:
         """Each agent's chat context at trace time ``t`` (default: the end), rebuilt from the
         events: what a replay shows when scrubbed to ``t``. Items as ``describe_item`` gives."""
         return agent_contexts(self.events, t)
+
+    def divergences_at(self, t: float | None = None) -> dict[str, TraceEvent]:
+        """Each agent whose chat context and model's conversation were apart at trace time
+        ``t`` (default: the end): its ``context_diverged`` event, both sides as they parted."""
+        return divergences(self.events, t)
 
     def to_records(self) -> list[dict[str, Any]]:
         """Plain dicts, one per event, for pandas or matplotlib."""
