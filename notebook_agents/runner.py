@@ -31,7 +31,7 @@ from ._lifecycle import StartStop
 from ._livekit_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
-from .trace import Trace
+from .trace import Trace, TraceEvent, agent_label
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
@@ -445,12 +445,21 @@ class NotebookRunner(StartStop):
         )
         if self.state is RunnerState.FAILED:
             self._require_turns("the turn")
-        # the turn is over: the model's conversation should now hold what livekit's does
-        self.trace.compare_contexts()
-        went_wrong = ("error", "context_diverged")
-        if errors := [e for e in self.trace.events_since(first) if e.kind in went_wrong]:
+        if errors := self._went_wrong(session, first):
             raise TurnError(reply, errors)
         return reply
+
+    def _went_wrong(self, session: AgentSession[Any], first: int) -> list[TraceEvent]:
+        """The turn's ``error`` events, and the ``context_diverged`` of its agent while its
+        chat context and its model's conversation are apart: even a turn that went through
+        smoothly was answered from a conversation other than livekit's."""
+        # the turn is over: the model's conversation should now hold what livekit's does
+        self.trace.compare_contexts()
+        errors = [e for e in self.trace.events_since(first) if e.kind == "error"]
+        apart = self.trace.divergences_at().get(agent_label(session.current_agent))
+        if apart is not None:
+            errors = sorted([*errors, apart], key=lambda event: event.seq)
+        return errors
 
     # -- stopping --------------------------------------------------------------------------
 
