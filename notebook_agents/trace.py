@@ -391,7 +391,6 @@ class Trace:
 
     def _on_agent_state(self, ev: Any) -> None:
         self._record("agent_state", {"old": ev.old_state, "new": ev.new_state})
-        self._compare_soon()
 
     def _on_user_state(self, ev: Any) -> None:
         self._record("user_state", {"old": ev.old_state, "new": ev.new_state})
@@ -624,7 +623,7 @@ class Trace:
                     raise
                 finally:
                     trace._syncs -= 1
-                    trace._compare_soon()
+                    trace._on_model_side_changed()
                 try:
                     trace._check_model_has(chat_ctx, rt_session)
                 except Exception as e:
@@ -640,7 +639,7 @@ class Trace:
             self._listening.append((rt_session, "remote_item_added", handler))
 
     def _on_remote_item(self, ev: llm.RemoteItemAddedEvent) -> None:
-        self._compare_soon()
+        self._on_model_side_changed()
 
     def _check_model_has(
         self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]
@@ -662,6 +661,13 @@ class Trace:
 
     # -- the model's side ------------------------------------------------------------------
 
+    def _on_model_side_changed(self) -> None:
+        """A sync ended or the model's side gained an item: compare if that happened between
+        turns (a late ack, an edit from code); within a turn, the turn's end compares."""
+        session = self._session
+        if session is not None and not self._syncs and session.current_speech is None:
+            self._compare_soon()
+
     def _compare_soon(self) -> None:
         """Compare the two sides once the current step is over (livekit adds its own copy of
         an item the model added right after announcing it), if the session is between turns."""
@@ -677,9 +683,9 @@ class Trace:
     def _compare_if_settled(self) -> None:
         self._compare_pending = False
         session = self._session
-        if session is None or session.current_speech is not None:
+        if session is None or self._syncs or session.agent_state not in ("listening", "idle"):
             return  # mid-turn, items are in flight both ways: the turn's end compares
-        if session.agent_state in ("listening", "idle"):
+        if session.current_speech is None:
             self.compare_contexts()
 
     def compare_contexts(self) -> None:
