@@ -106,6 +106,7 @@ function describe(event) {
   const lines = [`${event.kind.replace("_", " ")} · ${event.agent ?? "-"} · ${event.t.toFixed(3)} s`];
   for (const [key, value] of Object.entries(event.data)) {
     if (value === null || value === undefined || value === "") continue;
+    if (Array.isArray(value) && value.length === 0) continue; // nothing missing, say nothing
     lines.push(`${key}: ${typeof value === "object" ? JSON.stringify(value) : value}`);
   }
   return lines.join("\n");
