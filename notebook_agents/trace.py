@@ -435,6 +435,7 @@ class Trace:
         assert self._session is not None
         old, new = self._current, self._session._activity
         self._current = new
+        self._leaving = None  # gone: the session's activity is the new agent's
         if old is not None:
             self._left_with[old.agent] = {i.id for i in _conversation_items(old.agent)}
         if new is not None:
@@ -670,7 +671,7 @@ class Trace:
 
     def _compare_soon(self) -> None:
         """Compare the two sides once the current step is over (livekit adds its own copy of
-        an item the model added right after announcing it), if the session is between turns."""
+        an item the model added right after announcing it), if the session is then settled."""
         if self._compare_pending or self._session is None:
             return
         try:
@@ -681,6 +682,7 @@ class Trace:
         loop.call_soon(self._compare_if_settled)
 
     def _compare_if_settled(self) -> None:
+        """Compare if nothing is in flight: no sync, no speech, the agent listening."""
         self._compare_pending = False
         session = self._session
         if session is None or self._syncs or session.agent_state not in ("listening", "idle"):
