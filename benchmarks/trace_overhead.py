@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from livekit.agents import Agent, AgentSession, function_tool, llm
+from livekit.agents import Agent, AgentSession, function_tool
 from livekit.plugins import openai
 
 from notebook_agents.emulator import Emulator
@@ -86,20 +86,22 @@ def _time_callbacks(trace: Trace, session: AgentSession[None], samples: Samples)
         session.off(name, callback)
         super(AgentSession, session).on(name, _timed(name, callback, samples))
         super(AgentSession, session).on(name, _timed(EMPTY, _empty, samples))
-    # context edits reach the trace through its update_chat_ctx wrapper, not the emitter
-    timed_edit = _timed_edit(trace._on_context_edited, samples)
-    setattr(trace, "_on_context_edited", timed_edit)  # noqa: B010 (an instance override)
+    # context edits reach the trace through its update_chat_ctx wrapper, and comparisons of
+    # livekit's context with the model's run between turns from the loop: not the emitter
+    _time_method(trace, "_on_context_edited", "context_edit", samples)
+    _time_method(trace, "_compare_if_settled", "compare_with_model", samples)
 
 
-def _timed_edit(
-    handler: Callable[[Agent, dict[str, llm.ChatItem]], None], samples: Samples
-) -> Callable[[Agent, dict[str, llm.ChatItem]], None]:
-    def timed(agent: Agent, before: dict[str, llm.ChatItem]) -> None:
+def _time_method(trace: Trace, method: str, name: str, samples: Samples) -> None:
+    """Replace ``trace.method`` (an instance override) by one timed as ``name``."""
+    original: Callable[..., None] = getattr(trace, method)
+
+    def timed(*args: Any) -> None:
         started, cpu = time.perf_counter(), time.thread_time()
-        handler(agent, before)
-        samples["context_edit"].append((time.perf_counter() - started, time.thread_time() - cpu))
+        original(*args)
+        samples[name].append((time.perf_counter() - started, time.thread_time() - cpu))
 
-    return timed
+    setattr(trace, method, timed)
 
 
 async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples) -> float:

@@ -13,9 +13,11 @@ class RunnerError(RuntimeError):
 
 
 class TurnError(RunnerError):
-    """A user turn went wrong: the model's response failed or was cancelled, or the model
-    rejected part of the conversation. ``reply`` is what the agent said anyway (often
-    nothing), ``errors`` the trace's ``error`` events of the turn."""
+    """A user turn went wrong: the model's response failed or was cancelled, the model
+    rejected part of the conversation, or its conversation parted from livekit's chat context.
+    ``reply`` is what the agent said anyway (often nothing), ``errors`` the trace's ``error``
+    events of the turn and, while the two stay apart, the ``context_diverged`` that parted
+    them."""
 
     def __init__(
         self, reply: str, errors: list[TraceEvent], raised: BaseException | None = None

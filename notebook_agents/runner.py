@@ -31,7 +31,7 @@ from ._lifecycle import StartStop
 from ._livekit_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
-from .trace import Trace, TraceEvent
+from .trace import Trace, TraceEvent, agent_label
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
@@ -445,10 +445,22 @@ class NotebookRunner(StartStop):
         )
         if self.state is RunnerState.FAILED:  # the session died under the turn
             self._require_turns("the turn")
-        errors = [e for e in self.trace.events_since(first) if _fails_text_turn(e)]
+        errors = self._went_wrong(session, first)
         if errors or raised is not None:
             raise TurnError(reply, errors, raised) from raised
         return reply
+
+    def _went_wrong(self, session: AgentSession[Any], first: int) -> list[TraceEvent]:
+        """The turn's ``error`` events, and the ``context_diverged`` of its agent while its
+        chat context and its model's conversation are apart: even a turn that went through
+        smoothly was answered from a conversation other than livekit's."""
+        # the turn is over: the model's conversation should now hold what livekit's does
+        self.trace.compare_contexts()
+        errors = [e for e in self.trace.events_since(first) if _fails_text_turn(e)]
+        apart = self.trace.divergences_at().get(agent_label(session.current_agent))
+        if apart is not None:
+            errors = sorted([*errors, apart], key=lambda event: event.seq)
+        return errors
 
     # -- stopping --------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from livekit.agents.voice.agent import Agent
 from livekit.agents.voice.agent_session import AgentSession
 from livekit.agents.voice.events import EventTypes
 
-from ._contexts import agent_contexts
+from ._contexts import agent_contexts, divergences
 from ._records import FieldError, build, not_utf8, value
 
 EventKind = Literal[
@@ -43,7 +43,19 @@ EventKind = Literal[
     "metrics",
     "error",
     "closed",
+    "context_diverged",
+    "context_converged",
 ]
+"""What a ``TraceEvent`` records; ``data`` per kind as DESIGN.md writes it, and:
+
+- ``context_diverged``: livekit's chat context of the active agent and the model's
+  conversation (the realtime plugin's view of it, built from the server's acks) no longer hold
+  the same items in the same order, seen between turns. ``agent``; ``missing`` (items livekit
+  has that the model lacks), ``extra`` (the model has, livekit lacks), ``order`` (the shared
+  items are in another order); ``livekit`` and ``model``, both views then; ``message``.
+  Recorded once when they part, not again while they stay apart.
+- ``context_converged``: they hold the same again. ``agent``; ``items`` (how many).
+"""
 ErrorSource = Literal["stt", "llm", "tts", "realtime", "session", "agent", "runner", "trace"]
 """what failed: a model (speech recognition, LLM, speech synthesis, realtime), the session,
 the agent's own code (a hook that raised), the runner's job, or the trace itself"""
@@ -157,6 +169,14 @@ class Trace:
         self._left_with: weakref.WeakKeyDictionary[Agent, set[str]] = weakref.WeakKeyDictionary()
         # (object, attribute, its own value before the trace wrapped it, or _ABSENT)
         self._wrapped: list[tuple[Any, str, Any]] = []
+        # (emitter, event, handler) the trace listens to beyond the session's own events
+        self._listening: list[tuple[Any, str, Callable[[Any], None]]] = []
+        # agents whose chat context and model's conversation parted at the last comparison
+        self._parted: set[str] = set()
+        self._syncs = 0  # realtime context syncs under way: their items are in flight
+        # the activity whose tool handed off: its context is never the model's again
+        self._leaving: _activity.AgentActivity | None = None
+        self._compare_pending = False
         if session is not None:
             self.attach(session)
 
@@ -185,6 +205,11 @@ class Trace:
         """Each agent's chat context at trace time ``t`` (default: the end), rebuilt from the
         events: what a replay shows when scrubbed to ``t``. Items as ``describe_item`` gives."""
         return agent_contexts(self.events, t)
+
+    def divergences_at(self, t: float | None = None) -> dict[str, TraceEvent]:
+        """Each agent whose chat context and model's conversation were apart at trace time
+        ``t`` (default: the end): its ``context_diverged`` event, both sides as they parted."""
+        return divergences(self.events, t)
 
     def to_records(self) -> list[dict[str, Any]]:
         """Plain dicts, one per event, for pandas or matplotlib."""
@@ -290,6 +315,10 @@ class Trace:
                 else:
                     setattr(target, name, previous)
         self._wrapped.clear()
+        for emitter, event, handler in self._listening:
+            with contextlib.suppress(KeyError, ValueError):
+                emitter.off(event, handler)
+        self._listening.clear()
         with self._lock:
             pending = list(self._outboxes)
         for loop in pending:  # the session's loop may close before a scheduled wake-up
@@ -386,6 +415,7 @@ class Trace:
             elif asyncio.current_task() is activity._on_exit_task:
                 phase = "on_exit"
         self._speeches[ev.speech_handle.id] = _Speech(source=ev.source, phase=phase)
+        ev.speech_handle.add_done_callback(lambda _: self._compare_soon())
 
     def _on_item_added(self, ev: Any) -> None:
         item = ev.item
@@ -395,6 +425,7 @@ class Trace:
         if isinstance(item, llm.AgentHandoff):
             self._on_handoff(item)
         elif isinstance(item, llm.ChatMessage) and item.role == "user":
+            self._leaving = None  # a new turn: whatever handoff was coming did not
             self._record("user_message", {"text": _text(item), "item_id": item.id})
         elif isinstance(item, llm.ChatMessage) and item.role == "assistant":
             self._record(
@@ -414,6 +445,7 @@ class Trace:
         assert self._session is not None
         old, new = self._current, self._session._activity
         self._current = new
+        self._leaving = None  # gone: the session's activity is the new agent's
         if old is not None:
             self._left_with[old.agent] = {i.id for i in _conversation_items(old.agent)}
         if new is not None:
@@ -444,6 +476,8 @@ class Trace:
                 )
 
     def _on_tools_executed(self, ev: Any) -> None:
+        if ev.has_agent_handoff and self._session is not None:
+            self._leaving = self._session._activity
         for call, output in ev.zipped():
             if ("call", call.call_id) not in self._seen_calls:
                 self._seen_calls.add(("call", call.call_id))
@@ -599,6 +633,7 @@ class Trace:
 
         def wrapped(original: Callable[..., Any]) -> Callable[..., Any]:
             async def update_chat_ctx(chat_ctx: llm.ChatContext) -> None:
+                trace._syncs += 1
                 try:
                     await original(chat_ctx)
                 except llm.RealtimeError as e:
@@ -606,6 +641,9 @@ class Trace:
                         f"realtime context sync failed: {e}", type(e).__name__, "realtime"
                     )
                     raise
+                finally:
+                    trace._syncs -= 1
+                    trace._on_model_side_changed()
                 try:
                     trace._check_model_has(chat_ctx, rt_session)
                 except Exception as e:
@@ -614,6 +652,14 @@ class Trace:
             return update_chat_ctx
 
         self._wrap(rt_session, "update_chat_ctx", wrapped)
+        if not any(emitter is rt_session for emitter, _, _ in self._listening):
+            # an ack that comes in between turns (a late one) changes the model's side alone
+            handler = _guarded(self, self._on_remote_item)
+            rt_session.on("remote_item_added", handler)
+            self._listening.append((rt_session, "remote_item_added", handler))
+
+    def _on_remote_item(self, ev: llm.RemoteItemAddedEvent) -> None:
+        self._on_model_side_changed()
 
     def _check_model_has(
         self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]
@@ -633,6 +679,75 @@ class Trace:
                     "ItemRejected",
                     "realtime",
                 )
+
+    # -- the model's side ------------------------------------------------------------------
+
+    def _on_model_side_changed(self) -> None:
+        """A sync ended or the model's side gained an item: compare if that happened between
+        turns (a late ack, an edit from code); within a turn, the turn's end compares."""
+        session = self._session
+        if session is not None and not self._syncs and session.current_speech is None:
+            self._compare_soon()
+
+    def _compare_soon(self) -> None:
+        """Compare the two sides once the current step is over (livekit adds its own copy of
+        an item the model added right after announcing it), if the session is then settled."""
+        if self._compare_pending or self._session is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._compare_pending = True
+        loop.call_soon(self._compare_if_settled)
+
+    def _compare_if_settled(self) -> None:
+        """Compare if nothing is in flight: no sync, no speech, the agent listening."""
+        self._compare_pending = False
+        session = self._session
+        if session is None or self._syncs or session.agent_state not in ("listening", "idle"):
+            return  # mid-turn, items are in flight both ways: the turn's end compares
+        if session.current_speech is None:
+            self.compare_contexts()
+
+    def compare_contexts(self) -> None:
+        """Record ``context_diverged`` if the active agent's chat context and its realtime
+        model's conversation now differ (``context_converged`` if they agree again).
+
+        The trace calls it between turns; call it when you know the session is settled (the
+        runner does after each turn). Ids only, so it stays cheap; a sync under way is left
+        to finish (its end compares again). Never raises: a failure is recorded instead."""
+        try:
+            self._compare_contexts()
+        except Exception as e:  # a trace must never break the session it observes
+            self._record_failure(e)
+
+    def _compare_contexts(self) -> None:
+        session = self._session
+        activity = session._activity if session is not None else None
+        if activity is None or activity._rt_session is None or self._syncs:
+            return
+        if activity is self._leaving:
+            return  # the next agent's context replaces this one on the model
+        model = activity.llm
+        if not isinstance(model, llm.RealtimeModel) or not model.capabilities.mutable_chat_context:
+            return  # no item-by-item conversation on the model's side to hold livekit's to
+        theirs = [item for item in activity._rt_session.chat_ctx.items if _syncs_to_model(item)]
+        held = {item.id for item in theirs}
+        # what livekit would send: an empty message it keeps only for itself is not synced
+        ours = [
+            item
+            for item in activity.agent.chat_ctx.items
+            if _syncs_to_model(item) and (item.id in held or not _empty_message(item))
+        ]
+        agent = agent_label(activity.agent)
+        if [item.id for item in ours] == [item.id for item in theirs]:
+            if agent in self._parted:
+                self._parted.discard(agent)
+                self._record("context_converged", {"agent": agent, "items": len(ours)}, agent)
+        elif agent not in self._parted:
+            self._parted.add(agent)
+            self._record("context_diverged", _divergence(agent, ours, theirs), agent)
 
     def _on_context_edited(self, agent: Agent, before: dict[str, llm.ChatItem]) -> None:
         after = {item.id: item for item in agent.chat_ctx.items}
@@ -692,6 +807,38 @@ def _message(error: object) -> str:
     body = getattr(error, "body", None)
     said = body.get("message") if isinstance(body, dict) else getattr(body, "message", None)
     return f"{text}: {said}" if isinstance(said, str) and said and said not in text else text
+
+
+def _divergence(agent: str, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]) -> dict[str, Any]:
+    """``context_diverged``'s data: what each side holds that the other lacks, and whether
+    the items both hold are in the same order."""
+    our_ids, their_ids = {item.id for item in ours}, {item.id for item in theirs}
+    missing = [describe_item(item) for item in ours if item.id not in their_ids]
+    extra = [describe_item(item) for item in theirs if item.id not in our_ids]
+    order = [i.id for i in ours if i.id in their_ids] != [i.id for i in theirs if i.id in our_ids]
+    parts = [
+        f"the model lacks {_items(len(missing))} livekit has" if missing else "",
+        f"the model holds {_items(len(extra))} livekit lacks" if extra else "",
+        "the items both hold are in another order" if order else "",
+    ]
+    return {
+        "agent": agent,
+        "message": f"{agent}'s chat context and the model's conversation diverged: "
+        + "; ".join(part for part in parts if part),
+        "missing": missing,
+        "extra": extra,
+        "order": order,
+        "livekit": [describe_item(item) for item in ours],
+        "model": [describe_item(item) for item in theirs],
+    }
+
+
+def _items(count: int) -> str:
+    return f"{count} item" + ("" if count == 1 else "s")
+
+
+def _empty_message(item: llm.ChatItem) -> bool:
+    return isinstance(item, llm.ChatMessage) and not item.content
 
 
 def _syncs_to_model(item: llm.ChatItem) -> bool:

@@ -164,6 +164,44 @@ async def test_tool_call_round_trip(session: openai.realtime.RealtimeSession) ->
     assert text == "The tool returned: sunny in Paris"
 
 
+async def test_conversations_are_each_connections_items_in_server_order(
+    emulator: Emulator,
+) -> None:
+    async with realtime_session(emulator) as sess:
+        await sess.update_tools([get_weather])
+        ctx = llm.ChatContext()
+        ctx.add_message(role="user", content="Use get weather, location=Paris")
+        await sess.update_chat_ctx(ctx)
+        (call,) = [call async for call in (await sess.generate_reply()).function_stream]
+        ctx = sess.chat_ctx.copy()
+        ctx.items.append(
+            llm.FunctionCallOutput(call_id=call.call_id, output="sunny in Paris", is_error=False)
+        )
+        await sess.update_chat_ctx(ctx)
+        await reply_text(await sess.generate_reply())
+
+        (server,) = emulator.conversations()  # the one realtime connection
+        assert [item["id"] for item in server] == [item.id for item in sess.chat_ctx.items]
+        user, tool_call, output, reply = server
+        assert user == {
+            "id": ctx.items[0].id,
+            "type": "message",
+            "role": "user",
+            "text": "Use get weather, location=Paris",
+        }
+        assert (tool_call["name"], tool_call["text"]) == ("get_weather", '{"location":"Paris"}')
+        # named after its call, as livekit names a tool output
+        assert (output["type"], output["name"], output["text"]) == (
+            "function_call_output",
+            "get_weather",
+            "sunny in Paris",
+        )
+        assert output["call_id"] == tool_call["call_id"] == call.call_id
+        assert (reply["role"], reply["text"]) == ("assistant", "The tool returned: sunny in Paris")
+    emulator.stop()
+    assert emulator.conversations() == [server]  # still there to read once it stopped
+
+
 async def test_cancel_bare_and_by_response_id(emulator: Emulator) -> None:
     async with realtime_session(emulator, token_ms=20) as sess:
         events = ServerEvents(sess)

@@ -60,6 +60,9 @@ def test_notebook_runs_offline(path: Path) -> None:
         # every claim the text makes is an assert cell of its own: reaching the end proves them
         assert "Exercise 1 passed" in text and "Exercise 2 passed" in text
         assert "the handoff waited" in text and "update_chat_ctx timed out" in text
+        # a late tool-result ack: later turns answered from a conversation in another order
+        assert "the items both hold are in another order" in text
+        assert "Weather · model" in text and "<- out of order" in text
         assert widget_views(outputs) == 6  # state, graph, chat, timeline + one per failure call
         assert sum("image/png" in output.get("data", {}) for output in outputs) == 1
         solutions = tagged(notebook, "solution")

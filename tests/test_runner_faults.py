@@ -193,9 +193,11 @@ async def test_a_turn_that_went_wrong_raises_and_is_traced(
     with pytest.raises(TurnError, match=says) as raised:
         await runner.send_text("hello")
     assert raised.value.errors and raised.value.errors[0].kind == "error"
-    assert raised.value.errors == [
-        e for e in runner.trace.of_kind("error") if e.seq >= raised.value.errors[0].seq
-    ]
+    went_wrong = runner.trace.of_kind("error", "context_diverged")
+    assert raised.value.errors == [e for e in went_wrong if e.seq >= raised.value.errors[0].seq]
+    if fault.startswith("error_on"):  # livekit holds the words the model never took
+        parted = runner.trace.of_kind("context_diverged")[-1]
+        assert [item["text"] for item in parted.data["missing"]] == ["hello"]
     if fault.startswith("fail_first"):  # only the first response fails: the call goes on
         assert await runner.send_text("hello again") == 'You are Ada. You said: "hello again".'
     assert runner.state is RunnerState.RUNNING
@@ -258,6 +260,38 @@ async def test_a_typed_turn_does_not_fail_on_speech_recognition(
     assert [e.data["source"] for e in during] == ["stt"]  # traced, not raised
     assert "lost the speech service" in during[0].data["message"]
     assert runner.state is RunnerState.RUNNING
+
+
+class Forecaster(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are Ada.")
+
+    @function_tool
+    async def get_weather(self, city: str) -> str:
+        """Look up the weather in a city."""
+        return f"sunny in {city}"
+
+
+async def test_a_turn_after_which_the_model_lacks_what_livekit_holds_raises(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    # the tool result's ack comes half a second after livekit stopped waiting for it
+    url = emulator.base_url(ack_delay_ms=5500, ack_delay_items="function_call_output")
+    runner = NotebookRunner(server_for(url, Forecaster))
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+
+    with pytest.raises(TurnError, match="the model lacks 1 item livekit has") as raised:
+        await runner.send_text("get weather city=Oslo")
+    assert raised.value.reply == "You are Ada. The tool returned: sunny in Oslo"
+    timed_out, parted = raised.value.errors
+    assert timed_out.kind == "error" and "update_chat_ctx timed out" in timed_out.data["message"]
+    assert parted.kind == "context_diverged"
+    assert [item["text"] for item in parted.data["missing"]] == ["sunny in Oslo"]
+
+    await wait_for_kind(runner.trace, "context_converged")  # the ack came: whole again
+    assert await runner.send_text("hello") == 'You are Ada. You said: "hello".'
 
 
 # -- 3. a dead session says so --------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from matplotlib.collections import PathCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-from notebook_agents.trace import Trace, TraceEvent
+from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent
 from notebook_agents.views import TimelineView
 from notebook_agents.views.timeline_view import (
     MAX_TEXT,
@@ -46,6 +47,47 @@ async def converse(models: MakeModel, trace: Trace) -> None:
         for text in TURNS:
             await session.run(user_input=text)
     await closed.wait()
+
+
+def message(item_id: str, role: str, text: str) -> dict[str, str]:
+    return {"id": item_id, "type": "message", "role": role, "text": text}
+
+
+HELLO = message("u1", "user", "Hello")
+HI = message("a1", "assistant", "Hi")
+OUTPUT = {"id": "o1", "type": "function_call_output", "name": "", "call_id": "c1", "text": ""}
+AGAIN = message("u2", "user", "Hello again")
+ANSWER = message("a2", "assistant", "How can I help you?")
+
+
+def parted_trace(tmp_path: Path) -> Trace:
+    """A saved and loaded trace: Weather's sides part at 1.2 s (his reply ahead of the
+    caller's words on the model's side) and agree again at 2 s."""
+
+    def event(seq: int, t: float, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        return {"seq": seq, "t": t, "kind": kind, "agent": "Weather", "data": data}
+
+    parted = {
+        "agent": "Weather",
+        "message": "Weather's chat context and the model's conversation diverged",
+        "missing": [OUTPUT],
+        "extra": [],
+        "order": True,
+        "livekit": [HELLO, HI, AGAIN, ANSWER, OUTPUT],
+        "model": [HELLO, HI, ANSWER, AGAIN],
+    }
+    records = [
+        event(0, 0.0, "handoff", {"from": None, "to": "Weather", "context_items": [HELLO, HI]}),
+        event(1, 1.0, "user_message", {"text": "Hello again", "item_id": "u2"}),
+        event(2, 1.1, "agent_message", {"text": "How can I help you?", "item_id": "a2"}),
+        event(3, 1.2, "context_diverged", parted),
+        event(4, 2.0, "context_converged", {"agent": "Weather", "items": 4}),
+    ]
+    path = tmp_path / "trace.jsonl"
+    path.write_text(
+        "\n".join(json.dumps(r) for r in [{"format": TRACE_FORMAT, "started_at": 0.0}, *records])
+    )
+    return Trace.load(path)
 
 
 async def test_live_events_cross_once_in_batches_without_metrics(models: MakeModel) -> None:
@@ -95,6 +137,37 @@ async def test_scrubbing_shows_each_agents_context_at_that_moment(models: MakeMo
     assert set(view.scrub_contexts) == {"Alice", "Bob"}
     view.scrub_t = None
     assert view.scrub_contexts == {}
+
+
+def test_scrubbing_shows_the_models_side_where_it_parted_from_livekits(tmp_path: Path) -> None:
+    trace = parted_trace(tmp_path)
+    view = TimelineView(trace)
+    view.scrub_t = 1.5  # apart
+    (model,) = view.scrub_models.values()
+    assert model["title"] == "Weather · model (at 1.20 s)"
+    assert [(item["text"], item.get("mark")) for item in model["items"]] == [
+        ("Hello", None),
+        ("Hi", None),
+        ("How can I help you?", "moved"),  # ahead of the caller's words it answers
+        ("Hello again", None),
+    ]
+    # livekit's side at 1.5 s as the trace rebuilds it; the model lacked nothing of it then
+    assert [item["text"] for item in view.scrub_contexts["Weather"]] == [
+        "Hello",
+        "Hi",
+        "Hello again",
+        "How can I help you?",
+    ]
+    view.scrub_t = 2.5  # together again: no model column
+    assert view.scrub_models == {} and len(view.scrub_contexts["Weather"]) == 4
+
+    parted = browser_record(trace.of_kind("context_diverged")[0])["data"]
+    assert "livekit" not in parted and "model" not in parted  # both stay in the kernel
+    assert parted["missing"] == ["output ?: "] and parted["order"] is True
+    legend = view.to_figure().axes[0].get_legend()
+    assert legend is not None
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert "context diverged" in labels and "context converged" in labels
 
 
 def test_long_texts_are_cut_before_they_cross() -> None:

@@ -108,9 +108,14 @@ def new_session(model: openai.realtime.RealtimeModel) -> AgentSession[None]:
 
 @contextlib.asynccontextmanager
 async def traced(
-    model: openai.realtime.RealtimeModel, agent: Agent, trace: Trace | None = None
+    model: openai.realtime.RealtimeModel,
+    agent: Agent,
+    trace: Trace | None = None,
+    *,
+    parts: bool = False,
 ) -> AsyncIterator[tuple[AgentSession[None], Trace]]:
-    """A started session with a trace attached before ``start``; closed on exit."""
+    """A started session with a trace attached before ``start``; closed on exit. Unless the
+    test ``parts`` livekit's context from the model's, none of its traces may record that."""
     session = new_session(model)
     trace = trace if trace is not None else Trace()
     trace.attach(session)
@@ -119,6 +124,22 @@ async def traced(
         yield session, trace
     finally:
         await session.aclose()
+        if not parts:
+            assert not trace.of_kind("context_diverged")  # a settled session: both sides agree
+
+
+@contextlib.asynccontextmanager
+async def late_tool_results(
+    emulator: Emulator, delay_ms: float
+) -> AsyncIterator[openai.realtime.RealtimeModel]:
+    """A model whose connection holds each tool result's ack ``delay_ms`` (past livekit's
+    5 s wait when over 5000); closed on exit."""
+    url = emulator.base_url(ack_delay_ms=delay_ms, ack_delay_items="function_call_output")
+    model = openai.realtime.RealtimeModel(base_url=url, api_key="x", modalities=["text"])
+    try:
+        yield model
+    finally:
+        await model.aclose()
 
 
 def spoken(trace: Trace) -> dict[str, tuple[str | None, str, str]]:
@@ -703,20 +724,18 @@ async def test_a_realtime_sync_that_times_out_is_recorded_as_an_error(
     emulator: Emulator,
 ) -> None:
     # livekit only logs a tool result whose ack never came; the trace must show it
-    url = emulator.base_url(ack_delay_ms=6000, ack_delay_items="function_call_output")
-    model = openai.realtime.RealtimeModel(base_url=url, api_key="x", modalities=["text"])
-    try:
-        async with traced(model, Alice()) as (session, trace):
-            await session.run(user_input="transfer to bob")
-            errors = trace.of_kind("error")
-            assert [e.data["message"] for e in errors] == [
-                "realtime context sync failed: update_chat_ctx timed out."
-            ]
-            assert errors[0].data["recoverable"] is True
-            kinds = [e.kind for e in trace.events if e.kind in ("tool_output", "error", "handoff")]
-            assert kinds[-3:] == ["tool_output", "error", "handoff"]  # the handoff waited for it
-    finally:
-        await model.aclose()
+    async with (
+        late_tool_results(emulator, 6000) as model,
+        traced(model, Alice()) as (session, trace),
+    ):
+        await session.run(user_input="transfer to bob")
+        errors = trace.of_kind("error")
+        assert [e.data["message"] for e in errors] == [
+            "realtime context sync failed: update_chat_ctx timed out."
+        ]
+        assert errors[0].data["recoverable"] is True
+        kinds = [e.kind for e in trace.events if e.kind in ("tool_output", "error", "handoff")]
+        assert kinds[-3:] == ["tool_output", "error", "handoff"]  # the handoff waited for it
 
 
 async def test_detach_stops_recording_and_restores_what_it_wrapped(models: MakeModel) -> None:
@@ -744,3 +763,124 @@ async def test_detach_stops_recording_and_restores_what_it_wrapped(models: MakeM
 
     assert trace.events == recorded
     assert "anyone there" in [m.text_content for m in session.history.messages()]
+
+
+# -- 11. what the model has ---------------------------------------------------------------
+
+
+class Brisk(Alice):
+    """Alice without a goodbye: her handoff tool's output is the last item she sends."""
+
+    async def on_exit(self) -> None:
+        pass
+
+
+class Greeting(Bob):
+    """Bob greeting with a model reply, which the model appends to its conversation."""
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+async def test_a_tool_result_acked_after_the_handoff_parts_the_models_conversation(
+    emulator: Emulator,
+) -> None:
+    """The tool result's ack comes after livekit's 5 s timeout: the reused session's model then
+    holds the caller's later words where livekit never put them, and answers past them."""
+    alice = Brisk(lambda alice: Greeting(back=alice, chat_ctx=alice.chat_ctx.copy()))
+    async with (
+        late_tool_results(emulator, 6000) as model,
+        traced(model, alice, parts=True) as (session, trace),
+    ):
+        await session.run(user_input="transfer to bob")
+        # the caller answers Bob's greeting after the late ack has come in, as one would
+        await model_receives_output(session, trace.of_kind("tool_output")[-1].data["call_id"])
+        ignored: list[RunResult[None]] = [
+            await session.run(user_input=text) for text in ("transfer to alice", "hi")
+        ]
+
+        replies = [r.expect.contains_message(role="assistant").event().item for r in ignored]
+        assert [r.text_content for r in replies] == ["You are Bob. How can I help you?"] * 2
+        assert [e.data["name"] for e in trace.of_kind("tool_call")] == ["transfer_to_bob"]
+        assert [e.data["to"] for e in trace.of_kind("handoff")] == ["Brisk", "Greeting"]
+
+        # the model's side: the caller's words sit before Bob's greeting, so its
+        # conversation always ends with Bob speaking, never with the caller
+        server = emulator.conversations()[-1]
+        said = [(i["role"], i["text"]) for i in server if i["type"] == "message"]
+        assert said[-3:] == [
+            ("assistant", "You are Bob. Done."),  # his greeting, after the late output
+            ("assistant", "You are Bob. How can I help you?"),
+            ("assistant", "You are Bob. How can I help you?"),
+        ]
+        assert ("user", "transfer to alice") in said[:-3]
+
+        # the trace: Bob's side parted once his reply went in before the caller's words
+        # (all the plugin sees of the server's order), and stayed apart: one record.
+        # Alice's context is not compared once her tool has handed off: Bob's replaces it
+        (bob_parted,) = trace.of_kind("context_diverged")
+        assert bob_parted.agent == "Greeting"
+        bob = bob_parted.data
+        assert (bob["agent"], bob["missing"], bob["extra"], bob["order"]) == (
+            "Greeting",
+            [],
+            [],
+            True,
+        )
+        words, reply = trace.of_kind("user_message")[-2], replies[0]
+        livekit, model_side = ([i["id"] for i in bob[side]] for side in ("livekit", "model"))
+        assert livekit[-2:] == [words.data["item_id"], reply.id]
+        assert model_side.index(reply.id) < model_side.index(words.data["item_id"])
+        assert bob_parted.t > words.t
+        assert not trace.of_kind("context_converged")
+
+
+async def test_a_late_ack_parts_the_two_sides_until_it_comes_and_each_parting_is_recorded_once(
+    emulator: Emulator,
+) -> None:
+    # held past livekit's 5 s timeout by half a second: each tool result is late, then heals
+    async with (
+        late_tool_results(emulator, 5500) as model,
+        traced(model, Brisk(), parts=True) as (session, trace),
+    ):
+        for city in ("Oslo", "Paris"):
+            parted_before = trace.of_kind("context_diverged")
+            await session.run(user_input=f"get weather city={city}")
+            output = trace.of_kind("tool_output")[-1]
+            parted = trace.of_kind("context_diverged")[-1]
+            assert parted.t > output.t and parted.data["extra"] == []
+            assert [i.get("call_id") for i in parted.data["missing"]] == [output.data["call_id"]]
+            await session.run(user_input="hello")  # while apart: not recorded again
+            await recorded(trace, "context_converged", count=len(parted_before) + 1)
+        kinds = [e.kind for e in trace.events if e.kind.startswith("context_")]
+        assert kinds == ["context_diverged", "context_converged"] * 2
+        assert all(e.agent == "Brisk" for e in trace.of_kind("context_converged"))
+
+
+async def recorded(trace: Trace, kind: str, count: int) -> None:
+    """Until the trace holds ``count`` events of ``kind``."""
+    more = asyncio.Event()
+    unsubscribe = trace.subscribe(lambda event: more.set())
+    try:
+        while len([e for e in trace.events if e.kind == kind]) < count:
+            more.clear()
+            await asyncio.wait_for(more.wait(), 10)  # a bound on failure, not a sync
+    finally:
+        unsubscribe()
+
+
+async def model_receives_output(session: AgentSession[None], call_id: str) -> None:
+    """Until the realtime plugin's view of the model's conversation holds ``call_id``'s output."""
+    assert session._activity is not None and session._activity._rt_session is not None
+    rt_session = session._activity._rt_session
+    arrived = asyncio.Event()
+
+    def on_item(event: llm.RemoteItemAddedEvent) -> None:
+        if isinstance(event.item, llm.FunctionCallOutput) and event.item.call_id == call_id:
+            arrived.set()
+
+    rt_session.on("remote_item_added", on_item)
+    try:
+        await asyncio.wait_for(arrived.wait(), 10)  # a bound on failure, not a sync
+    finally:
+        rt_session.off("remote_item_added", on_item)

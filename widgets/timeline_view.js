@@ -1,13 +1,17 @@
 // TimelineView: a lane per agent; agent-state spans; marks for messages, tools, context
-// changes and errors; handoff arrows, each with the new agent's bring-up band (from the
-// arrow to its first words: speaking starts). Events arrive in batches ("msg:custom"); only the
+// changes, errors and where an agent's context and its model's conversation parted (and
+// met again); handoff arrows, each with the new agent's bring-up band (from the arrow to its
+// first words: speaking starts). Events arrive in batches ("msg:custom"); only the
 // visible time window is drawn, and marks closer than a pixel or two are merged, so a long
 // trace stays responsive.
 
 const LANE_H = 48;
 const LABEL_W = 120;
 const AXIS_H = 22;
-const MARK_KINDS = ["user_message", "agent_message", "tool_call", "tool_output", "context_changed", "error"];
+const MARK_KINDS = [
+  "user_message", "agent_message", "tool_call", "tool_output", "context_changed", "error",
+  "context_diverged", "context_converged",
+];
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 function escape(text) {
@@ -102,6 +106,7 @@ function describe(event) {
   const lines = [`${event.kind.replace("_", " ")} · ${event.agent ?? "-"} · ${event.t.toFixed(3)} s`];
   for (const [key, value] of Object.entries(event.data)) {
     if (value === null || value === undefined || value === "") continue;
+    if (Array.isArray(value) && value.length === 0) continue; // nothing missing, say nothing
     lines.push(`${key}: ${typeof value === "object" ? JSON.stringify(value) : value}`);
   }
   return lines.join("\n");
@@ -133,6 +138,9 @@ function markShape(event, x, y) {
       return `<rect ${attrs} x="${x - 4.5}" y="${y - 4.5}" width="9" height="9"/>`;
     case "context_changed":
       return `<path ${attrs} d="M${x},${y - 6}L${x + 6},${y + 5}L${x - 6},${y + 5}Z"/>`;
+    case "context_diverged":
+    case "context_converged":
+      return `<path ${attrs} d="M${x},${y - 6}L${x + 6},${y}L${x},${y + 6}L${x - 6},${y}Z"/>`;
     default:
       return `<path ${attrs} d="M${x - 5},${y - 5}L${x + 5},${y + 5}M${x + 5},${y - 5}L${x - 5},${y + 5}"/>`;
   }
@@ -160,6 +168,7 @@ function render({ model, el }) {
         <i class="na-key na-key-tool_call"></i>tool
         <i class="na-key na-key-context_changed"></i>context
         <i class="na-key na-key-error"></i>error
+        <i class="na-key na-key-context_diverged"></i>model apart
         <i class="na-key na-key-bringup"></i>bring-up
       </span>
     </div>
@@ -290,26 +299,37 @@ function render({ model, el }) {
     redraw();
   }
 
+  // an item the python side marked (missing, extra or moved) says so on hover
+  const MARK_TITLES = { missing: "missing from the model's side", extra: "only on the model's side", moved: "out of order" };
+
+  function contextColumn(title, items, agent, model) {
+    const column = document.createElement("div");
+    column.className = model ? "na-context na-context-model" : "na-context";
+    column.dataset.agent = agent;
+    const heading = document.createElement("div");
+    heading.className = "na-context-title";
+    heading.textContent = `${title} (${items.length})`;
+    column.append(heading);
+    for (const item of items) {
+      const row = document.createElement("div");
+      row.className = `na-item na-item-${item.type}${item.mark ? ` na-item-marked na-item-${item.mark}` : ""}`;
+      const who = item.type === "message" ? item.role : item.type === "function_call" ? `call ${item.name}` : `output ${item.name || "?"}`;
+      row.textContent = `${who}: ${item.text}`;
+      if (item.mark) row.title = MARK_TITLES[item.mark] ?? item.mark;
+      column.append(row);
+    }
+    return column;
+  }
+
   function showContexts() {
     const contexts = model.get("scrub_contexts") || {};
+    const models = model.get("scrub_models") || {};
     const box = root.querySelector(".na-contexts");
     box.innerHTML = "";
     for (const [agent, items] of Object.entries(contexts)) {
-      const column = document.createElement("div");
-      column.className = "na-context";
-      column.dataset.agent = agent;
-      const title = document.createElement("div");
-      title.className = "na-context-title";
-      title.textContent = `${agent} (${items.length})`;
-      column.append(title);
-      for (const item of items) {
-        const row = document.createElement("div");
-        row.className = `na-item na-item-${item.type}`;
-        const who = item.type === "message" ? item.role : item.type === "function_call" ? `call ${item.name}` : `output ${item.name}`;
-        row.textContent = `${who}: ${item.text}`;
-        column.append(row);
-      }
-      box.append(column);
+      box.append(contextColumn(agent, items, agent, false));
+      const apart = models[agent];
+      if (apart) box.append(contextColumn(apart.title, apart.items, agent, true));
     }
   }
 
@@ -392,6 +412,7 @@ function render({ model, el }) {
   model.on("msg:custom", onMessage);
   model.on("change:live", redraw);
   model.on("change:scrub_contexts", showContexts);
+  model.on("change:scrub_models", showContexts);
   const resize = new ResizeObserver(redraw);
   resize.observe(plot);
   // the open span grows with the clock while the session is live, followed and not hovered
@@ -408,6 +429,7 @@ function render({ model, el }) {
     model.off("msg:custom", onMessage);
     model.off("change:live", redraw);
     model.off("change:scrub_contexts", showContexts);
+    model.off("change:scrub_models", showContexts);
   };
 }
 

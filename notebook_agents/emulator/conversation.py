@@ -115,6 +115,16 @@ class Conversation:
         part["transcript"] = " ".join(words[:kept])
         part["_audio_ms"] = audio_end_ms
 
+    def described(self) -> list[dict[str, Any]]:
+        """The items in order as the trace describes chat items (id, type, role, name, text),
+        so the model's side of a conversation shows beside livekit's."""
+        names = {
+            item.get("call_id"): item.get("name")
+            for item in self._items
+            if item.get("type") == "function_call"
+        }
+        return [describe(item, names) for item in self._items]
+
     def turns(self) -> list[Turn]:
         """The conversation as the reply rules see it."""
         return [turn for item in self._items if (turn := to_turn(item)) is not None]
@@ -135,6 +145,26 @@ def to_turn(item: dict[str, Any]) -> Turn | None:
     if role not in ("system", "user", "assistant"):
         return None
     return Turn(role, content_text(item))
+
+
+def describe(item: dict[str, Any], names: dict[Any, Any]) -> dict[str, Any]:
+    """One item as ``trace.describe_item`` gives a livekit one; a tool output is named after
+    its call (``names``: call id -> tool name), if the conversation still holds that call."""
+    kind = item.get("type")
+    described: dict[str, Any] = {"id": item["id"], "type": kind}
+    if kind == "message":
+        described.update(role=item.get("role"), text=content_text(item))
+    elif kind == "function_call":
+        described.update(
+            name=item.get("name"), call_id=item.get("call_id"), text=item.get("arguments") or ""
+        )
+    elif kind == "function_call_output":
+        described.update(
+            name=names.get(item.get("call_id")) or "",
+            call_id=item.get("call_id"),
+            text=str(item.get("output") or ""),
+        )
+    return described
 
 
 def content_text(item: dict[str, Any]) -> str:

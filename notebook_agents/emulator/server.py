@@ -27,6 +27,9 @@ HOST = "127.0.0.1"
 _SHUTDOWN_GRACE_S = 0.5
 """how long a stopping server lets in-flight requests finish before cancelling them"""
 
+_SNAPSHOT_TIMEOUT_S = 5.0
+"""how long ``conversations()`` waits for the server's loop, busy at worst for a few events"""
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -202,6 +205,22 @@ class Emulator(StartStop):
     def connections(self) -> list[ConnectionLog]:
         """Connections served so far (latest 1,000), newest last."""
         return list(self.settings.connections)
+
+    def conversations(self) -> list[list[dict[str, Any]]]:
+        """Each realtime connection's conversation as the model holds it, oldest connection
+        first: its items in the server's order, described as the trace describes livekit's
+        (``id``, ``type``, ``role``, ``name``, ``text``). The ground truth to hold a client's
+        view against: ``ContextTable.compare({"livekit": ..., "server": ...})``."""
+        conversations = [c for log in self.connections if (c := log.conversation) is not None]
+        loop = self._loop
+        if loop is None or not loop.is_running() or threading.current_thread() is self._thread:
+            return [conversation.described() for conversation in conversations]
+
+        async def snapshot() -> list[list[dict[str, Any]]]:
+            # on the server's loop: no conversation changes half-way through being read
+            return [conversation.described() for conversation in conversations]
+
+        return asyncio.run_coroutine_threadsafe(snapshot(), loop).result(_SNAPSHOT_TIMEOUT_S)
 
     @property
     def running(self) -> bool:

@@ -1,5 +1,6 @@
-"""TimelineView: a lane per agent with state spans, message and tool marks, handoff arrows
-and each new agent's bring-up (from the arrow to its first words)."""
+"""TimelineView: a lane per agent with state spans, message and tool marks, handoff arrows,
+each new agent's bring-up (from the arrow to its first words), and where an agent's chat
+context and its model's conversation parted."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 
+from .._contexts import compared, item_key
 from ..trace import Trace, TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView
+from .context_table import item_line
 
 SKIPPED_KINDS = ("metrics", "user_state")
 """plentiful and not drawn on the timeline (StateView shows the user's state)"""
@@ -33,6 +36,8 @@ MARKS: dict[str, tuple[str, str]] = {
     "tool_output": ("s", "#b45309"),
     "context_changed": ("^", "#7c3aed"),
     "error": ("X", "#dc2626"),
+    "context_diverged": ("D", "#be185d"),
+    "context_converged": ("d", "#15803d"),
 }
 """matplotlib marker and colour per event kind; the browser uses the same colours"""
 FAILED = "#dc2626"
@@ -60,7 +65,9 @@ class TimelineView(TraceStreamView):
     scrub_t = traitlets.Float(None, allow_none=True).tag(sync=True)
     """set by the browser's scrubber: the trace time to show the chat contexts of"""
     scrub_contexts = traitlets.Dict().tag(sync=True)
-    """each agent's chat context at ``scrub_t``"""
+    """each agent's chat context at ``scrub_t``; an item its model lacked is marked"""
+    scrub_models = traitlets.Dict().tag(sync=True)
+    """the model's side of each agent apart from it at ``scrub_t``: ``title``, ``items``"""
 
     def __init__(self, trace: Trace, **kwargs: Any) -> None:
         super().__init__(trace, **kwargs)
@@ -71,14 +78,34 @@ class TimelineView(TraceStreamView):
 
     def _on_scrub(self, change: dict[str, Any]) -> None:
         t = change["new"]
+        self.scrub_models = {} if t is None else self.models_at(t)
         self.scrub_contexts = {} if t is None else self.contexts_at(t)
 
     def contexts_at(self, t: float) -> dict[str, list[dict[str, Any]]]:
-        """Each agent's chat context at trace time ``t``, texts cut to ``MAX_TEXT``."""
-        return {
-            agent: [{**item, "text": cut(item.get("text") or "")} for item in items]
-            for agent, items in self.trace.contexts_at(t).items()
-        }
+        """Each agent's chat context at trace time ``t``, texts cut to ``MAX_TEXT``; an item
+        its model lacked when they last parted is marked ``missing``."""
+        parted = self.trace.divergences_at(t)
+        contexts = {}
+        for agent, items in self.trace.contexts_at(t).items():
+            record = parted.get(agent)
+            lacked = {item_key(i) for i in record.data["missing"]} if record else set()
+            contexts[agent] = [
+                {**_cut(item), **({"mark": "missing"} if item_key(item) in lacked else {})}
+                for item in items
+            ]
+        return contexts
+
+    def models_at(self, t: float) -> dict[str, dict[str, Any]]:
+        """The model's side of each agent apart from it at trace time ``t``, as the trace saw
+        it when they parted, each item marked against livekit's side then."""
+        models = {}
+        for agent, record in self.trace.divergences_at(t).items():
+            sides = compared({"livekit": record.data["livekit"], "model": record.data["model"]})
+            models[agent] = {
+                "title": f"{agent} · model (at {record.t:.2f} s)",
+                "items": [_cut(item) for item in sides["model"]],
+            }
+        return models
 
     def to_figure(self) -> Figure:
         """Lanes, state spans, marks and handoff arrows as a static picture."""
@@ -86,21 +113,29 @@ class TimelineView(TraceStreamView):
 
 
 def browser_record(event: TraceEvent) -> dict[str, Any]:
-    """What the browser needs of an event: long texts cut, a handoff's context as a count."""
+    """What the browser needs of an event: long texts cut, a handoff's context as a count, a
+    parting's lone items as lines (both sides stay in the kernel, for the scrubber)."""
     data = {
         key: cut(value) if isinstance(value, str) else value
         for key, value in event.data.items()
-        if key not in ("context_items", "added", "removed")
+        if key not in ("context_items", "added", "removed", "livekit", "model")
     }
     for key in ("added", "removed"):
         if key in event.data:
             data[key] = len(event.data[key])
+    if event.kind == "context_diverged":
+        for key in ("missing", "extra"):
+            data[key] = [cut(item_line(item)) for item in event.data[key]]
     return {"seq": event.seq, "t": event.t, "kind": event.kind, "agent": event.agent, "data": data}
 
 
 def cut(text: str) -> str:
     """``text``, at most ``MAX_TEXT`` characters."""
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def _cut(item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "text": cut(item.get("text") or "")}
 
 
 def lanes_of(events: list[TraceEvent]) -> list[str]:

@@ -130,3 +130,92 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     expect(chat.locator(".na-chat-status")).to_contain_text("stopped")
     screenshot(page, "timeline_chat_closed")
     run_cell(page, "emulator.stop()")
+
+
+PARTED = [
+    """import json
+import tempfile
+from pathlib import Path
+
+from notebook_agents import Trace
+from notebook_agents.trace import TRACE_FORMAT
+from notebook_agents.views import TimelineView
+
+
+def message(item_id, role, text):
+    return {"id": item_id, "type": "message", "role": role, "text": text}
+
+
+said = [
+    message("u1", "user", "Hello"),
+    message("a1", "assistant", "Hi"),
+    message("u2", "user", "Hello again"),
+    message("a2", "assistant", "How can I help you?"),
+]
+parted = {
+    "agent": "Weather",
+    "message": "Weather's chat context and the model's conversation diverged",
+    "missing": [],
+    "extra": [],
+    "order": True,
+    "livekit": said,
+    "model": [said[0], said[1], said[3], said[2]],
+}
+events = [
+    ("handoff", 0.0, {"from": None, "to": "Weather", "context_items": said[:2]}),
+    ("user_message", 1.0, {"text": "Hello again", "item_id": "u2"}),
+    ("agent_message", 1.1, {"text": "How can I help you?", "item_id": "a2", "phase": "turn"}),
+    ("context_diverged", 1.2, parted),
+    ("context_converged", 2.0, {"agent": "Weather", "items": 4}),
+]
+path = Path(tempfile.mkdtemp()) / "parted.jsonl"
+lines = [{"format": TRACE_FORMAT, "started_at": 0.0}] + [
+    {"seq": seq, "t": t, "kind": kind, "agent": "Weather", "data": data}
+    for seq, (kind, t, data) in enumerate(events)
+]
+path.write_text("\\n".join(json.dumps(line) for line in lines))
+TimelineView(Trace.load(path))""",
+]
+
+
+def test_a_replayed_parting_is_marked_and_scrubbed_beside_the_agents_context(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    base, root = lab
+    write_notebook(root / "timeline_parted.ipynb", PARTED)
+    open_notebook(page, base, "timeline_parted.ipynb")
+    run_all(page)
+
+    timeline = page.locator(".na-timeline")
+    parted = timeline.locator(".na-mark-context_diverged")
+    expect(parted).to_have_count(1, timeout=60_000)
+    expect(timeline.locator(".na-mark-context_converged")).to_have_count(1)
+    # drawn in the theme's error colour, in Weather's lane
+    fill = parted.evaluate("mark => getComputedStyle(mark).fill")
+    theme = parted.evaluate(
+        "mark => getComputedStyle(mark).getPropertyValue('--jp-error-color1').trim()"
+    )
+    assert theme and fill == page.evaluate(
+        "color => { const probe = document.createElement('div'); probe.style.color = color;"
+        " document.body.append(probe); const rgb = getComputedStyle(probe).color;"
+        " probe.remove(); return rgb; }",
+        theme,
+    )
+    timeline.scroll_into_view_if_needed()
+    page.mouse.move(*center(timeline.locator(".na-timeline-svg")))
+    next_frame(page)
+    page.mouse.move(*center(parted))
+    expect(timeline.locator(".na-tooltip")).to_contain_text("model's conversation diverged")
+
+    # scrubbed to while apart: the model's side beside Weather's context, the reply it gave
+    # ahead of the words it answers marked; together again, only Weather's context
+    timeline.locator(".na-scrubber").fill("1.5")
+    model_side = timeline.locator(".na-context-model")
+    expect(model_side).to_have_count(1)
+    expect(model_side.locator(".na-context-title")).to_have_text("Weather · model (at 1.20 s) (4)")
+    expect(model_side.locator(".na-item-moved")).to_have_text("assistant: How can I help you?")
+    expect(timeline.locator(".na-context")).to_have_count(2)
+    screenshot(page, "timeline_parted_scrubbed")
+    timeline.locator(".na-scrubber").fill("2")
+    expect(timeline.locator(".na-context-model")).to_have_count(0)
+    expect(timeline.locator(".na-context")).to_have_count(1)
