@@ -1,8 +1,8 @@
-"""Every reach of the runner into livekit-agents' private names, one named function each.
+"""Every reach into livekit-agents' private names, one named function each.
 
-livekit has no public way to do these; each function says why it is needed. A new livekit
-that renames one breaks here, loudly: ``PRIVATE_NAMES`` lists them and a test checks each
-exists on the installed version.
+The runner, the trace, the session hook and the benchmark need these and livekit has no
+public way to do them; each function says why. A new livekit that renames one breaks here,
+loudly: ``PRIVATE_NAMES`` lists them and a test checks each exists on the installed version.
 """
 
 from __future__ import annotations
@@ -13,9 +13,14 @@ from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
-from livekit.agents import AgentServer, AgentSession
+from livekit.agents import AgentServer, AgentSession, llm
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import get_job_context
+from livekit.agents.types import NOT_GIVEN
+from livekit.agents.voice import agent_activity, room_io
+from livekit.agents.voice.agent import Agent
+from livekit.agents.voice.events import EventTypes
+from livekit.agents.voice.speech_handle import SpeechHandle
 
 SERVER_OPTIONS = (
     "_job_executor_type",
@@ -30,11 +35,16 @@ SERVER_OPTIONS = (
 )
 """the ``AgentServer`` attributes the runner sets for a notebook and puts back after"""
 
-PRIVATE_NAMES: dict[type[Any], tuple[str, ...]] = {
+PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     AgentServer: (*SERVER_OPTIONS, "_closed", "_lock"),
-    AgentSession: ("_closing_task", "_global_run_state"),
+    AgentSession: ("_closing_task", "_global_run_state", "_activity"),
+    agent_activity.AgentActivity: ("_on_exit_task",),
+    agent_activity: ("_AgentActivityContextVar", "_SpeechHandleContextVar", "_OnEnterContextVar"),
+    room_io.RoomOptions: ("_ensure_options",),
+    llm.RealtimeSession: ("_update_session",),
+    mock_room: ("create_mock_room",),
 }
-"""class -> the private attributes used here, checked against the installed livekit"""
+"""class or module -> the private names used here, checked against the installed livekit"""
 RUN_WRITES_ENV = (
     "LIVEKIT_URL",
     "LIVEKIT_API_KEY",
@@ -123,6 +133,64 @@ def forget_stale_run(session: AgentSession[Any]) -> None:
     stale = session._global_run_state
     if stale is not None and not stale.done():
         session._global_run_state = None
+
+
+def listen(session: AgentSession[Any], event: EventTypes, handler: Any) -> None:
+    """Subscribe without ``AgentSession.on``'s deprecation warning for ``metrics_collected``
+    (the per-response metrics, ``cancelled`` among them, come only there)."""
+    super(AgentSession, session).on(event, handler)  # rtc.EventEmitter.on
+
+
+def current_activity(session: AgentSession[Any]) -> agent_activity.AgentActivity | None:
+    """The running agent's activity: its realtime session and model, which handoffs swap."""
+    activity: agent_activity.AgentActivity | None = session._activity
+    return activity
+
+
+def activity_of_this_task() -> agent_activity.AgentActivity | None:
+    """The activity the running task belongs to: during a handoff the old agent may still
+    speak (``on_exit``) after the session moved on."""
+    return agent_activity._AgentActivityContextVar.get(None)
+
+
+def agent_entering() -> Agent | None:
+    """The agent whose ``on_enter`` the running task is, if it is one."""
+    entering = agent_activity._OnEnterContextVar.get(None)
+    return entering.agent if entering is not None else None
+
+
+def in_on_exit(activity: agent_activity.AgentActivity) -> bool:
+    """Whether the running task is ``activity``'s ``on_exit``."""
+    return asyncio.current_task() is activity._on_exit_task
+
+
+def speech_of_this_task() -> SpeechHandle | None:
+    """The speech the running task generates (what a message added now belongs to)."""
+    return agent_activity._SpeechHandleContextVar.get(None)
+
+
+def room_options(kwargs: dict[str, Any]) -> room_io.RoomOptions:
+    """``session.start``'s room options however given (the new ``room_options=`` or the
+    deprecated input/output pair), as livekit itself merges them; pops them from ``kwargs``."""
+    return room_io.RoomOptions._ensure_options(
+        kwargs.pop("room_options", NOT_GIVEN),
+        room_input_options=kwargs.pop("room_input_options", NOT_GIVEN),
+        room_output_options=kwargs.pop("room_output_options", NOT_GIVEN),
+    )
+
+
+# -- the realtime session (the benchmark times what upstream's own test times) -------------
+
+
+async def update_session(rt: llm.RealtimeSession[Any], **changes: Any) -> None:
+    """What a handoff on a reused session does: instructions, context and tools in one
+    update; upstream's handoff benchmark times exactly this."""
+    await rt._update_session(**changes)
+
+
+def wrap_update_session(rt: llm.RealtimeSession[Any], wrap: Any) -> None:
+    """Replace ``rt``'s session update by ``wrap(original)``, to time each handoff's."""
+    rt._update_session = wrap(rt._update_session)  # type: ignore[method-assign]
 
 
 # -- the offline room ----------------------------------------------------------------------

@@ -19,6 +19,8 @@ from livekit.agents.types import NOT_GIVEN
 from livekit.agents.utils import is_given
 from livekit.agents.voice import room_io
 
+from . import _livekit_internals as livekit
+
 
 class SessionObserver(Protocol):
     """What a runner does when its job starts a session."""
@@ -65,13 +67,7 @@ def _without_audio(kwargs: dict[str, Any]) -> room_io.RoomOptions:
     Offline the room is a mock with no tracks: audio I/O would only log errors, and text in
     and out is what a notebook talks through.
     """
-    options = copy.copy(
-        room_io.RoomOptions._ensure_options(
-            kwargs.pop("room_options", NOT_GIVEN),
-            room_input_options=kwargs.pop("room_input_options", NOT_GIVEN),
-            room_output_options=kwargs.pop("room_output_options", NOT_GIVEN),
-        )
-    )
+    options = copy.copy(livekit.room_options(kwargs))
     options.audio_input = False
     options.audio_output = False
     return options

@@ -28,6 +28,7 @@ from livekit.agents.voice.agent import Agent
 from livekit.agents.voice.agent_session import AgentSession
 from livekit.agents.voice.events import EventTypes
 
+from . import _livekit_internals as livekit
 from ._contexts import agent_contexts, divergences
 from ._records import FieldError, build, not_utf8, value
 
@@ -295,10 +296,10 @@ class Trace:
             # cached here, which keeps the trace cheap enough to leave on in benchmarks.
             wrapper = _guarded(self, handler)
             self._handlers[name] = wrapper
-            # rtc.EventEmitter.on, not AgentSession.on: the latter warns on metrics_collected.
-            super(AgentSession, session).on(name, wrapper)
-        if session._activity is not None:  # attached after start: watch what is running
-            self._watch_realtime(session._activity)
+            livekit.listen(session, name, wrapper)
+        running = livekit.current_activity(session)
+        if running is not None:  # attached after start: watch what is running
+            self._watch_realtime(running)
 
     def detach(self) -> None:
         """Stop recording and restore every agent method the trace wrapped."""
@@ -327,8 +328,9 @@ class Trace:
     # -- recording -------------------------------------------------------------------------
 
     def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
-        if agent is None and self._session is not None and self._session._activity is not None:
-            agent = agent_label(self._session._activity.agent)
+        if agent is None and self._session is not None:
+            running = livekit.current_activity(self._session)
+            agent = agent_label(running.agent) if running is not None else None
         wake: list[asyncio.AbstractEventLoop] = []
         last = kind == "closed"  # nothing may follow: deliver everything now
         with self._lock:
@@ -394,9 +396,9 @@ class Trace:
     def _speaking_activity(self) -> _activity.AgentActivity | None:
         """The activity whose speech this is: during a handoff the old agent may still speak
         (``on_exit``) after the session moved on, so the emitting task's context decides."""
-        activity = _activity._AgentActivityContextVar.get(None)
+        activity = livekit.activity_of_this_task()
         if activity is None and self._session is not None:
-            activity = self._session._activity
+            activity = livekit.current_activity(self._session)
         return activity
 
     def _on_agent_state(self, ev: Any) -> None:
@@ -409,10 +411,9 @@ class Trace:
         activity = self._speaking_activity()
         phase = "turn"
         if activity is not None:
-            on_enter = _activity._OnEnterContextVar.get(None)
-            if on_enter is not None and on_enter.agent is activity.agent:
+            if livekit.agent_entering() is activity.agent:
                 phase = "on_enter"
-            elif asyncio.current_task() is activity._on_exit_task:
+            elif livekit.in_on_exit(activity):
                 phase = "on_exit"
         self._speeches[ev.speech_handle.id] = _Speech(source=ev.source, phase=phase)
         ev.speech_handle.add_done_callback(lambda _: self._compare_soon())
@@ -434,7 +435,7 @@ class Trace:
             )
 
     def _speech_of_current(self) -> dict[str, str]:
-        handle = _activity._SpeechHandleContextVar.get(None)
+        handle = livekit.speech_of_this_task()
         if handle is None:
             return {"source": "generate_reply", "phase": "turn"}
         speech = self._speeches.get(handle.id, _Speech("generate_reply", "turn"))
@@ -443,7 +444,7 @@ class Trace:
 
     def _on_handoff(self, item: llm.AgentHandoff) -> None:
         assert self._session is not None
-        old, new = self._current, self._session._activity
+        old, new = self._current, livekit.current_activity(self._session)
         self._current = new
         self._leaving = None  # gone: the session's activity is the new agent's
         if old is not None:
@@ -477,7 +478,7 @@ class Trace:
 
     def _on_tools_executed(self, ev: Any) -> None:
         if ev.has_agent_handoff and self._session is not None:
-            self._leaving = self._session._activity
+            self._leaving = livekit.current_activity(self._session)
         for call, output in ev.zipped():
             if ("call", call.call_id) not in self._seen_calls:
                 self._seen_calls.add(("call", call.call_id))
@@ -625,8 +626,8 @@ class Trace:
             return session
 
         self._wrap(model, "session", wrapped_factory)
-        if activity._rt_session is not None:
-            self._watch_realtime_session(activity._rt_session)
+        if activity.realtime_llm_session is not None:
+            self._watch_realtime_session(activity.realtime_llm_session)
 
     def _watch_realtime_session(self, rt_session: llm.RealtimeSession[Any]) -> None:
         trace = self
@@ -724,15 +725,16 @@ class Trace:
 
     def _compare_contexts(self) -> None:
         session = self._session
-        activity = session._activity if session is not None else None
-        if activity is None or activity._rt_session is None or self._syncs:
+        activity = livekit.current_activity(session) if session is not None else None
+        rt_session = activity.realtime_llm_session if activity is not None else None
+        if activity is None or rt_session is None or self._syncs:
             return
         if activity is self._leaving:
             return  # the next agent's context replaces this one on the model
         model = activity.llm
         if not isinstance(model, llm.RealtimeModel) or not model.capabilities.mutable_chat_context:
             return  # no item-by-item conversation on the model's side to hold livekit's to
-        theirs = [item for item in activity._rt_session.chat_ctx.items if _syncs_to_model(item)]
+        theirs = [item for item in rt_session.chat_ctx.items if _syncs_to_model(item)]
         held = {item.id for item in theirs}
         # what livekit would send: an empty message it keeps only for itself is not synced
         ours = [
@@ -782,7 +784,7 @@ def _handoff_modes(
         reused = (
             isinstance(old.llm, llm.RealtimeModel)
             and old.llm is new.llm
-            and old._rt_session is None
+            and old.realtime_llm_session is None
         )
         session = "reused" if reused else "fresh"
     old_items = _conversation_items(old.agent)

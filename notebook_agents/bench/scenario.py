@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from livekit.agents.types import FlushSentinel
 from livekit.agents.voice.agent import ModelSettings
 from livekit.plugins import openai
 
+from .. import _livekit_internals as livekit
 from ..trace import Trace
 from .results import ContextMode, Level, SessionMode
 
@@ -100,18 +101,20 @@ class _RealtimeProbe:
         model.session = session  # type: ignore[method-assign]
 
     def _watch_session(self, rt: Any, created: float) -> None:
-        update = rt._update_session
         clock = self.clock
 
-        async def _update_session(*args: Any, **kwargs: Any) -> None:
-            started = time.perf_counter()
-            await update(*args, **kwargs)
-            if clock.t0 is not None and started >= clock.t0 and self.update_ended is None:
-                # a session opened for B counts from its creation (upstream's "handoff")
-                self.update_started = created if created >= clock.t0 else started
-                self.update_ended = time.perf_counter()
+        def timed(update: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+            async def update_session(*args: Any, **kwargs: Any) -> None:
+                started = time.perf_counter()
+                await update(*args, **kwargs)
+                if clock.t0 is not None and started >= clock.t0 and self.update_ended is None:
+                    # a session opened for B counts from its creation (upstream's "handoff")
+                    self.update_started = created if created >= clock.t0 else started
+                    self.update_ended = time.perf_counter()
 
-        rt._update_session = _update_session
+            return update_session
+
+        livekit.wrap_update_session(rt, timed)
         rt.on("openai_server_event_received", self._on_server_event)
         rt.on("error", lambda ev: self.errors.append(f"{type(ev.error).__name__}: {ev.error}"))
 
@@ -251,7 +254,7 @@ async def _session_trial(spec: TrialSpec) -> Timings:
             await rt.update_chat_ctx(long_ctx)
         clock.t0 = time.perf_counter()
         chat_ctx = long_ctx.copy() if spec.context == "copied" else llm.ChatContext()
-        await rt._update_session(instructions=B_INSTRUCTIONS, chat_ctx=chat_ctx)
+        await livekit.update_session(rt, instructions=B_INSTRUCTIONS, chat_ctx=chat_ctx)
         clock.mark("updated")
         ctx = rt.chat_ctx.copy()
         ctx.add_message(role="user", content=QUESTION)
