@@ -117,6 +117,7 @@ class NotebookRunner(StartStop):
         # the stop runs on a thread of its own, so an interrupted stop() finishes anyway
         self._stopper: threading.Thread | None = None
         self._stop_done = threading.Event()
+        self._shut_down_lock = threading.Lock()
         self._stop_requested = threading.Event()
         self._stop_signal: asyncio.Event | None = None  # the same, on the server's loop
         self._serve_began = threading.Event()
@@ -234,7 +235,7 @@ class NotebookRunner(StartStop):
         if self.state in (RunnerState.NEW, RunnerState.STOPPED):
             return
         self._begin_stop()
-        self._stop_done.wait()
+        _wait_lock_free(self._stop_done)
         self._close_loops()
         if not self._served.is_set():
             raise RunnerError(
@@ -243,15 +244,14 @@ class NotebookRunner(StartStop):
             )
 
     def _begin_stop(self) -> None:
-        """Start the stopping thread, once."""
-        with _stop_lock:
-            if self._stopper is not None:
-                return
-            self.state = RunnerState.STOPPING
-            self._stopper = threading.Thread(
-                target=self._shut_down, name="notebook-agents-stop", daemon=True
-            )
-            self._stopper.start()
+        """Start the stopping thread unless one was started: no lock here (an interrupt could
+        land while one is held); two at once are harmless, ``_shut_down`` runs once."""
+        if self._stopper is not None:
+            return
+        self.state = RunnerState.STOPPING
+        stopper = threading.Thread(target=self._shut_down, name="notebook-agents-stop", daemon=True)
+        stopper.start()
+        self._stopper = stopper  # only once started: an interrupt in start() tries again
 
     def __repr__(self) -> str:
         mode = "offline" if self.text_only else "livekit"
@@ -466,6 +466,12 @@ class NotebookRunner(StartStop):
 
     def _shut_down(self) -> None:
         """Everything but closing our loop: on the stopping thread, whatever was started."""
+        # only stopping threads take this lock, and no interrupt lands on them
+        with self._shut_down_lock:
+            if not self._stop_done.is_set():
+                self._shut_down_once()
+
+    def _shut_down_once(self) -> None:
         started = time.perf_counter()
         try:
             self._stop_server()
@@ -532,7 +538,6 @@ def _fails_text_turn(event: TraceEvent) -> bool:
     return event.kind == "error" and event.data.get("source") != "stt"
 
 
-_stop_lock = threading.Lock()
 _THREAD_START_S = 1.0
 """a started thread runs within this; a stop waits no longer to learn it never started"""
 
@@ -546,8 +551,7 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
     runner = NotebookRunner(server, **options)
     try:
         runner.start()
-        while not runner._served.wait(0.2):
-            pass
+        _wait_lock_free(runner._served)
     except KeyboardInterrupt:
         pass
     finally:
@@ -558,19 +562,32 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
 def _stop_through_interrupts(runner: NotebookRunner) -> None:
     if runner.state is RunnerState.NEW:
         return
-    runner._begin_stop()
-    # already stopping: another interrupt must not abandon the wait midway. Interrupts sent
+    # already stopping: another interrupt must not abandon the stop midway. Interrupts sent
     # back to back can land while the inner handler runs, hence the outer one
     while not runner._stop_done.is_set():
         try:
             while not runner._stop_done.is_set():
-                try:  # noqa: SIM105 (suppress() runs Python code an interrupt can land in)
-                    runner._stop_done.wait(0.2)
+                try:
+                    runner._begin_stop()  # again if an interrupt cut the first one short
+                    _wait_lock_free(runner._stop_done)
                 except KeyboardInterrupt:
                     pass
         except KeyboardInterrupt:
             pass
     runner._close_loops()
+
+
+def _wait_lock_free(event: threading.Event) -> None:
+    """``event.wait()`` for the kernel's main thread, without taking the event's lock.
+
+    A kernel interrupt lands in whatever the main thread runs; inside ``Event.wait`` it can
+    leave the event's lock held for good, and the thread that then sets the event hangs
+    (a stop that never ends). Polling the flag takes no lock.
+    """
+    pause = 0.0005
+    while not event.is_set():
+        time.sleep(pause)
+        pause = min(pause * 2, 0.01)
 
 
 def _as_server(server: AgentServer | Entrypoint) -> AgentServer:

@@ -104,7 +104,11 @@ async def test_a_refused_line_says_why_and_sends_nothing(
     assert turn is not None and view.error == ""
     await finished(view, turn)
     assert view.pending == 0
+    ended = asyncio.Event()
+    view.observe(lambda _: ended.set(), names="ended")
     runner.stop()
+    await asyncio.wait_for(ended.wait(), 10)  # the trace's closed reaches the view
+    assert view.ended.startswith("This call has ended.") and "new call" in view.ended
     assert view.say("too late") is None
     assert "stopped" in view.error and view.pending == 0
     assert isinstance(ChatView(NotebookRunner(two_agent_server(emulator))).to_figure(), Figure)

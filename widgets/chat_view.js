@@ -50,11 +50,17 @@ function render({ model, el }) {
     if (atBottom || msg.reset) transcript.scrollTop = transcript.scrollHeight;
   }
 
+  const send = root.querySelector(".na-chat-send");
+
   function showStatus() {
     const error = model.get("error");
     const pending = model.get("pending");
+    const ended = model.get("ended");
+    // a call that is over takes no more turns: say so where one would type
+    input.disabled = send.disabled = Boolean(ended);
+    input.placeholder = ended ? "This call has ended" : "Type as the user, then Enter";
     status.classList.toggle("na-error", Boolean(error));
-    status.textContent = error || (pending ? "waiting for the agent…" : model.get("live") ? "" : "session closed");
+    status.textContent = error || (pending ? "waiting for the agent…" : ended);
   }
 
   root.querySelector("form").addEventListener("submit", (event) => {
@@ -71,6 +77,7 @@ function render({ model, el }) {
   model.on("change:error", showStatus);
   model.on("change:pending", showStatus);
   model.on("change:live", showStatus);
+  model.on("change:ended", showStatus);
   model.send({ type: "history" });
   showStatus();
   return () => {
@@ -78,6 +85,7 @@ function render({ model, el }) {
     model.off("change:error", showStatus);
     model.off("change:pending", showStatus);
     model.off("change:live", showStatus);
+    model.off("change:ended", showStatus);
   };
 }
 

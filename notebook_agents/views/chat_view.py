@@ -32,6 +32,8 @@ class ChatView(TraceStreamView):
     """turns sent and not answered yet"""
     error = traitlets.Unicode("").tag(sync=True)
     """why the last turn failed (not ready, stopped, timed out), until the next one"""
+    ended = traitlets.Unicode("").tag(sync=True)
+    """once the call is over: that it is, why, and what to do; the input is then disabled"""
 
     def __init__(self, runner: NotebookRunner, **kwargs: Any) -> None:
         super().__init__(runner.trace, **kwargs)
@@ -44,6 +46,9 @@ class ChatView(TraceStreamView):
 
     def _record(self, event: TraceEvent) -> dict[str, Any] | None:
         data = event.data
+        if event.kind == "closed":
+            self.ended = _ended(data)
+            return None
         if event.kind in ("user_message", "agent_message"):
             who = "you" if event.kind == "user_message" else event.agent or "agent"
             return {"seq": event.seq, "kind": event.kind, "who": who, "text": cut(data["text"]),
@@ -106,6 +111,12 @@ class ChatView(TraceStreamView):
             text = textwrap.shorten(who + line["text"], 110, placeholder=" …")
             ax.text(0.02, y, text, color=color, fontsize=9, va="center", transform=ax.transAxes)
         return figure
+
+
+def _ended(closed: dict[str, Any]) -> str:
+    """What the chat box says once its call is over."""
+    why = f"failed: {closed['error']}" if closed.get("error") else "has ended"
+    return f"This call {why}. Start a new call (a new runner) to talk to the agent again."
 
 
 _COLORS = {

@@ -17,18 +17,28 @@ def test_prototype_notebook_shows_every_view_live(lab: tuple[str, Path], page: P
     open_notebook(page, base, "01_prototype.ipynb")
     run_all(page)
 
-    # the last cell stops the runner: by then every turn and the handoff were drawn live
-    expect(page.locator(".na-state .na-closed")).to_have_text("session closed", timeout=90_000)
+    # every turn and the handoff were drawn live
+    chat = page.locator(".na-chat")
+    expect(chat.locator(".na-line-handoff")).to_contain_text("Concierge → Billing", timeout=90_000)
     expect(page.locator(".na-state .na-agent")).to_have_text("Billing")
     expect(page.locator(".na-graph .na-node")).to_have_count(2)
     expect(page.locator(".na-graph .na-current")).to_contain_text("Billing")
-    chat = page.locator(".na-chat")
     expect(chat.locator(".na-line-user_message")).to_have_count(3)
-    expect(chat.locator(".na-line-handoff")).to_contain_text("Concierge → Billing")
     timeline = page.locator(".na-timeline")
     expect(timeline.locator(".na-lane-label")).to_have_text(["Concierge", "Billing"])
     expect(timeline.locator(".na-handoff-label")).to_have_text(["reused · empty"])
     screenshot(page, "notebook_01_prototype")
+
+    # after Run All the call is still live: the chat box takes a turn
+    chat.locator(".na-chat-input").fill("What is 2 times 3?")
+    chat.locator(".na-chat-input").press("Enter")
+    reply = chat.locator(".na-line-agent_message", has_text="2 * 3 = 6")
+    expect(reply).to_contain_text("You are Billing.", timeout=30_000)
+    # hanging up as the notebook says ends the call, and the chat box says so
+    run_cell(page, "runner.stop()\nemulator.stop()")
+    expect(page.locator(".na-state .na-closed")).to_have_text("session closed")
+    expect(chat.locator(".na-chat-input")).to_be_disabled()
+    expect(chat.locator(".na-chat-status")).to_contain_text("This call has ended.")
 
 
 def test_teaching_notebook_shows_each_handoff_and_failure(

@@ -124,10 +124,10 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     expect(timeline.locator(".na-lane")).to_have_count(2)
 
     run_cell(page, "runner.stop()")
-    expect(chat.locator(".na-chat-status")).to_have_text("session closed")
-    chat.locator(".na-chat-input").fill("anyone?")
-    chat.locator(".na-chat-input").press("Enter")
-    expect(chat.locator(".na-chat-status")).to_contain_text("stopped")
+    # a call that is over takes no more turns, and says so where one would type
+    expect(chat.locator(".na-chat-status")).to_contain_text("This call has ended.")
+    expect(chat.locator(".na-chat-input")).to_be_disabled()
+    expect(chat.locator(".na-chat-send")).to_be_disabled()
     screenshot(page, "timeline_chat_closed")
     run_cell(page, "emulator.stop()")
 
