@@ -235,7 +235,7 @@ class NotebookRunner(StartStop):
         if self.state in (RunnerState.NEW, RunnerState.STOPPED):
             return
         self._begin_stop()
-        _wait_lock_free(self._stop_done)
+        _wait_lock_free(self._stop_done, longest_pause=0.001)  # milliseconds away
         self._close_loops()
         if not self._served.is_set():
             raise RunnerError(
@@ -274,8 +274,6 @@ class NotebookRunner(StartStop):
             server.update_options(
                 ws_url=creds.url, api_key=creds.api_key, api_secret=creds.api_secret
             )
-        else:
-            livekit.name_mock_room_by_job()
         livekit.set_entrypoint(server, self._observed(self._saved_options["_entrypoint_fnc"]))
 
     def _serve(self) -> None:
@@ -340,6 +338,9 @@ class NotebookRunner(StartStop):
             runner._job_context = contextvars.copy_context()
             runner._turn_lock = asyncio.Lock()
             runner._entry_task = asyncio.current_task()
+            if runner.text_only:
+                # here, not in start(): livekit made its (costly, cached) mock room by now
+                livekit.name_mock_room_by_job()
             _session_hook.observe_job(ctx, runner)
             try:
                 await entrypoint(ctx)
@@ -551,7 +552,7 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
     runner = NotebookRunner(server, **options)
     try:
         runner.start()
-        _wait_lock_free(runner._served)
+        _wait_lock_free(runner._served, longest_pause=0.05)  # until interrupted: no hurry
     except KeyboardInterrupt:
         pass
     finally:
@@ -569,7 +570,7 @@ def _stop_through_interrupts(runner: NotebookRunner) -> None:
             while not runner._stop_done.is_set():
                 try:
                     runner._begin_stop()  # again if an interrupt cut the first one short
-                    _wait_lock_free(runner._stop_done)
+                    _wait_lock_free(runner._stop_done, longest_pause=0.001)
                 except KeyboardInterrupt:
                     pass
         except KeyboardInterrupt:
@@ -577,17 +578,17 @@ def _stop_through_interrupts(runner: NotebookRunner) -> None:
     runner._close_loops()
 
 
-def _wait_lock_free(event: threading.Event) -> None:
+def _wait_lock_free(event: threading.Event, longest_pause: float) -> None:
     """``event.wait()`` for the kernel's main thread, without taking the event's lock.
 
     A kernel interrupt lands in whatever the main thread runs; inside ``Event.wait`` it can
     leave the event's lock held for good, and the thread that then sets the event hangs
     (a stop that never ends). Polling the flag takes no lock.
     """
-    pause = 0.0005
+    pause = 0.0001
     while not event.is_set():
         time.sleep(pause)
-        pause = min(pause * 2, 0.01)
+        pause = min(pause * 2, longest_pause)
 
 
 def _as_server(server: AgentServer | Entrypoint) -> AgentServer:
