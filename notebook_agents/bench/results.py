@@ -113,9 +113,6 @@ class BenchmarkResult:
     """ISO 8601 start time"""
     duration_s: float = 0.0
 
-    def ok_trials(self) -> list[Trial]:
-        return [t for t in self.trials if t.ok]
-
     def failed_trials(self) -> list[Trial]:
         return [t for t in self.trials if not t.ok]
 

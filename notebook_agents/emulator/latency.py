@@ -123,9 +123,6 @@ class DelayedPipe(Generic[T]):
     def put(self, item: T) -> None:
         self._queue.put_nowait((time.perf_counter() + self._delay_s, item))
 
-    def pending(self) -> int:
-        return self._queue.qsize()
-
     async def run(self) -> None:
         """Deliver forever; cancel to stop."""
         while True:

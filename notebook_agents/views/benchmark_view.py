@@ -207,7 +207,6 @@ class _Gate:
         self._work = work
         self.min_interval_s = 1.0 / hz
         self._next = float("-inf")
-        self.runs = 0
 
     def request(self) -> None:
         if time.monotonic() >= self._next:
@@ -217,7 +216,6 @@ class _Gate:
         started = time.monotonic()
         self._work()
         cost = time.monotonic() - started
-        self.runs += 1
         self._next = started + max(self.min_interval_s, cost / BUDGET)
 
 

@@ -12,9 +12,6 @@ from ..trace import Trace, TraceEvent
 from ._assets import asset
 from ._throttle import Throttle
 
-AGENT_STATES = ("initializing", "idle", "listening", "thinking", "speaking")
-USER_STATES = ("listening", "speaking", "away")
-
 
 class StateView(anywidget.AnyWidget):
     """Live from a ``Trace`` (or the final state of a loaded one).
