@@ -29,26 +29,36 @@ def ground_truth(
     level: str, session: str, context: str, history_turns: int, latency: LatencyModel
 ) -> tuple[float, float] | None:
     """``(handoff_ms, reply_ms)`` the emulator must impose, or None if no formula applies."""
-    r, c, i, cr = latency.rtt_ms, latency.connect_rtts, latency.item_ms, latency.created_ms
+    seconds = _ground_truth_s(level, session, context, history_turns, latency)
+    if seconds is None:
+        return None
+    # rounded: float seconds turned back into ms must compare equal to the formula in RTTs
+    return round(seconds[0] * 1000, 9), round(seconds[1] * 1000, 9)
+
+
+def _ground_truth_s(
+    level: str, session: str, context: str, turns: int, net: LatencyModel
+) -> tuple[float, float] | None:
+    """The legs above, each one of the emulator's own exchange costs (``LatencyModel``)."""
     if level == "agent":
-        sync = r + i
+        sync = net.item_ack_s()  # the tool's output, awaited by the handoff
         if session == "reuse":
-            handoff = sync + r
-            return handoff, handoff + r + cr
+            handoff = sync + net.round_trip_s()
+            return handoff, handoff + net.response_created_s()
         if session == "fresh" and context == "copied":
-            handoff = sync + c * r + r + (2 * history_turns + 1) * i
-            return handoff, handoff + r + cr
+            handoff = sync + net.connect_s() + net.item_ack_s(2 * turns + 1)
+            return handoff, handoff + net.response_created_s()
         if session == "fresh":
-            return sync, sync + c * r + r + cr
+            return sync, sync + net.connect_s() + net.round_trip_s() + net.response_created_s()
     if level == "session":
-        question = r + i  # the question's create, acked
+        question = net.item_ack_s()
         if session == "reuse":
-            handoff = 0.0 if context == "copied" else r
-            return handoff, handoff + question + r + cr
+            handoff = 0.0 if context == "copied" else net.round_trip_s()
+            return handoff, handoff + question + net.response_created_s()
         if context == "copied":
-            handoff = c * r + r + 2 * history_turns * i
-            return handoff, handoff + question + r + cr
-        return 0.0, c * r + question + r + cr
+            handoff = net.connect_s() + net.item_ack_s(2 * turns)
+            return handoff, handoff + question + net.response_created_s()
+        return 0.0, net.connect_s() + question + net.response_created_s()
     if level == "cascaded":
-        return 0.0, r + cr + latency.first_token_ms
+        return 0.0, net.http_first_byte_s(new_connection=False)
     return None

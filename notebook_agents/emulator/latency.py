@@ -90,6 +90,10 @@ class LatencyModel:
         """Websocket connect: ``connect_rtts`` round trips."""
         return self.connect_rtts * self.rtt_ms / 1000.0
 
+    def round_trip_s(self) -> float:
+        """An exchange that costs the server no time (deletes, a session update)."""
+        return self.rtt_ms / 1000.0
+
     def item_ack_s(self, items: int = 1) -> float:
         """``conversation.item.create`` x ``items`` sent at once -> the last ``item.added``."""
         return (self.rtt_ms + items * self.item_ms) / 1000.0
