@@ -105,7 +105,7 @@ function render({ model, el }) {
     const svg = model.get("plot_svg");
     plotRoot.innerHTML = svg
       ? `<style>svg { max-width: 100%; height: auto; }</style>${svg}`
-      : `<div style="color: #64748b; font-size: 0.85em">no trials yet</div>`;
+      : `<div class="na-bench-empty">no trials yet</div>`;
   }
 
   function drawTable() {
@@ -125,7 +125,8 @@ function render({ model, el }) {
           td.dataset.key = key;
           if (key === "mode") {
             td.classList.add("na-bench-mode");
-            td.style.setProperty("--na-mode-color", colors[row.mode] || "black");
+            // a mode without a colour of its own: the theme's secondary text colour (views.css)
+            if (colors[row.mode]) td.style.setProperty("--na-mode-color", colors[row.mode]);
           }
           tr.append(td);
         }

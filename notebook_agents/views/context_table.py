@@ -101,11 +101,11 @@ class ContextTable:
                     f"{html.escape(item_line(item))}{_mark_tag(item)}</div>"
                     for item in items
                 )
-                or '<div style="opacity:.6">(empty)</div>'
+                or f'<div style="{_QUIET}">(empty)</div>'
             )
             columns.append(
                 f'<div style="{_COLUMN_STYLE}"><b>{html.escape(title)}</b>'
-                f' <span style="opacity:.6">({len(items)} items)</span>{rows}</div>'
+                f' <span style="{_QUIET}">({len(items)} items)</span>{rows}</div>'
             )
         return (
             f'<div class="na-context-table" style="display:flex;gap:12px">{"".join(columns)}</div>'
@@ -128,12 +128,16 @@ def _kind(item: Item) -> str:
 
 _COLUMN_STYLE = "flex:1;min-width:0;font:12px/1.4 sans-serif"
 _ROW_STYLE = "margin-top:3px;padding:2px 6px;border-radius:4px;overflow-wrap:anywhere;"
-_MARKED = ";outline:2px dashed #dc2626;outline-offset:-2px"
-"""an item one side lacks or holds out of order: the timeline's error red"""
-# light tints of the timeline's mark colors (widgets/views.css)
+_QUIET = "color:var(--jp-ui-font-color2, #64748b)"
+"""secondary text, in the theme's colour for it (a faded one fell under 4.5:1 on white)"""
+_MARKED = ";outline:2px dashed var(--jp-error-color1, #dc2626);outline-offset:-2px"
+"""an item one side lacks or holds out of order: the theme's error red"""
+# see-through tints of the timeline's mark colors (widgets/views.css): over the page's own
+# colour, light under dark text in JupyterLab's light theme and dark under light text in its
+# dark theme (opaque light tints left the dark theme's white text unreadable)
 _ROW_COLORS = {
-    "user": "background:#e0f2fe",
-    "assistant": "background:#dcfce7",
-    "function_call": "background:#fef3c7",
-    "function_call_output": "background:#fef3c7",
+    "user": "background:rgba(2,132,199,.16)",
+    "assistant": "background:rgba(22,163,74,.16)",
+    "function_call": "background:rgba(217,119,6,.18)",
+    "function_call_output": "background:rgba(217,119,6,.18)",
 }
