@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from notebook_agents.bench.truth import ground_truth
 from notebook_agents.emulator import Faults, LatencyModel, ParameterError
 from notebook_agents.emulator.latency import DelayedPipe, query_to_str
 
@@ -100,3 +101,36 @@ async def test_delayed_pipe_keeps_order_and_overlaps_items_in_flight() -> None:
     assert delivered == list(range(20))
     # pipelined: twenty items in flight together cost one delay, not twenty
     assert 0.05 <= elapsed < 20 * 0.05
+
+
+@pytest.mark.parametrize(
+    ("level", "session", "context", "handoff", "reply"),
+    [
+        # in (RTTs, items acked, created_ms) for R = 20, i = 1, cr = 5, c = 3, H = 2
+        ("agent", "reuse", "copied", (2, 1, 0), (3, 1, 1)),
+        ("agent", "reuse", "empty", (2, 1, 0), (3, 1, 1)),
+        ("agent", "fresh", "copied", (5, 6, 0), (6, 6, 1)),
+        ("agent", "fresh", "empty", (1, 1, 0), (5, 1, 1)),
+        ("session", "reuse", "copied", (0, 0, 0), (2, 1, 1)),
+        ("session", "reuse", "empty", (1, 0, 0), (3, 1, 1)),
+        ("session", "fresh", "copied", (4, 4, 0), (6, 5, 1)),
+        ("session", "fresh", "empty", (0, 0, 0), (5, 1, 1)),
+    ],
+)
+def test_ground_truth_per_mode(
+    level: str,
+    session: str,
+    context: str,
+    handoff: tuple[int, int, int],
+    reply: tuple[int, int, int],
+) -> None:
+    lat = LatencyModel(rtt_ms=20, connect_rtts=3, item_ms=1, created_ms=5)
+
+    def ms(rtts: int, items: int, created: int) -> float:
+        return rtts * 20 + items * 1 + created * 5
+
+    truth = ground_truth(level, session, context, 2, lat)
+    assert truth is not None
+    assert truth[0] == pytest.approx(ms(*handoff)) and truth[1] == pytest.approx(ms(*reply))
+    cascaded = ground_truth("cascaded", "none", "copied", 2, lat)
+    assert cascaded is not None and cascaded[1] == pytest.approx(25.0)

@@ -49,7 +49,8 @@ def _ground_truth_s(
             handoff = sync + net.connect_s() + net.item_ack_s(2 * turns + 1)
             return handoff, handoff + net.response_created_s()
         if session == "fresh":
-            return sync, sync + net.connect_s() + net.round_trip_s() + net.response_created_s()
+            # the session update and the response request go out together: one round trip
+            return sync, sync + net.connect_s() + net.response_created_s()
     if level == "session":
         question = net.item_ack_s()
         if session == "reuse":

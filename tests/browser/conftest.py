@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, sync_pla
 
 from .lab import ARTIFACTS, LabError, jupyter_lab, launch_chromium, open_notebook, write_notebook
 
-__all__ = ["open_notebook", "run_all", "run_cell", "screenshot", "write_notebook"]
+__all__ = ["open_notebook", "run_all", "run_cell", "run_notebook", "screenshot", "write_notebook"]
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +78,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 
 def run_all(page: Page) -> None:
     page.evaluate("() => jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def run_notebook(page: Page, lab: tuple[str, Path], name: str, cells: list[str]) -> None:
+    """Write a notebook of ``cells`` into the lab, open it and run all its cells."""
+    base, root = lab
+    write_notebook(root / name, cells)
+    open_notebook(page, base, name)
+    run_all(page)
 
 
 def run_cell(page: Page, code: str) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import open_notebook, run_all, run_cell, screenshot, write_notebook
+from .conftest import run_cell, run_notebook, screenshot
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
@@ -53,10 +53,7 @@ def curve(d: str | None) -> list[float]:
 
 
 def test_graph_view_renders_and_follows_a_handoff(lab: tuple[str, Path], page: Page) -> None:
-    base, root = lab
-    write_notebook(root / "graph_view.ipynb", CELLS)
-    open_notebook(page, base, "graph_view.ipynb")
-    run_all(page)
+    run_notebook(page, lab, "graph_view.ipynb", CELLS)
 
     graph = page.locator("svg.na-graph")
     # the view was displayed before the session started: the graph arrives as a live update

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import open_notebook, run_all, run_cell, screenshot, write_notebook
+from .conftest import run_cell, run_notebook, screenshot
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext
@@ -31,10 +31,7 @@ await runner.send_text("hello")""",
 
 
 def test_state_view_renders_and_follows_the_agent(lab: tuple[str, Path], page: Page) -> None:
-    base, root = lab
-    write_notebook(root / "state_view.ipynb", CELLS)
-    open_notebook(page, base, "state_view.ipynb")
-    run_all(page)
+    run_notebook(page, lab, "state_view.ipynb", CELLS)
 
     agent = page.locator(".na-state .na-agent")
     agent_state = page.locator(".na-state .na-agent-state")
@@ -63,10 +60,7 @@ view""",
 
 
 def test_state_view_says_why_the_session_failed(lab: tuple[str, Path], page: Page) -> None:
-    base, root = lab
-    write_notebook(root / "state_view_failed.ipynb", FAILING)
-    open_notebook(page, base, "state_view_failed.ipynb")
-    run_all(page)
+    run_notebook(page, lab, "state_view_failed.ipynb", FAILING)
 
     closed = page.locator(".na-state .na-closed")
     expect(closed).to_have_text(re.compile(r"^session failed: .*the CRM is down"), timeout=60_000)

@@ -8,15 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import (
-    center,
-    next_frame,
-    open_notebook,
-    run_all,
-    run_cell,
-    screenshot,
-    write_notebook,
-)
+from .conftest import center, next_frame, run_cell, run_notebook, screenshot
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
@@ -62,10 +54,7 @@ timeline""",
 
 
 def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], page: Page) -> None:
-    base, root = lab
-    write_notebook(root / "timeline_chat.ipynb", CELLS)
-    open_notebook(page, base, "timeline_chat.ipynb")
-    run_all(page)
+    run_notebook(page, lab, "timeline_chat.ipynb", CELLS)
 
     chat, timeline = page.locator(".na-chat"), page.locator(".na-timeline")
     expect(timeline.locator(".na-lane")).to_have_count(1, timeout=60_000)
@@ -181,10 +170,7 @@ TimelineView(Trace.load(path))""",
 def test_a_replayed_parting_is_marked_and_scrubbed_beside_the_agents_context(
     lab: tuple[str, Path], page: Page
 ) -> None:
-    base, root = lab
-    write_notebook(root / "timeline_parted.ipynb", PARTED)
-    open_notebook(page, base, "timeline_parted.ipynb")
-    run_all(page)
+    run_notebook(page, lab, "timeline_parted.ipynb", PARTED)
 
     timeline = page.locator(".na-timeline")
     parted = timeline.locator(".na-mark-context_diverged")
