@@ -171,7 +171,7 @@ def test_a_foreign_target_without_truth_still_plots(
 
 
 def test_save_all_writes_non_empty_pngs(tmp_path: Path) -> None:
-    paths = save_all(emulator_result(), tmp_path / "out")
+    paths = save_all(emulator_result(histories=(0, 10)), tmp_path / "out")
     # handoff_ms has no values in this result: only reply_ms figures
     assert sorted(p.name for p in paths) == sorted(f"reply_ms_{name}.png" for name in PLOTS)
     for path in paths:
@@ -180,4 +180,11 @@ def test_save_all_writes_non_empty_pngs(tmp_path: Path) -> None:
 
 def test_save_all_with_only_failed_trials(tmp_path: Path) -> None:
     failed = [trial(20.0, 10, 0, "reuse", "copied", ok=False, error="timeout")]
-    assert len(save_all(result(failed, target="emulator"), tmp_path)) == len(PLOTS)
+    paths = save_all(result(failed, target="emulator"), tmp_path)
+    assert sorted(p.name for p in paths) == ["reply_ms_cdf.png", "reply_ms_distributions.png"]
+
+
+def test_save_all_skips_a_cost_curve_over_an_axis_the_run_did_not_vary(tmp_path: Path) -> None:
+    paths = save_all(emulator_result(histories=(10,)), tmp_path)  # several RTTs, one history
+    assert "reply_ms_cost_vs_rtt.png" in [p.name for p in paths]
+    assert "reply_ms_cost_vs_history.png" not in [p.name for p in paths]

@@ -150,7 +150,8 @@ def save_all(
     directory: str | Path,
     timings: Sequence[str] = ("reply_ms", "handoff_ms"),
 ) -> list[Path]:
-    """Every plot as PNG (``<timing>_<plot>.png``) for the timings the result has values of."""
+    """Every plot as PNG (``<timing>_<plot>.png``) for the timings the result has values of;
+    a cost curve only over an axis the run varied (more than one RTT, history length)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     present = [timing for timing in timings if values(result.trials, timing)]
@@ -159,9 +160,12 @@ def save_all(
     plots: dict[str, Callable[[BenchmarkResult, str], Figure]] = {
         "distributions": plot_distributions,
         "cdf": plot_cdf,
-        "cost_vs_rtt": plot_cost_vs_rtt,
-        "cost_vs_history": plot_cost_vs_history,
     }
+    # a cost curve over one RTT or one history length is a single point: not worth a file
+    if len(_rtts(result.trials)) > 1:
+        plots["cost_vs_rtt"] = plot_cost_vs_rtt
+    if len({trial.history_turns for trial in result.trials}) > 1:
+        plots["cost_vs_history"] = plot_cost_vs_history
     paths = []
     for timing in present:
         for name, plot in plots.items():
