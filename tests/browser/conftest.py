@@ -77,7 +77,25 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 
 
 def run_all(page: Page) -> None:
-    page.evaluate("() => jupyterapp.commands.execute('notebook:run-all-cells')")
+    """Run every cell as the Run All menu does; returns once the run is over.
+
+    Not on the command's promise alone: in CI it once never resolved although every cell of
+    notebook 01 had run. The run is also over when the kernel is idle and every code cell has
+    run, or one failed (Run All stops there).
+    """
+    page.evaluate(
+        """() => new Promise((resolve) => {
+            const panel = jupyterapp.shell.currentWidget;
+            const code = () => panel.content.widgets.filter((c) => c.model.type === 'code');
+            const failed = (cell) => cell.model.outputs.toJSON().some(
+                (output) => output.output_type === 'error');
+            const over = () => panel.sessionContext.session.kernel.status === 'idle' && (
+                code().some(failed) || code().every((c) => c.model.executionCount !== null));
+            const timer = setInterval(() => over() && finish(), 100);
+            const finish = () => { clearInterval(timer); resolve(); };
+            jupyterapp.commands.execute('notebook:run-all-cells').then(finish, finish);
+        })"""
+    )
 
 
 def run_notebook(page: Page, lab: tuple[str, Path], name: str, cells: list[str]) -> None:
