@@ -31,7 +31,7 @@ from ._lifecycle import StartStop
 from ._livekit_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
-from .trace import Trace, TraceEvent, agent_label
+from .trace import Trace, TraceEvent, agent_label, error_text
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
@@ -381,7 +381,7 @@ class NotebookRunner(StartStop):
     def _on_session_error(self, event: Any) -> None:
         if event.error.recoverable:
             return
-        message = str(getattr(event.error, "error", event.error))
+        message = error_text(event.error)
         # livekit decides whether this error closes the session right after emitting it
         asyncio.get_running_loop().call_soon(self._on_unrecoverable, message)
 
@@ -397,8 +397,8 @@ class NotebookRunner(StartStop):
     def _on_session_close(self, event: Any) -> None:
         reason = getattr(event.reason, "value", event.reason)
         if event.error:
-            error = getattr(event.error, "error", event.error)
-            self._end(RunnerState.FAILED, f"the session closed ({reason}): {error}")
+            why = f"the session closed ({reason}): {error_text(event.error)}"
+            self._end(RunnerState.FAILED, why)
         else:
             self._end(RunnerState.ENDED, f"the session has ended ({reason})")
 

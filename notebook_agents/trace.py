@@ -530,7 +530,8 @@ class Trace:
         error = getattr(ev.error, "error", ev.error)
         recoverable = bool(getattr(ev.error, "recoverable", False))
         source = _ERROR_SOURCES.get(getattr(ev.error, "type", ""), "session")
-        self._record_error(_message(error), type(error).__name__, source, recoverable=recoverable)
+        text = error_text(ev.error)
+        self._record_error(text, type(error).__name__, source, recoverable=recoverable)
 
     def _record_error(
         self, message: str, type_name: str, source: ErrorSource, *, recoverable: bool = True
@@ -542,7 +543,7 @@ class Trace:
 
     def _on_close(self, ev: Any) -> None:
         reason = str(getattr(ev.reason, "value", ev.reason))
-        error = str(getattr(ev.error, "error", ev.error)) if ev.error else None
+        error = error_text(ev.error) if ev.error else None
         self.record_closed(reason, error)
 
     def record_failure(self, message: str) -> None:
@@ -802,9 +803,11 @@ def _handoff_modes(
     }
 
 
-def _message(error: object) -> str:
-    """An error's text with what the service said: livekit's ``APIError`` keeps that in its
-    body ("OpenAI Realtime API returned an error" alone does not say why)."""
+def error_text(reported: object) -> str:
+    """The text of an error livekit reports (its session events wrap the exception in
+    ``.error``), with what the service said: ``APIError`` keeps that in its body ("OpenAI
+    Realtime API returned an error" alone does not say why)."""
+    error = getattr(reported, "error", reported)
     text = str(error)
     body = getattr(error, "body", None)
     said = body.get("message") if isinstance(body, dict) else getattr(body, "message", None)
