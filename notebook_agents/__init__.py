@@ -1,8 +1,7 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
-from .errors import RunnerError, TurnError
-from .runner import NotebookRunner, RunnerState, run_app
+from .runner import NotebookRunner, RunnerError, RunnerState, TurnError, run_app
 from .trace import Trace, TraceEvent
 
 __all__ = [

@@ -31,6 +31,7 @@ from livekit.agents.voice.events import EventTypes
 from . import _livekit_internals as livekit
 from ._contexts import agent_contexts, divergences
 from ._records import FieldError, build, not_utf8, value
+from .modes import SessionMode
 
 EventKind = Literal[
     "agent_state",
@@ -779,7 +780,7 @@ def _handoff_modes(
     Copied means the new agent holds items of the old one that it did not hold itself when it
     last handed off (``held_before``): an agent returning to its own context is not a copy.
     """
-    session: str | None = None
+    session: SessionMode = "none"
     if isinstance(old.llm, llm.RealtimeModel) or isinstance(new.llm, llm.RealtimeModel):
         # a reused session is detached from the old activity before the handoff is announced
         reused = (

@@ -13,20 +13,20 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
 from notebook_agents.bench.plots import (
-    MODE_COLORS,
     plot_cdf,
     plot_cost_vs_history,
     plot_cost_vs_rtt,
     plot_distributions,
     save_all,
 )
-from notebook_agents.bench.results import MODES, BenchmarkConfig, BenchmarkResult, Trial
+from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, Trial
+from notebook_agents.modes import MODE_COLORS, REALTIME_MODES
 
 RTTS = (0.0, 20.0, 100.0)
 HISTORIES = (0, 10, 50)
 STARTED = "2026-11-22T04:00:00+00:00"
 DATE = "2026-11-22"
-REALTIME = [f"{session}+{context}" for session, context in MODES]
+REALTIME = [f"{session}+{context}" for session, context in REALTIME_MODES]
 
 
 def trial(rtt: float | None, history: int, i: int, session: str, context: str, **kw: Any) -> Trial:
@@ -43,7 +43,7 @@ def emulator_result(
     trials = []
     for rtt in rtts:
         for history in histories:
-            for k, (session, context) in enumerate([*MODES, ("none", "copied")]):
+            for k, (session, context) in enumerate([*REALTIME_MODES, ("none", "copied")]):
                 truth = (k + 2) * rtt + history / 10
                 truth_kw = {} if session == "none" else {"truth_reply_ms": truth}
                 for i in range(6):
@@ -101,7 +101,7 @@ def test_distributions_one_panel_per_rtt_with_points_in_mode_colors() -> None:
     fig = plot_distributions(emulator_result(), "reply_ms")
     assert len(fig.axes) == len(RTTS)
     for ax in fig.axes:
-        # one point cloud per mode, in that mode's color, ordered like MODES
+        # one point cloud per mode, in that mode's color, ordered like REALTIME_MODES
         assert colors_of(ax.collections) == colors_for([*REALTIME, "cascaded+copied"])
         assert all(np.shape(c.get_offsets()) == (6, 2) for c in ax.collections)
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
@@ -148,7 +148,7 @@ def test_titles_say_what_where_and_when(plot: Callable[[BenchmarkResult, str], F
 def test_only_failed_trials_still_plot(plot: Callable[[BenchmarkResult, str], Figure]) -> None:
     failed = [
         trial(20.0, 10, i, s, c, ok=False, error="connection closed")
-        for i, (s, c) in enumerate(MODES)
+        for i, (s, c) in enumerate(REALTIME_MODES)
     ]
     fig = plot(result(failed, target="emulator"), "reply_ms")
     assert isinstance(fig, Figure) and "reply_ms" in title(fig)
@@ -163,7 +163,7 @@ def test_a_foreign_target_without_truth_still_plots(
     trials = [
         trial(None, 10, i, s, c, reply_ms=300.0 + 10 * k + i)
         for i in range(5)
-        for k, (s, c) in enumerate(MODES)
+        for k, (s, c) in enumerate(REALTIME_MODES)
     ]
     fig = plot(result(trials, target=target), "reply_ms")
     assert target in title(fig)
@@ -179,7 +179,7 @@ def test_save_all_writes_non_empty_pngs(tmp_path: Path) -> None:
 
 
 def test_save_all_with_only_failed_trials(tmp_path: Path) -> None:
-    failed = [trial(20.0, 10, 0, "reuse", "copied", ok=False, error="timeout")]
+    failed = [trial(20.0, 10, 0, "reused", "copied", ok=False, error="timeout")]
     paths = save_all(result(failed, target="emulator"), tmp_path)
     assert sorted(p.name for p in paths) == ["reply_ms_cdf.png", "reply_ms_distributions.png"]
 

@@ -13,12 +13,12 @@ import pytest
 
 from notebook_agents.bench.results import (
     FORMAT_VERSION,
-    MODES,
     BenchmarkConfig,
     BenchmarkResult,
     ResultsFileError,
     Trial,
 )
+from notebook_agents.modes import REALTIME_MODES
 
 REQUIRED_CSV_COLUMNS = {
     "session", "context", "level", "rtt_ms", "history_turns", "trial", "ok", "error",
@@ -35,14 +35,14 @@ def make_trials() -> list[Trial]:
             first_text_ms=3 * rtt + 2.0, truth_handoff_ms=2 * rtt, truth_reply_ms=3 * rtt,
         )
         for rtt in (0.0, 20.0)
-        for session, context in MODES
+        for session, context in REALTIME_MODES
         for i in range(3)
     ]  # fmt: skip
-    trials.append(Trial("agent", "reuse", "copied", None, 10, 0, reply_ms=87.5, traced=True))
+    trials.append(Trial("agent", "reused", "copied", None, 10, 0, reply_ms=87.5, traced=True))
     trials.append(Trial("cascaded", "none", "empty", 20.0, 0, 0, reply_ms=45.0, first_text_ms=45.0))
     trials.append(Trial("agent", "fresh", "copied", 20.0, 10, 3, ok=False, error="timeout: 30 s"))
     trials.append(
-        Trial("session", "reuse", "empty", 100.0, 200, 1, ok=False, error='closed,\n"code" 1006')
+        Trial("session", "reused", "empty", 100.0, 200, 1, ok=False, error='closed,\n"code" 1006')
     )
     return trials
 
@@ -62,6 +62,19 @@ def test_json_round_trip_is_equal(tmp_path: Path) -> None:
     result = make_result()
     loaded = BenchmarkResult.load_json(result.save_json(tmp_path / "results.json"))
     assert loaded == result
+
+
+def test_a_version_1_result_loads_with_the_session_mode_named_as_now() -> None:
+    """Version 1 named the shared realtime session ``reuse``; the trace and views say ``reused``."""
+    old = make_result().to_dict()
+    old["format_version"] = 1
+    old["config"]["modes"] = ["reuse+copied", "fresh+empty"]
+    for trial in old["trials"]:
+        trial["session"] = "reuse" if trial["session"] == "reused" else trial["session"]
+    loaded = BenchmarkResult.from_dict(old)
+    assert loaded.trials == make_trials()
+    assert loaded.config.modes == ["reused+copied", "fresh+empty"]
+    assert {t.mode for t in loaded.trials} >= {"reused+copied", "cascaded+empty"}
 
 
 def test_csv_round_trip_keeps_every_trial(tmp_path: Path) -> None:
@@ -133,7 +146,7 @@ def damaged_json(tmp_path: Path, where: str, value: object) -> Path:
 
 def test_text_that_is_not_json_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
-    path.write_text("session,context\nreuse,copied\n")
+    path.write_text("session,context\nreused,copied\n")
     with pytest.raises(ResultsFileError, match="is not JSON") as caught:
         BenchmarkResult.load_json(path)
     assert str(path) in str(caught.value)
@@ -184,7 +197,7 @@ def test_unusable_csv_is_refused_naming_file_and_problem(tmp_path: Path, damage:
         ("config.rtts_ms.1", "fast", "config.rtts_ms[1]", "a finite number"),
         ("config.timeout_s", None, "config.timeout_s", "a finite number"),
         ("config.timeout_s", 0, "config.timeout_s", "seconds > 0 and finite"),
-        ("config.modes", ["reuse+copied", 7], "config.modes[1]", "a string"),
+        ("config.modes", ["reused+copied", 7], "config.modes[1]", "a string"),
         ("versions", ["1.8.9"], "versions", "an object"),
         ("duration_s", "long", "duration_s", "a finite number"),
         ("started", 2026, "started", "a string"),

@@ -11,9 +11,10 @@ import pytest
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult
 from notebook_agents.bench.cli import outcome
-from notebook_agents.bench.results import MODES, Trial
+from notebook_agents.bench.results import Trial
 from notebook_agents.bench.run import plan, run_benchmark
 from notebook_agents.emulator import Emulator
+from notebook_agents.modes import REALTIME_MODES
 
 from .conftest import API_KEY
 
@@ -25,7 +26,7 @@ def test_plan_discards_warmup_and_rotates_modes() -> None:
     assert len(cells) == 4 * 4 and len(kept) == 4 * 3  # one warm-up round of 4 modes
     firsts = [(kept[i]["session"], kept[i]["context"]) for i in range(0, len(kept), 4)]
     assert len(set(firsts)) == 3  # each round starts with a different mode
-    assert Counter((c["session"], c["context"]) for c in kept) == dict.fromkeys(MODES, 3)
+    assert Counter((c["session"], c["context"]) for c in kept) == dict.fromkeys(REALTIME_MODES, 3)
 
 
 async def test_every_level_runs_against_the_emulator_with_ground_truth() -> None:
@@ -42,7 +43,7 @@ async def test_every_level_runs_against_the_emulator_with_ground_truth() -> None
         # the network cost is a floor: nothing arrives before its ground truth
         assert trial.reply_ms >= trial.truth_reply_ms
     truth = {t.mode: t.truth_reply_ms or 0.0 for t in result.select(level="agent", rtt_ms=10.0)}
-    assert truth["fresh+copied"] > truth["reuse+copied"] > 0
+    assert truth["fresh+copied"] > truth["reused+copied"] > 0
     assert result.versions["livekit-agents"].startswith("1.8")
     assert result.machine["cpus"]
 
@@ -54,7 +55,7 @@ async def test_failed_trials_are_recorded_never_hang() -> None:
     # a socket dropped mid-trial, and acks held past the plugin's 5 s timeout
     config.modes = ["fresh+copied"]
     dropped = await run_benchmark(config, emulator_query={"drop_after": 3})
-    config.modes = ["reuse+copied"]
+    config.modes = ["reused+copied"]
     delayed = await run_benchmark(config, emulator_query={"ack_delay_ms": 6000})
     for result in (dropped, delayed):
         failed = result.failed_trials()
@@ -80,7 +81,7 @@ def test_cli_writes_results_plots_and_a_summary(
     argv = ["bench", "--rtt", "5", "--trials", "1", "--history", "1", "--level", "session"]
     assert main([*argv, "--warmup", "0", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "reply_ms" in printed and "reuse+copied" in printed and "4 trials" in printed
+    assert "reply_ms" in printed and "reused+copied" in printed and "4 trials" in printed
     result = BenchmarkResult.load_json(out / "results.json")
     assert len(result.trials) == 4
     assert len(BenchmarkResult.load_csv(out / "results.csv")) == 4
@@ -146,7 +147,7 @@ def test_cli_exits_non_zero_when_every_trial_failed(
     ],
 )
 def test_a_run_fails_only_when_every_trial_failed(failed: int, status: int, summary: str) -> None:
-    trials = [Trial("session", s, c, 0.0, 1, 0, reply_ms=1.0) for s, c in MODES]
+    trials = [Trial("session", s, c, 0.0, 1, 0, reply_ms=1.0) for s, c in REALTIME_MODES]
     for trial in trials[:failed]:
         trial.ok, trial.reply_ms, trial.error = False, None, "boom"
     result = BenchmarkResult(BenchmarkConfig(), trials=trials, duration_s=2.0)

@@ -8,15 +8,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from notebook_agents.bench.results import MODES, BenchmarkConfig, BenchmarkResult, Trial
+from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, Trial
 from notebook_agents.bench.stats import (
     Summary,
     compare,
     format_table,
-    mode_name,
     summarize,
     summary_table,
 )
+from notebook_agents.modes import REALTIME_MODES, mode_label
 
 CASCADED_MODES = (("none", "copied"), ("none", "empty"))
 
@@ -31,7 +31,7 @@ def trials_for(
     reply: list[float],
     *,
     level: str = "agent",
-    session: str = "reuse",
+    session: str = "reused",
     context: str = "copied",
     rtt: float | None = 20.0,
     history: int = 10,
@@ -146,7 +146,7 @@ def test_rows_group_and_order_by_level_rtt_history_then_mode() -> None:
         for level in ("agent", "session", "cascaded")
         for rtt in (0.0, 20.0, 100.0)
         for history in (0, 50)
-        for session, context in (CASCADED_MODES if level == "cascaded" else MODES)
+        for session, context in (CASCADED_MODES if level == "cascaded" else REALTIME_MODES)
     ]
     trials = []
     for seed, (level, rtt, history, session, context) in enumerate(grid):
@@ -159,7 +159,8 @@ def test_rows_group_and_order_by_level_rtt_history_then_mode() -> None:
     assert [(r.level, r.rtt_ms, r.history_turns, r.session, r.context) for r in rows] == grid
     assert all(r.summary is not None and r.summary.n == 3 for r in rows)
     assert rows[-1].mode == "cascaded+empty"
-    assert mode_name("agent", "fresh", "empty") == "fresh+empty"
+    assert mode_label("fresh", "empty") == "fresh+empty"
+    assert mode_label("none", "copied") == "cascaded+copied"
 
 
 def test_compare_finds_the_ratio_of_data_twice_as_slow() -> None:
@@ -167,7 +168,7 @@ def test_compare_finds_the_ratio_of_data_twice_as_slow() -> None:
     a = result_of(trials_for(data) + trials_for([50.0], session="fresh"))
     b = result_of(trials_for([2 * v for v in reversed(data)]))
     (comparison,) = compare(a, b)  # only the group present in both
-    assert comparison.mode == "reuse+copied"
+    assert comparison.mode == "reused+copied"
     assert comparison.ratio == pytest.approx(2.0)
     assert comparison.ci_low is not None and comparison.ci_high is not None
     # a and b are resampled independently: the CI has a width, and it holds the true ratio
@@ -192,6 +193,6 @@ def test_format_table_has_a_row_per_group_and_aligned_columns() -> None:
     assert "vs RTT 0" in header
     assert len(lines) == len(rows)
     assert len({len(line) for line in [header, *lines]}) == 1
-    assert lines[0].split()[1] == "reuse+copied" and lines[0].split()[-1] == "1"
+    assert lines[0].split()[1] == "reused+copied" and lines[0].split()[-1] == "1"
     assert lines[1].split()[1] == "fresh+copied" and lines[1].split()[-1] == "4"
     assert format(rows[0].summary.median if rows[0].summary else 0, ".1f") in lines[0]

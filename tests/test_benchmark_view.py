@@ -15,8 +15,8 @@ import traitlets
 from matplotlib.figure import Figure
 
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, Trial
-from notebook_agents.bench.results import MODES
 from notebook_agents.bench.stats import summary_table
+from notebook_agents.modes import REALTIME_MODES
 from notebook_agents.views._assets import widgets_dir
 from notebook_agents.views.benchmark_view import BenchmarkView, row_dict
 
@@ -27,7 +27,12 @@ ROW_KEYS = {
 
 # one trial of the smallest grid: a bare realtime session, one mode, no history
 ONE_TRIAL = BenchmarkConfig(
-    levels=["session"], rtts_ms=[0.0], history_turns=[0], trials=1, warmup=0, modes=["reuse+copied"]
+    levels=["session"],
+    rtts_ms=[0.0],
+    history_turns=[0],
+    trials=1,
+    warmup=0,
+    modes=["reused+copied"],
 )
 
 
@@ -38,7 +43,7 @@ def synthetic(rtts: list[float], trials: int, failed: int = 0) -> BenchmarkResul
     result = BenchmarkResult(config=config, started="2026-04-01T12:00:00+00:00")
     for rtt in rtts:
         for index in range(trials):
-            for session, context in MODES:
+            for session, context in REALTIME_MODES:
                 reply = float(rng.uniform(5, 50)) + 3 * rtt
                 trial = Trial("agent", session, context, rtt, 10, index, reply_ms=reply)
                 trial.handoff_ms, trial.truth_reply_ms = reply / 2, 3 * rtt

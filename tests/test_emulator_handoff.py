@@ -42,7 +42,7 @@ def model(emulator: Emulator) -> openai.realtime.RealtimeModel:
     )
 
 
-@pytest.mark.parametrize("mode", ["reuse", "fresh"])
+@pytest.mark.parametrize("mode", ["reused", "fresh"])
 async def test_handoff_a_to_b(
     emulator: Emulator, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -74,7 +74,7 @@ async def test_handoff_a_to_b(
 
     realtime = [c for c in emulator.connections if c.kind == "realtime"]
     reused = "reusing realtime session from previous activity" in caplog.text
-    if mode == "reuse":
+    if mode == "reused":
         assert reused and len(realtime) == 1
     else:
         assert not reused and len(realtime) == 2

@@ -107,12 +107,12 @@ async def test_delayed_pipe_keeps_order_and_overlaps_items_in_flight() -> None:
     ("level", "session", "context", "handoff", "reply"),
     [
         # in (RTTs, items acked, created_ms) for R = 20, i = 1, cr = 5, c = 3, H = 2
-        ("agent", "reuse", "copied", (2, 1, 0), (3, 1, 1)),
-        ("agent", "reuse", "empty", (2, 1, 0), (3, 1, 1)),
+        ("agent", "reused", "copied", (2, 1, 0), (3, 1, 1)),
+        ("agent", "reused", "empty", (2, 1, 0), (3, 1, 1)),
         ("agent", "fresh", "copied", (5, 6, 0), (6, 6, 1)),
         ("agent", "fresh", "empty", (1, 1, 0), (5, 1, 1)),
-        ("session", "reuse", "copied", (0, 0, 0), (2, 1, 1)),
-        ("session", "reuse", "empty", (1, 0, 0), (3, 1, 1)),
+        ("session", "reused", "copied", (0, 0, 0), (2, 1, 1)),
+        ("session", "reused", "empty", (1, 0, 0), (3, 1, 1)),
         ("session", "fresh", "copied", (4, 4, 0), (6, 5, 1)),
         ("session", "fresh", "empty", (0, 0, 0), (5, 1, 1)),
     ],

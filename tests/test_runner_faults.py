@@ -35,9 +35,9 @@ from notebook_agents import (
     TurnError,
 )
 from notebook_agents import _livekit_internals as livekit
-from notebook_agents._livekit_room import LiveKitCredentials
-from notebook_agents._worker_logs import WorkerLogs
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner._real_room import LiveKitCredentials
+from notebook_agents.runner._worker_logs import WorkerLogs
 from notebook_agents.views import StateView
 
 from .conftest import API_KEY

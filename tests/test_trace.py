@@ -181,7 +181,7 @@ TURNS = [
 ]
 
 
-@pytest.mark.parametrize("mode", ["reuse", "fresh"])
+@pytest.mark.parametrize("mode", ["reused", "fresh"])
 async def test_a_to_b_to_a_records_every_item_exactly_once(models: MakeModel, mode: str) -> None:
     own = models() if mode == "fresh" else None
     alice = Alice(lambda alice: Bob(back=alice, model=own, chat_ctx=alice.chat_ctx.copy()))

@@ -15,19 +15,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..modes import MODE_COLORS, mode_label
 from .results import BenchmarkResult, Trial, values
-from .stats import ModeSummary, group_trials, mode_name, summary_table
-
-MODE_COLORS: dict[str, str] = {
-    # reuse in blues, fresh in oranges, copied context the darker shade (Okabe-Ito, colorblind-safe)
-    "reuse+copied": "#0072B2",
-    "reuse+empty": "#56B4E9",
-    "fresh+copied": "#D55E00",
-    "fresh+empty": "#E69F00",
-    # the cascaded baseline (no realtime session) in grays
-    "cascaded+copied": "#444444",
-    "cascaded+empty": "#999999",
-}
+from .stats import ModeSummary, group_trials, summary_table
 
 TIMING_NAMES = {
     "handoff_ms": "handoff: t0 → B's on_enter",
@@ -61,7 +51,7 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
         ticks = []
         for pos, ((level, session, context, _, history), trials) in enumerate(groups.items()):
             data = values(trials, timing)
-            color = mode_color(mode_name(level, session, context))
+            color = mode_color(mode_label(session, context))
             if data:
                 box = ax.boxplot(
                     [data], positions=[pos], widths=0.6, showfliers=False, patch_artist=True
@@ -103,7 +93,7 @@ def plot_cdf(
             data,
             np.arange(1, data.size + 1) / data.size,
             where="post",
-            color=mode_color(mode_name(level, session, context)),
+            color=mode_color(mode_label(session, context)),
             linestyle=_RTT_STYLES[rtts.index(rtt) % len(_RTT_STYLES)],
             label=label,
         )
@@ -195,7 +185,7 @@ def _plot_cost(
     ax = fig.subplots()
     any_truth = False
     for (level, session, context, variant), points in series.items():
-        color = mode_color(mode_name(level, session, context))
+        color = mode_color(mode_label(session, context))
         marker = _MARKERS[variants.index(variant) % len(_MARKERS)]
         measured = sorted(
             ((x_of(p), p.summary) for p in points if p.summary is not None), key=lambda m: m[0]
@@ -241,7 +231,7 @@ def _label(
     result: BenchmarkResult, level: str, session: str, context: str, history: int | None = None
 ) -> str:
     """The mode, plus the level / history length only when the result has more than one."""
-    label = mode_name(level, session, context)
+    label = mode_label(session, context)
     if level != "cascaded" and len({t.level for t in result.trials} - {"cascaded"}) > 1:
         label = f"{level}: {label}"
     if history is not None and len({t.history_turns for t in result.trials}) > 1:

@@ -17,21 +17,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._records import FieldError, arms, build, fields_of, not_utf8
+from ..modes import ContextMode, SessionMode, mode_label
 
 FORMAT = "notebook-agents.bench"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: the session mode is named as in the trace (``reused``); version 1 said ``reuse``"""
 
 Level = Literal["agent", "session", "cascaded"]
-SessionMode = Literal["reuse", "fresh", "none"]
-ContextMode = Literal["copied", "empty"]
-
-MODES: tuple[tuple[SessionMode, ContextMode], ...] = (
-    ("reuse", "copied"),
-    ("reuse", "empty"),
-    ("fresh", "copied"),
-    ("fresh", "empty"),
-)
-"""the four realtime modes, in the order tables and plots show them"""
 
 TIMINGS = ("handoff_ms", "update_ms", "reply_ms", "first_text_ms", "first_audio_ms")
 TRUTHS = ("truth_handoff_ms", "truth_reply_ms")
@@ -68,11 +60,6 @@ class Trial:
 CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(Trial))
 
 
-def mode_label(session: str, context: str) -> str:
-    """``"reuse+copied"``."""
-    return f"{session}+{context}"
-
-
 @dataclass
 class BenchmarkConfig:
     """What was asked for: the grid of trials and where they ran."""
@@ -89,7 +76,7 @@ class BenchmarkConfig:
     connect_rtts: float = 3.0
     traced: bool = False
     modes: list[str] | None = None
-    """only these modes (``"reuse+copied"``, ...); None: every mode of each level"""
+    """only these modes (``"reused+copied"``, ``"cascaded+empty"``...); None: all of a level"""
 
     def __post_init__(self) -> None:
         """Refuse a run that cannot work: a trial needs time and must end, and at least one."""
@@ -178,6 +165,8 @@ class BenchmarkResult:
                 f"({FORMAT_VERSION}): upgrade notebook-agents to load it",
             )
         fields = {k: v for k, v in data.items() if k not in ("format", "format_version")}
+        if version < 2:
+            fields = _renamed_reuse(fields)
         try:
             if "trials" not in fields:  # every saved result lists them: this one was cut short
                 raise FieldError("missing, expected a list", ("trials",))
@@ -209,6 +198,26 @@ class BenchmarkResult:
             raise ResultsFileError(path, f"is {not_utf8(e)}; is this a results CSV?") from None
         except csv.Error as e:
             raise ResultsFileError(path, f"is not CSV ({e})") from None
+
+
+def _renamed_reuse(fields: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 result with its session mode ``reuse`` named ``reused``, as it is now."""
+
+    def renamed(value: Any) -> Any:
+        if value == "reuse":
+            return "reused"
+        return value.replace("reuse+", "reused+") if isinstance(value, str) else value
+
+    trials = fields.get("trials")
+    if isinstance(trials, list):
+        fields["trials"] = [
+            {**t, "session": renamed(t.get("session"))} if isinstance(t, dict) else t
+            for t in trials
+        ]
+    config = fields.get("config")
+    if isinstance(config, dict) and isinstance(config.get("modes"), list):
+        fields["config"] = {**config, "modes": [renamed(m) for m in config["modes"]]}
+    return fields
 
 
 class ResultsFileError(ValueError):

@@ -22,14 +22,11 @@ from typing import Any
 from ..emulator import LatencyModel
 from ..emulator.process import emulator_process
 from ..emulator.server import base_url as emulator_base_url
+from ..modes import REALTIME_MODES, ContextMode, SessionMode, mode_label
 from .results import (
-    MODES,
     BenchmarkConfig,
     BenchmarkResult,
-    ContextMode,
-    SessionMode,
     Trial,
-    mode_label,
 )
 from .scenario import TrialFailed, TrialSpec, run_trial
 from .truth import ground_truth
@@ -43,7 +40,7 @@ _PACKAGES = ("notebook-agents", "livekit-agents", "livekit-plugins-openai", "liv
 def modes_for(level: str) -> tuple[tuple[SessionMode, ContextMode], ...]:
     if level == "cascaded":
         return (("none", "copied"), ("none", "empty"))
-    return MODES
+    return REALTIME_MODES
 
 
 def plan(config: BenchmarkConfig) -> Iterator[tuple[dict[str, Any], bool]]:

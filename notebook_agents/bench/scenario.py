@@ -15,14 +15,21 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from livekit.agents import NOT_GIVEN, Agent, AgentSession, function_tool, llm
-from livekit.agents.types import FlushSentinel
-from livekit.agents.voice.agent import ModelSettings
+from livekit.agents import (
+    NOT_GIVEN,
+    Agent,
+    AgentSession,
+    FlushSentinel,
+    ModelSettings,
+    function_tool,
+    llm,
+)
 from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
+from ..modes import ContextMode, SessionMode
 from ..trace import Trace
-from .results import ContextMode, Level, SessionMode
+from .results import Level
 
 QUESTION = "What is 2 + 2?"
 HANDOFF_REQUEST = "Please transfer to the specialist."
@@ -250,7 +257,7 @@ async def _session_trial(spec: TrialSpec) -> Timings:
     long_ctx = history(spec.history_turns)
     rt = model.session()
     try:
-        if spec.session == "reuse":
+        if spec.session == "reused":
             await rt.update_chat_ctx(long_ctx)
         clock.t0 = time.perf_counter()
         chat_ctx = long_ctx.copy() if spec.context == "copied" else llm.ChatContext()

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from .results import MODES, BenchmarkResult, Trial, mode_label, values
+from ..modes import REALTIME_MODES, mode_label
+from .results import BenchmarkResult, Trial, values
 
 RESAMPLES = 2000
 SEED = 20260401
@@ -81,7 +82,7 @@ class _Group:
 
     @property
     def mode(self) -> str:
-        return mode_name(self.level, self.session, self.context)
+        return mode_label(self.session, self.context)
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,6 @@ class ModeSummary(_Group):
     faithfully; None without an RTT-0 group in the same result."""
 
 
-def mode_name(level: str, session: str, context: str) -> str:
-    """``"reuse+copied"``…; the cascaded baseline has no realtime session: ``"cascaded+empty"``."""
-    return mode_label("cascaded" if level == "cascaded" else session, context)
-
-
 def group_key(trial: Trial) -> GroupKey:
     return (trial.level, trial.session, trial.context, trial.rtt_ms, trial.history_turns)
 
@@ -119,18 +115,20 @@ def group_trials(trials: Sequence[Trial]) -> dict[GroupKey, list[Trial]]:
     return {key: groups[key] for key in sorted(groups, key=_order)}
 
 
-_MODE_RANK: dict[tuple[str, str], int] = {mode: i for i, mode in enumerate(MODES)}
+_MODE_RANK: dict[tuple[str, str], int] = {mode: i for i, mode in enumerate(REALTIME_MODES)}
 
 
 def _order(key: GroupKey) -> tuple[int, bool, float, int, int, str]:
     level, session, context, rtt, history = key
     level_rank = LEVELS.index(level) if level in LEVELS else len(LEVELS)
-    mode_rank = _MODE_RANK.get((session, context), len(MODES))  # cascaded after the realtime modes
+    mode_rank = _MODE_RANK.get(
+        (session, context), len(REALTIME_MODES)
+    )  # cascaded after the realtime modes
     return (level_rank, rtt is None, rtt or 0.0, history, mode_rank, f"{level}{session}{context}")
 
 
 def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> list[ModeSummary]:
-    """One row per group, ordered by level, RTT, history, then the MODES order."""
+    """One row per group, ordered by level, RTT, history, then the REALTIME_MODES order."""
     rows = []
     for (level, session, context, rtt, history), trials in group_trials(result.trials).items():
         summary = summarize(values(trials, timing))

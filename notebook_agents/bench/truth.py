@@ -8,7 +8,7 @@ Agent level (A's tool returns B; B's ``on_enter`` calls ``generate_reply``):
 
 - every mode first syncs the tool's output to A's session: ``function_call_output`` create,
   awaited by the handoff (R + i);
-- reuse: B's ``_update_session`` diffs B's context against the session's: copied lacks the
+- reused: B's ``_update_session`` diffs B's context against the session's: copied lacks the
   pending call and output, empty lacks everything; either way deletes, one pipelined round
   trip (deletes cost no server time) -> on_enter; then ``response.create`` (R + cr);
 - fresh + copied: B's new session connects (c R), then creates B's 2H + 1 items, acked in one
@@ -42,7 +42,7 @@ def _ground_truth_s(
     """The legs above, each one of the emulator's own exchange costs (``LatencyModel``)."""
     if level == "agent":
         sync = net.item_ack_s()  # the tool's output, awaited by the handoff
-        if session == "reuse":
+        if session == "reused":
             handoff = sync + net.round_trip_s()
             return handoff, handoff + net.response_created_s()
         if session == "fresh" and context == "copied":
@@ -53,7 +53,7 @@ def _ground_truth_s(
             return sync, sync + net.connect_s() + net.response_created_s()
     if level == "session":
         question = net.item_ack_s()
-        if session == "reuse":
+        if session == "reused":
             handoff = 0.0 if context == "copied" else net.round_trip_s()
             return handoff, handoff + question + net.response_created_s()
         if context == "copied":

@@ -16,10 +16,11 @@ import anywidget
 import traitlets
 from matplotlib.figure import Figure
 
-from ..bench.plots import MODE_COLORS, plot_distributions
+from ..bench.plots import plot_distributions
 from ..bench.results import TIMINGS, BenchmarkConfig, BenchmarkResult, Trial
 from ..bench.run import plan, run_benchmark
-from ..bench.stats import ModeSummary, mode_name, summary_table
+from ..bench.stats import ModeSummary, summary_table
+from ..modes import MODE_COLORS
 from ._assets import asset
 from ._throttle import Throttle
 
@@ -50,7 +51,7 @@ class BenchmarkView(anywidget.AnyWidget):
     failed = traitlets.Int(0).tag(sync=True)
     running = traitlets.Bool(False).tag(sync=True)
     last_trial = traitlets.Unicode("").tag(sync=True)
-    """e.g. "agent reuse+copied rtt 20 #3: 61.2 ms" """
+    """e.g. "agent reused+copied rtt 20 #3: 61.2 ms" """
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``summary_table`` of the trials so far, one dict per row, None for absent values"""
     plot_svg = traitlets.Unicode("").tag(sync=True)
@@ -237,9 +238,9 @@ def row_dict(row: ModeSummary) -> dict[str, Any]:
 
 
 def describe(trial: Trial, timing: str) -> str:
-    """``"agent reuse+copied rtt 20 #3: 61.2 ms"``: one trial in a line."""
+    """``"agent reused+copied rtt 20 #3: 61.2 ms"``: one trial in a line."""
     rtt = "" if trial.rtt_ms is None else f" rtt {trial.rtt_ms:g}"
-    where = f"{trial.level} {mode_name(trial.level, trial.session, trial.context)}{rtt}"
+    where = f"{trial.level} {trial.mode}{rtt}"
     where += f" #{trial.trial}"
     if not trial.ok:
         return f"{where}: failed ({_shorten(trial.error or 'no reason given')})"

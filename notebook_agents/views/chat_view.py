@@ -10,8 +10,7 @@ from typing import Any
 import traitlets
 from matplotlib.figure import Figure
 
-from ..errors import RunnerError
-from ..runner import NotebookRunner
+from ..runner import NotebookRunner, RunnerError
 from ..trace import TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView

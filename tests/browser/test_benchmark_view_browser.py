@@ -8,7 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from notebook_agents.bench.plots import MODE_COLORS
+from notebook_agents.modes import MODE_COLORS
 
 from .conftest import open_notebook, run_cell, screenshot, write_notebook
 

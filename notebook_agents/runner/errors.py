@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .trace import TraceEvent
+    from ..trace import TraceEvent
 
 
 class RunnerError(RuntimeError):

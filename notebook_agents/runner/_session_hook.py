@@ -19,7 +19,7 @@ from livekit.agents.types import NOT_GIVEN
 from livekit.agents.utils import is_given
 from livekit.agents.voice import room_io
 
-from . import _livekit_internals as livekit
+from .. import _livekit_internals as livekit
 
 
 class SessionObserver(Protocol):

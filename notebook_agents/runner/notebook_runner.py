@@ -20,18 +20,23 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from livekit.agents import AgentServer, AgentSession, JobContext
-from livekit.agents.job import JobExecutorType
-from livekit.agents.voice.run_result import ChatMessageEvent, RunResult
+from livekit.agents import (
+    AgentServer,
+    AgentSession,
+    ChatMessageEvent,
+    JobContext,
+    JobExecutorType,
+    RunResult,
+)
 from typing_extensions import Self
 
-from . import _livekit_internals as livekit
+from .. import _livekit_internals as livekit
+from .._lifecycle import StartStop
+from ..trace import Trace, TraceEvent, agent_label, error_text
 from . import _session_hook
-from ._lifecycle import StartStop
-from ._livekit_room import LiveKitCredentials, RealRoom
+from ._real_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
-from .trace import Trace, TraceEvent, agent_label, error_text
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
