@@ -1,5 +1,6 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
+from .agent_graph import HandoffGraph, handoff_targets
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
 from .runner import NotebookRunner, RunnerError, RunnerState, TurnError, run_app
 from .trace import Trace, TraceEvent
@@ -7,6 +8,7 @@ from .trace import Trace, TraceEvent
 __all__ = [
     "Emulator",
     "Faults",
+    "HandoffGraph",
     "LatencyModel",
     "NotebookRunner",
     "ReplyRules",
@@ -15,6 +17,7 @@ __all__ = [
     "Trace",
     "TraceEvent",
     "TurnError",
+    "handoff_targets",
     "run_app",
 ]
 __version__ = "0.1.0"

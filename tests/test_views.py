@@ -11,7 +11,7 @@ from livekit.plugins import openai
 from matplotlib.figure import Figure
 
 from notebook_agents.emulator import Emulator
-from notebook_agents.trace import Trace
+from notebook_agents.trace import EventKind, Trace, TraceEvent
 from notebook_agents.views import StateView
 from notebook_agents.views._assets import widgets_dir
 from notebook_agents.views._throttle import Throttle
@@ -104,3 +104,33 @@ def test_front_end_assets_are_found() -> None:
         (widgets_dir() / "state_view.js").read_text().strip().endswith("export default { render };")
     )
     assert StateView._esm and "na-state" in str(StateView._css)
+
+
+class RecordsWhileRead(Trace):
+    """A trace whose session records an event while a view reads its history, as the
+    session's thread may while the kernel's thread builds a view."""
+
+    def __init__(self, kind: EventKind, data: dict[str, Any], agent: str) -> None:
+        super().__init__()
+        self._during_read: tuple[EventKind, dict[str, Any], str] | None = (kind, data, agent)
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        history = super().events
+        if self._during_read is not None:
+            kind, data, agent = self._during_read
+            self._during_read = None
+            self._record(kind, data, agent=agent)
+        return history
+
+
+async def test_state_view_misses_no_event_recorded_while_it_reads_the_history() -> None:
+    trace = RecordsWhileRead("agent_state", {"old": "initializing", "new": "listening"}, "Ada")
+    delivered = asyncio.Event()
+    # subscribed before the view: the delivery that sets it has fed the view too
+    trace.subscribe(lambda _: delivered.set())
+    view = StateView(trace)
+    await delivered.wait()
+    assert flushed(view)["agent_state"] == "listening"
+    assert (view.agent, view.agent_state_since) == ("Ada", trace.events[0].t)
+    view.close()

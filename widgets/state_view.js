@@ -1,5 +1,6 @@
 // StateView: the current agent, agent state and user state, with time in state.
-// The kernel sends only the states and when they began; the clock ticks here.
+// The kernel sends the states, when they began, their colours and the closing note; the
+// clock ticks here.
 
 function field(label, badgeClass) {
   const el = document.createElement("div");
@@ -33,14 +34,18 @@ function render({ model, el }) {
   el.append(root);
 
   function draw() {
+    const colors = model.get("colors");
     agent.badge.textContent = model.get("agent") || "–";
     agentState.badge.textContent = model.get("agent_state");
     agentState.badge.dataset.state = model.get("agent_state");
     userState.badge.textContent = model.get("user_state");
     userState.badge.dataset.state = model.get("user_state");
-    const failure = model.get("failure");
-    closed.textContent = !model.get("closed") ? "" : failure ? `session failed: ${failure}` : "session closed";
-    closed.dataset.failed = failure ? "true" : "false";
+    const badges = { agent, agent_state: agentState, user_state: userState };
+    for (const [key, { badge }] of Object.entries(badges)) {
+      badge.style.setProperty("--na-badge-color", colors[key]);
+    }
+    closed.textContent = model.get("note");
+    closed.dataset.failed = model.get("failure") ? "true" : "false";
     tick();
   }
 

@@ -1,11 +1,15 @@
-"""A view fed by a trace's events, sent to the browser incrementally.
+"""The views a trace feeds: each event taken once and in order, the history first, then live;
+the browser updated at most 30 times a second.
 
-Each event the view wants crosses once, in batches at most 30 times a second; a new rendering
-(another output of the view, a reloaded page) asks for the history and gets it once.
+``TraceFedView`` folds events into state the browser gets as traits (StateView,
+AgentGraphView); ``TraceStreamView`` sends the events themselves, incrementally: each event
+the view wants crosses once, in batches, and a new rendering (another output of the view, a
+reloaded page) asks for the history and gets it once (TimelineView, ChatView).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anywidget
@@ -15,7 +19,51 @@ from ..trace import Trace, TraceEvent
 from ._throttle import Throttle
 
 
-class TraceStreamView(anywidget.AnyWidget):
+class TraceFedView(anywidget.AnyWidget):
+    """Base of the views fed by a trace. A subclass sets up its state, then calls ``_follow``;
+    ``_take`` gets each event once, ``_flush`` sends what changed, throttled."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._next_seq = 0
+        self._throttle = Throttle(self._flush)
+        self._unsubscribe: Callable[[], None] = _nothing
+
+    def _follow(self, trace: Trace | None) -> None:
+        """Take ``trace``'s history, then each event it records from now on; flush once."""
+        if trace is not None:
+            # subscribe before reading the history: an event recorded in between arrives
+            # through the subscription too and is dropped by its seq, rather than lost
+            self._unsubscribe = trace.subscribe(self._on_event)
+            for event in trace.events:
+                self._offer(event)
+        self._flush()
+
+    def _take(self, event: TraceEvent) -> bool:
+        """Fold ``event`` into the view; True if the browser needs to hear of it."""
+        raise NotImplementedError
+
+    def _flush(self) -> None:
+        """Send the browser what changed since the last flush."""
+        raise NotImplementedError
+
+    def _on_event(self, event: TraceEvent) -> None:
+        if self._offer(event):
+            self._throttle.request()
+
+    def _offer(self, event: TraceEvent) -> bool:
+        if event.seq < self._next_seq:
+            return False
+        self._next_seq = event.seq + 1
+        return self._take(event)
+
+    def close(self) -> None:
+        self._unsubscribe()
+        self._throttle.cancel()
+        super().close()
+
+
+class TraceStreamView(TraceFedView):
     """Base of the views that show events; subclasses choose and shape them in ``_record``."""
 
     started_at = traitlets.Float(0.0).tag(sync=True)
@@ -30,28 +78,14 @@ class TraceStreamView(anywidget.AnyWidget):
         self.trace = trace
         self._sent: list[dict[str, Any]] = []
         self._pending: list[dict[str, Any]] = []
-        self._next_seq = 0
-        self._throttle = Throttle(self._flush)
-        # subscribe before reading the history: an event recorded in between arrives through
-        # the subscription too and is dropped by its seq, rather than lost
-        self._unsubscribe = trace.subscribe(self._on_event)
-        for event in trace.events:
-            self._take(event)
-        self._flush()
+        self._follow(trace)
         self.on_msg(self._on_browser_message)
 
     def _record(self, event: TraceEvent) -> dict[str, Any] | None:
         """What the browser gets of ``event``; None: nothing."""
         raise NotImplementedError
 
-    def _on_event(self, event: TraceEvent) -> None:
-        if self._take(event):
-            self._throttle.request()
-
     def _take(self, event: TraceEvent) -> bool:
-        if event.seq < self._next_seq:
-            return False
-        self._next_seq = event.seq + 1
         if event.kind == "closed":
             self.live = False
         record = self._record(event)
@@ -71,7 +105,6 @@ class TraceStreamView(anywidget.AnyWidget):
         if content.get("type") == "history":
             self.send({"type": "events", "events": self._sent, "reset": True})
 
-    def close(self) -> None:
-        self._unsubscribe()
-        self._throttle.cancel()
-        super().close()
+
+def _nothing() -> None:
+    """Unsubscribes a view that follows no trace."""

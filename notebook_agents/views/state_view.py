@@ -4,20 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
-import anywidget
 import traitlets
 from matplotlib.figure import Figure
 
 from ..trace import Trace, TraceEvent
 from ._assets import asset
-from ._throttle import Throttle
+from ._stream import TraceFedView
+
+STATE_COLORS = {
+    "initializing": "#64748b",
+    "listening": "#0369a1",
+    "thinking": "#b45309",
+    "speaking": "#15803d",
+    "away": "#64748b",
+}
+"""a state's badge colour, agent's and user's alike: white text on each reads at >= 4.5:1,
+each pill at >= 3:1 on the light and the dark theme's page"""
+OTHER_STATE = "#64748b"
+"""the badge of a state without a colour of its own (``idle``)"""
+AGENT_COLOR = "#334155"
+"""the agent's badge outside JupyterLab; in it, the theme's inverse colour"""
 
 
-class StateView(anywidget.AnyWidget):
+class StateView(TraceFedView):
     """Live from a ``Trace`` (or the final state of a loaded one).
 
-    Only the three states and when they began cross to the browser, at most 30 times a
-    second; the browser counts the time in state itself.
+    Only the three states, when they began and how to colour them cross to the browser, at
+    most 30 times a second; the browser counts the time in state itself.
     """
 
     _esm = asset("state_view.js")
@@ -34,22 +47,37 @@ class StateView(anywidget.AnyWidget):
     closed = traitlets.Bool(False).tag(sync=True)
     failure = traitlets.Unicode("").tag(sync=True)
     """why the session failed, when it closed on an error"""
+    colors = traitlets.Dict().tag(sync=True)
+    """each badge's colour (``agent``, ``agent_state``, ``user_state``), for its state"""
+    note = traitlets.Unicode("").tag(sync=True)
+    """"session closed", or "session failed: <why>"; "" while it runs"""
 
     def __init__(self, trace: Trace, **kwargs: Any) -> None:
         super().__init__(started_at=trace.started_at, **kwargs)
         self.trace = trace
         self._state: dict[str, Any] = {}
-        self._throttle = Throttle(self._flush)
-        for event in trace.events:
-            self._apply(event)
-        self._flush()
-        self._unsubscribe = trace.subscribe(self._on_event)
+        self._follow(trace)
 
-    def _on_event(self, event: TraceEvent) -> None:
-        self._apply(event)
-        self._throttle.request()
+    @traitlets.default("colors")
+    def _default_colors(self) -> dict[str, str]:
+        return {
+            "agent": AGENT_COLOR,
+            "agent_state": STATE_COLORS.get(self.agent_state, OTHER_STATE),
+            "user_state": STATE_COLORS.get(self.user_state, OTHER_STATE),
+        }
 
-    def _apply(self, event: TraceEvent) -> None:
+    @traitlets.observe("agent_state", "user_state")
+    def _recolor(self, _: Any) -> None:
+        self.colors = self._default_colors()
+
+    @traitlets.observe("closed", "failure")
+    def _renote(self, _: Any) -> None:
+        if not self.closed:
+            self.note = ""
+        else:
+            self.note = f"session failed: {self.failure}" if self.failure else "session closed"
+
+    def _take(self, event: TraceEvent) -> bool:
         state = self._state
         if event.agent and event.kind != "closed":
             state["agent"] = event.agent
@@ -63,16 +91,12 @@ class StateView(anywidget.AnyWidget):
             state["closed"] = True
             if event.data.get("error"):
                 state["failure"] = str(event.data["error"])
+        return True
 
     def _flush(self) -> None:
         with self.hold_sync():  # one comm message per flush, not one per trait
             for name, value in self._state.items():
                 setattr(self, name, value)
-
-    def close(self) -> None:
-        self._unsubscribe()
-        self._throttle.cancel()
-        super().close()
 
     def to_figure(self) -> Figure:
         """The badges as a static picture, for executed notebooks and exported reports."""
@@ -80,9 +104,9 @@ class StateView(anywidget.AnyWidget):
         ax = figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
         badges = [
-            ("agent", self.agent or "-", "#334155"),
-            ("agent state", self.agent_state, _AGENT_COLORS.get(self.agent_state, "#64748b")),
-            ("user", self.user_state, _USER_COLORS.get(self.user_state, "#64748b")),
+            ("agent", self.agent or "–", self.colors["agent"]),
+            ("agent state", self.agent_state, self.colors["agent_state"]),
+            ("user", self.user_state, self.colors["user_state"]),
         ]
         for index, (label, value, color) in enumerate(badges):
             x = 0.04 + index * 0.33
@@ -96,17 +120,6 @@ class StateView(anywidget.AnyWidget):
                 transform=ax.transAxes,
                 bbox={"boxstyle": "round,pad=0.4", "facecolor": color, "edgecolor": "none"},
             )
-        if self.closed:
-            note = f"session failed: {self.failure}" if self.failure else "session closed"
-            ax.text(0.96, 0.08, note, ha="right", fontsize=8, transform=ax.transAxes)
+        if self.note:
+            ax.text(0.96, 0.08, self.note, ha="right", fontsize=8, transform=ax.transAxes)
         return figure
-
-
-_AGENT_COLORS = {
-    "initializing": "#94a3b8",
-    "idle": "#64748b",
-    "listening": "#0284c7",
-    "thinking": "#d97706",
-    "speaking": "#16a34a",
-}
-_USER_COLORS = {"listening": "#64748b", "speaking": "#16a34a", "away": "#94a3b8"}

@@ -1,4 +1,5 @@
-"""StateView in JupyterLab in headless chromium: it renders, then follows the live agent."""
+"""StateView in JupyterLab in headless chromium, in the light and the dark theme: it renders,
+follows the live agent, and says how the session ended."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from .conftest import run_cell, run_notebook, screenshot
+from .conftest import run_cell, run_notebook
+from .themes import in_both_themes
 
 CELLS = [
     """from livekit.agents import Agent, AgentServer, AgentSession, JobContext
@@ -41,11 +43,13 @@ def test_state_view_renders_and_follows_the_agent(lab: tuple[str, Path], page: P
     expect(page.locator(".na-state .na-user-state")).to_have_text("listening")
     time_in_state = page.locator(".na-field:has(.na-agent-state) .na-since")
     expect(time_in_state).to_have_text(re.compile(r"^\d+\.\d s$"))
-    screenshot(page, "state_view_live")
+    # each badge in the colour the kernel sent for its state
+    expect(agent_state).to_have_css("background-color", "rgb(3, 105, 161)")  # listening
+    assert in_both_themes(page, ".na-state", "state_view_live") == []
 
     run_cell(page, "runner.stop()")
     expect(page.locator(".na-state .na-closed")).to_have_text("session closed")
-    screenshot(page, "state_view_closed")
+    assert in_both_themes(page, ".na-state", "state_view_closed") == []
     run_cell(page, "emulator.stop()")
 
 
@@ -65,5 +69,5 @@ def test_state_view_says_why_the_session_failed(lab: tuple[str, Path], page: Pag
     closed = page.locator(".na-state .na-closed")
     expect(closed).to_have_text(re.compile(r"^session failed: .*the CRM is down"), timeout=60_000)
     expect(closed).to_have_attribute("data-failed", "true")
-    screenshot(page, "state_view_failed")
+    assert in_both_themes(page, ".na-state", "state_view_failed") == []
     run_cell(page, "runner.stop()\nemulator.stop()")
