@@ -44,16 +44,35 @@ class LatencyModel:
     overlap); ``connect_rtts`` is TCP + TLS + websocket upgrade. The rest is server time.
     """
 
-    rtt_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    connect_rtts: float = field(default=3.0, metadata={"bound": ROUND_TRIPS})
-    item_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """processing time of each conversation item before its ack"""
-    created_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """from a response request arriving to ``response.created`` leaving"""
-    first_token_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """from ``response.created`` to the first content delta (or function call)"""
-    token_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """between consecutive content deltas"""
+    # each field's "doc" is also its command-line help (notebook-agents emulator --help)
+    rtt_ms: float = field(
+        default=0.0, metadata={"bound": DELAY, "doc": "the network round trip, half each way"}
+    )
+    connect_rtts: float = field(
+        default=3.0,
+        metadata={"bound": ROUND_TRIPS, "doc": "what connecting costs: TCP + TLS + upgrade"},
+    )
+    item_ms: float = field(
+        default=0.0,
+        metadata={
+            "bound": DELAY,
+            "doc": "processing time of each conversation item before its ack",
+        },
+    )
+    created_ms: float = field(
+        default=0.0,
+        metadata={"bound": DELAY, "doc": "from a response request to response.created leaving"},
+    )
+    first_token_ms: float = field(
+        default=0.0,
+        metadata={
+            "bound": DELAY,
+            "doc": "from response.created to the first content delta or tool call",
+        },
+    )
+    token_ms: float = field(
+        default=0.0, metadata={"bound": DELAY, "doc": "between consecutive content deltas"}
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
