@@ -22,6 +22,7 @@ from ..bench.run import plan, run_benchmark
 from ..bench.stats import ModeSummary, summary_table
 from ..modes import MODE_COLORS
 from ._assets import asset
+from ._text import cut
 from ._throttle import Throttle
 
 TABLE_HZ = 4.0
@@ -243,7 +244,8 @@ def describe(trial: Trial, timing: str) -> str:
     where = f"{trial.level} {trial.mode}{rtt}"
     where += f" #{trial.trial}"
     if not trial.ok:
-        return f"{where}: failed ({_shorten(trial.error or 'no reason given')})"
+        # the progress line has one line for the whole trial
+        return f"{where}: failed ({cut(trial.error or 'no reason given', 80)})"
     value = getattr(trial, timing)
     return f"{where}: {value:.1f} ms" if value is not None else f"{where}: no {timing}"
 
@@ -263,10 +265,6 @@ def _planned(config: BenchmarkConfig) -> int:
 
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _error_text(error: BaseException, done: int, total: int) -> str:
