@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from .results import BenchmarkConfig, BenchmarkResult, Level, Trial
+from .tables import Table
 
 HELP = "measure handoff latency: realtime session reused vs fresh, context copied vs empty"
 DESCRIPTION = (
@@ -131,16 +132,20 @@ def run(args: argparse.Namespace) -> int:
         return 2
     bar.close()
     from . import plots
-    from .stats import compare, format_comparisons, format_table, summary_table
+    from .stats import compare, summary_table
 
     written = [result.save_json(out / "results.json"), result.save_csv(out / "results.csv")]
     plain, traced = result.split_traced()
     written += plots.save_all(plain, out)
-    for timing in ("handoff_ms", "reply_ms"):
-        print("\n" + format_table(summary_table(plain, timing=timing)))
-    if traced.trials:
-        print("\nobserver cost: reply_ms without and with a Trace attached (interleaved)")
-        print(format_comparisons(compare(plain, traced), a="untraced", b="traced"))
+    tables: list[Table[Any]] = [
+        summary_table(plain, timing=timing) for timing in ("handoff_ms", "reply_ms")
+    ]
+    if traced.trials:  # what a Trace costs: the same trials, interleaved, without and with one
+        tables.append(compare(plain, traced, names=("untraced", "traced")))
+    for table in tables:
+        print("\n" + table.to_text(notes=False))
+    # the tables share their columns' notes: each said once, after all of them
+    print("\n" + "\n".join(dict.fromkeys(note for table in tables for note in table.notes())))
     summary, status = outcome(result)
     print("\n" + summary)
     for trial in result.failed_trials()[:5]:
