@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.colors import to_hex
@@ -106,7 +107,37 @@ def test_distributions_one_panel_per_rtt_with_points_in_mode_colors() -> None:
         assert all(np.shape(c.get_offsets()) == (6, 2) for c in ax.collections)
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert "fresh+empty\n1 failed" in ticks
-    assert fig.axes[0].get_ylabel() == "reply_ms (ms)"
+    assert fig.axes[0].get_ylabel() == "handoff → B's reply starts (ms)"
+
+
+def test_distributions_each_rtt_panel_on_its_own_y_scale() -> None:
+    # before: one shared y-axis, so RTT 0's boxes lay flat at the bottom beside RTT 100's
+    fig = plot_distributions(emulator_result(), "reply_ms")
+    at_0, _, at_100 = fig.axes
+    assert not at_0.get_shared_y_axes().joined(at_0, at_100)
+    top_0, bottom_100 = at_0.get_ylim()[1], at_100.get_ylim()[0]
+    assert top_0 < bottom_100  # RTT 0's panel spans its own trials, not RTT 100's
+    for ax in fig.axes:  # every panel spans its own points, nothing more than a margin around
+        points = np.concatenate([np.asarray(c.get_offsets())[:, 1] for c in ax.collections])
+        low, high = ax.get_ylim()
+        assert high - low < 2 * np.ptp(points)
+
+
+def test_distributions_legend_says_what_the_marks_are() -> None:
+    fig = plot_distributions(emulator_result(), "reply_ms")
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "middle half of the trials", "median", "one trial",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("plot", PLOTS.values(), ids=list(PLOTS))
+def test_a_figure_is_returned_not_also_shown(
+    plot: Callable[[BenchmarkResult, str], Figure],
+) -> None:
+    """A notebook shows what a cell returns: a figure pyplot also held would show twice."""
+    figure = plot(emulator_result(histories=(0, 10)), "reply_ms")
+    assert isinstance(figure, Figure) and plt.get_fignums() == []
 
 
 def test_cdf_one_line_per_mode_at_an_rtt() -> None:
@@ -126,7 +157,18 @@ def test_cost_vs_rtt_median_with_ci_per_mode_and_truth_dashed() -> None:
     assert [np.size(b.lines[0].get_xdata()) for b in bars] == [len(RTTS)] * 5
     dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
     assert colors_of(dashed) == colors_for(REALTIME)  # cascaded has no truth
-    assert ax.get_xlabel() == "injected RTT (ms)" and ax.get_ylabel() == "reply_ms (ms)"
+    assert ax.get_xlabel() == "injected RTT (ms)"
+    assert ax.get_ylabel() == "handoff → B's reply starts, median (ms)"
+    # the legend says what the bars and the dashes are, after the modes
+    legend = ax.get_legend()
+    assert legend is not None
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels[-2:] == ["bars: bootstrap 95% CI of the median", "ground truth"]
+
+
+def test_cdf_axis_names_the_timing_in_words() -> None:
+    (ax,) = plot_cdf(emulator_result(), "handoff_ms").axes
+    assert ax.get_xlabel() == "handoff → B's on_enter (ms)"
 
 
 def test_cost_vs_history_one_point_per_history_length() -> None:
@@ -141,7 +183,8 @@ def test_cost_vs_history_one_point_per_history_length() -> None:
 @pytest.mark.parametrize("plot", PLOTS.values(), ids=list(PLOTS))
 def test_titles_say_what_where_and_when(plot: Callable[[BenchmarkResult, str], Figure]) -> None:
     text = title(plot(emulator_result(), "handoff_ms"))
-    assert "handoff_ms" in text and "emulator" in text and "bench-box" in text and DATE in text
+    assert text.startswith("handoff → B's on_enter (handoff_ms): ")
+    assert "emulator" in text and "bench-box" in text and DATE in text
 
 
 @pytest.mark.parametrize("plot", PLOTS.values(), ids=list(PLOTS))

@@ -89,6 +89,15 @@ def test_csv_has_the_promised_columns(tmp_path: Path) -> None:
     assert set(header) >= REQUIRED_CSV_COLUMNS
 
 
+def test_csv_names_each_mode_as_the_tables_do(tmp_path: Path) -> None:
+    result = make_result()
+    path = result.save_csv(tmp_path / "results.csv")
+    with path.open(newline="") as f:
+        modes = [row["mode"] for row in csv.DictReader(f)]
+    assert modes == [trial.mode for trial in result.trials]
+    assert "cascaded+empty" in modes and not any(m.startswith("none") for m in modes)
+
+
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 def test_failed_trials_round_trip_with_their_error(tmp_path: Path, fmt: str) -> None:
     result = make_result()

@@ -14,9 +14,11 @@ from notebook_agents.bench.cli import outcome
 from notebook_agents.bench.results import Trial
 from notebook_agents.bench.run import plan, run_benchmark
 from notebook_agents.emulator import Emulator
-from notebook_agents.modes import REALTIME_MODES
+from notebook_agents.modes import REALTIME_MODES, mode_label
 
 from .conftest import API_KEY
+
+REALTIME_LABELS = [mode_label(session, context) for session, context in REALTIME_MODES]
 
 
 def test_plan_discards_warmup_and_rotates_modes() -> None:
@@ -78,13 +80,25 @@ def test_cli_writes_results_plots_and_a_summary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    argv = ["bench", "--rtt", "5", "--trials", "1", "--history", "1", "--level", "session"]
-    assert main([*argv, "--warmup", "0", "--out", str(out)]) == 0
+    argv = ["bench", "--rtt", "5", "--trials", "1", "--history", "1"]
+    assert main([*argv, "--level", "session,cascaded", "--warmup", "0", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "reply_ms" in printed and "reused+copied" in printed and "4 trials" in printed
+    assert "6 trials" in printed
+    # a table per timing, each mode named as everywhere else: the cascaded row too
+    tables = [block.strip().splitlines() for block in printed.split("\n\n")]
+    captions = [lines[0] for lines in tables if lines[0].startswith("handoff → ")]
+    assert captions == [
+        "handoff → B's on_enter (handoff_ms), ms · RTT 5 ms · history 1 turns",
+        "handoff → B's reply starts (reply_ms), ms · RTT 5 ms · history 1 turns",
+    ]
+    for lines in tables[:2]:
+        modes = [line.split()[1] for line in lines[2:]]
+        assert modes == [*REALTIME_LABELS, "cascaded+copied", "cascaded+empty"]
+    assert "none+" not in printed
+    assert printed.count("95% CI: the median's bootstrap") == 1  # the notes, once
     result = BenchmarkResult.load_json(out / "results.json")
-    assert len(result.trials) == 4
-    assert len(BenchmarkResult.load_csv(out / "results.csv")) == 4
+    assert len(result.trials) == 6
+    assert len(BenchmarkResult.load_csv(out / "results.csv")) == 6
     assert list(out.glob("*.png"))
 
 

@@ -4,7 +4,6 @@ on its updates, a failing, an interrupted and a doubled run, and the static figu
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,7 @@ from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, Trial
 from notebook_agents.bench.stats import summary_table
 from notebook_agents.modes import REALTIME_MODES
 from notebook_agents.views._assets import widgets_dir
-from notebook_agents.views.benchmark_view import BenchmarkView, row_dict
-
-ROW_KEYS = {
-    "level", "mode", "rtt_ms", "history_turns", "n", "median", "p90", "p95", "iqr",
-    "ci_low", "ci_high", "truth_ms", "excess_ms", "excess_rtts", "failed",
-}  # fmt: skip
+from notebook_agents.views.benchmark_view import BenchmarkView
 
 # one trial of the smallest grid: a bare realtime session, one mode, no history
 ONE_TRIAL = BenchmarkConfig(
@@ -53,8 +47,9 @@ def synthetic(rtts: list[float], trials: int, failed: int = 0) -> BenchmarkResul
     return result
 
 
-def table(result: BenchmarkResult, timing: str = "reply_ms") -> list[dict[str, Any]]:
-    return [row_dict(row) for row in summary_table(result, timing)]
+def table(result: BenchmarkResult, timing: str = "reply_ms") -> str:
+    """The summary table as a notebook cell would show it."""
+    return summary_table(result, timing)._repr_html_()
 
 
 def changes(view: BenchmarkView, name: str) -> list[Any]:
@@ -69,25 +64,23 @@ def test_a_result_is_shown_complete(tmp_path: Path) -> None:
     view = BenchmarkView(result)
     assert (view.done, view.total, view.failed, view.running) == (24, 24, 1, False)
     assert re.fullmatch(r"agent \S+\+\S+ rtt 20 #2: \d+\.\d ms", view.last_trial)
-    assert view.rows == table(result)
-    assert len(view.rows) == 8 and set(view.rows[0]) == ROW_KEYS
-    assert view.rows[0]["failed"] == 1 and view.rows[0]["n"] == 2
-    assert view.rows[0]["excess_rtts"] is None  # at RTT 0: JSON null, never NaN
-    json.dumps(view.rows, allow_nan=False)
+    assert view.table_html == table(result) and view.table_html.count("<tr>") == 1 + 8
     assert view.plot_svg.startswith("<svg") and view.plot_svg.rstrip().endswith("</svg>")
-    assert view.error == "" and view.mode_colors["fresh+empty"]
-    # a saved result shows the same
+    assert view.error == "" and view.status == "done"
+    # a saved result shows the same, and how long its run took
+    result.duration_s = 12.34
     loaded = BenchmarkResult.load_json(result.save_json(tmp_path / "results.json"))
-    assert BenchmarkView(loaded).rows == view.rows
+    shown = BenchmarkView(loaded)
+    assert shown.table_html == view.table_html and shown.status == "done in 12.3 s"
 
 
 def test_the_timing_can_be_switched() -> None:
     result = synthetic([0.0], trials=2)
     view = BenchmarkView(result, timing="handoff_ms")
-    assert view.rows == table(result, "handoff_ms")
+    assert view.table_html == table(result, "handoff_ms")
     plot = view.plot_svg
     view.timing = "reply_ms"
-    assert view.rows == table(result, "reply_ms") and view.plot_svg != plot
+    assert view.table_html == table(result, "reply_ms") and view.plot_svg != plot
     assert view.last_trial.endswith(f"{result.trials[-1].reply_ms:.1f} ms")
     with pytest.raises(traitlets.TraitError):
         view.timing = "lunch_ms"
@@ -96,15 +89,20 @@ def test_the_timing_can_be_switched() -> None:
 async def test_a_config_runs_live_against_the_emulator() -> None:
     config = BenchmarkConfig(levels=["agent"], rtts_ms=[0.0], history_turns=[1], trials=2, warmup=0)
     view = BenchmarkView(config)
-    assert (view.done, view.total, view.running, view.rows, view.plot_svg) == (0, 8, False, [], "")
+    assert (view.done, view.total, view.running, view.table_html, view.plot_svg) == (
+        0, 8, False, "", ""
+    )  # fmt: skip
+    assert view.status == "not started: await view.run()"
     done, running = changes(view, "done"), changes(view, "running")
+    status = changes(view, "status")
     result = await view.run()
     assert result is view.result and len(result.trials) == 8
     assert done == sorted(done) and done[-1] == 8  # counted up while the run went on
     assert running == [True, False]
+    # before: the status went blank when the run ended, never saying it was done
+    assert status == ["running…", f"done in {result.duration_s:.1f} s"]
     assert (view.done, view.total, view.failed, view.error) == (8, 8, 0, "")
-    assert view.rows == table(result) and len(view.rows) == 4
-    assert all(row["n"] == 2 and row["truth_ms"] is not None for row in view.rows)
+    assert view.table_html == table(result) and view.table_html.count("<tr>") == 1 + 4
     assert view.plot_svg.startswith("<svg")
 
 
@@ -114,7 +112,11 @@ async def test_updates_are_rate_limited_and_end_with_a_full_refresh() -> None:
     view = BenchmarkView(source.config)
     total = len(source.trials)
     assert view.total == total == 360
-    rows, plots, done = changes(view, "rows"), changes(view, "plot_svg"), changes(view, "done")
+    rows, plots, done = (
+        changes(view, "table_html"),
+        changes(view, "plot_svg"),
+        changes(view, "done"),
+    )
     running = changes(view, "running")
     for index, trial in enumerate(source.trials, 1):
         view.add_trial(index, total, trial)
@@ -122,12 +124,12 @@ async def test_updates_are_rate_limited_and_end_with_a_full_refresh() -> None:
     assert view._progress_throttle.flushes <= 5
     assert done[-1] == total and running == [True, False]
     # the last update shows every trial: the run's end always refreshes
-    assert view.failed == 3 and view.rows == table(source)
+    assert view.failed == 3 and view.table_html == table(source) and view.status == "done"
     assert view.plot_svg == plots[-1] and view.plot_svg.startswith("<svg")
     # the caller's trials: a new run (done == 1) starts over
     view.add_trial(1, 2, source.trials[-1])
     assert (view.done, view.total, view.failed, view.running) == (1, 2, 0, True)
-    assert view.rows == table(source.with_trials(source.trials[-1:]))
+    assert view.table_html == table(source.with_trials(source.trials[-1:]))
 
 
 async def test_a_failed_run_shows_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -139,7 +141,7 @@ async def test_a_failed_run_shows_its_error(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(ValueError, match="API key"):
         await view.run()
     assert view.error.startswith("ValueError: ") and "API key" in view.error
-    assert (view.running, view.done) == (False, 0)
+    assert (view.running, view.done, view.status) == (False, 0, "")  # the error says it
 
 
 async def running(view: BenchmarkView) -> None:
@@ -167,6 +169,7 @@ async def test_an_interrupted_run_says_so() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert view.error == "interrupted after 0 of 1 trials" and not view.running
+    assert view.status == ""
 
 
 def test_to_figure_without_and_with_trials() -> None:
@@ -175,7 +178,7 @@ def test_to_figure_without_and_with_trials() -> None:
     figure = BenchmarkView(synthetic([0.0, 20.0], trials=2)).to_figure()
     assert len(figure.axes) == 2  # one panel per RTT
     suptitle = figure.get_suptitle()
-    assert suptitle.startswith("reply_ms") and "distribution per mode" in suptitle
+    assert suptitle.startswith("handoff → B's reply starts (reply_ms): distribution per mode")
 
 
 def test_front_end_files_are_found() -> None:

@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 
 from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent
 from notebook_agents.views import TimelineView
+from notebook_agents.views._text import MAX_TEXT
 from notebook_agents.views.timeline_view import (
-    MAX_TEXT,
     bring_ups,
     browser_record,
     milliseconds,

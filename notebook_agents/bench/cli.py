@@ -4,14 +4,95 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO, cast
 
 from .results import BenchmarkConfig, BenchmarkResult, Level, Trial
-from .run import run_benchmark
+from .tables import Table
+
+HELP = "measure handoff latency: realtime session reused vs fresh, context copied vs empty"
+DESCRIPTION = (
+    "Measure what an agent handoff costs through the real LiveKit realtime plugin: offline "
+    "against the emulator at each --rtt (with ground truth), or against any OpenAI-compatible "
+    "--base-url. Writes results.json, results.csv and plots to --out."
+)
 
 _LEVELS = ("agent", "session", "cascaded")
+_DEFAULT = BenchmarkConfig()
+"""the command line's defaults are the API's"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    def numbers(values: list[Any]) -> str:
+        return ",".join(f"{value:g}" for value in values)
+
+    parser.add_argument(
+        "--rtt",
+        default=numbers(_DEFAULT.rtts_ms),
+        help="injected round-trip times in ms, comma-separated; emulator only "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--trials",
+        type=int,
+        default=_DEFAULT.trials,
+        help="kept trials per mode and grid cell (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--history",
+        default=numbers(_DEFAULT.history_turns),
+        help="turns of history before the handoff, comma-separated, e.g. 0,10,50 "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--level",
+        default=",".join(_DEFAULT.levels),
+        help="agent (a full AgentSession), session (upstream's test), cascaded (no realtime "
+        "model); comma-separated (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--base-url",
+        help="an OpenAI-compatible endpoint to measure instead of the emulator "
+        "(default: the emulator)",
+    )
+    parser.add_argument(
+        "--api-key", help="the key for --base-url (default: the OPENAI_API_KEY variable)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_timeout_seconds,
+        default=_DEFAULT.timeout_s,
+        help="seconds a trial may take, > 0 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=_DEFAULT.warmup,
+        help="discarded rounds per grid cell (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="also run every trial with a Trace attached, to measure what it costs (default: off)",
+    )
+    parser.add_argument(
+        "--out",
+        default="bench-results",
+        help="directory for results.json, results.csv and the plots (default: %(default)s)",
+    )
+
+
+def _timeout_seconds(raw: str) -> float:
+    """``--timeout``: a trial needs some time and must end (a run never hangs), so 0 < s < inf."""
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"{raw!r}: expected seconds > 0 and finite, e.g. 30")
+    return seconds
 
 
 def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
@@ -32,7 +113,11 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
     )
 
 
-def run_from_args(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark the arguments ask for: 0 once it measured something, 1 when every
+    trial failed, 2 for a bad argument (the message names the fix)."""
+    from .run import run_benchmark  # livekit: imported only when a run starts
+
     try:
         config = config_from_args(args)
         out = results_directory(Path(args.out))
@@ -47,16 +132,20 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 2
     bar.close()
     from . import plots
-    from .stats import compare, format_comparisons, format_table, summary_table
+    from .stats import compare, summary_table
 
     written = [result.save_json(out / "results.json"), result.save_csv(out / "results.csv")]
     plain, traced = result.split_traced()
     written += plots.save_all(plain, out)
-    for timing in ("handoff_ms", "reply_ms"):
-        print("\n" + format_table(summary_table(plain, timing=timing)))
-    if traced.trials:
-        print("\nobserver cost: reply_ms without and with a Trace attached (interleaved)")
-        print(format_comparisons(compare(plain, traced), a="untraced", b="traced"))
+    tables: list[Table[Any]] = [
+        summary_table(plain, timing=timing) for timing in ("handoff_ms", "reply_ms")
+    ]
+    if traced.trials:  # what a Trace costs: the same trials, interleaved, without and with one
+        tables.append(compare(plain, traced, names=("untraced", "traced")))
+    for table in tables:
+        print("\n" + table.to_text(notes=False))
+    # the tables share their columns' notes: each said once, after all of them
+    print("\n" + "\n".join(dict.fromkeys(note for table in tables for note in table.notes())))
     summary, status = outcome(result)
     print("\n" + summary)
     for trial in result.failed_trials()[:5]:

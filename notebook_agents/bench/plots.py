@@ -14,18 +14,13 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from ..modes import MODE_COLORS, mode_label
-from .results import BenchmarkResult, Trial, values
+from .results import TIMING_NAMES, BenchmarkResult, Trial, timing_title, values
 from .stats import ModeSummary, group_trials, summary_table
 
-TIMING_NAMES = {
-    "handoff_ms": "handoff: t0 → B's on_enter",
-    "update_ms": "session bring-up",
-    "reply_ms": "reply: t0 → B's response created",
-    "first_text_ms": "t0 → B's first text",
-    "first_audio_ms": "t0 → B's first audio",
-}
+_CI_BARS = "bars: bootstrap 95% CI of the median"
 
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 _RTT_STYLES = ("-", "-.", ":", "--")
@@ -37,7 +32,8 @@ def mode_color(mode: str) -> str:
 
 
 def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
-    """Box + jittered points per mode, one panel per RTT; failed trials counted under the tick."""
+    """Box + jittered points per mode, one panel per RTT, each on its own y scale (RTT 0 would
+    be flat beside RTT 100); failed trials counted under the tick."""
     panels = {
         rtt: group_trials([t for t in result.trials if t.rtt_ms == rtt])
         for rtt in _rtts(result.trials)
@@ -45,7 +41,7 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
     # each panel as wide as its boxes need, so the mode labels under them don't collide
     widths = [max(3.0, 0.6 * len(groups)) for groups in panels.values()]
     fig = Figure(figsize=(max(6.0, sum(widths)), 4.8), layout="constrained")
-    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False, width_ratios=widths)[0]
+    axes = fig.subplots(1, len(panels), squeeze=False, width_ratios=widths)[0]
     jitter = np.random.default_rng(0)  # fixed: the same result always draws the same picture
     for ax, (rtt, groups) in zip(axes, panels.items(), strict=True):
         ticks = []
@@ -69,7 +65,14 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
         ax.grid(axis="y", alpha=0.3)
         if not any(values(trials, timing) for trials in groups.values()):
             ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
-    axes[0].set_ylabel(f"{timing} (ms)")
+    axes[0].set_ylabel(_axis(timing))
+    gray = "#666666"
+    marks = [
+        Patch(facecolor=gray, alpha=0.3, edgecolor=gray, label="middle half of the trials"),
+        Line2D([], [], color=gray, linewidth=2, label="median"),
+        Line2D([], [], color=gray, marker="o", markersize=4, linestyle="", label="one trial"),
+    ]
+    fig.legend(handles=marks, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     _title(fig, result, timing, "distribution per mode")
     return fig
 
@@ -97,7 +100,7 @@ def plot_cdf(
             linestyle=_RTT_STYLES[rtts.index(rtt) % len(_RTT_STYLES)],
             label=label,
         )
-    ax.set_xlabel(f"{timing} (ms)")
+    ax.set_xlabel(_axis(timing))
     ax.set_ylabel("fraction of trials ≤ x")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
@@ -108,7 +111,7 @@ def plot_cdf(
 
 
 def plot_cost_vs_rtt(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
-    """Median (95% CI bars) per mode vs injected RTT; the ground truth dashed where known."""
+    """Median per mode vs injected RTT, bars its bootstrap 95% CI; the ground truth dashed."""
     foreign = all(t.rtt_ms is None for t in result.trials)
     xlabel = "RTT not injected (foreign target)" if foreign else "injected RTT (ms)"
     return _plot_cost(
@@ -123,7 +126,7 @@ def plot_cost_vs_rtt(result: BenchmarkResult, timing: str = "reply_ms") -> Figur
 
 
 def plot_cost_vs_history(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
-    """Median (95% CI bars) per mode vs history length; the ground truth dashed where known."""
+    """Median per mode vs history length, bars its bootstrap 95% CI; the ground truth dashed."""
     return _plot_cost(
         result,
         timing,
@@ -206,11 +209,12 @@ def _plot_cost(
             any_truth = True
             ax.plot(*zip(*truth, strict=True), linestyle="--", color=color, alpha=0.7)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"{timing} (ms)")
+    ax.set_ylabel(_axis(timing, "median"))
     ax.grid(alpha=0.3)
-    extra = (
-        [Line2D([], [], color="gray", linestyle="--", label="ground truth")] if any_truth else []
-    )
+    # what the marks mean, after the modes: the bars, and the dashed truth where there is one
+    extra = [Line2D([], [], color="gray", marker="|", markersize=10, linestyle="", label=_CI_BARS)]
+    if any_truth:
+        extra.append(Line2D([], [], color="gray", linestyle="--", label="ground truth"))
     _legend_or_note(ax, extra)
     _title(fig, result, timing, what)
     return fig
@@ -221,6 +225,11 @@ def _rtts(trials: Sequence[Trial]) -> list[float | None]:
     known = sorted({t.rtt_ms for t in trials if t.rtt_ms is not None})
     unknown = any(t.rtt_ms is None for t in trials) or not known
     return [*known, *([None] if unknown else [])]
+
+
+def _axis(timing: str, statistic: str = "") -> str:
+    """An axis label: the timing in words (and which statistic of it), its unit once."""
+    return f"{TIMING_NAMES.get(timing, timing)}{f', {statistic}' if statistic else ''} (ms)"
 
 
 def _rtt_text(rtt: float | None) -> str:
@@ -258,5 +267,4 @@ def _title(fig: Figure, result: BenchmarkResult, timing: str, what: str) -> None
         when = datetime.fromisoformat(result.started).date().isoformat()
     except ValueError:
         when = result.started or "date unknown"
-    name = TIMING_NAMES.get(timing, timing)
-    fig.suptitle(f"{timing} ({name}): {what}\n{where}, {when}", fontsize=10)
+    fig.suptitle(f"{timing_title(timing)}: {what}\n{where}, {when}", fontsize=10)

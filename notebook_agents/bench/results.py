@@ -26,6 +26,15 @@ FORMAT_VERSION = 2
 Level = Literal["agent", "session", "cascaded"]
 
 TIMINGS = ("handoff_ms", "update_ms", "reply_ms", "first_text_ms", "first_audio_ms")
+TIMING_NAMES = {
+    "handoff_ms": "handoff → B's on_enter",
+    "update_ms": "B's session bring-up",
+    "reply_ms": "handoff → B's reply starts",
+    "first_text_ms": "handoff → B's first text",
+    "first_audio_ms": "handoff → B's first audio",
+}
+"""what each timing measures, in words, for titles, captions and axes; the handoff is t0, the
+moment A's tool returns B"""
 TRUTHS = ("truth_handoff_ms", "truth_reply_ms")
 
 
@@ -57,7 +66,10 @@ class Trial:
         return mode_label(self.session, self.context)
 
 
-CSV_COLUMNS = tuple(f.name for f in dataclasses.fields(Trial))
+_TRIAL_FIELDS = tuple(f.name for f in dataclasses.fields(Trial))
+CSV_COLUMNS = (*_TRIAL_FIELDS[:3], "mode", *_TRIAL_FIELDS[3:])
+"""a trial's fields and, after its session and context, its mode as the tables name it
+(``cascaded+copied``), to pivot on; derived, so loading ignores it"""
 
 
 @dataclass
@@ -183,7 +195,7 @@ class BenchmarkResult:
             writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
             writer.writeheader()
             for trial in self.trials:
-                row = dataclasses.asdict(trial)
+                row = {**dataclasses.asdict(trial), "mode": trial.mode}
                 writer.writerow({k: "" if v is None else v for k, v in row.items()})
         return path
 
@@ -228,7 +240,7 @@ class ResultsFileError(ValueError):
 
 
 def _trials_from_csv(path: Path, reader: csv.DictReader[str]) -> list[Trial]:
-    missing = set(CSV_COLUMNS) - set(reader.fieldnames or ())
+    missing = set(_TRIAL_FIELDS) - set(reader.fieldnames or ())
     if missing:
         raise ResultsFileError(path, f"lacks the columns {sorted(missing)}")
     fields = fields_of(Trial)
@@ -242,6 +254,7 @@ def _trials_from_csv(path: Path, reader: csv.DictReader[str]) -> list[Trial]:
         record = {
             name: _from_cell(raw or "", fields[name].hint if name in fields else Any)
             for name, raw in row.items()
+            if name != "mode"  # derived from session and context
         }
         try:
             trials.append(build(Trial, record))
@@ -263,6 +276,12 @@ def _from_cell(raw: str, hint: Any) -> Any:
             with contextlib.suppress(ValueError):
                 return arm(raw)
     return raw
+
+
+def timing_title(timing: str) -> str:
+    """``"handoff → B's reply starts (reply_ms)"``: the timing in words, and its name in code."""
+    name = TIMING_NAMES.get(timing)
+    return f"{name} ({timing})" if name else timing
 
 
 def values(trials: Sequence[Trial], timing: str) -> list[float]:

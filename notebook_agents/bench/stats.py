@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..modes import REALTIME_MODES, mode_label
-from .results import BenchmarkResult, Trial, values
+from ..modes import MODE_COLORS, REALTIME_MODES, mode_label
+from .results import BenchmarkResult, Trial, timing_title, values
+from .tables import ABSENT, Column, Table, number
 
 RESAMPLES = 2000
 SEED = 20260401
@@ -127,8 +129,9 @@ def _order(key: GroupKey) -> tuple[int, bool, float, int, int, str]:
     return (level_rank, rtt is None, rtt or 0.0, history, mode_rank, f"{level}{session}{context}")
 
 
-def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> list[ModeSummary]:
-    """One row per group, ordered by level, RTT, history, then the REALTIME_MODES order."""
+def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[ModeSummary]:
+    """One row per group, ordered by level, RTT, history, then the REALTIME_MODES order; shown
+    as text by ``str()``, as HTML in a notebook."""
     rows = []
     for (level, session, context, rtt, history), trials in group_trials(result.trials).items():
         summary = summarize(values(trials, timing))
@@ -150,10 +153,10 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> list[Mod
                 excess_rtts=excess / rtt if excess is not None and rtt else None,
             )
         )
-    return _with_latency_error(rows)
+    return Table(f"{timing_title(timing)}, ms", SUMMARY_COLUMNS, _with_latency_error(rows))
 
 
-def _with_latency_error(rows: list[ModeSummary]) -> list[ModeSummary]:
+def _with_latency_error(rows: list[ModeSummary]) -> tuple[ModeSummary, ...]:
     at_rtt0 = {
         (r.level, r.session, r.context, r.history_turns): r.excess_ms for r in rows if r.rtt_ms == 0
     }
@@ -163,7 +166,7 @@ def _with_latency_error(rows: list[ModeSummary]) -> list[ModeSummary]:
         if row.rtt_ms and row.excess_ms is not None and base is not None:
             row = replace(row, latency_error_ms=row.excess_ms - base)
         out.append(row)
-    return out
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -178,10 +181,17 @@ class Comparison(_Group):
     ci_high: float | None
 
 
-def compare(a: BenchmarkResult, b: BenchmarkResult, timing: str = "reply_ms") -> list[Comparison]:
-    """The groups with values in both results, with a bootstrap 95% CI of the median ratio."""
+def compare(
+    a: BenchmarkResult,
+    b: BenchmarkResult,
+    timing: str = "reply_ms",
+    *,
+    names: tuple[str, str] = ("a", "b"),
+) -> Table[Comparison]:
+    """The groups with values in both results, with a bootstrap 95% CI of the median ratio;
+    ``names`` head the two results' columns."""
     groups_b = group_trials(b.trials)
-    comparisons = []
+    comparisons: list[Comparison] = []
     for key, trials_a in group_trials(a.trials).items():
         va, vb = values(trials_a, timing), values(groups_b.get(key, []), timing)
         sa, sb = summarize(va), summarize(vb)
@@ -203,58 +213,115 @@ def compare(a: BenchmarkResult, b: BenchmarkResult, timing: str = "reply_ms") ->
                 level, session, context, rtt, history, timing, sa, sb, ratio, ci_low, ci_high
             )
         )
-    return comparisons
+    name_a, name_b = names
+    columns = (
+        *_GROUP_COLUMNS,
+        Column[Comparison]("a", name_a, lambda c: number(c.a.median), f"median of {name_a} (ms)"),
+        Column[Comparison]("b", name_b, lambda c: number(c.b.median), f"median of {name_b} (ms)"),
+        Column[Comparison](
+            "ratio", "ratio", lambda c: number(c.ratio, 3), f"median of {name_b} / of {name_a}"
+        ),
+        Column[Comparison](
+            "ratio_ci",
+            "95% CI",
+            lambda c: _interval(c.ci_low, c.ci_high, 3),
+            "bootstrap 95% confidence interval of the ratio",
+            note="95% CI: the ratio's bootstrap 95% confidence interval",
+        ),
+    )
+    return Table(f"{timing_title(timing)}, ms: {name_a} vs {name_b}", columns, tuple(comparisons))
 
 
-def format_table(rows: Sequence[ModeSummary]) -> str:
-    """A fixed-width text table of summary rows (what the CLI prints), ms unless noted."""
-    header = [
-        "level", "mode", "rtt", "history", "n", "median", "p90", "p95", "IQR",
-        "95% CI median", "truth", "excess ms", "excess RTTs", "vs RTT 0", "failed",
-    ]  # fmt: skip
-    lines = [header]
-    for row in rows:
-        s = row.summary
-        stats = (
-            [str(s.n), _num(s.median), _num(s.p90), _num(s.p95), _num(s.iqr),
-             f"{s.ci_low:.1f}..{s.ci_high:.1f}"]
-            if s else ["0", "-", "-", "-", "-", "-"]
-        )  # fmt: skip
-        lines.append(
-            [row.level, row.mode, _num(row.rtt_ms, 0), str(row.history_turns), *stats,
-             _num(row.truth_ms), _num(row.excess_ms, signed=True),
-             _num(row.excess_rtts, 2, signed=True), _num(row.latency_error_ms, signed=True),
-             str(row.failed)]
-        )  # fmt: skip
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    # text columns flush left, numbers flush right so their digits line up
-    text = []
-    for line in lines:
-        cells = zip(line, widths, strict=True)
-        text.append(
-            "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(cells))
-        )
-    timing = rows[0].timing if rows else "timing"
-    return "\n".join([f"{timing} (ms)", *text])
+# ------------------------------------------------------------------------------- columns
+
+_GROUP_COLUMNS: tuple[Column[Any], ...] = (
+    Column(
+        "level",
+        "level",
+        lambda r: r.level,
+        "agent: a full AgentSession; session: a bare realtime session (upstream's test); "
+        "cascaded: a chat model, no realtime session",
+        words=True,
+        fold="",
+    ),
+    Column(
+        "mode",
+        "mode",
+        lambda r: r.mode,
+        "the realtime session reused or fresh, the chat context copied or empty",
+        words=True,
+        color=lambda r: MODE_COLORS.get(r.mode),
+    ),
+    Column(
+        "rtt_ms", "RTT", lambda r: number(r.rtt_ms, 0), "injected round-trip time (ms)", fold=" ms"
+    ),
+    Column(
+        "history_turns",
+        "history",
+        lambda r: str(r.history_turns),
+        "turns of history before the handoff",
+        fold=" turns",
+    ),
+)
+"""which trials a row describes"""
 
 
-def _num(value: float | None, digits: int = 1, *, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+def _stat(key: str, header: str, meaning: str) -> Column[ModeSummary]:
+    return Column(
+        key, header, lambda r: number(getattr(r.summary, key)) if r.summary else ABSENT, meaning
+    )
 
 
-def format_comparisons(rows: Sequence[Comparison], *, a: str = "a", b: str = "b") -> str:
-    """One line per group: the two medians and their ratio with its 95% CI."""
-    lines = [f"{'level':<9} {'mode':<16} {'rtt':>5} {'history':>7} {a:>10} {b:>10}  ratio (95% CI)"]
-    for row in rows:
-        ratio = (
-            f"{row.ratio:.3f} ({_num(row.ci_low, 3)}..{_num(row.ci_high, 3)})"
-            if row.ratio is not None
-            else "-"
-        )
-        lines.append(
-            f"{row.level:<9} {row.mode:<16} {_num(row.rtt_ms, 0):>5} {row.history_turns:>7} "
-            f"{row.a.median:>10.1f} {row.b.median:>10.1f}  {ratio}"
-        )
-    return "\n".join(lines)
+def _interval(low: float | None, high: float | None, digits: int = 1) -> str:
+    return ABSENT if low is None or high is None else f"{low:.{digits}f}..{high:.{digits}f}"
+
+
+SUMMARY_COLUMNS: tuple[Column[ModeSummary], ...] = (
+    *_GROUP_COLUMNS,
+    Column("n", "n", lambda r: str(r.summary.n if r.summary else 0), "trials that gave a value"),
+    _stat("median", "median", "median (ms)"),
+    _stat("p90", "p90", "90th percentile (ms)"),
+    _stat("p95", "p95", "95th percentile (ms)"),
+    _stat("iqr", "IQR", "interquartile range: the middle half of the trials spans this (ms)"),
+    Column(
+        "ci",
+        "95% CI",
+        lambda r: _interval(r.summary.ci_low, r.summary.ci_high) if r.summary else ABSENT,
+        "bootstrap 95% confidence interval of the median (ms)",
+        note=f"95% CI: the median's bootstrap 95% confidence interval ({RESAMPLES} resamples).",
+    ),
+    Column(
+        "truth_ms",
+        "truth",
+        lambda r: number(r.truth_ms),
+        "what the injected network delays alone cost (emulator only, ms)",
+        note="truth: what the injected network delays alone cost, from the emulator's model.",
+        optional=True,
+    ),
+    Column(
+        "excess_ms",
+        "excess",
+        lambda r: number(r.excess_ms, signed=True),
+        "median minus truth: the client's own work (ms)",
+        note="excess: median minus truth, the client's own work; in RTTs: divided by the RTT.",
+        optional=True,
+    ),
+    Column(
+        "excess_rtts",
+        "in RTTs",
+        lambda r: number(r.excess_rtts, 2, signed=True),
+        "the excess in units of the injected RTT",
+        optional=True,
+    ),
+    Column(
+        "latency_error_ms",
+        "vs RTT 0",
+        lambda r: number(r.latency_error_ms, signed=True),
+        "the excess minus the same mode's excess at RTT 0 (ms)",
+        note="vs RTT 0: the excess minus the same mode's excess at RTT 0: what the injected "
+        "latency added beyond its truth (near 0: the network is measured faithfully).",
+        optional=True,
+    ),
+    Column("failed", "failed", lambda r: str(r.failed), "failed trials"),
+)
+"""the summary table's columns, in the CLI, a notebook and BenchmarkView alike"""

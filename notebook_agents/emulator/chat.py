@@ -49,7 +49,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
-from .errors import http_error
+from .errors import ServiceError, http_error
 from .latency import LatencyModel, sleep_until
 from .replies import Reply, ReplyContext, TextReply, ToolCallReply, ToolSpec, Turn, tokens
 
@@ -65,31 +65,6 @@ ARGUMENT_FRAGMENT = 16
 """tool-call arguments stream in pieces this long, as the real service splits them"""
 
 _MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-
-
-class _Reject(Exception):
-    """A request the emulator answers with an OpenAI-shaped error instead of a completion."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        code: str | None = None,
-        param: str | None = None,
-        type: str = "invalid_request_error",
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.param = param
-        self.type = type
-
-    def response(self) -> web.Response:
-        return http_error(
-            self.status, self.message, type=self.type, code=self.code, param=self.param
-        )
 
 
 # ---------------------------------------------------------------- new-connection tracking
@@ -187,7 +162,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         chat = _ChatRequest.parse(await _read_json(request))
         _check_request(settings, log, chat)
         reply = None if log.faults.cancel_responses else _decide(settings, chat)
-    except _Reject as reject:
+    except ServiceError as reject:
         log.record("out", "error")
         await sleep_until(clock.error())
         return reject.response()
@@ -204,17 +179,16 @@ async def _read_json(request: web.Request) -> Json:
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge as e:
-        raise _Reject(413, f"The request body is too large: {e.text}") from None
+        raise ServiceError(f"The request body is too large: {e.text}", status=413) from None
     try:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise _Reject(
-            400,
+        raise ServiceError(
             f"We could not parse the JSON body of your request ({e}). Send a JSON object "
             'such as {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}.',
         ) from None
     if not isinstance(body, dict):
-        raise _Reject(400, f"The request body must be a JSON object, not {type(body).__name__}.")
+        raise ServiceError(f"The request body must be a JSON object, not {type(body).__name__}.")
     return body
 
 
@@ -233,10 +207,10 @@ class _ChatRequest:
     def parse(cls, body: Json) -> _ChatRequest:
         model = body.get("model")
         if not isinstance(model, str) or not model:
-            raise _Reject(400, "You must provide a model parameter.", param="model")
+            raise ServiceError("You must provide a model parameter.", param="model")
         stream = body.get("stream") or False
         if not isinstance(stream, bool):
-            raise _Reject(400, f"stream must be true or false, not {stream!r}.", param="stream")
+            raise ServiceError(f"stream must be true or false, not {stream!r}.", param="stream")
         stream_options = body.get("stream_options") or {}
         return cls(
             model=model,
@@ -263,17 +237,16 @@ class _ChatRequest:
 
 def _parse_messages(messages: Any) -> list[Json]:
     if messages is None:
-        raise _Reject(400, "Missing required parameter: 'messages'.", param="messages")
+        raise ServiceError("Missing required parameter: 'messages'.", param="messages")
     if not isinstance(messages, list) or not messages:
-        raise _Reject(
-            400, "'messages' must be a non-empty array of message objects.", param="messages"
+        raise ServiceError(
+            "'messages' must be a non-empty array of message objects.", param="messages"
         )
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise _Reject(400, f"messages[{i}] must be an object.", param=f"messages[{i}]")
+            raise ServiceError(f"messages[{i}] must be an object.", param=f"messages[{i}]")
         if message.get("role") not in _MESSAGE_ROLES:
-            raise _Reject(
-                400,
+            raise ServiceError(
                 f"messages[{i}].role is {message.get('role')!r}; expected one of "
                 f"{', '.join(_MESSAGE_ROLES)}.",
                 param=f"messages[{i}].role",
@@ -285,7 +258,7 @@ def _parse_tools(tools: Any) -> list[ToolSpec]:
     if tools is None:
         return []
     if not isinstance(tools, list):
-        raise _Reject(400, "'tools' must be an array of tool objects.", param="tools")
+        raise ServiceError("'tools' must be an array of tool objects.", param="tools")
     specs = []
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict) or tool.get("type", "function") != "function":
@@ -293,8 +266,8 @@ def _parse_tools(tools: Any) -> list[ToolSpec]:
         function = tool.get("function")
         name = function.get("name") if isinstance(function, dict) else None
         if not isinstance(function, dict) or not isinstance(name, str) or not name:
-            raise _Reject(
-                400, f"tools[{i}].function.name is required.", param=f"tools[{i}].function.name"
+            raise ServiceError(
+                f"tools[{i}].function.name is required.", param=f"tools[{i}].function.name"
             )
         specs.append(
             ToolSpec(
@@ -310,18 +283,17 @@ def _check_request(settings: EmulatorSettings, log: ConnectionLog, chat: _ChatRe
     if not _known_model(settings, chat.model):
         raise _unknown_model(chat.model)
     if log.faults.error_on in ERROR_ON_NAMES:
-        raise _Reject(
-            400,
+        raise ServiceError(
             f"Injected error: error_on={log.faults.error_on} fails every Chat Completions "
             "request on this connection.",
             code="injected_error",
         )
     if log.faults.fail_responses:
-        raise _Reject(
-            500,
+        raise ServiceError(
             "Injected failure: fail_responses is set, so every response fails.",
             code="server_error",
             type="server_error",
+            status=500,
         )
 
 
@@ -330,12 +302,12 @@ def _decide(settings: EmulatorSettings, chat: _ChatRequest) -> Reply:
     try:
         return settings.rules.reply(chat.reply_context())
     except Exception as e:
-        raise _Reject(
-            500,
+        raise ServiceError(
             f"A reply rule raised {type(e).__name__}: {e}. Fix or remove the rule you added "
             "to ReplyRules.",
             code="server_error",
             type="server_error",
+            status=500,
         ) from None
 
 
@@ -345,13 +317,13 @@ def _known_model(settings: EmulatorSettings, model: str) -> bool:
     )
 
 
-def _unknown_model(model: str) -> _Reject:
-    return _Reject(
-        404,
+def _unknown_model(model: str) -> ServiceError:
+    return ServiceError(
         f"The model `{model}` does not exist in the emulator's catalog. Use a known model "
         f"(GET /v1/models lists them) or add it: `emulator.settings.models.add([{model!r}])` "
         f"or `Emulator(models=ModelCatalog(...))` (ModelCatalog.add).",
         code="model_not_found",
+        status=404,
     )
 
 

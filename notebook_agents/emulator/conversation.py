@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .protocol import ProtocolError, new_id
+from .errors import ServiceError
+from .protocol import new_id
 from .replies import Turn
 
 ROOT = "root"
@@ -47,7 +48,7 @@ class Conversation:
         stored.setdefault("object", "realtime.item")
         stored.setdefault("status", "completed")
         if self.get(stored["id"]) is not None:
-            raise ProtocolError(
+            raise ServiceError(
                 f"Item with id '{stored['id']}' already exists.",
                 code="item_create_duplicate_item_id",
                 param="item.id",
@@ -59,7 +60,7 @@ class Conversation:
             self._items.insert(0, stored)
         else:
             if self.get(previous_item_id) is None:
-                raise ProtocolError(
+                raise ServiceError(
                     f"Previous item with id '{previous_item_id}' not found.",
                     code="item_create_invalid_previous_item_id",
                     param="previous_item_id",
@@ -70,7 +71,7 @@ class Conversation:
 
     def delete(self, item_id: str, *, event_id: str | None = None) -> None:
         if self.get(item_id) is None:
-            raise ProtocolError(
+            raise ServiceError(
                 f"Item with item_id '{item_id}' not found.",
                 code="item_delete_invalid_item_id",
                 param="item_id",
@@ -84,7 +85,7 @@ class Conversation:
         """Cut an assistant audio part at ``audio_end_ms``; its transcript is cut to match."""
         item = self.get(item_id)
         if item is None or item.get("role") != "assistant":
-            raise ProtocolError(
+            raise ServiceError(
                 f"Assistant item with id '{item_id}' not found.",
                 code="item_truncate_invalid_item_id",
                 param="item_id",
@@ -95,7 +96,7 @@ class Conversation:
             not 0 <= content_index < len(parts)
             or parts[content_index].get("type") != "output_audio"
         ):
-            raise ProtocolError(
+            raise ServiceError(
                 f"Content index {content_index} of item '{item_id}' is not audio.",
                 code="invalid_value",
                 param="content_index",
@@ -104,7 +105,7 @@ class Conversation:
         part = parts[content_index]
         duration_ms = int(part.get("_audio_ms", 0))
         if audio_end_ms > duration_ms:
-            raise ProtocolError(
+            raise ServiceError(
                 f"audio_end_ms {audio_end_ms} is longer than the audio ({duration_ms} ms).",
                 code="invalid_value",
                 param="audio_end_ms",

@@ -11,14 +11,41 @@ class EmulatorError(RuntimeError):
     """The emulator could not start or serve; the message names the fix."""
 
 
-def error_body(
-    message: str,
-    *,
-    type: str = "invalid_request_error",
-    code: str | None = None,
-    param: str | None = None,
-) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+class ServiceError(Exception):
+    """What the real service would refuse, worded as OpenAI words it: answered over HTTP as an
+    error response (``response()``), on a Realtime socket as an ``error`` event (``to_event()``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        code: str | None = None,
+        param: str | None = None,
+        type: str = "invalid_request_error",
+        event_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        """the HTTP status, where the error is answered over HTTP"""
+        self.code = code
+        self.param = param
+        self.type = type
+        self.event_id = event_id
+        """the client event the error answers, on a Realtime socket"""
+
+    def response(self) -> web.Response:
+        """The JSON error response api.openai.com sends."""
+        return web.json_response({"error": self._error()}, status=self.status)
+
+    def to_event(self, event_id: str | None = None) -> dict[str, Any]:
+        """An ``error`` server event answering ``event_id`` (default: the error's own)."""
+        return {"type": "error", "error": {**self._error(), "event_id": event_id or self.event_id}}
+
+    def _error(self) -> dict[str, Any]:
+        return {"message": self.message, "type": self.type, "param": self.param, "code": self.code}
 
 
 def http_error(
@@ -30,4 +57,4 @@ def http_error(
     param: str | None = None,
 ) -> web.Response:
     """A JSON error response as api.openai.com sends it."""
-    return web.json_response(error_body(message, type=type, code=code, param=param), status=status)
+    return ServiceError(message, status=status, type=type, code=code, param=param).response()

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from ._params import DELAY, ROUND_TRIPS, parse_number
+from ._params import DELAY, ROUND_TRIPS, Bound, parse_number
 
 T = TypeVar("T")
 
@@ -36,6 +36,11 @@ async def precise_sleep(seconds: float) -> None:
         await sleep_until(time.perf_counter() + seconds)
 
 
+def _parameter(doc: str, *, default: float = 0.0, bound: Bound = DELAY) -> Any:
+    """A latency field: ``doc`` is also its command-line help (``notebook-agents emulator``)."""
+    return field(default=default, metadata={"bound": bound, "doc": doc})
+
+
 @dataclass(frozen=True)
 class LatencyModel:
     """What one connection's exchanges cost, in milliseconds.
@@ -44,16 +49,16 @@ class LatencyModel:
     overlap); ``connect_rtts`` is TCP + TLS + websocket upgrade. The rest is server time.
     """
 
-    rtt_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    connect_rtts: float = field(default=3.0, metadata={"bound": ROUND_TRIPS})
-    item_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """processing time of each conversation item before its ack"""
-    created_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """from a response request arriving to ``response.created`` leaving"""
-    first_token_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """from ``response.created`` to the first content delta (or function call)"""
-    token_ms: float = field(default=0.0, metadata={"bound": DELAY})
-    """between consecutive content deltas"""
+    rtt_ms: float = _parameter("the network round trip, half each way")
+    connect_rtts: float = _parameter(
+        "what connecting costs: TCP + TLS + upgrade", default=3.0, bound=ROUND_TRIPS
+    )
+    item_ms: float = _parameter("processing time of each conversation item before its ack")
+    created_ms: float = _parameter("from a response request to response.created leaving")
+    first_token_ms: float = _parameter(
+        "from response.created to the first content delta or tool call"
+    )
+    token_ms: float = _parameter("between consecutive content deltas")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -1,4 +1,4 @@
-"""Realtime wire format: parse and validate client events, check server events, build errors.
+"""Realtime wire format: parse and validate client events, check server events.
 
 Validation uses the ``openai`` package's own realtime types, so the emulator can neither
 accept what the real service would reject nor send what a real client could not parse.
@@ -13,6 +13,8 @@ from typing import Any, get_args
 
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from pydantic import BaseModel, ValidationError
+
+from .errors import ServiceError
 
 
 def _models_by_type(union: Any) -> dict[str, type[BaseModel]]:
@@ -33,67 +35,21 @@ def new_id(prefix: str) -> str:
     return prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(21))
 
 
-class ProtocolError(Exception):
-    """A client event the service would reject; becomes an ``error`` event for the client."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str,
-        event_id: str | None = None,
-        param: str | None = None,
-        type: str = "invalid_request_error",
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.event_id = event_id
-        self.param = param
-        self.type = type
-
-    def to_event(self) -> dict[str, Any]:
-        return error_event(
-            self.message, code=self.code, event_id=self.event_id, param=self.param, type=self.type
-        )
-
-
-def error_event(
-    message: str,
-    *,
-    code: str,
-    event_id: str | None = None,
-    param: str | None = None,
-    type: str = "invalid_request_error",
-) -> dict[str, Any]:
-    """An ``error`` server event; ``event_id`` names the client event it answers."""
-    return {
-        "type": "error",
-        "error": {
-            "type": type,
-            "code": code,
-            "message": message,
-            "param": param,
-            "event_id": event_id,
-        },
-    }
-
-
 def parse_client_event(raw: str, *, validate: bool) -> dict[str, Any]:
-    """A client event as a dict, or ProtocolError saying what is wrong with it."""
+    """A client event as a dict, or ServiceError saying what is wrong with it."""
     try:
         event = json.loads(raw)
     except json.JSONDecodeError as e:
-        raise ProtocolError(
+        raise ServiceError(
             f"The server could not parse the event as JSON: {e.msg} at position {e.pos}.",
             code="invalid_json",
         ) from None
     if not isinstance(event, dict):
-        raise ProtocolError("An event must be a JSON object.", code="invalid_json")
+        raise ServiceError("An event must be a JSON object.", code="invalid_json")
     event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
     event_type = event.get("type")
     if not isinstance(event_type, str) or event_type not in CLIENT_EVENTS:
-        raise ProtocolError(
+        raise ServiceError(
             f"Invalid value: {event_type!r}. Supported values are: "
             + ", ".join(f"'{t}'" for t in sorted(CLIENT_EVENTS))
             + ".",
@@ -107,7 +63,7 @@ def parse_client_event(raw: str, *, validate: bool) -> dict[str, Any]:
         except ValidationError as e:
             first = e.errors()[0]
             param = ".".join(str(part) for part in first["loc"])
-            raise ProtocolError(
+            raise ServiceError(
                 f"Invalid '{param}' in {event_type}: {first['msg']}.",
                 code="invalid_value",
                 param=param,

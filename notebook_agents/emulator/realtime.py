@@ -22,9 +22,9 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
-from .errors import http_error
+from .errors import ServiceError, http_error
 from .latency import DelayedPipe, precise_sleep
-from .protocol import ProtocolError, check_server_event, error_event, new_id, parse_client_event
+from .protocol import check_server_event, new_id, parse_client_event
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
 
 logger = logging.getLogger(__name__)
@@ -52,11 +52,11 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     if not settings.models.knows(model, realtime=True):
         return await _refuse(
             request,
-            404,
-            ProtocolError(
+            ServiceError(
                 f"The model '{model}' does not exist or you do not have access to it. The "
                 "emulator knows: " + ", ".join(sorted(settings.models.realtime)) + " (add more "
                 "with ModelCatalog.add(..., realtime=True)).",
+                status=404,
                 code="model_not_found",
                 param="model",
             ),
@@ -64,7 +64,7 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     try:
         log = settings.open_connection("realtime", request.path, request.query)
     except ParameterError as e:
-        return await _refuse(request, 400, ProtocolError(str(e), code="invalid_parameter"))
+        return await _refuse(request, ServiceError(str(e), code="invalid_parameter"))
     # autoclose off: a client's close frame is answered through the delay pipes, a round trip
     # later, as a real server's would be (closing a session costs the client 1 RTT)
     ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES, autoping=True, autoclose=False)
@@ -77,7 +77,7 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     return ws
 
 
-async def _refuse(request: web.Request, status: int, reason: ProtocolError) -> web.StreamResponse:
+async def _refuse(request: web.Request, reason: ServiceError) -> web.StreamResponse:
     """Refuse a connection so that the client learns why.
 
     A plain request gets the HTTP error. A websocket is accepted and told in an ``error``
@@ -87,7 +87,7 @@ async def _refuse(request: web.Request, status: int, reason: ProtocolError) -> w
     """
     ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES)
     if not ws.can_prepare(request).ok:
-        return http_error(status, reason.message, code=reason.code, param=reason.param)
+        return reason.response()
     await ws.prepare(request)
     await _serve(request, RefusedConnection(ws, reason, request.app[SETTINGS_KEY].validate))
     return ws
@@ -110,7 +110,7 @@ class RefusedConnection:
     sync) fails at once with the reason instead of timing out. Closed by the client.
     """
 
-    def __init__(self, ws: web.WebSocketResponse, reason: ProtocolError, validate: bool) -> None:
+    def __init__(self, ws: web.WebSocketResponse, reason: ServiceError, validate: bool) -> None:
         self._ws = ws
         self._reason = reason
         self._validate = validate
@@ -125,14 +125,7 @@ class RefusedConnection:
         await self._ws.close(code=WSCloseCode.GOING_AWAY, message=b"emulator shutting down")
 
     async def _send(self, event_id: str | None) -> None:
-        reason = self._reason
-        event = error_event(
-            reason.message,
-            code=reason.code,
-            param=reason.param,
-            type=reason.type,
-            event_id=event_id,
-        )
+        event = self._reason.to_event(event_id)
         event["event_id"] = new_id("event_")
         if self._validate:
             check_server_event(event)
@@ -324,14 +317,14 @@ class RealtimeConnection:
             event = parse_client_event(raw, validate=self.settings.validate)
             self._log.record("in", event["type"])
             if event["type"] == self.faults.error_on:
-                raise ProtocolError(
+                raise ServiceError(
                     f"Injected fault: every {event['type']} fails on this connection.",
                     code="injected_fault",
                     type="server_error",
                     event_id=event.get("event_id"),
                 )
             await self._dispatch(event)
-        except ProtocolError as e:
+        except ServiceError as e:
             self.send(e.to_event())
         if self.faults.drop_after is not None and self._client_events >= self.faults.drop_after:
             self._drop()
@@ -363,7 +356,7 @@ class RealtimeConnection:
         elif kind == "conversation.item.retrieve":
             item = self.conversation.get(event["item_id"])
             if item is None:
-                raise ProtocolError(
+                raise ServiceError(
                     f"Item with id '{event['item_id']}' not found.",
                     code="item_retrieve_invalid_item_id",
                     param="item_id",
@@ -386,7 +379,7 @@ class RealtimeConnection:
     def _update_session(self, event: dict[str, Any]) -> None:
         update = event["session"]
         if update.get("type") == "transcription":
-            raise ProtocolError(
+            raise ServiceError(
                 "Transcription sessions are not emulated; use a realtime session.",
                 code="invalid_value",
                 param="session.type",
@@ -427,7 +420,7 @@ class RealtimeConnection:
     def _commit_audio(self, event_id: str | None) -> None:
         duration_ms = len(self._audio) * 1000 // (SAMPLE_RATE * 2)
         if duration_ms < 100:
-            raise ProtocolError(
+            raise ServiceError(
                 "Error committing input audio buffer: buffer too small. Expected at least "
                 f"100ms of audio, but buffer only has {duration_ms}ms of audio.",
                 code="input_audio_buffer_commit_empty",
@@ -473,7 +466,7 @@ class RealtimeConnection:
 
     def _create_response(self, params: dict[str, Any], event_id: str | None) -> None:
         if self._response is not None:
-            raise ProtocolError(
+            raise ServiceError(
                 "Conversation already has an active response in progress: "
                 f"{self._response.id}. Wait until the response is finished before creating "
                 "a new one.",
@@ -487,7 +480,7 @@ class RealtimeConnection:
     def _cancel_response(self, response_id: str | None, event_id: str | None) -> None:
         active = self._response
         if active is None or (response_id is not None and response_id != active.id):
-            raise ProtocolError(
+            raise ServiceError(
                 "Cancellation failed: no active response found"
                 + (f" with id '{response_id}'." if response_id else "."),
                 code="response_cancel_not_active",
@@ -599,19 +592,7 @@ class _ResponseRun:
             item = conversation.insert(item)
         self.output.append(item)
         self._open_item = item
-        added = public(item)
-        self._conn.send(
-            {
-                "type": "response.output_item.added",
-                "response_id": self.id,
-                "output_index": len(self.output) - 1,
-                "item": added,
-            }
-        )
-        if self.in_conversation:
-            self._conn.send(
-                {"type": "conversation.item.added", "item": added, "previous_item_id": previous}
-            )
+        self._announce("added", item, previous_item_id=previous)
         return item
 
     def _close_item(self, status: str) -> None:
@@ -619,18 +600,23 @@ class _ResponseRun:
         if item is None:
             return
         item["status"] = status
-        done = public(item)
+        self._announce("done", item)
+        self._open_item = None
+
+    def _announce(self, phase: str, item: dict[str, Any], **conversation: Any) -> None:
+        """``response.output_item.<phase>`` for the response's latest item, and
+        ``conversation.item.<phase>`` (with ``conversation``'s fields) when it joins one."""
+        shown = public(item)
         self._conn.send(
             {
-                "type": "response.output_item.done",
+                "type": f"response.output_item.{phase}",
                 "response_id": self.id,
                 "output_index": len(self.output) - 1,
-                "item": done,
+                "item": shown,
             }
         )
         if self.in_conversation:
-            self._conn.send({"type": "conversation.item.done", "item": done})
-        self._open_item = None
+            self._conn.send({"type": f"conversation.item.{phase}", "item": shown, **conversation})
 
     def _function_call(self, reply: ToolCallReply) -> None:
         call_id = new_id("call_")

@@ -1,12 +1,11 @@
-"""BenchmarkView: the handoff-latency benchmark as it runs (progress, summary table, distribution
-plot), or a finished result, in one widget."""
+"""BenchmarkView: the handoff-latency benchmark as it runs (progress, distribution plot, summary
+table), or a finished result, in one widget."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
 import io
-import math
 import platform
 import time
 from collections.abc import Callable
@@ -19,9 +18,9 @@ from matplotlib.figure import Figure
 from ..bench.plots import plot_distributions
 from ..bench.results import TIMINGS, BenchmarkConfig, BenchmarkResult, Trial
 from ..bench.run import plan, run_benchmark
-from ..bench.stats import ModeSummary, summary_table
-from ..modes import MODE_COLORS
+from ..bench.stats import summary_table
 from ._assets import asset
+from ._text import cut
 from ._throttle import Throttle
 
 TABLE_HZ = 4.0
@@ -31,14 +30,13 @@ PLOT_HZ = 1.0
 BUDGET = 0.2
 """the share of a run's wall time the table or the plot may take; slower renders wait longer"""
 
-_STATS = ("median", "p90", "p95", "iqr", "ci_low", "ci_high")
-
 
 class BenchmarkView(anywidget.AnyWidget):
     """A ``BenchmarkResult`` shown complete, or a ``BenchmarkConfig`` shown while ``run()`` runs it.
 
-    The kernel does the statistics and draws the plot (``plot_distributions`` as SVG, the same
-    picture as ``to_figure()``); the browser only lays out what it is sent.
+    The kernel does the statistics, draws the plot (``plot_distributions`` as SVG, the same
+    picture as ``to_figure()``) and the table (``summary_table``'s HTML, as a notebook cell shows
+    it) and words the status; the browser only lays out what it is sent.
     """
 
     _esm = asset("benchmark_view.js")
@@ -50,19 +48,20 @@ class BenchmarkView(anywidget.AnyWidget):
     total = traitlets.Int(0).tag(sync=True)
     failed = traitlets.Int(0).tag(sync=True)
     running = traitlets.Bool(False).tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    """"running…", "done in 12.3 s", "not started: await view.run()"; "" when ``error`` says it"""
     last_trial = traitlets.Unicode("").tag(sync=True)
     """e.g. "agent reused+copied rtt 20 #3: 61.2 ms" """
-    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """``summary_table`` of the trials so far, one dict per row, None for absent values"""
+    table_html = traitlets.Unicode("").tag(sync=True)
+    """``summary_table`` of the trials so far as HTML; "" without trials"""
     plot_svg = traitlets.Unicode("").tag(sync=True)
     """``plot_distributions`` of the trials so far as an ``<svg>`` element; "" without trials"""
     error = traitlets.Unicode("").tag(sync=True)
-    mode_colors = traitlets.Dict().tag(sync=True)
 
     def __init__(
         self, source: BenchmarkResult | BenchmarkConfig, timing: str = "reply_ms", **kwargs: Any
     ) -> None:
-        super().__init__(mode_colors=dict(MODE_COLORS), **kwargs)
+        super().__init__(**kwargs)
         self._ready = False  # the timing observer waits until the state below exists
         if isinstance(source, BenchmarkResult):
             self.config = source.config
@@ -188,9 +187,21 @@ class BenchmarkView(anywidget.AnyWidget):
         with self.hold_sync():  # one comm message per flush, not one per trait
             for name, value in self._progress.items():
                 setattr(self, name, value)
+            self.status = self._status()
+
+    def _status(self) -> str:
+        if self.running:
+            return "running…"
+        if self.error:
+            return ""  # the error line says what happened
+        if not self.done:
+            return "not started: await view.run()"
+        took = self._result.duration_s  # known once a run returned its result
+        return f"done in {took:.1f} s" if took else "done"
 
     def _flush_table(self) -> None:
-        self.rows = [row_dict(row) for row in summary_table(self._result, self.timing)]
+        trials = self._result.trials
+        self.table_html = summary_table(self._result, self.timing)._repr_html_() if trials else ""
 
     def _flush_plot(self) -> None:
         self.plot_svg = to_svg(self.to_figure()) if self._result.trials else ""
@@ -220,30 +231,14 @@ class _Gate:
         self._next = started + max(self.min_interval_s, cost / BUDGET)
 
 
-def row_dict(row: ModeSummary) -> dict[str, Any]:
-    """One summary row as JSON-ready values (None, never NaN: JSON has no NaN)."""
-    s = row.summary
-    return {
-        "level": row.level,
-        "mode": row.mode,
-        "rtt_ms": _finite(row.rtt_ms),
-        "history_turns": row.history_turns,
-        "n": s.n if s else 0,
-        **{name: _finite(getattr(s, name)) if s else None for name in _STATS},
-        "truth_ms": _finite(row.truth_ms),
-        "excess_ms": _finite(row.excess_ms),
-        "excess_rtts": _finite(row.excess_rtts),
-        "failed": row.failed,
-    }
-
-
 def describe(trial: Trial, timing: str) -> str:
     """``"agent reused+copied rtt 20 #3: 61.2 ms"``: one trial in a line."""
     rtt = "" if trial.rtt_ms is None else f" rtt {trial.rtt_ms:g}"
     where = f"{trial.level} {trial.mode}{rtt}"
     where += f" #{trial.trial}"
     if not trial.ok:
-        return f"{where}: failed ({_shorten(trial.error or 'no reason given')})"
+        # the progress line has one line for the whole trial
+        return f"{where}: failed ({cut(trial.error or 'no reason given', 80)})"
     value = getattr(trial, timing)
     return f"{where}: {value:.1f} ms" if value is not None else f"{where}: no {timing}"
 
@@ -259,14 +254,6 @@ def to_svg(figure: Figure) -> str:
 def _planned(config: BenchmarkConfig) -> int:
     """How many trials a run of ``config`` keeps (its warm-up rounds are not shown)."""
     return sum(kept for _, kept in plan(config))
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _error_text(error: BaseException, done: int, total: int) -> str:

@@ -14,7 +14,8 @@ from ..runner import NotebookRunner, RunnerError
 from ..trace import TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView
-from .timeline_view import cut, handoff_label
+from ._text import cut
+from .timeline_view import handoff_label
 
 
 class ChatView(TraceStreamView):

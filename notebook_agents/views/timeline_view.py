@@ -15,12 +15,11 @@ from .._contexts import compared, item_key
 from ..trace import Trace, TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView
+from ._text import cut
 from .context_table import item_line
 
 SKIPPED_KINDS = ("metrics", "user_state")
 """plentiful and not drawn on the timeline (StateView shows the user's state)"""
-MAX_TEXT = 400
-"""longer texts are cut before they cross to the browser: hover details, not transcripts"""
 
 STATE_COLORS = {
     "initializing": "#cbd5e1",
@@ -127,11 +126,6 @@ def browser_record(event: TraceEvent) -> dict[str, Any]:
         for key in ("missing", "extra"):
             data[key] = [cut(item_line(item)) for item in event.data[key]]
     return {"seq": event.seq, "t": event.t, "kind": event.kind, "agent": event.agent, "data": data}
-
-
-def cut(text: str) -> str:
-    """``text``, at most ``MAX_TEXT`` characters."""
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
 def _cut(item: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from matplotlib.colors import to_rgb
+from playwright.sync_api import Locator, Page, expect
 
 from notebook_agents.modes import MODE_COLORS
 
@@ -69,7 +70,8 @@ def test_benchmark_view_follows_a_run(lab: tuple[str, Path], page: Page) -> None
 
     expect(count).to_have_text(f"{TRIALS} / {TRIALS}", timeout=90_000)
     expect(page.get_by_text(f"{TRIALS} trials, 0 failed")).to_be_visible(timeout=30_000)
-    expect(page.locator(".na-bench-status")).to_have_text("")
+    # before: the status went blank at the end, never saying the run was done
+    expect(page.locator(".na-bench-status")).to_have_text(re.compile(r"^done in \d+\.\d s$"))
     expect(page.locator(".na-bench-failed")).to_have_text("")
     expect(page.locator(".na-bench-error")).to_be_hidden()
 
@@ -87,10 +89,12 @@ def test_benchmark_view_follows_a_run(lab: tuple[str, Path], page: Page) -> None
         cells = page.locator(f".na-bench-table td[data-key={key}]").all_text_contents()
         assert len(cells) == 4 and all(number.match(c) for c in cells), (key, cells)
     assert page.locator(".na-bench-table td[data-key=n]").all_text_contents() == ["3"] * 4
-    color = page.locator(".na-bench-table td[data-key=mode]").first.evaluate(
-        "td => td.style.getPropertyValue('--na-mode-color')"
-    )
-    assert color in MODE_COLORS.values()
+    # each mode's row is marked in its colour, the plot's
+    for cell in page.locator(".na-bench-table td[data-key=mode]").all():
+        marked = cell.evaluate("td => getComputedStyle(td).borderLeftColor")
+        red, green, blue = (round(255 * c) for c in to_rgb(MODE_COLORS[cell.inner_text()]))
+        assert marked == f"rgb({red}, {green}, {blue})"
+    assert_fits_its_output(page.locator(".na-bench-table table"))
 
     expect(page.locator(".na-bench-plot svg").first).to_be_visible()
     screenshot(page, "benchmark_view_done")
@@ -106,3 +110,12 @@ def test_benchmark_view_follows_a_run(lab: tuple[str, Path], page: Page) -> None
     expect(failing.locator(".na-bench-status")).to_have_text("")
     failing.scroll_into_view_if_needed()
     screenshot(page, "benchmark_view_error")
+
+
+def assert_fits_its_output(table: Locator) -> None:
+    """The table is no wider than the output area it is in: nothing hidden, no scrolling."""
+    width, room = table.evaluate(
+        "t => [t.getBoundingClientRect().width,"
+        " t.closest('.jp-OutputArea-output').getBoundingClientRect().width]"
+    )
+    assert 0 < width <= room, f"a table {width:.0f} px wide in an output {room:.0f} px wide"

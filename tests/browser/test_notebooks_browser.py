@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from .conftest import open_notebook, run_all, run_cell, screenshot
-from .lab import REPO
+from .lab import ARTIFACTS, REPO
+from .test_benchmark_view_browser import assert_fits_its_output
 
 
 def test_prototype_notebook_shows_every_view_live(lab: tuple[str, Path], page: Page) -> None:
@@ -105,3 +107,39 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
     expect(page.locator(".jp-OutputArea-output").filter(has_text="check call:")).to_have_text(
         "check call: stopped"
     )
+
+
+def test_benchmark_notebook_fits_and_shows_each_figure_once(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    base, root = lab
+    shutil.copy(REPO / "notebooks" / "02_handoff_benchmark.ipynb", root / "benchmark.ipynb")
+    open_notebook(page, base, "benchmark.ipynb")
+    run_all(page)
+    expect(page.locator(".jp-OutputArea-output[data-mime-type*=error]")).to_have_count(0)
+    view = page.locator(".na-bench")
+    expect(view.locator(".na-bench-count")).to_have_text("40 / 40")
+    expect(view.locator(".na-bench-status")).to_have_text(re.compile(r"^done in \d+\.\d s$"))
+
+    # the view's table (reply_ms) and the handoff_ms cell's: HTML, no wider than their outputs
+    tables = page.locator(".na-table")
+    expect(tables).to_have_count(2)
+    for table in tables.all():
+        assert_fits_its_output(table)
+    notes = page.locator(".na-table-notes").last
+    expect(notes).to_contain_text("95% CI: the median's bootstrap 95% confidence interval")
+    expect(notes).to_contain_text("vs RTT 0: the excess minus the same mode's excess at RTT 0")
+    # the distributions once (in the view), the cost vs RTT as the one image
+    expect(view.locator(".na-bench-plot svg").first).to_be_visible()
+    expect(page.locator(".jp-OutputArea-output.jp-RenderedImage")).to_have_count(1)
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 1300})  # the view's cell, whole
+    for name, shown in [
+        ("view", view),
+        ("table", tables.last),
+        ("cost_vs_rtt", page.locator(".jp-RenderedImage")),
+    ]:
+        cell = shown.locator("xpath=ancestor::div[contains(@class, 'jp-Cell ')][1]")
+        cell.scroll_into_view_if_needed()
+        cell.screenshot(path=str(ARTIFACTS / f"notebook_02_{name}.png"))

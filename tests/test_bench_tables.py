@@ -1,0 +1,106 @@
+"""Benchmark tables: the same columns as text and as HTML, fitted to what the rows hold."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from notebook_agents.bench.stats import ModeSummary, compare, summary_table
+from notebook_agents.bench.tables import Table
+from notebook_agents.modes import MODE_COLORS
+
+from .test_bench_stats import latencies, result_of, trials_for
+
+
+def html_of(table: Table[Any]) -> ET.Element:
+    """The table's HTML as an element tree (it is well-formed XML too)."""
+    return ET.fromstring(f"<root>{table._repr_html_()}</root>")
+
+
+def text_of(element: ET.Element) -> str:
+    return "".join(element.itertext())
+
+
+def two_rtts() -> Table[ModeSummary]:
+    """reused+copied at RTT 0 and 20 with truth, and fresh+copied at 20 (one failure)."""
+    base = latencies(20, seed=13)
+    trials = trials_for(base, rtt=0.0, truth=0.0)
+    trials += trials_for([v + 40 for v in base], rtt=20.0, truth=40.0, failed=1)
+    trials += trials_for([v + 100 for v in base], session="fresh", rtt=20.0, truth=100.0)
+    return summary_table(result_of(trials))
+
+
+def test_text_has_a_row_per_group_and_aligned_columns() -> None:
+    table = two_rtts()
+    caption, header, *lines = table.to_text(notes=False).splitlines()
+    assert caption.startswith("handoff → B's reply starts (reply_ms), ms")
+    assert header.split() == [
+        "mode", "RTT", "n", "median", "p90", "p95", "IQR", "95%", "CI", "truth", "excess",
+        "in", "RTTs", "vs", "RTT", "0", "failed",
+    ]  # fmt: skip
+    assert len(lines) == len(table) == 3
+    assert len({len(line) for line in [header, *lines]}) == 1
+    assert lines[1].split()[:2] == ["reused+copied", "20"] and lines[1].split()[-1] == "1"
+    assert lines[2].split()[:2] == ["fresh+copied", "20"] and lines[2].split()[-1] == "0"
+
+
+def test_a_column_the_same_in_every_row_is_said_once_in_the_caption() -> None:
+    table = two_rtts()
+    caption = table.to_text().splitlines()[0]
+    assert caption.endswith(" · level agent · history 10 turns")
+    several = result_of(trials_for([50.0], history=0) + trials_for([60.0], history=10))
+    assert "history" in summary_table(several).to_text().splitlines()[1].split()
+
+
+def test_columns_without_any_value_are_left_out_with_their_notes() -> None:
+    foreign = summary_table(result_of(trials_for(latencies(10, seed=8), rtt=None)))
+    text = foreign.to_text()
+    for absent in ("truth", "excess", "RTTs", "vs RTT 0", "RTT"):
+        assert absent not in text
+    assert [note.split(":")[0] for note in foreign.notes()] == ["95% CI"]
+
+
+def test_notes_say_what_the_ci_and_vs_rtt_0_are() -> None:
+    notes = two_rtts().notes()
+    assert [note.split(":")[0] for note in notes] == ["95% CI", "truth", "excess", "vs RTT 0"]
+    assert "bootstrap 95% confidence interval" in notes[0]
+    assert "excess at RTT 0" in notes[3] and "beyond its truth" in notes[3]
+    assert two_rtts().to_text().endswith("\n".join(notes))
+
+
+def test_html_has_the_texts_cells_with_meanings_and_mode_colours() -> None:
+    table = two_rtts()
+    root = html_of(table)
+    caption, columns, rows = table.layout()
+    (html_table,) = root.iter("table")
+    assert text_of(next(html_table.iter("caption"))) == caption
+    heads = list(html_table.iter("th"))
+    assert [text_of(th) for th in heads] == [column.header for column in columns]
+    assert all(th.get("title") for th in heads)  # each header says what it means on hover
+    cells = [[text_of(td) for td in tr.iter("td")] for tr in html_table.iter("tr")][1:]
+    assert cells == rows
+    modes = [td for td in html_table.iter("td") if td.get("data-key") == "mode"]
+    assert [td.get("style") for td in modes] == [
+        f"border-left: 0.4em solid {MODE_COLORS[text_of(td)]}" for td in modes
+    ]
+    notes = [text_of(div) for div in root.iter("div") if div.get("class") == "na-table-notes"]
+    assert notes == ["".join(table.notes())]
+
+
+def test_the_cascaded_row_is_cascaded_in_text_and_html() -> None:
+    table = summary_table(result_of(trials_for([40.0, 41.0], level="cascaded", session="none")))
+    assert table[0].mode == "cascaded+copied"
+    for shown in (table.to_text(), table._repr_html_()):
+        assert "cascaded+copied" in shown and "none+" not in shown
+
+
+def test_comparison_names_its_two_sides() -> None:
+    data = latencies(50, seed=10)
+    a = result_of(trials_for(data))
+    b = result_of(trials_for([2 * v for v in data]))
+    table = compare(a, b, names=("untraced", "traced"))
+    caption, header, line = table.to_text(notes=False).splitlines()
+    assert caption.endswith(": untraced vs traced · level agent · RTT 20 ms · history 10 turns")
+    assert header.split() == ["mode", "untraced", "traced", "ratio", "95%", "CI"]
+    assert line.split()[0] == "reused+copied" and line.split()[3] == "2.000"
+    assert table.notes() == ["95% CI: the ratio's bootstrap 95% confidence interval"]
