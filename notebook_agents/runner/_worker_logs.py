@@ -22,6 +22,13 @@ _ASYNCIO = "asyncio"
 # the runner's server thread and livekit's THREAD-executor job threads
 _AGENT_THREADS = ("notebook-agents-server", "job_thread_runner")
 _SECRET_ENV = ("LIVEKIT_API_SECRET", "LIVEKIT_API_KEY", "OPENAI_API_KEY")
+# What livekit says that is expected of a notebook, as (logger, message template): the runner
+# keeps no idle job thread (``num_idle_processes=0``: one would idle in the kernel for nothing,
+# and its replacement after every job too), so livekit's pool warns, for every job, that none
+# was warmed while it starts the job's thread as it should. Nothing to act on here.
+_EXPECTED = {
+    ("livekit.agents", "no warmed process available for job, waiting for one to be created"),
+}
 _lock = threading.Lock()
 _active: list[WorkerLogs] = []
 _owners: dict[int, WorkerLogs] = {}
@@ -41,6 +48,8 @@ class LogLine:
 
 
 def _deliver(record: logging.LogRecord) -> None:
+    if (record.name, record.msg) in _EXPECTED:
+        return
     owner = _owners.get(record.thread) if record.thread is not None else None
     for logs in [owner] if owner is not None else list(_active):
         logs.handle(record)
@@ -86,10 +95,11 @@ class WorkerLogs(logging.Handler):
             message = message.replace(secret, "[redacted]")
         self.lines.append(LogLine(record.created, record.levelname, record.name, message))
 
-    def text(self, min_level: int = logging.INFO) -> str:
-        return "\n".join(
-            str(line) for line in self.lines if logging.getLevelName(line.level) >= min_level
-        )
+    def text(self, min_level: int = logging.INFO, last: int | None = None) -> str:
+        """The lines at ``min_level`` or above, one a line; only the ``last`` few if given
+        (whole lines: a notebook shows the end of a long log without cutting one)."""
+        lines = [str(line) for line in self.lines if logging.getLevelName(line.level) >= min_level]
+        return "\n".join(lines[-last:] if last else lines)
 
     def claim_thread(self) -> None:
         """Records logged on the calling thread (a runner's server or job thread) are this

@@ -336,6 +336,10 @@ class NotebookRunner(StartStop):
         if self.real_room is not None:
             await self.server.simulate_job(self.room_name, **await self.real_room.create())
         else:
+            # here, on the server's thread: livekit makes its offline room on the job's loop
+            # otherwise, where the first one in a kernel (~60 ms of mocks, cached after) is
+            # reported as a blocked event loop
+            livekit.name_mock_room_by_job()
             await self.server.simulate_job(self.room_name, fake_job=True)
 
     def _observed(self, entrypoint: Entrypoint) -> Entrypoint:
@@ -349,9 +353,6 @@ class NotebookRunner(StartStop):
             runner._job_context = contextvars.copy_context()
             runner._turn_lock = asyncio.Lock()
             runner._entry_task = asyncio.current_task()
-            if runner.text_only:
-                # here, not in start(): livekit made its (costly, cached) mock room by now
-                livekit.name_mock_room_by_job()
             _session_hook.observe_job(ctx, runner)
             try:
                 await entrypoint(ctx)
