@@ -7,13 +7,14 @@ Every runner here comes from one ``start_call`` function, as in notebook 03: the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from .kernel import Kernel
-from .test_runner_kernel import SETUP
+from .test_runner_kernel import LEAKS, SETUP
 
 START_CALL = """
 from notebook_agents.runner import notebook_runner
@@ -48,6 +49,10 @@ def kernel() -> Iterator[Kernel]:
     with Kernel() as kernel:
         kernel.run_ok(SETUP, timeout=60)
         kernel.run_ok(START_CALL)
+        kernel.run_ok(LEAKS + "base_tasks = asyncio.all_tasks() - cell_tasks()")
+        # the first call in a kernel starts livekit's lazy parts: the baseline comes after one
+        kernel.run_ok("warm = start_call('Ada')\nawait warm.ready()\nwarm.stop()")
+        kernel.run_ok("baseline = leak_state()")
         yield kernel
 
 
@@ -57,6 +62,13 @@ def _nothing_left(kernel: Kernel) -> None:
         "livekit_propagates=logging.getLogger('livekit').propagate)"
     )
     assert state == {"threads": [], "running": 0, "livekit_propagates": True}
+    # threads, sockets, file descriptors and tasks as before the calls (the last ones to go
+    # are reaped just after their stop: polled briefly)
+    deadline = time.monotonic() + 5
+    left = kernel.eval("dict(now=leak_state(), baseline=baseline)")
+    while left["now"] != left["baseline"] and time.monotonic() < deadline:
+        left = kernel.eval("dict(now=leak_state(), baseline=baseline)")
+    assert left["now"] == left["baseline"]
 
 
 @pytest.mark.timeout(90)
