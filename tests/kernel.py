@@ -104,9 +104,18 @@ class Kernel:
 
     # -- cells -----------------------------------------------------------------------------
 
-    def submit(self, code: str) -> Cell:
-        """Send a cell and return at once (the cell may still be queued or running)."""
-        msg_id: str = self.client.execute(code, store_history=False, allow_stdin=False)
+    def submit(self, code: str, cell_id: str | None = None) -> Cell:
+        """Send a cell and return at once (the cell may still be queued or running).
+
+        ``cell_id`` names the notebook cell, as JupyterLab does in the request's metadata.
+        """
+        content = dict(code=code, silent=False, store_history=False, user_expressions={},
+                       allow_stdin=False, stop_on_error=True)  # fmt: skip
+        request = self.client.session.msg("execute_request", content)
+        if cell_id is not None:
+            request["metadata"]["cellId"] = cell_id
+        self.client.shell_channel.send(request)
+        msg_id: str = request["header"]["msg_id"]
         cell = Cell(msg_id, code)
         self._cells[msg_id] = cell
         return cell
@@ -124,13 +133,13 @@ class Kernel:
         if text not in cell.stdout:
             raise CellError(f"cell finished without printing {text!r}:\n{cell.traceback}")
 
-    def run(self, code: str, timeout: float = 30.0) -> Cell:
+    def run(self, code: str, timeout: float = 30.0, cell_id: str | None = None) -> Cell:
         """Execute a cell and wait for it; errors are returned in ``Cell.error``, not raised."""
-        return self.wait(self.submit(code), timeout)
+        return self.wait(self.submit(code, cell_id), timeout)
 
-    def run_ok(self, code: str, timeout: float = 30.0) -> Cell:
+    def run_ok(self, code: str, timeout: float = 30.0, cell_id: str | None = None) -> Cell:
         """Execute a cell that must succeed; its traceback is the failure message otherwise."""
-        cell = self.run(code, timeout)
+        cell = self.run(code, timeout, cell_id)
         if cell.error is not None or cell.status != "ok":
             raise CellError(f"cell failed ({cell.status}):\n{code}\n{cell.traceback}")
         return cell

@@ -39,6 +39,8 @@ def test_notebook_is_stored_without_outputs(path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_offline(path: Path) -> None:
     notebook = answered(nbformat.read(path, as_version=4))
+    if path.name == "03_teaching_handoffs.ipynb":
+        notebook.cells.append(nbformat.v4.new_code_cell(CALLS_03))
     execute(notebook, path)
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     text = "\n".join(
@@ -67,10 +69,19 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert "the items both hold are in another order" in text
         assert "Weather · model" in text and "<- out of order" in text
         assert widget_views(outputs) == 6  # state, graph, chat, timeline + one per failure call
+        # the first call, the one the views at the top show, is still up; the others are not
+        assert "calls: call=running held=stopped failing=stopped check=stopped" in text
         assert sum("image/png" in output.get("data", {}) for output in outputs) == 1
         solutions = tagged(notebook, "solution")
         assert len(solutions) == 2  # one per exercise, folded: text, never run by Shift+Enter
         assert all(c.cell_type == "markdown" and "<details>" in c.source for c in solutions)
+
+
+CALLS_03 = (
+    "print('calls:', *(f'{c}={globals()[c].state.value}' for c in "
+    "('call', 'held', 'failing', 'check')))"
+)
+"""run after notebook 03: which of its calls are still up"""
 
 
 @pytest.mark.timeout(120)

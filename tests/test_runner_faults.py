@@ -146,7 +146,7 @@ async def test_offline_room_name_is_each_runners_own(
     front_desk = AgentServer()
     back_office = AgentServer()
 
-    # two entrypoints (one per server: a runner stops another of the same entrypoint)
+    # two servers (a server runs once at a time), each with its own entrypoint
     @front_desk.rtc_session()
     async def front_entrypoint(ctx: JobContext) -> None:
         session: AgentSession[None] = AgentSession(llm=realtime(emulator.base_url()))

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
-from .kernel import Kernel
+from .kernel import REPO, Kernel
 
 SETUP = r"""
 import asyncio, itertools, logging, os, signal, threading, time
@@ -404,6 +405,45 @@ def test_worker_logs_go_to_the_runner_not_the_cell(kernel: Kernel) -> None:
         assert "never retrieved" not in cell.stderr
     # the kernel's own asyncio records still reach the cell
     assert "never retrieved" in kernel.run_ok(ORPHANED_ERROR_HERE).stderr
+
+
+ROOM_PROBE = """
+import threading
+from livekit.agents.ipc import mock_room
+
+# which thread makes livekit's offline room (once per kernel: it is cached)
+room_made_on = []
+_upstream_autospec = mock_room.create_autospec
+def _recorded_autospec(spec, *args, **kwargs):
+    if spec is mock_room.rtc.Room:
+        room_made_on.append(threading.current_thread().name)
+    return _upstream_autospec(spec, *args, **kwargs)
+mock_room.create_autospec = _recorded_autospec
+"""
+
+
+@pytest.mark.timeout(120)
+def test_notebook_01s_worker_logs_hold_nothing_a_notebook_expects() -> None:
+    """Notebook 01 as shipped, in a fresh kernel: the first agent, a few turns, a handoff."""
+    notebook = nbformat.read(REPO / "notebooks" / "01_prototype.ipynb", as_version=4)
+    with Kernel(cwd=str(REPO / "notebooks")) as kernel:
+        kernel.run_ok(ROOM_PROBE)
+        ran = [kernel.run_ok(c.source, timeout=60) for c in notebook.cells if c.cell_type == "code"]
+        logs = kernel.eval(
+            "dict(all=runner.logs.text(), room_made_on=room_made_on, "
+            "agent=type(runner.session.current_agent).__name__)"
+        )
+        kernel.run_ok("runner.stop()\nemulator.stop()")
+    assert logs["agent"] == "Billing" and "starting worker" in logs["all"]
+    # no idle job thread is kept, by design: livekit's pool saying so is not news
+    assert "no warmed process available" not in logs["all"]
+    # the offline room (~60 ms of mocks) is made before the job, off its loop: livekit's loop
+    # monitor has no stall of the job's loop to report
+    assert logs["room_made_on"] == ["notebook-agents-server"]
+    assert "event loop blocked" not in logs["all"], logs["all"]
+    # the log cell shows the end of the log in whole lines
+    (shown,) = [cell.stdout for cell in ran if "runner.logs.text(" in cell.code]
+    assert shown.splitlines() == logs["all"].splitlines()[-8:]
 
 
 def _interruptible(kernel: Kernel, code: str) -> Any:

@@ -34,6 +34,7 @@ from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import Trace, TraceEvent, agent_label, error_text
 from . import _session_hook
+from ._cells import CellRun, current_cell_run
 from ._real_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
@@ -58,8 +59,9 @@ class RunnerState(str, enum.Enum):
 
 _START_AGAIN = "make a new NotebookRunner(...).start() to talk to the agent again"
 
-# Runners started and not yet stopped: a new runner for the same server or entrypoint stops
-# the old one, so re-running a notebook cell never leaves two agents behind.
+# Runners started and not yet stopped. A new runner stops the one of the same server (it can
+# run only once) and those an earlier run of its cell started: re-running a cell never leaves
+# two agents behind, while runners started from other cells keep running.
 _running: set[NotebookRunner] = set()
 # Loops of runners stopped off the main thread, closed by the next main-thread stop.
 _loops_to_close: list[asyncio.AbstractEventLoop] = []
@@ -101,7 +103,8 @@ class NotebookRunner(StartStop):
         self.real_room: RealRoom | None = None
         self.session: AgentSession[Any] | None = None
         self.timings: dict[str, float] = {}
-        self._key = _entrypoint_key(self.server)
+        self._cell: CellRun | None = None
+        """the notebook cell run that started it, if one did"""
         self._saved_options: dict[str, Any] = {}
         self._saved_environment: dict[str, str | None] = {}
         self._started_at = 0.0
@@ -146,8 +149,9 @@ class NotebookRunner(StartStop):
             raise RunnerError(f"this runner cannot start again: {self.failure}")
         if self.state is not RunnerState.NEW:
             raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
+        self._cell = cell = current_cell_run()
         for old in list(_running):
-            if old.server is self.server or old._key == self._key:
+            if old.server is self.server or (cell is not None and cell.replaces(old._cell)):
                 old.stop()
         if livekit.server_running(self.server):
             raise RunnerError(
@@ -282,6 +286,7 @@ class NotebookRunner(StartStop):
         livekit.set_entrypoint(server, self._observed(self._saved_options["_entrypoint_fnc"]))
 
     def _serve(self) -> None:
+        self.logs.claim_thread()
         self._serve_began.set()
         loop = self._loop
         assert loop is not None and self._stop_signal is not None
@@ -331,6 +336,10 @@ class NotebookRunner(StartStop):
         if self.real_room is not None:
             await self.server.simulate_job(self.room_name, **await self.real_room.create())
         else:
+            # here, on the server's thread: livekit makes its offline room on the job's loop
+            # otherwise, where the first one in a kernel (~60 ms of mocks, cached after) is
+            # reported as a blocked event loop
+            livekit.name_mock_room_by_job()
             await self.server.simulate_job(self.room_name, fake_job=True)
 
     def _observed(self, entrypoint: Entrypoint) -> Entrypoint:
@@ -339,13 +348,11 @@ class NotebookRunner(StartStop):
         @functools.wraps(entrypoint)
         async def observed_entrypoint(ctx: JobContext) -> None:
             runner._ctx = ctx
+            runner.logs.claim_thread()
             runner._job_loop = asyncio.get_running_loop()
             runner._job_context = contextvars.copy_context()
             runner._turn_lock = asyncio.Lock()
             runner._entry_task = asyncio.current_task()
-            if runner.text_only:
-                # here, not in start(): livekit made its (costly, cached) mock room by now
-                livekit.name_mock_room_by_job()
             _session_hook.observe_job(ctx, runner)
             try:
                 await entrypoint(ctx)
@@ -612,11 +619,6 @@ def _as_server(server: AgentServer | Entrypoint) -> AgentServer:
         f"NotebookRunner needs a livekit AgentServer or an async entrypoint(ctx), "
         f"not {type(server).__name__}"
     )
-
-
-def _entrypoint_key(server: AgentServer) -> tuple[str, str]:
-    entrypoint = livekit.entrypoint_of(server)
-    return (getattr(entrypoint, "__module__", ""), getattr(entrypoint, "__qualname__", ""))
 
 
 def _no_load(*_: Any) -> float:

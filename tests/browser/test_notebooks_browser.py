@@ -8,6 +8,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from ..test_notebooks import CALLS_03
 from .conftest import open_notebook, run_all, run_cell, screenshot
 from .lab import ARTIFACTS, REPO
 from .test_benchmark_view_browser import assert_fits_its_output
@@ -68,7 +69,6 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
     expect(page.locator(".na-graph .na-node")).to_have_count(2)
     chat = page.locator(".na-chat")
     expect(chat.locator(".na-line-handoff").first).to_contain_text("Greeter → Weather")
-    expect(page.locator(".na-state .na-closed")).to_have_text("session closed")
     # each failure call: its error marked on the timeline, in the lane where it happened
     for timeline in (held, failing):
         expect(timeline.locator(".na-mark-error")).to_have_count(1)
@@ -102,10 +102,26 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
     solution.locator("summary").click()
     expect(solution.get_by_text("async def thanks")).to_be_visible()
 
-    # the failed check hung up its own call: nothing is left talking behind the notice
-    run_cell(page, "print('check call:', check.state.value)")
-    expect(page.locator(".jp-OutputArea-output").filter(has_text="check call:")).to_have_text(
-        "check call: stopped"
+    # the first call outlived the calls the later sections started: its views at the top are
+    # live, and the chat box takes a turn
+    state = page.locator(".na-state")
+    state.scroll_into_view_if_needed()
+    expect(state.locator(".na-agent")).to_have_text("Greeter")
+    expect(state.locator(".na-closed")).to_have_text("")
+    screenshot(page, "notebook_03_top_views_live")
+    chat.scroll_into_view_if_needed()
+    expect(chat.locator(".na-chat-input")).to_be_enabled()
+    chat.locator(".na-chat-input").fill("What is 2 times 3?")
+    chat.locator(".na-chat-input").press("Enter")
+    reply = chat.locator(".na-line-agent_message", has_text="2 * 3 = 6")
+    expect(reply).to_contain_text("You are the Greeter.", timeout=30_000)
+    expect(chat.locator(".na-chat-status")).to_have_text("")
+    screenshot(page, "notebook_03_chat_live")
+
+    # every other call was hung up where its part ended; the failed check hung up its own
+    run_cell(page, CALLS_03)
+    expect(page.locator(".jp-OutputArea-output").filter(has_text="calls:")).to_have_text(
+        "calls: call=running held=stopped failing=stopped check=stopped"
     )
 
 
