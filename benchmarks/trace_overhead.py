@@ -1,12 +1,16 @@
-"""What a ``Trace`` costs per event, measured on a real session (goal: < 20 µs per event).
+"""What a ``Trace`` costs per event, measured on a real session (goal: <= 10 µs per callback).
 
 Runs real text turns through the real LiveKit realtime plugin against the in-process
 emulator: an ``on_enter`` greeting, a reply, a tool with its reply, a handoff A -> B, a turn
-with B and a context edit. Every trace callback is timed where the session calls it (the
-guard, the handler and the recording), bare and with a subscriber on another thread's loop
-(a notebook view). The same rounds are also timed whole, with and without a trace attached,
-interleaved: that end-to-end difference is noisy (a round costs milliseconds, the trace
-microseconds) and is printed as a sanity check only.
+with B and a context edit. Every place the session's thread calls the trace is timed (livekit's
+session and realtime-session events: the guard, the handler and the capture; the context-edit
+and sync wrappers; the comparison with the model's side between turns), bare and with a
+subscriber on another thread's loop (a notebook view). The events are made later, when the
+trace is flushed: that cost is timed too, and reported apart with where it ran.
+
+End to end, each iteration runs a round without a trace, one with a trace attached (not
+instrumented) and one with a trace and a subscriber on another thread's loop, interleaved in
+alternating order; the paired differences are the trace's cost to the session.
 
     .venv/bin/python benchmarks/trace_overhead.py --rounds 30
 """
@@ -82,30 +86,36 @@ EMPTY = "(an empty callback)"
 
 def _time_callbacks(trace: Trace, session: AgentSession[None], samples: Samples) -> None:
     """Swap each callback the trace registered for a timed one around it."""
-    for name, callback in trace._handlers.items():
+    reader = trace._reader
+    for name, callback in reader._handlers.items():
         session.off(name, callback)
-        super(AgentSession, session).on(name, _timed(name, callback, samples))
-        super(AgentSession, session).on(name, _timed(EMPTY, _empty, samples))
-    # context edits reach the trace through its update_chat_ctx wrapper, and comparisons of
+        session.on(name, _timed(name, callback, samples))
+        session.on(name, _timed(EMPTY, _empty, samples))
+    # the realtime sessions' events: listened to when a session is made, from this dict
+    for event, handler in reader.realtime_handlers.items():
+        reader.realtime_handlers[event] = _timed(f"realtime {event}", handler, samples)
+    # context edits and syncs reach the trace through its wrappers, and comparisons of
     # livekit's context with the model's run between turns from the loop: not the emitter
-    _time_method(trace, "_on_context_edited", "context_edit", samples)
-    _time_method(trace, "_compare_if_settled", "compare_with_model", samples)
+    _time_method(reader, "context_edited", "context_edit", samples)
+    _time_method(reader, "synced", "sync_check", samples)
+    _time_method(reader.model, "_compare_if_settled", "compare_with_model", samples)
 
 
-def _time_method(trace: Trace, method: str, name: str, samples: Samples) -> None:
-    """Replace ``trace.method`` (an instance override) by one timed as ``name``."""
-    original: Callable[..., None] = getattr(trace, method)
+def _time_method(owner: object, method: str, name: str, samples: Samples) -> None:
+    """Replace ``owner.method`` (an instance override) by one timed as ``name``."""
+    original: Callable[..., None] = getattr(owner, method)
 
     def timed(*args: Any) -> None:
         started, cpu = time.perf_counter(), time.thread_time()
         original(*args)
         samples[name].append((time.perf_counter() - started, time.thread_time() - cpu))
 
-    setattr(trace, method, timed)
+    setattr(owner, method, timed)
 
 
-async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples) -> float:
-    """One conversation; returns its wall time in seconds."""
+async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples | None) -> float:
+    """One conversation; returns its wall time in seconds. With ``samples``, the trace's
+    callbacks are timed into them."""
     model = openai.realtime.RealtimeModel(
         base_url=emulator.base_url(), api_key="benchmark", modalities=["text"]
     )
@@ -114,7 +124,8 @@ async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples) -
     )
     if trace is not None:
         trace.attach(session)
-        _time_callbacks(trace, session, samples)
+        if samples is not None:
+            _time_callbacks(trace, session, samples)
     started = time.perf_counter()
     try:
         await session.start(Alice())
@@ -175,60 +186,83 @@ def report(title: str, samples: Samples, recorded: int) -> None:
     )
 
 
+def report_made(title: str, flushes: list[tuple[float, float]], recorded: int) -> None:
+    """The events' making, off the session's callbacks: all flushes' time per event."""
+    wall = sum(w for w, _ in flushes) / recorded
+    cpu = sum(c for _, c in flushes) / recorded
+    print(
+        f"  making the events ({title}): {len(flushes)} flushes, per event (mean) "
+        f"wall {_us(wall).strip()} µs, cpu {_us(cpu).strip()} µs"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
 
-    bare: Samples = defaultdict(list)
-    subscribed: Samples = defaultdict(list)
+    samples: dict[str, Samples] = {"bare": defaultdict(list), "subscribed": defaultdict(list)}
+    flushes: dict[str, Samples] = {"bare": defaultdict(list), "subscribed": defaultdict(list)}
     recorded = {"bare": 0, "subscribed": 0}
-    with_trace: list[float] = []
-    without: list[float] = []
-    per_round_events: list[int] = []
+    walls: dict[str, list[float]] = {"none": [], "trace": [], "subscribed": []}
     kernel = _LoopThread()
     delivered: list[TraceEvent] = []
     try:
         with Emulator() as emulator:
             await one_round(emulator, Trace(), defaultdict(list))  # warm-up, discarded
-            await one_round(emulator, None, defaultdict(list))
+            await one_round(emulator, None, None)
             for index in range(args.rounds):
-                trace, plain = Trace(), Trace()
-                kernel.subscribe(trace, delivered.append)
-                # alternate which goes first, so drift in the machine hits both alike
-                order: list[Trace | None] = [plain, None, trace]
+                timed = {"bare": Trace(), "subscribed": Trace()}
+                for name, trace in timed.items():
+                    _time_method(trace._recorder, "flush", "flush", flushes[name])
+                kernel.subscribe(timed["subscribed"], delivered.append)
+                watched = Trace()
+                kernel.subscribe(watched, lambda event: None)
+                # alternate the order, so drift in the machine hits each alike
+                order: list[tuple[str, Trace | None]] = [
+                    ("none", None),
+                    ("trace", Trace()),
+                    ("subscribed", watched),
+                    ("timed bare", timed["bare"]),
+                    ("timed subscribed", timed["subscribed"]),
+                ]
                 if index % 2:
                     order.reverse()
-                for current in order:
-                    if current is None:
-                        without.append(await one_round(emulator, None, defaultdict(list)))
-                    elif current is plain:
-                        with_trace.append(await one_round(emulator, plain, bare))
-                        per_round_events.append(len(plain))
-                        recorded["bare"] += len(plain)
+                for name, current in order:
+                    if name.startswith("timed "):
+                        kind = name.removeprefix("timed ")
+                        await one_round(emulator, current, samples[kind])
+                        recorded[kind] += len(timed[kind])  # (after the round: flushes the rest)
                     else:
-                        await one_round(emulator, trace, subscribed)
-                        recorded["subscribed"] += len(trace)
+                        walls[name].append(await one_round(emulator, current, None))
     finally:
         kernel.close()
 
-    report("trace callbacks, no subscriber", bare, recorded["bare"])
+    report("trace callbacks, no subscriber", samples["bare"], recorded["bare"])
+    report_made(
+        "after each round, on the session's thread", flushes["bare"]["flush"], recorded["bare"]
+    )
     report(
         "trace callbacks, one subscriber on another thread's loop",
-        subscribed,
+        samples["subscribed"],
         recorded["subscribed"],
+    )
+    report_made(
+        "mostly on the subscriber's thread", flushes["subscribed"]["flush"], recorded["subscribed"]
     )
     print(f"  (the subscriber received {len(delivered)} events)")
 
-    difference = statistics.median(w - o for w, o in zip(with_trace, without, strict=True))
-    events = statistics.median(per_round_events)
-    print(f"\nend to end, {args.rounds} rounds of {len(TURNS)} turns, interleaved (noisy):")
-    print(f"  median round without trace: {statistics.median(without) * 1e3:.2f} ms")
-    print(f"  median round with trace:    {statistics.median(with_trace) * 1e3:.2f} ms")
-    print(
-        f"  median paired difference:   {difference * 1e3:+.3f} ms over {events:.0f} events "
-        f"({difference / events * 1e6:+.1f} µs per event)"
-    )
+    none = statistics.median(walls["none"])
+    print(f"\nend to end, {args.rounds} rounds of {len(TURNS)} turns each way, interleaved:")
+    print(f"  median round without trace:          {none * 1e3:.2f} ms")
+    for name, title in (("trace", "with trace"), ("subscribed", "with trace and subscriber")):
+        difference = statistics.median(
+            w - o for w, o in zip(walls[name], walls["none"], strict=True)
+        )
+        print(
+            f"  median round {title + ':':<26}{statistics.median(walls[name]) * 1e3:.2f} ms, "
+            f"median paired difference {difference * 1e3:+.3f} ms ({difference / none:+.1%})"
+        )
 
 
 if __name__ == "__main__":

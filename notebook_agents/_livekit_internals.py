@@ -19,7 +19,6 @@ from livekit.agents.job import get_job_context
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io
 from livekit.agents.voice.agent import Agent
-from livekit.agents.voice.events import EventTypes
 from livekit.agents.voice.speech_handle import SpeechHandle
 
 SERVER_OPTIONS = (
@@ -133,12 +132,6 @@ def forget_stale_run(session: AgentSession[Any]) -> None:
     stale = session._global_run_state
     if stale is not None and not stale.done():
         session._global_run_state = None
-
-
-def listen(session: AgentSession[Any], event: EventTypes, handler: Any) -> None:
-    """Subscribe without ``AgentSession.on``'s deprecation warning for ``metrics_collected``
-    (the per-response metrics, ``cancelled`` among them, come only there)."""
-    super(AgentSession, session).on(event, handler)  # rtc.EventEmitter.on
 
 
 def current_activity(session: AgentSession[Any]) -> agent_activity.AgentActivity | None:
