@@ -8,8 +8,10 @@ loudly: ``PRIVATE_NAMES`` lists them and a test checks each exists on the instal
 from __future__ import annotations
 
 import asyncio
+import functools
+import operator
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
@@ -134,16 +136,18 @@ def forget_stale_run(session: AgentSession[Any]) -> None:
         session._global_run_state = None
 
 
-def current_activity(session: AgentSession[Any]) -> agent_activity.AgentActivity | None:
-    """The running agent's activity: its realtime session and model, which handoffs swap."""
-    activity: agent_activity.AgentActivity | None = session._activity
-    return activity
+current_activity: Callable[[AgentSession[Any]], agent_activity.AgentActivity | None] = (
+    operator.attrgetter("_activity")
+)
+"""The running agent's activity: its realtime session and model, which handoffs swap. A C
+getter, no Python call: the trace reads it in every session event it captures."""
 
 
-def activity_of_this_task() -> agent_activity.AgentActivity | None:
-    """The activity the running task belongs to: during a handoff the old agent may still
-    speak (``on_exit``) after the session moved on."""
-    return agent_activity._AgentActivityContextVar.get(None)
+activity_of_this_task: Callable[[], agent_activity.AgentActivity | None] = functools.partial(
+    agent_activity._AgentActivityContextVar.get, None
+)
+"""The activity the running task belongs to: during a handoff the old agent may still speak
+(``on_exit``) after the session moved on. (C calls only: the trace asks on every speech.)"""
 
 
 def agent_entering() -> Agent | None:
@@ -157,9 +161,11 @@ def in_on_exit(activity: agent_activity.AgentActivity) -> bool:
     return asyncio.current_task() is activity._on_exit_task
 
 
-def speech_of_this_task() -> SpeechHandle | None:
-    """The speech the running task generates (what a message added now belongs to)."""
-    return agent_activity._SpeechHandleContextVar.get(None)
+speech_of_this_task: Callable[[], SpeechHandle | None] = functools.partial(
+    agent_activity._SpeechHandleContextVar.get, None
+)
+"""The speech the running task generates (what a message added now belongs to). (C calls
+only: the trace asks on every message.)"""
 
 
 def room_options(kwargs: dict[str, Any]) -> room_io.RoomOptions:

@@ -770,7 +770,7 @@ async def test_a_failing_handler_is_recorded_and_the_session_goes_on(
 
     trace = Trace()
     # failing where livekit calls the trace, on the session's thread
-    monkeypatch.setattr(trace._reader, "_on_agent_state", boom)
+    monkeypatch.setattr(trace._reader, "_on_speech_created", boom)
     alice = Alice()
     async with traced(models(), alice, trace) as (session, _):
         result: RunResult[None] = await session.run(user_input="hello there")
@@ -795,10 +795,11 @@ async def test_a_failing_handler_is_recorded_and_the_session_goes_on(
     errors = trace.of_kind("error")
     assert errors and {e.data["type"] for e in errors} == {"TraceError"}
     assert all("boom" in e.data["message"] for e in errors)
-    # the state changes, then the context-edit wrapper, then the context edit's event
+    # the speeches, then the context-edit wrapper, then the context edit's event
     assert len([e for e in made if e.kind == "error"]) == 2
     assert len(errors) > 2
-    assert not trace.of_kind("agent_state", "context_changed")
+    assert not trace.of_kind("context_changed")
+    assert {e.data["phase"] for e in trace.of_kind("agent_message")} == {"turn"}  # unknown
     assert [e.data["text"] for e in trace.of_kind("user_message")] == ["hello there"]
     assert trace.events[-1].kind == "closed"
 

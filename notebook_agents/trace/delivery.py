@@ -34,8 +34,9 @@ class Delivery:
         self._subscribers: list[_Entry] = []
         self._loops: tuple[asyncio.AbstractEventLoop, ...] = ()
         self._loopless = False
-        self.watched = False
-        """anyone subscribed: recording tells ``notify``"""
+        self.needs_notify = False
+        """whether a capture must call ``notify``: a loopless subscriber, or subscriber loops
+        and no kick scheduled yet (read without a lock: at worst one call too many)"""
         # events fanned out but not yet delivered, per subscriber loop
         self._outboxes: dict[asyncio.AbstractEventLoop, list[tuple[Subscriber, TraceEvent]]] = {}
         self._kick_pending = False
@@ -63,7 +64,7 @@ class Delivery:
         self._subscribers = subscribers
         self._loops = tuple({loop: None for loop, _ in subscribers if loop is not None})
         self._loopless = any(loop is None for loop, _ in subscribers)
-        self.watched = bool(subscribers)
+        self.needs_notify = self._loopless or (bool(self._loops) and not self._kick_pending)
 
     # -- on the recording thread -----------------------------------------------------------
 
@@ -74,6 +75,7 @@ class Delivery:
         if not self._loops or (self._kick_pending and not last):
             return
         self._kick_pending = True
+        self.needs_notify = self._loopless
         try:
             recording: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -89,6 +91,7 @@ class Delivery:
         """Wake every subscriber loop to deliver what waits (``detach`` calls it: the session's
         loop may close before a scheduled kick)."""
         self._kick_pending = False
+        self.needs_notify = self._loopless or bool(self._loops)
         try:
             here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:

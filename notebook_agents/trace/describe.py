@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 from livekit.agents import Agent, llm
 from livekit.agents.metrics import AgentSessionUsage
@@ -16,10 +17,19 @@ from livekit.agents.utils import misc
 
 from .schema import ChatItemData, ModelUsageData
 
+if TYPE_CHECKING:
+    # no public export: the running agent's activity, which handoffs swap
+    from livekit.agents.voice.agent_activity import AgentActivity
+
 
 def agent_label(agent: Agent) -> str:
     """The agent's class name, unless it was given an ``id`` of its own."""
     return _label(type(agent).__name__, agent.id)
+
+
+def activity_label(activity: AgentActivity | None) -> str | None:
+    """The label of an activity's agent (None: no agent was running)."""
+    return agent_label(activity.agent) if activity is not None else None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -16,9 +16,15 @@ from typing import TYPE_CHECKING, Any
 from livekit.agents import Agent, AgentSession, llm
 
 from .. import _livekit_internals as livekit
-from .describe import agent_label, describe_item, empty_message, syncs_to_model
-from .recorder import Record, Recorder
-from .schema import ContextDivergedData, ErrorData
+from .describe import (
+    activity_label,
+    agent_label,
+    describe_item,
+    empty_message,
+    syncs_to_model,
+)
+from .recorder import Record, Recorder, error_data
+from .schema import ContextDivergedData
 
 if TYPE_CHECKING:
     # no public export: the running agent's activity holds its realtime session
@@ -36,16 +42,20 @@ class ModelSide:
         self.leaving: AgentActivity | None = None
         """the activity whose tool handed off: its context is never the model's again"""
         self._compare_pending = False
+        self._asked: llm.RealtimeSession[Any] | None = None  # the last asked, and its answer
+        self._mutable = False
         # agents whose two sides parted at the last comparison (where events are made)
         self._parted: set[str] = set()
 
     # -- on the session's thread -----------------------------------------------------------
 
-    def changed(self) -> None:
+    def changed(self, *_: object) -> None:
         """A sync ended or the model's side gained an item: compare if that happened between
         turns (a late ack, an edit from code); within a turn, the turn's end compares."""
+        if self.syncs or self._compare_pending:
+            return
         session = self.session
-        if session is not None and not self.syncs and session.current_speech is None:
+        if session is not None and session.current_speech is None:
             self.compare_soon()
 
     def compare_soon(self, *_: object) -> None:
@@ -70,35 +80,55 @@ class ModelSide:
             self.compare()
 
     def compare(self) -> None:
-        """Snapshot both sides of the active agent for a comparison; ids only, made later.
-        A sync under way is left to finish (its end compares again). Never raises."""
+        """Snapshot both sides of the active agent; the comparison (ids only) is made with
+        the events. A sync under way is left to finish (its end compares again). Never
+        raises: a failure is recorded instead."""
         try:
-            self._snapshot()
+            session = self.session
+            activity = livekit.current_activity(session) if session is not None else None
+            if activity is None or self.syncs or activity is self.leaving:
+                return  # (leaving: the next agent's context replaces this one on the model)
+            rt_session = activity.realtime_llm_session
+            if rt_session is None or not self._item_by_item(rt_session):
+                return
+            # both are copies made now: livekit's read-only context, the plugin's rebuilt one
+            ours, theirs = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
+            self._recorder.capture(self._compared, activity.agent, ours, theirs)
         except Exception as e:  # a trace must never break the session it observes
             self._recorder.capture_failure(e)
 
-    def _snapshot(self) -> None:
-        session = self.session
-        activity = livekit.current_activity(session) if session is not None else None
-        rt_session = activity.realtime_llm_session if activity is not None else None
-        if activity is None or rt_session is None or self.syncs:
-            return
-        if activity is self.leaving:
-            return  # the next agent's context replaces this one on the model
-        model = activity.llm
-        if not isinstance(model, llm.RealtimeModel) or not model.capabilities.mutable_chat_context:
-            return  # no item-by-item conversation on the model's side to hold livekit's to
-        # both are copies made now: livekit's read-only context, the plugin's rebuilt one
-        ours, theirs = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
-        self._recorder.capture(self._compared, activity.agent, ours, theirs)
+    def _item_by_item(self, rt_session: llm.RealtimeSession[Any]) -> bool:
+        """Whether the model keeps an item-by-item conversation to hold livekit's to (asked
+        once per realtime session)."""
+        if rt_session is not self._asked:
+            capabilities = rt_session.realtime_model.capabilities
+            self._asked, self._mutable = rt_session, capabilities.mutable_chat_context
+        return self._mutable
+
+    # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
+
+    def sync_started(self) -> None:
+        self.syncs += 1
+
+    def sync_failed(self, error: llm.RealtimeError) -> None:
+        message = f"realtime context sync failed: {error}"
+        self._recorder.capture_error(message, type(error).__name__, "realtime", self._label())
+
+    def sync_ended(self) -> None:
+        self.syncs -= 1
+        self.changed()
 
     def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None:
         """After a sync: snapshot what was sent and what the model holds, for ``rejected``."""
-        if rt_session.realtime_model.capabilities.mutable_chat_context:
+        if self._item_by_item(rt_session):
+            session = self.session
+            activity = livekit.current_activity(session) if session is not None else None
             sent, held = list(chat_ctx.items), rt_session.chat_ctx.items
-            activity = livekit.current_activity(self.session) if self.session else None
-            agent = activity.agent if activity is not None else None
-            self._recorder.capture(self._rejected, agent, sent, held)
+            self._recorder.capture(self._rejected, activity, sent, held)
+
+    def _label(self) -> str | None:
+        session = self.session
+        return activity_label(livekit.current_activity(session) if session is not None else None)
 
     # -- where the events are made ---------------------------------------------------------
 
@@ -123,7 +153,7 @@ class ModelSide:
             yield "context_diverged", divergence(label, ours, theirs), label
 
     def _rejected(
-        self, agent: Agent | None, sent: list[llm.ChatItem], held: list[llm.ChatItem]
+        self, activity: AgentActivity | None, sent: list[llm.ChatItem], held: list[llm.ChatItem]
     ) -> Iterable[Record]:
         """An ``error`` for each item the model rejected: livekit only logs it, and the turn
         then goes on without the item (a user message the model never heard)."""
@@ -132,14 +162,12 @@ class ModelSide:
             if item.id not in held_ids and syncs_to_model(item):
                 described = describe_item(item)
                 what = described.get("role") or described["type"]
-                error: ErrorData = {
-                    "message": f"the model rejected the {what} item "
-                    f"{described.get('text', '')!r}: its conversation goes on without it",
-                    "type": "ItemRejected",
-                    "source": "realtime",
-                    "recoverable": True,
-                }
-                yield "error", error, agent_label(agent) if agent is not None else None
+                message = (
+                    f"the model rejected the {what} item {described.get('text', '')!r}: "
+                    "its conversation goes on without it"
+                )
+                error = error_data(message, "ItemRejected", "realtime")
+                yield "error", error, activity_label(activity)
 
 
 def divergence(

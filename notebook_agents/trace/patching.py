@@ -24,8 +24,8 @@ Handler = Callable[[Any], None]
 
 
 class Watcher(Protocol):
-    """What the wrappers tell (the trace's session reader). Its methods may raise: each
-    call is guarded, a failure reported with ``failed``."""
+    """What the wrappers tell about agents (the trace's session reader). The methods of both
+    watchers may raise: each call is guarded, a failure reported with ``failed``."""
 
     realtime_handlers: dict[str, Handler]
     """each realtime session's events the trace listens to, and its handlers"""
@@ -33,6 +33,12 @@ class Watcher(Protocol):
     def context_edited(self, agent: Agent, before: list[llm.ChatItem]) -> None: ...
 
     def hook_raised(self, agent: Agent, hook: str, error: Exception) -> None: ...
+
+    def failed(self, error: Exception) -> None: ...
+
+
+class SyncWatcher(Protocol):
+    """What the wrappers tell about realtime context syncs (the trace's model side)."""
 
     def sync_started(self) -> None: ...
 
@@ -42,8 +48,6 @@ class Watcher(Protocol):
 
     def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None: ...
 
-    def failed(self, error: Exception) -> None: ...
-
 
 _ABSENT = object()
 
@@ -51,8 +55,9 @@ _ABSENT = object()
 class Patches:
     """The wrappers and listeners in place, each once, to be restored."""
 
-    def __init__(self, watcher: Watcher) -> None:
+    def __init__(self, watcher: Watcher, syncs: SyncWatcher) -> None:
         self._watcher = watcher
+        self._syncs = syncs
         # (object, attribute, its own value before the trace wrapped it, or _ABSENT)
         self._wrapped: list[tuple[Any, str, Any]] = []
         # (emitter, event, handler) the trace listens to beyond the session's own events
@@ -143,24 +148,24 @@ class Patches:
 
     def _watch_realtime_session(self, rt_session: llm.RealtimeSession[Any]) -> None:
         """Wrap its context sync, whose failure livekit only logs, and listen to its events."""
-        watcher = self._watcher
+        syncs = self._syncs
 
         def wrapped(original: Callable[..., Any]) -> Callable[..., Any]:
             async def update_chat_ctx(chat_ctx: llm.ChatContext) -> None:
-                self._guarded(watcher.sync_started)
+                self._guarded(syncs.sync_started)
                 try:
                     await original(chat_ctx)
                 except llm.RealtimeError as e:
-                    self._guarded(watcher.sync_failed, e)
+                    self._guarded(syncs.sync_failed, e)
                     raise
                 finally:
-                    self._guarded(watcher.sync_ended)
-                self._guarded(watcher.synced, chat_ctx, rt_session)
+                    self._guarded(syncs.sync_ended)
+                self._guarded(syncs.synced, chat_ctx, rt_session)
 
             return update_chat_ctx
 
         self._wrap(rt_session, "update_chat_ctx", wrapped)
         if not any(emitter is rt_session for emitter, _, _ in self._listening):
-            for event, handler in watcher.realtime_handlers.items():
+            for event, handler in self._watcher.realtime_handlers.items():
                 rt_session.on(event, handler)
                 self._listening.append((rt_session, event, handler))

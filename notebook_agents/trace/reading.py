@@ -10,6 +10,7 @@ into the kind's data (``schema``) when the trace flushes, on whichever thread ne
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import threading
 import weakref
@@ -19,14 +20,12 @@ from typing import TYPE_CHECKING, Any
 from livekit.agents import (
     Agent,
     AgentSession,
-    AgentStateChangedEvent,
     ConversationItemAddedEvent,
     ErrorEvent,
     FunctionToolsExecutedEvent,
     SessionUsageUpdatedEvent,
     SpeechCreatedEvent,
     ToolExecutionUpdatedEvent,
-    UserStateChangedEvent,
     llm,
 )
 from livekit.agents.metrics import RealtimeModelMetrics
@@ -34,6 +33,7 @@ from livekit.agents.metrics import RealtimeModelMetrics
 from .. import _livekit_internals as livekit
 from ..modes import SessionMode
 from .describe import (
+    activity_label,
     agent_label,
     conversation_items,
     describe_item,
@@ -44,12 +44,10 @@ from .describe import (
 )
 from .model_side import ModelSide
 from .patching import Handler, Patches
-from .recorder import Record, Recorder, given
+from .recorder import Record, Recorder
 from .schema import ErrorSource, HandoffData, ModelUsageData, SpeechPhase, SpeechSource
 
 if TYPE_CHECKING:
-    from livekit.agents.metrics import AgentSessionUsage
-
     # no public export: the running agent's activity, which handoffs swap
     from livekit.agents.voice.agent_activity import AgentActivity
 
@@ -72,7 +70,7 @@ class SessionReader:
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
         self.model = ModelSide(recorder)
-        self.patches = Patches(self)
+        self.patches = Patches(self, self.model)
         self._session: AgentSession[Any] | None = None
         self._handlers: dict[EventTypes, Handler] = {}
         self.realtime_handlers: dict[str, Handler] = {}
@@ -94,21 +92,28 @@ class SessionReader:
         if self._session is not None:
             raise RuntimeError("this Trace is already attached; make a new Trace per session")
         self._session = self.model.session = session
-        handlers: dict[EventTypes, Callable[[Any], None]] = {
-            "agent_state_changed": self._on_agent_state,
-            "user_state_changed": self._on_user_state,
-            "conversation_item_added": self._on_item_added,
-            "speech_created": self._on_speech_created,
-            "tool_execution_updated": self._on_tool_update,
-            "function_tools_executed": self._on_tools_executed,
-            "session_usage_updated": self._on_usage,
-            "error": self._on_error,
-            "close": self._on_close,
+        # events the trace only captures: one frame each, inside livekit's emit
+        capturing = functools.partial(
+            self._recorder.capturing,
+            read=livekit.current_activity,
+            source=session,
+            failed=self.failed,
+        )
+        self._handlers = {
+            "agent_state_changed": capturing(_make_state, ("agent_state",)),
+            "user_state_changed": capturing(_make_state, ("user_state",)),
+            "tool_execution_updated": capturing(self._make_tool_update, ()),
+            "session_usage_updated": capturing(self._make_usage, ()),
+            "error": capturing(_make_livekit_error, ()),
+            # events the session's next steps depend on: read at once
+            "conversation_item_added": self._guarded(self._on_item_added),
+            "speech_created": self._guarded(self._on_speech_created),
+            "function_tools_executed": self._guarded(self._on_tools_executed),
+            "close": self._guarded(self._on_close),
         }
-        self._handlers = {name: self._guarded(handler) for name, handler in handlers.items()}
         self.realtime_handlers = {
             # an ack that comes in between turns (a late one) changes the model's side alone
-            "remote_item_added": self._guarded(self._on_remote_item),
+            "remote_item_added": self._guarded(self.model.changed),
             # each response's own metrics: the only place a server-side cancel shows
             "metrics_collected": self._guarded(self._on_model_metrics),
         }
@@ -165,12 +170,6 @@ class SessionReader:
         session = self._session
         return livekit.current_activity(session) if session is not None else None
 
-    def _on_agent_state(self, ev: AgentStateChangedEvent) -> None:
-        self._recorder.capture(_make_state, "agent_state", self._activity(), ev)
-
-    def _on_user_state(self, ev: UserStateChangedEvent) -> None:
-        self._recorder.capture(_make_state, "user_state", self._activity(), ev)
-
     def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
         # during a handoff the old agent may still speak (on_exit) after the session moved
         # on: the emitting task's activity says whose speech this is
@@ -190,16 +189,19 @@ class SessionReader:
         if item.id in self._seen_items:  # type: ignore[union-attr]
             return
         self._seen_items.add(item.id)  # type: ignore[union-attr]
-        if isinstance(item, llm.AgentHandoff):
+        if isinstance(item, llm.ChatMessage):
+            # (emitted only while attached: the session is set)
+            activity = livekit.current_activity(self._session)  # type: ignore[arg-type]
+            if item.role == "user":
+                self.model.leaving = None  # a new turn: whatever handoff was coming did not
+                self._recorder.capture(_make_user_message, activity, item)
+            elif item.role == "assistant":
+                # the speech it belongs to, and how many items that speech had before it
+                handle = livekit.speech_of_this_task()
+                before = len(handle.chat_items) if handle is not None else 0
+                self._recorder.capture(self._make_agent_message, activity, item, handle, before)
+        elif isinstance(item, llm.AgentHandoff):
             self._on_handoff()
-        elif isinstance(item, llm.ChatMessage) and item.role == "user":
-            self.model.leaving = None  # a new turn: whatever handoff was coming did not
-            self._recorder.capture(_make_user_message, self._activity(), item)
-        elif isinstance(item, llm.ChatMessage) and item.role == "assistant":
-            # the speech it belongs to, and how many items that speech had before it
-            handle = livekit.speech_of_this_task()
-            before = len(handle.chat_items) if handle is not None else 0
-            self._recorder.capture(self._make_agent_message, self._activity(), item, handle, before)
 
     def _on_handoff(self) -> None:
         old, new = self._current, self._activity()
@@ -225,31 +227,16 @@ class SessionReader:
             held_before,
         )
 
-    def _on_tool_update(self, ev: ToolExecutionUpdatedEvent) -> None:
-        update = ev.update
-        if update.type == "tool_call_started":
-            started = ((update.function_call, None),)
-            self._recorder.capture(self._make_tool_calls, self._activity(), started, False)
-
     def _on_tools_executed(self, ev: FunctionToolsExecutedEvent) -> None:
-        activity = self._activity()
+        activity = livekit.current_activity(self._session)  # type: ignore[arg-type]
         if ev.has_agent_handoff:
             self.model.leaving = activity
         self._recorder.capture(self._make_tools_executed, activity, ev)
-
-    def _on_usage(self, ev: SessionUsageUpdatedEvent) -> None:
-        self._recorder.capture(self._make_usage, self._activity(), ev.usage)
-
-    def _on_error(self, ev: ErrorEvent) -> None:
-        self._recorder.capture(_make_livekit_error, self._activity(), ev.error)
 
     def _on_close(self, ev: Any) -> None:
         self.record_closed(str(getattr(ev.reason, "value", ev.reason)), ev.error)
 
     # -- the realtime session's events -----------------------------------------------------
-
-    def _on_remote_item(self, ev: llm.RemoteItemAddedEvent) -> None:
-        self.model.changed()
 
     def _on_model_metrics(self, ev: object) -> None:
         """A response the model cancelled before answering (``response.done`` status
@@ -267,44 +254,26 @@ class SessionReader:
         speech = self._session.current_speech if self._session is not None else None
         return speech is not None and speech.interrupted
 
-    # -- what the patches report (patching.Watcher) ----------------------------------------
+    # -- what the patches report (patching.Watcher; syncs go to the model side) -------------
 
     def context_edited(self, agent: Agent, before: list[llm.ChatItem]) -> None:
         after = agent.chat_ctx.items
         self._recorder.capture(_make_context_changed, self._activity(), agent, before, after)
 
     def hook_raised(self, agent: Agent, hook: str, error: Exception) -> None:
-        self._capture_error(f"{agent_label(agent)}.{hook} raised {error!r}", error, "agent")
-
-    def sync_started(self) -> None:
-        self.model.syncs += 1
-
-    def sync_failed(self, error: llm.RealtimeError) -> None:
-        self._capture_error(f"realtime context sync failed: {error}", error, "realtime")
-
-    def sync_ended(self) -> None:
-        self.model.syncs -= 1
-        self.model.changed()
-
-    def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None:
-        self.model.synced(chat_ctx, rt_session)
+        message = f"{agent_label(agent)}.{hook} raised {error!r}"
+        self._capture_error(message, type(error).__name__, "agent")
 
     def failed(self, error: Exception) -> None:
         """The trace's own failure, recorded as an ``error``; never raises."""
-        self._recorder.capture_failure(error, _label(self._activity()))
+        self._recorder.capture_failure(error, activity_label(self._activity()))
 
     def _capture_error(
-        self,
-        message: str,
-        kind: str | Exception,
-        source: ErrorSource,
-        *,
-        recoverable: bool = True,
+        self, message: str, type_name: str, source: ErrorSource, *, recoverable: bool = True
     ) -> None:
-        """An ``error`` of type ``kind`` (or the exception's type), at the active agent."""
-        type_name = kind if isinstance(kind, str) else type(kind).__name__
-        data = {"message": message, "type": type_name, "source": source, "recoverable": recoverable}
-        self._recorder.capture(given, "error", data, _label(self._activity()))
+        """An ``error`` at the active agent."""
+        agent = activity_label(self._activity())
+        self._recorder.capture_error(message, type_name, source, agent, recoverable=recoverable)
 
     # -- where the events are made ---------------------------------------------------------
 
@@ -323,7 +292,14 @@ class SessionReader:
             "phase": phase,
             "metrics": message_metrics(item),
         }
-        yield "agent_message", data, _label(activity)
+        yield "agent_message", data, activity_label(activity)
+
+    def _make_tool_update(
+        self, activity: AgentActivity | None, ev: ToolExecutionUpdatedEvent
+    ) -> Iterable[Record]:
+        update = ev.update
+        if update.type == "tool_call_started":
+            yield from self._make_tool_calls(activity, ((update.function_call, None),), False)
 
     def _make_tools_executed(
         self, activity: AgentActivity | None, ev: FunctionToolsExecutedEvent
@@ -338,7 +314,7 @@ class SessionReader:
     ) -> Iterable[Record]:
         """Each call once, and each output once when executed: livekit announces a call
         when it starts and again with its output."""
-        agent = _label(activity)
+        agent = activity_label(activity)
         for call, output in calls:
             if ("call", call.call_id) not in self._seen_calls:
                 self._seen_calls.add(("call", call.call_id))
@@ -355,18 +331,14 @@ class SessionReader:
                 yield "tool_output", result, agent
 
     def _make_usage(
-        self, activity: AgentActivity | None, usage: AgentSessionUsage
+        self, activity: AgentActivity | None, ev: SessionUsageUpdatedEvent
     ) -> Iterable[Record]:
         """``metrics`` when the session's usage changed (livekit reports it after every
-        metric, a voice activity detector's included)."""
-        described = usage_data(usage)
+        metric, a voice activity detector's included; each report is a copy)."""
+        described = usage_data(ev.usage)
         if described != self._usage:
             self._usage = described
-            yield "metrics", {"usage": described}, _label(activity)
-
-
-def _label(activity: AgentActivity | None) -> str | None:
-    return agent_label(activity.agent) if activity is not None else None
+            yield "metrics", {"usage": described}, activity_label(activity)
 
 
 def _session_mode(old: AgentActivity, new: AgentActivity) -> SessionMode:
@@ -383,12 +355,12 @@ def _session_mode(old: AgentActivity, new: AgentActivity) -> SessionMode:
 
 
 def _make_state(kind: Any, activity: AgentActivity | None, ev: Any) -> Iterable[Record]:
-    yield kind, {"old": ev.old_state, "new": ev.new_state}, _label(activity)
+    yield kind, {"old": ev.old_state, "new": ev.new_state}, activity_label(activity)
 
 
 def _make_user_message(activity: AgentActivity | None, item: llm.ChatMessage) -> Iterable[Record]:
     data = {"text": message_text(item), "item_id": item.id, "metrics": message_metrics(item)}
-    yield "user_message", data, _label(activity)
+    yield "user_message", data, activity_label(activity)
 
 
 def _make_handoff(
@@ -432,10 +404,11 @@ def _make_context_changed(
     removed = [describe_item(item) for item in before if item.id not in after_ids]
     if added or removed:
         data = {"agent": agent_label(agent), "added": added, "removed": removed}
-        yield "context_changed", data, _label(activity)
+        yield "context_changed", data, activity_label(activity)
 
 
-def _make_livekit_error(activity: AgentActivity | None, reported: Any) -> Iterable[Record]:
+def _make_livekit_error(activity: AgentActivity | None, ev: ErrorEvent) -> Iterable[Record]:
+    reported = ev.error
     error = getattr(reported, "error", reported)
     data = {
         "message": error_text(reported),
@@ -443,7 +416,7 @@ def _make_livekit_error(activity: AgentActivity | None, reported: Any) -> Iterab
         "source": _ERROR_SOURCES.get(getattr(reported, "type", ""), "session"),
         "recoverable": bool(getattr(reported, "recoverable", False)),
     }
-    yield "error", data, _label(activity)
+    yield "error", data, activity_label(activity)
 
 
 def _make_closed(
@@ -452,4 +425,4 @@ def _make_closed(
     text = error_text(error) if error else None
     if failure is not None:  # the runner knew first why it ends
         reason, text = "error", text or failure
-    yield "closed", {"reason": reason, "error": text}, _label(activity)
+    yield "closed", {"reason": reason, "error": text}, activity_label(activity)
