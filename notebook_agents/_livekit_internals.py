@@ -20,7 +20,6 @@ from livekit.agents.ipc import mock_room
 from livekit.agents.job import get_job_context
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io
-from livekit.agents.voice.agent import Agent
 from livekit.agents.voice.speech_handle import SpeechHandle
 
 SERVER_OPTIONS = (
@@ -150,15 +149,18 @@ activity_of_this_task: Callable[[], agent_activity.AgentActivity | None] = funct
 (``on_exit``) after the session moved on. (C calls only: the trace asks on every speech.)"""
 
 
-def agent_entering() -> Agent | None:
-    """The agent whose ``on_enter`` the running task is, if it is one."""
-    entering = agent_activity._OnEnterContextVar.get(None)
-    return entering.agent if entering is not None else None
+on_enter_of_this_task: Callable[[], Any] = functools.partial(
+    agent_activity._OnEnterContextVar.get, None
+)
+"""The ``on_enter`` the running task runs, if it is one (its ``.agent`` says whose). (C calls
+only: the trace asks on every speech.)"""
 
 
-def in_on_exit(activity: agent_activity.AgentActivity) -> bool:
-    """Whether the running task is ``activity``'s ``on_exit``."""
-    return asyncio.current_task() is activity._on_exit_task
+on_exit_task: Callable[[agent_activity.AgentActivity], asyncio.Task[Any] | None] = (
+    operator.attrgetter("_on_exit_task")
+)
+"""The task running ``activity``'s ``on_exit``, if one runs: a speech made in it is the old
+agent's goodbye. (A C getter: the trace asks on every speech.)"""
 
 
 speech_of_this_task: Callable[[], SpeechHandle | None] = functools.partial(

@@ -39,7 +39,8 @@ class Delivery:
         and no kick scheduled yet (read without a lock: at worst one call too many)"""
         # events fanned out but not yet delivered, per subscriber loop
         self._outboxes: dict[asyncio.AbstractEventLoop, list[tuple[Subscriber, TraceEvent]]] = {}
-        self._kick_pending = False
+        self._kick_pending = False  # a kick is scheduled on a recording loop
+        self._scheduled: set[asyncio.AbstractEventLoop] = set()  # loops a delivery is due on
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback`` with each event recorded from now on, on the calling thread's
@@ -97,6 +98,10 @@ class Delivery:
         except RuntimeError:
             here = None
         for loop in self._loops:
+            with self._lock:
+                if loop in self._scheduled:  # its delivery, not yet run, will take these too
+                    continue
+                self._scheduled.add(loop)
             try:
                 if loop is here:  # no wake-up needed (a syscall)
                     loop.call_soon(self._deliver, loop)
@@ -127,6 +132,8 @@ class Delivery:
 
     def _deliver(self, loop: asyncio.AbstractEventLoop) -> None:
         """Call this loop's callbacks with the events waiting, in order."""
+        with self._lock:
+            self._scheduled.discard(loop)  # from here on, a kick schedules another
         self._flush()
         with self._lock:
             outbox = self._outboxes.pop(loop, [])

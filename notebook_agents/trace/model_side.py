@@ -43,7 +43,7 @@ class ModelSide:
         """the activity whose tool handed off: its context is never the model's again"""
         self._compare_pending = False
         self._asked: llm.RealtimeSession[Any] | None = None  # the last asked, and its answer
-        self._mutable = False
+        self._item_by_item = False
         # agents whose two sides parted at the last comparison (where events are made)
         self._parted: set[str] = set()
 
@@ -89,21 +89,18 @@ class ModelSide:
             if activity is None or self.syncs or activity is self.leaving:
                 return  # (leaving: the next agent's context replaces this one on the model)
             rt_session = activity.realtime_llm_session
-            if rt_session is None or not self._item_by_item(rt_session):
+            if rt_session is None:
                 return
+            if rt_session is not self._asked:  # asked once per realtime session
+                capabilities = rt_session.realtime_model.capabilities
+                self._asked, self._item_by_item = rt_session, capabilities.mutable_chat_context
+            if not self._item_by_item:
+                return  # no item-by-item conversation on the model's side to hold livekit's to
             # both are copies made now: livekit's read-only context, the plugin's rebuilt one
             ours, theirs = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
             self._recorder.capture(self._compared, activity.agent, ours, theirs)
         except Exception as e:  # a trace must never break the session it observes
             self._recorder.capture_failure(e)
-
-    def _item_by_item(self, rt_session: llm.RealtimeSession[Any]) -> bool:
-        """Whether the model keeps an item-by-item conversation to hold livekit's to (asked
-        once per realtime session)."""
-        if rt_session is not self._asked:
-            capabilities = rt_session.realtime_model.capabilities
-            self._asked, self._mutable = rt_session, capabilities.mutable_chat_context
-        return self._mutable
 
     # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
 
@@ -120,7 +117,7 @@ class ModelSide:
 
     def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None:
         """After a sync: snapshot what was sent and what the model holds, for ``rejected``."""
-        if self._item_by_item(rt_session):
+        if rt_session.realtime_model.capabilities.mutable_chat_context:
             session = self.session
             activity = livekit.current_activity(session) if session is not None else None
             sent, held = list(chat_ctx.items), rt_session.chat_ctx.items

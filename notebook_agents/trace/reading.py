@@ -9,6 +9,7 @@ into the kind's data (``schema``) when the trace flushes, on whichever thread ne
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -176,9 +177,10 @@ class SessionReader:
         activity = livekit.activity_of_this_task() or self._activity()
         phase: SpeechPhase = "turn"
         if activity is not None:
-            if livekit.agent_entering() is activity.agent:
+            entering = livekit.on_enter_of_this_task()
+            if entering is not None and entering.agent is activity.agent:
                 phase = "on_enter"
-            elif livekit.in_on_exit(activity):
+            elif livekit.on_exit_task(activity) is asyncio.current_task():
                 phase = "on_exit"
         handle = ev.speech_handle
         self._speeches[handle.id] = (ev.source, phase)
