@@ -9,8 +9,10 @@ subscriber on another thread's loop (a notebook view). The events are made later
 trace is flushed: that cost is timed too, and reported apart with where it ran.
 
 End to end, each iteration runs a round without a trace, one with a trace attached (not
-instrumented) and one with a trace and a subscriber on another thread's loop, interleaved in
-alternating order; the paired differences are the trace's cost to the session.
+instrumented, read after each turn as the notebook runner reads it) and one with a trace and a
+subscriber on another thread's loop, interleaved in alternating order; the paired differences
+of wall time and of the process's CPU time (the emulator runs in it too, alike in both) are
+the trace's cost to the session.
 
     .venv/bin/python benchmarks/trace_overhead.py --rounds 30
 """
@@ -115,9 +117,12 @@ def _time_method(owner: object, method: str, name: str, samples: Samples) -> Non
     setattr(owner, method, timed)
 
 
-async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples | None) -> float:
-    """One conversation; returns its wall time in seconds. With ``samples``, the trace's
-    callbacks are timed into them."""
+async def one_round(
+    emulator: Emulator, trace: Trace | None, samples: Samples | None, *, read: bool = False
+) -> tuple[float, float]:
+    """One conversation; returns its wall time and the process's CPU time in seconds. With
+    ``samples``, the trace's callbacks are timed into them; with ``read``, the trace is read
+    after each turn, as the notebook runner reads it (which makes the events there)."""
     model = openai.realtime.RealtimeModel(
         base_url=emulator.base_url(), api_key="benchmark", modalities=["text"]
     )
@@ -128,11 +133,13 @@ async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples | 
         trace.attach(session)
         if samples is not None:
             _time_callbacks(trace, session, samples)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         await session.start(Alice())
         for text in TURNS:
             await session.run(user_input=text)
+            if read and trace is not None:
+                trace.events_since(len(trace))
         agent = session.current_agent
         edited = agent.chat_ctx.copy()
         edited.add_message(role="system", content="Be brief.")
@@ -140,7 +147,7 @@ async def one_round(emulator: Emulator, trace: Trace | None, samples: Samples | 
     finally:
         await session.aclose()
         await model.aclose()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 class _LoopThread:
@@ -214,7 +221,7 @@ async def main() -> None:
     samples: dict[str, Samples] = {"bare": defaultdict(list), "subscribed": defaultdict(list)}
     flushes: dict[str, Samples] = {"bare": defaultdict(list), "subscribed": defaultdict(list)}
     recorded = {"bare": 0, "subscribed": 0}
-    walls: dict[str, list[float]] = {"none": [], "trace": [], "subscribed": []}
+    rounds: dict[str, list[tuple[float, float]]] = {"none": [], "trace": [], "subscribed": []}
     kernel = _LoopThread()
     delivered: list[TraceEvent] = []
     try:
@@ -244,7 +251,7 @@ async def main() -> None:
                         await one_round(emulator, current, samples[kind])
                         recorded[kind] += len(timed[kind])  # (after the round: flushes the rest)
                     else:
-                        walls[name].append(await one_round(emulator, current, None))
+                        rounds[name].append(await one_round(emulator, current, None, read=True))
     finally:
         kernel.close()
 
@@ -262,17 +269,18 @@ async def main() -> None:
     )
     print(f"  (the subscriber received {len(delivered)} events)")
 
-    none = statistics.median(walls["none"])
-    print(f"\nend to end, {args.rounds} rounds of {len(TURNS)} turns each way, interleaved:")
-    print(f"  median round without trace:          {none * 1e3:.2f} ms")
-    for name, title in (("trace", "with trace"), ("subscribed", "with trace and subscriber")):
-        difference = statistics.median(
-            w - o for w, o in zip(walls[name], walls["none"], strict=True)
-        )
-        print(
-            f"  median round {title + ':':<26}{statistics.median(walls[name]) * 1e3:.2f} ms, "
-            f"median paired difference {difference * 1e3:+.3f} ms ({difference / none:+.1%})"
-        )
+    print(f"\nend to end, {args.rounds} rounds of {len(TURNS)} turns each way, interleaved")
+    print("(the trace read after each turn, as the runner does; the subscriber's not read):")
+    for measure, title in ((0, "wall"), (1, "process CPU")):
+        none = statistics.median(r[measure] for r in rounds["none"])
+        print(f"  {title}: median round without trace {none * 1e3:.2f} ms")
+        for name in ("trace", "subscribed"):
+            pairs = zip(rounds[name], rounds["none"], strict=True)
+            difference = statistics.median(r[measure] - o[measure] for r, o in pairs)
+            print(
+                f"    with {'trace and subscriber' if name == 'subscribed' else 'trace':<22}"
+                f"median paired difference {difference * 1e3:+.3f} ms ({difference / none:+.1%})"
+            )
 
 
 if __name__ == "__main__":
