@@ -811,6 +811,37 @@ def with_system_message(agent: Agent, text: str) -> llm.ChatContext:
     return edited
 
 
+async def test_a_response_livekit_cancels_itself_is_no_error(emulator: Emulator) -> None:
+    # a barge-in: livekit cancels the model's response itself; the model reports it cancelled
+    # (as it does a cancel of its own, which is an error), and the trace tells the two apart
+    # a reply long enough to cut, whose end (response.done) comes after livekit moved on
+    url = emulator.base_url(token_ms=40, rtt_ms=100)
+    model = openai.realtime.RealtimeModel(base_url=url, api_key="x", modalities=["text"])
+    reported_cancelled = asyncio.Event()
+
+    def on_metrics(metrics: object) -> None:
+        if getattr(metrics, "cancelled", False):
+            reported_cancelled.set()
+
+    try:
+        async with traced(model, Brisk()) as (session, trace):
+            activity = session._activity
+            assert activity is not None and activity.realtime_llm_session is not None
+            activity.realtime_llm_session.on("metrics_collected", on_metrics)
+            turn: asyncio.Future[Any] = asyncio.ensure_future(session.run(user_input="hello there"))
+            await recorded_where(
+                trace, lambda e: e.kind == "agent_state" and e.data["new"] == "speaking", 2
+            )
+            session.interrupt()
+            with contextlib.suppress(Exception):
+                await turn
+            await asyncio.wait_for(reported_cancelled.wait(), 10)  # a bound on failure
+    finally:
+        await model.aclose()
+
+    assert [e.data["type"] for e in trace.of_kind("error")] == []
+
+
 # -- 10. detach ---------------------------------------------------------------------------
 
 
@@ -953,10 +984,17 @@ async def test_a_late_ack_parts_the_two_sides_until_it_comes_and_each_parting_is
 
 async def recorded(trace: Trace, kind: str, count: int) -> None:
     """Until the trace holds ``count`` events of ``kind``."""
+    await recorded_where(trace, lambda event: event.kind == kind, count)
+
+
+async def recorded_where(
+    trace: Trace, matches: Callable[[TraceEvent], bool], count: int = 1
+) -> None:
+    """Until the trace holds ``count`` events that match."""
     more = asyncio.Event()
     unsubscribe = trace.subscribe(lambda event: more.set())
     try:
-        while len([e for e in trace.events if e.kind == kind]) < count:
+        while len([e for e in trace.events if matches(e)]) < count:
             more.clear()
             await asyncio.wait_for(more.wait(), 10)  # a bound on failure, not a sync
     finally:

@@ -9,8 +9,7 @@ import functools
 import math
 from typing import TYPE_CHECKING
 
-from livekit.agents import Agent, llm
-from livekit.agents.metrics import AgentSessionUsage
+from livekit.agents import Agent, llm, metrics
 
 # camel_to_snake_case has no public export: livekit derives an agent's default id with it
 from livekit.agents.utils import misc
@@ -100,7 +99,7 @@ def error_text(reported: object) -> str:
     return f"{text}: {said}" if isinstance(said, str) and said and said not in text else text
 
 
-def usage_data(usage: AgentSessionUsage) -> list[ModelUsageData]:
+def usage_data(usage: metrics.AgentSessionUsage) -> list[ModelUsageData]:
     """livekit's ``AgentSessionUsage``: per model, its counters that are not zero."""
     described: list[ModelUsageData] = []
     for model in usage.model_usage:

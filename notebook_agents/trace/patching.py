@@ -34,6 +34,9 @@ class Watcher(Protocol):
 
     def hook_raised(self, agent: Agent, hook: str, error: Exception) -> None: ...
 
+    def cancelling(self) -> None:
+        """livekit asks the model to cancel the response in flight (a barge-in)."""
+
     def failed(self, error: Exception) -> None: ...
 
 
@@ -147,7 +150,9 @@ class Patches:
             self._wrap(agent, hook, wrapped)
 
     def _watch_realtime_session(self, rt_session: llm.RealtimeSession[Any]) -> None:
-        """Wrap its context sync, whose failure livekit only logs, and listen to its events."""
+        """Wrap its context sync, whose failure livekit only logs, and its ``interrupt``
+        (livekit's own cancel, which the model then reports like one of its own), and listen
+        to its events."""
         syncs = self._syncs
 
         def wrapped(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -165,6 +170,15 @@ class Patches:
             return update_chat_ctx
 
         self._wrap(rt_session, "update_chat_ctx", wrapped)
+
+        def wrapped_interrupt(original: Callable[[], None]) -> Callable[[], None]:
+            def interrupt() -> None:
+                self._guarded(self._watcher.cancelling)
+                original()
+
+            return interrupt
+
+        self._wrap(rt_session, "interrupt", wrapped_interrupt)
         if not any(emitter is rt_session for emitter, _, _ in self._listening):
             for event, handler in self._watcher.realtime_handlers.items():
                 rt_session.on(event, handler)

@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import math
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -28,8 +30,8 @@ from livekit.agents import (
     SpeechCreatedEvent,
     ToolExecutionUpdatedEvent,
     llm,
+    metrics,
 )
-from livekit.agents.metrics import RealtimeModelMetrics
 
 from .. import _livekit_internals as livekit
 from ..modes import SessionMode
@@ -85,6 +87,8 @@ class SessionReader:
         self._closed_recorded = False
         # why the session is ending, when its runner knows before livekit says (a job failed)
         self._failure: str | None = None
+        # when livekit last asked the model to cancel its response (time.time())
+        self._cancelled_at = -math.inf
         # where the events are made
         self._seen_calls: set[tuple[str, str]] = set()
         self._usage: list[ModelUsageData] = []
@@ -242,8 +246,13 @@ class SessionReader:
 
     def _on_model_metrics(self, ev: object) -> None:
         """A response the model cancelled before answering (``response.done`` status
-        ``cancelled``) that livekit did not cancel itself (a barge-in) is an ``error``."""
-        if isinstance(ev, RealtimeModelMetrics) and ev.cancelled and not self._interrupted():
+        ``cancelled``) is an ``error``, unless livekit asked for it (a barge-in): the response
+        was made (its metrics' ``timestamp``) before livekit's last cancel."""
+        if (
+            isinstance(ev, metrics.RealtimeModelMetrics)
+            and ev.cancelled
+            and ev.timestamp > self._cancelled_at
+        ):
             self._capture_error(
                 "the model cancelled its response before answering (response.done status "
                 "'cancelled')",
@@ -251,16 +260,14 @@ class SessionReader:
                 "realtime",
             )
 
-    def _interrupted(self) -> bool:
-        """Whether livekit itself cut the current speech (a barge-in): its cancel is normal."""
-        speech = self._session.current_speech if self._session is not None else None
-        return speech is not None and speech.interrupted
-
     # -- what the patches report (patching.Watcher; syncs go to the model side) -------------
 
     def context_edited(self, agent: Agent, before: list[llm.ChatItem]) -> None:
         after = agent.chat_ctx.items
         self._recorder.capture(_make_context_changed, self._activity(), agent, before, after)
+
+    def cancelling(self) -> None:
+        self._cancelled_at = time.time()  # the clock of the metrics' timestamp
 
     def hook_raised(self, agent: Agent, hook: str, error: Exception) -> None:
         message = f"{agent_label(agent)}.{hook} raised {error!r}"
