@@ -1,8 +1,10 @@
 """Every reach into livekit-agents' private names, one named function each.
 
 The runner, the trace, the session hook and the benchmark need these and livekit has no
-public way to do them; each function says why. A new livekit that renames one breaks here,
-loudly: ``PRIVATE_NAMES`` lists them and a test checks each exists on the installed version.
+public way to do them; each function says why. The few the trace calls inside every livekit
+event are C callables (``operator.attrgetter``, a bound ``ContextVar.get``): no Python frame.
+A new livekit that renames one breaks here, loudly: ``PRIVATE_NAMES`` lists them and a test
+checks each exists on the installed version.
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def _typed_dict_converter(hint: Any) -> Convert:
             raise _wrong("an object", raw)
         for name in raw:
             if name not in keys:
-                raise FieldError(f"not a key of it (the keys are {', '.join(keys)})", (name,))
+                raise FieldError(f"not a key (the keys are {', '.join(keys)})", (name,))
         for name in required:
             if name not in raw:
                 raise FieldError(f"missing, expected {describe(hints[name])}", (name,))

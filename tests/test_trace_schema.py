@@ -85,7 +85,7 @@ async def test_every_kind_real_sessions_record_holds_to_its_schema(emulator: Emu
     ("kind", "data", "problem"),
     [
         ("closed", {"reason": "user_initiated"}, "error: missing, expected a string or null"),
-        ("closed", {"reason": "x", "error": None, "why": 1}, "why: not a key of it"),
+        ("closed", {"reason": "x", "error": None, "why": 1}, "why: not a key"),
         ("tool_output", {"name": "f", "call_id": "c", "output": "", "is_error": 1}, "is_error"),
         ("handoff", {"from": None, "to": "A", "session": "reuse", "context": None}, "session"),
         ("context_changed", {"agent": "A", "added": [{"id": "i"}], "removed": []}, "added[0].type"),
