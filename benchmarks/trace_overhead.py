@@ -8,11 +8,12 @@ and sync wrappers; the comparison with the model's side between turns), bare and
 subscriber on another thread's loop (a notebook view). The events are made later, when the
 trace is flushed: that cost is timed too, and reported apart with where it ran.
 
-End to end, each iteration runs a round without a trace, one with a trace attached (not
-instrumented, read after each turn as the notebook runner reads it) and one with a trace and a
-subscriber on another thread's loop, interleaved in alternating order; the paired differences
-of wall time and of the process's CPU time (the emulator runs in it too, alike in both) are
-the trace's cost to the session.
+End to end, each iteration runs a round without a trace and rounds with a trace attached (not
+instrumented): read only after the round, read after each turn (as the notebook runner reads
+it: the events are made there, inside the round), and with a subscriber on another thread's
+loop (a view: the events are made there), interleaved in alternating order; the paired
+differences of wall time and of the process's CPU time (the emulator runs in it too, alike in
+both) are the trace's cost to the session.
 
     .venv/bin/python benchmarks/trace_overhead.py --rounds 30
 """
@@ -82,6 +83,13 @@ def _empty(event: Any) -> None:
     pass
 
 
+VARIANTS = (
+    ("none", "no trace"),
+    ("unread", "a trace, read after the round (a saved call, the bench)"),
+    ("read", "a trace read after each turn (as the notebook runner)"),
+    ("subscribed", "a trace, a subscriber on another loop (a view)"),
+)
+"""the end-to-end rounds: name, what it stands for"""
 NEWLY_TIMED = ("realtime metrics_collected", "realtime remote_item_added", "sync_check")
 """the trace's callbacks on the realtime session and its sync check, timed since the split"""
 EMPTY = "(an empty callback)"
@@ -221,7 +229,7 @@ async def main() -> None:
     samples: dict[str, Samples] = {"bare": defaultdict(list), "subscribed": defaultdict(list)}
     flushes: dict[str, Samples] = {"bare": defaultdict(list), "subscribed": defaultdict(list)}
     recorded = {"bare": 0, "subscribed": 0}
-    rounds: dict[str, list[tuple[float, float]]] = {"none": [], "trace": [], "subscribed": []}
+    rounds: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in VARIANTS}
     kernel = _LoopThread()
     delivered: list[TraceEvent] = []
     try:
@@ -238,7 +246,8 @@ async def main() -> None:
                 # alternate the order, so drift in the machine hits each alike
                 order: list[tuple[str, Trace | None]] = [
                     ("none", None),
-                    ("trace", Trace()),
+                    ("unread", Trace()),
+                    ("read", Trace()),
                     ("subscribed", watched),
                     ("timed bare", timed["bare"]),
                     ("timed subscribed", timed["subscribed"]),
@@ -251,7 +260,8 @@ async def main() -> None:
                         await one_round(emulator, current, samples[kind])
                         recorded[kind] += len(timed[kind])  # (after the round: flushes the rest)
                     else:
-                        rounds[name].append(await one_round(emulator, current, None, read=True))
+                        read = name == "read"
+                        rounds[name].append(await one_round(emulator, current, None, read=read))
     finally:
         kernel.close()
 
@@ -269,17 +279,16 @@ async def main() -> None:
     )
     print(f"  (the subscriber received {len(delivered)} events)")
 
-    print(f"\nend to end, {args.rounds} rounds of {len(TURNS)} turns each way, interleaved")
-    print("(the trace read after each turn, as the runner does; the subscriber's not read):")
+    print(f"\nend to end, {args.rounds} rounds of {len(TURNS)} turns each way, interleaved:")
     for measure, title in ((0, "wall"), (1, "process CPU")):
         none = statistics.median(r[measure] for r in rounds["none"])
         print(f"  {title}: median round without trace {none * 1e3:.2f} ms")
-        for name in ("trace", "subscribed"):
+        for name, variant in VARIANTS[1:]:
             pairs = zip(rounds[name], rounds["none"], strict=True)
             difference = statistics.median(r[measure] - o[measure] for r, o in pairs)
             print(
-                f"    with {'trace and subscriber' if name == 'subscribed' else 'trace':<22}"
-                f"median paired difference {difference * 1e3:+.3f} ms ({difference / none:+.1%})"
+                f"    {variant:<52} median paired difference "
+                f"{difference * 1e3:+.3f} ms ({difference / none:+.1%})"
             )
 
 

@@ -21,7 +21,7 @@ TRACE_FORMAT = "notebook-agents.trace/1"
 """the first line of a saved trace, so an unrelated or newer file is refused clearly"""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one object per event, not two (a dict too)
 class TraceEvent:
     """One session event: ``t`` is seconds since the trace started; ``agent`` the active agent;
     ``data`` a plain dict, its keys per kind as ``schema.EVENT_DATA[kind]`` writes them."""
