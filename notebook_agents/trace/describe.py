@@ -103,13 +103,20 @@ def usage_data(usage: metrics.AgentSessionUsage) -> list[ModelUsageData]:
     """livekit's ``AgentSessionUsage``: per model, its counters that are not zero."""
     described: list[ModelUsageData] = []
     for model in usage.model_usage:
-        fields = model.model_dump(exclude={"type", "provider", "model"})
+        # the model's fields as pydantic keeps them (model_dump costs ten times as much)
         counts = {
             name: number
-            for name, number in fields.items()
-            if isinstance(number, int | float) and not isinstance(number, bool) and number
+            for name, number in vars(model).items()
+            if name not in _NAMING
+            and isinstance(number, int | float)
+            and not isinstance(number, bool)
+            and number
         }
         described.append(
             {"type": model.type, "provider": model.provider, "model": model.model, "counts": counts}
         )
     return described
+
+
+_NAMING = frozenset({"type", "provider", "model"})
+"""a model usage's fields that name it rather than count"""

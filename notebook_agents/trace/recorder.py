@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from .delivery import Delivery
 from .schema import ErrorData, ErrorSource, EventKind
-from .store import EventLog, TraceEvent
+from .store import EventLog
 
 Record = tuple[EventKind, Any, str | None]
 """an event before it is stored: kind, data (its kind's TypedDict), agent"""
@@ -103,16 +103,16 @@ class Recorder:
     def flush(self) -> None:
         """Make and store the events of every capture so far, in order, and fan them out."""
         with self._flushing:
-            new: list[TraceEvent] = []
+            made: list[tuple[float, EventKind, Any, str | None]] = []
             while self._pending:
                 clock, normalize, args = self._pending.popleft()
                 # two threads capturing at once may append out of clock order: t never goes back
                 t = self._last_t = max(clock - self._log.t0, self._last_t)
                 try:
-                    for kind, data, agent in normalize(*args):
-                        new.append(self._log.append(t, kind, data, agent))
+                    made.extend((t, kind, data, agent) for kind, data, agent in normalize(*args))
                 except Exception as e:  # a trace must never break what it observes
-                    new.append(self._log.append(t, "error", failure(e), None))
+                    made.append((t, "error", failure(e), None))
+            new = self._log.extend(made) if made else []
             loopless = self._delivery.fan_out(new) if new else []
         for event in new:
             for callback in loopless:

@@ -47,12 +47,17 @@ class EventLog:
         self.started_at = time.time()
         """wall-clock time (Unix seconds) of t = 0, so a view can tell how long ago t was"""
 
-    def append(self, t: float, kind: EventKind, data: Any, agent: str | None) -> TraceEvent:
-        """Store an event; ``data`` is its kind's TypedDict (a plain dict)."""
+    def extend(self, made: list[tuple[float, EventKind, Any, str | None]]) -> list[TraceEvent]:
+        """Store events (time, kind, data, agent), numbered in this order; ``data`` is the
+        kind's TypedDict (a plain dict). Returns them."""
         with self._lock:
-            event = TraceEvent(len(self._events), t, kind, agent, data)
-            self._events.append(event)
-        return event
+            first = len(self._events)
+            events = [
+                TraceEvent(seq, t, kind, agent, data)
+                for seq, (t, kind, data, agent) in enumerate(made, start=first)
+            ]
+            self._events.extend(events)
+        return events
 
     def events(self) -> list[TraceEvent]:
         with self._lock:
