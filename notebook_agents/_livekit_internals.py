@@ -1,15 +1,19 @@
 """Every reach into livekit-agents' private names, one named function each.
 
 The runner, the trace, the session hook and the benchmark need these and livekit has no
-public way to do them; each function says why. A new livekit that renames one breaks here,
-loudly: ``PRIVATE_NAMES`` lists them and a test checks each exists on the installed version.
+public way to do them; each function says why. The few the trace calls inside every livekit
+event are C callables (``operator.attrgetter``, a bound ``ContextVar.get``): no Python frame.
+A new livekit that renames one breaks here, loudly: ``PRIVATE_NAMES`` lists them and a test
+checks each exists on the installed version.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import operator
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
@@ -18,8 +22,6 @@ from livekit.agents.ipc import mock_room
 from livekit.agents.job import get_job_context
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io
-from livekit.agents.voice.agent import Agent
-from livekit.agents.voice.events import EventTypes
 from livekit.agents.voice.speech_handle import SpeechHandle
 
 SERVER_OPTIONS = (
@@ -135,38 +137,39 @@ def forget_stale_run(session: AgentSession[Any]) -> None:
         session._global_run_state = None
 
 
-def listen(session: AgentSession[Any], event: EventTypes, handler: Any) -> None:
-    """Subscribe without ``AgentSession.on``'s deprecation warning for ``metrics_collected``
-    (the per-response metrics, ``cancelled`` among them, come only there)."""
-    super(AgentSession, session).on(event, handler)  # rtc.EventEmitter.on
+current_activity: Callable[[AgentSession[Any]], agent_activity.AgentActivity | None] = (
+    operator.attrgetter("_activity")
+)
+"""The running agent's activity: its realtime session and model, which handoffs swap. A C
+getter, no Python call: the trace reads it in every session event it captures."""
 
 
-def current_activity(session: AgentSession[Any]) -> agent_activity.AgentActivity | None:
-    """The running agent's activity: its realtime session and model, which handoffs swap."""
-    activity: agent_activity.AgentActivity | None = session._activity
-    return activity
+activity_of_this_task: Callable[[], agent_activity.AgentActivity | None] = functools.partial(
+    agent_activity._AgentActivityContextVar.get, None
+)
+"""The activity the running task belongs to: during a handoff the old agent may still speak
+(``on_exit``) after the session moved on. (C calls only: the trace asks on every speech.)"""
 
 
-def activity_of_this_task() -> agent_activity.AgentActivity | None:
-    """The activity the running task belongs to: during a handoff the old agent may still
-    speak (``on_exit``) after the session moved on."""
-    return agent_activity._AgentActivityContextVar.get(None)
+on_enter_of_this_task: Callable[[], Any] = functools.partial(
+    agent_activity._OnEnterContextVar.get, None
+)
+"""The ``on_enter`` the running task runs, if it is one (its ``.agent`` says whose). (C calls
+only: the trace asks on every speech.)"""
 
 
-def agent_entering() -> Agent | None:
-    """The agent whose ``on_enter`` the running task is, if it is one."""
-    entering = agent_activity._OnEnterContextVar.get(None)
-    return entering.agent if entering is not None else None
+on_exit_task: Callable[[agent_activity.AgentActivity], asyncio.Task[Any] | None] = (
+    operator.attrgetter("_on_exit_task")
+)
+"""The task running ``activity``'s ``on_exit``, if one runs: a speech made in it is the old
+agent's goodbye. (A C getter: the trace asks on every speech.)"""
 
 
-def in_on_exit(activity: agent_activity.AgentActivity) -> bool:
-    """Whether the running task is ``activity``'s ``on_exit``."""
-    return asyncio.current_task() is activity._on_exit_task
-
-
-def speech_of_this_task() -> SpeechHandle | None:
-    """The speech the running task generates (what a message added now belongs to)."""
-    return agent_activity._SpeechHandleContextVar.get(None)
+speech_of_this_task: Callable[[], SpeechHandle | None] = functools.partial(
+    agent_activity._SpeechHandleContextVar.get, None
+)
+"""The speech the running task generates (what a message added now belongs to). (C calls
+only: the trace asks on every message.)"""
 
 
 def room_options(kwargs: dict[str, Any]) -> room_io.RoomOptions:

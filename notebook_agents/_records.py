@@ -1,4 +1,5 @@
-"""Typed records from decoded JSON: a dataclass built field by field against its annotations.
+"""Typed records from decoded JSON: a dataclass built field by field against its annotations
+(or a plain dict checked key by key against a TypedDict).
 
 Loaders (a saved trace, benchmark results) use it so that a wrongly typed, missing or unknown
 field is refused with its place (``trials[3].rtt_ms``), what was expected and what was found,
@@ -14,7 +15,9 @@ import json
 import math
 import types
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origin
+
+from typing_extensions import get_type_hints, is_typeddict
 
 T = TypeVar("T")
 Convert = Callable[[Any], Any]
@@ -124,7 +127,7 @@ def describe(hint: Any) -> str:
         return "one of " + ", ".join(repr(choice) for choice in get_args(hint))
     if origin is list:
         return "a list"
-    if origin is dict or dataclasses.is_dataclass(hint):
+    if origin is dict or dataclasses.is_dataclass(hint) or is_typeddict(hint):
         return "an object"
     return _SCALARS[hint][0]
 
@@ -163,6 +166,8 @@ def _make_converter(hint: Any) -> Convert:
         )
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return functools.partial(build, hint)
+    if is_typeddict(hint):
+        return _typed_dict_converter(hint)
     if origin is Literal:
         choices = frozenset(args)
         return _checked(hint, lambda raw: isinstance(raw, str) and raw in choices)
@@ -179,6 +184,27 @@ def _checked(
         if not accepts(raw):
             raise _wrong(expected, raw)
         return raw if convert is None else convert(raw)
+
+    return check
+
+
+def _typed_dict_converter(hint: Any) -> Convert:
+    """A plain dict checked against TypedDict ``hint``: its required keys, no other key, each
+    value of its type; the dict stays a dict (a trace event's data)."""
+    hints = get_type_hints(hint)
+    keys = {name: converter(key_hint) for name, key_hint in hints.items()}
+    required = hint.__required_keys__
+
+    def check(raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            raise _wrong("an object", raw)
+        for name in raw:
+            if name not in keys:
+                raise FieldError(f"not a key (the keys are {', '.join(keys)})", (name,))
+        for name in required:
+            if name not in raw:
+                raise FieldError(f"missing, expected {describe(hints[name])}", (name,))
+        return {name: _under(name, keys[name], value) for name, value in raw.items()}
 
     return check
 

@@ -26,7 +26,8 @@ from livekit.plugins import openai
 
 from notebook_agents import trace as trace_module
 from notebook_agents.emulator import Emulator
-from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent
+from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent, check_event_data, reading
+from notebook_agents.trace.describe import conversation_items
 
 from .conftest import MakeModel, realtime_model
 
@@ -115,7 +116,8 @@ async def traced(
     parts: bool = False,
 ) -> AsyncIterator[tuple[AgentSession[None], Trace]]:
     """A started session with a trace attached before ``start``; closed on exit. Unless the
-    test ``parts`` livekit's context from the model's, none of its traces may record that."""
+    test ``parts`` livekit's context from the model's, none of its traces may record that.
+    Every event it recorded is checked against its kind's schema."""
     session = new_session(model)
     trace = trace if trace is not None else Trace()
     trace.attach(session)
@@ -126,6 +128,8 @@ async def traced(
         await session.aclose()
         if not parts:
             assert not trace.of_kind("context_diverged")  # a settled session: both sides agree
+    for event in trace.events:  # every event as the schema writes it
+        check_event_data(event.kind, event.data)
 
 
 @contextlib.asynccontextmanager
@@ -249,9 +253,7 @@ async def test_contexts_at_rebuilds_each_agents_chat_context(models: MakeModel) 
         return [(i["type"], i.get("call_id") or i["id"]) for i in items]
 
     def actual(agent: Agent) -> list[tuple[str, str]]:
-        return keys(
-            [trace_module.describe_item(i) for i in trace_module._conversation_items(agent)]
-        )
+        return [(i.type, getattr(i, "call_id", None) or i.id) for i in conversation_items(agent)]
 
     contexts = trace.contexts_at()
     assert keys(contexts["Alice"]) == actual(alice)
@@ -543,13 +545,86 @@ async def test_a_subscriber_on_a_closed_loop_is_skipped(models: MakeModel) -> No
         result: RunResult[None] = await session.run(user_input="hello there")
         assert result.events
     assert trace.events[-1].kind == "closed"
-    assert not trace._outboxes  # nothing piles up for a loop that will never run again
+    assert not trace._delivery._outboxes  # nothing piles up for a loop that will never run again
 
 
 async def _subscribed(trace: Trace) -> Trace:
     """``trace``, subscribed to from the loop this runs on."""
     trace.subscribe(lambda event: None)
     return trace
+
+
+async def test_events_since_a_length_holds_only_what_came_after(
+    emulator: Emulator, worker: LoopThread
+) -> None:
+    # recorded on the session's thread and made only when read: a length taken on another
+    # thread still counts everything recorded before it
+    model = realtime_model(emulator)
+    session = new_session(model)
+    trace = Trace(session)
+
+    async def first() -> None:
+        await session.start(Alice())
+        await session.run(user_input="hello there")
+
+    async def second() -> None:
+        await session.run(user_input="what is 2 plus 3")
+        await session.aclose()
+        await model.aclose()
+
+    await worker.run(first())
+    seen = len(trace)
+    await worker.run(second())
+
+    def said(events: list[TraceEvent]) -> list[str]:
+        return [e.data["text"] for e in events if e.kind == "user_message"]
+
+    assert said(trace.events[:seen]) == ["hello there"]
+    assert said(trace.events_since(seen)) == ["what is 2 plus 3"]
+    assert trace.events_since(seen) == trace.events[seen:]
+
+
+async def test_events_recorded_from_many_threads_are_each_numbered_once_in_order() -> None:
+    trace = Trace()
+    delivered: list[TraceEvent] = []
+    closed = asyncio.Event()
+
+    def on_event(event: TraceEvent) -> None:
+        delivered.append(event)
+        if event.kind == "closed":
+            closed.set()
+
+    trace.subscribe(on_event)
+    threads, each = 4, 300
+    start = threading.Barrier(threads + 1)
+
+    def record(thread: int) -> None:
+        start.wait()
+        for number in range(each):
+            data = {"message": f"{thread}:{number}", "type": "T", "source": "trace"}
+            trace._record("error", {**data, "recoverable": True})
+
+    workers = [threading.Thread(target=record, args=(i,)) for i in range(threads)]
+    for thread in workers:
+        thread.start()
+    start.wait()
+    lengths = []
+    while any(thread.is_alive() for thread in workers):  # reading while they record
+        lengths.append(len(trace))
+    for thread in workers:
+        thread.join()
+    trace.record_closed("user_initiated")
+    await asyncio.wait_for(closed.wait(), 10)  # a bound on failure, not a sync
+
+    events = trace.events
+    assert [e.seq for e in events] == list(range(threads * each + 1))
+    assert [e.t for e in events] == sorted(e.t for e in events)
+    assert lengths == sorted(lengths)
+    messages = [e.data["message"] for e in events[:-1]]
+    for index in range(threads):
+        mine = [m for m in messages if m.startswith(f"{index}:")]
+        assert mine == [f"{index}:{number}" for number in range(each)]  # once each, in order
+    assert delivered == events
 
 
 # -- 8. save and load ---------------------------------------------------------------------
@@ -689,32 +764,82 @@ async def test_a_hook_that_raises_is_recorded_as_an_error(models: MakeModel) -> 
 async def test_a_failing_handler_is_recorded_and_the_session_goes_on(
     models: MakeModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def boom(event: Any) -> None:
+    def boom(*args: Any) -> None:
         # TypeError in particular: the session's emitter re-raises it into the session
         raise TypeError("boom")
 
     trace = Trace()
-    monkeypatch.setattr(trace, "_on_agent_state", boom)
+    # failing where livekit calls the trace, on the session's thread
+    monkeypatch.setattr(trace._reader, "_on_speech_created", boom)
     alice = Alice()
     async with traced(models(), alice, trace) as (session, _):
         result: RunResult[None] = await session.run(user_input="hello there")
         reply = result.expect.contains_message(role="assistant").event().item
         assert reply.text_content == 'You are Alice. You said: "hello there".'
+        recorded = len(trace)
 
         # the context-edit wrapper is the trace's too: its failure stays out of the caller
-        monkeypatch.setattr(trace_module, "describe_item", boom)
-        edited = alice.chat_ctx.copy()
-        edited.add_message(role="system", content="Be brief.")
-        await alice.update_chat_ctx(edited)
-        assert alice.chat_ctx.items[-1].id == edited.items[-1].id
+        with monkeypatch.context() as patched:
+            patched.setattr(trace._reader, "context_edited", boom)
+            edited = with_system_message(alice, "Be brief.")
+            await alice.update_chat_ctx(edited)
+            assert alice.chat_ctx.items[-1].id == edited.items[-1].id
+        # and so is making the event, later: a failure there takes the event's place
+        with monkeypatch.context() as patched:
+            patched.setattr(reading, "describe_item", boom)
+            edited = with_system_message(alice, "Be briefer.")
+            await alice.update_chat_ctx(edited)
+            assert alice.chat_ctx.items[-1].id == edited.items[-1].id
+            made = trace.events_since(recorded)
 
     errors = trace.of_kind("error")
     assert errors and {e.data["type"] for e in errors} == {"TraceError"}
     assert all("boom" in e.data["message"] for e in errors)
-    assert len(errors) >= 2  # state changes, and the context edit
-    assert not trace.of_kind("agent_state", "context_changed")
+    # the speeches, then the context-edit wrapper, then the context edit's event
+    assert len([e for e in made if e.kind == "error"]) == 2
+    assert len(errors) > 2
+    assert not trace.of_kind("context_changed")
+    assert {e.data["phase"] for e in trace.of_kind("agent_message")} == {"turn"}  # unknown
     assert [e.data["text"] for e in trace.of_kind("user_message")] == ["hello there"]
     assert trace.events[-1].kind == "closed"
+
+
+def with_system_message(agent: Agent, text: str) -> llm.ChatContext:
+    """A copy of ``agent``'s chat context with a system message added."""
+    edited = agent.chat_ctx.copy()
+    edited.add_message(role="system", content=text)
+    return edited
+
+
+async def test_a_response_livekit_cancels_itself_is_no_error(emulator: Emulator) -> None:
+    # a barge-in: livekit cancels the model's response itself; the model reports it cancelled
+    # (as it does a cancel of its own, which is an error), and the trace tells the two apart
+    # a reply long enough to cut, whose end (response.done) comes after livekit moved on
+    url = emulator.base_url(token_ms=40, rtt_ms=100)
+    model = openai.realtime.RealtimeModel(base_url=url, api_key="x", modalities=["text"])
+    reported_cancelled = asyncio.Event()
+
+    def on_metrics(metrics: object) -> None:
+        if getattr(metrics, "cancelled", False):
+            reported_cancelled.set()
+
+    try:
+        async with traced(model, Brisk()) as (session, trace):
+            activity = session._activity
+            assert activity is not None and activity.realtime_llm_session is not None
+            activity.realtime_llm_session.on("metrics_collected", on_metrics)
+            turn: asyncio.Future[Any] = asyncio.ensure_future(session.run(user_input="hello there"))
+            await recorded_where(
+                trace, lambda e: e.kind == "agent_state" and e.data["new"] == "speaking", 2
+            )
+            session.interrupt()
+            with contextlib.suppress(Exception):
+                await turn
+            await asyncio.wait_for(reported_cancelled.wait(), 10)  # a bound on failure
+    finally:
+        await model.aclose()
+
+    assert [e.data["type"] for e in trace.of_kind("error")] == []
 
 
 # -- 10. detach ---------------------------------------------------------------------------
@@ -859,10 +984,17 @@ async def test_a_late_ack_parts_the_two_sides_until_it_comes_and_each_parting_is
 
 async def recorded(trace: Trace, kind: str, count: int) -> None:
     """Until the trace holds ``count`` events of ``kind``."""
+    await recorded_where(trace, lambda event: event.kind == kind, count)
+
+
+async def recorded_where(
+    trace: Trace, matches: Callable[[TraceEvent], bool], count: int = 1
+) -> None:
+    """Until the trace holds ``count`` events that match."""
     more = asyncio.Event()
     unsubscribe = trace.subscribe(lambda event: more.set())
     try:
-        while len([e for e in trace.events if e.kind == kind]) < count:
+        while len([e for e in trace.events if matches(e)]) < count:
             more.clear()
             await asyncio.wait_for(more.wait(), 10)  # a bound on failure, not a sync
     finally:

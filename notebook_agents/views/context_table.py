@@ -13,8 +13,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._contexts import MARKS, compared
 from ..trace import Trace
+from ..trace.contexts import MARKS, compared
 
 Item = Mapping[str, Any]
 

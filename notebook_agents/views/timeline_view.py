@@ -11,8 +11,8 @@ from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 
-from .._contexts import compared, item_key
 from ..trace import Trace, TraceEvent
+from ..trace.contexts import compared, item_key
 from ._assets import asset
 from ._stream import TraceStreamView
 from ._text import cut

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .trace import TraceEvent
+    from .store import TraceEvent
 
 Item = dict[str, Any]
 

@@ -1,0 +1,70 @@
+"""The trace: every event of a LiveKit ``AgentSession``, normalized, each exactly once.
+
+``Trace`` records (``trace.py``, a facade over the pieces below); each kind's data has a written
+schema (``schema.py``, and docs/trace-format.md for the JSON Lines file). The pieces, one job each:
+``store`` (events in order, save and load), ``recorder`` (cheap capture on the session's thread,
+events made later in order), ``delivery`` (subscribers on their own loop), ``reading`` (livekit's
+session events), ``describe`` (livekit objects as plain data), ``patching`` (what the trace wraps
+on agents and realtime sessions), ``model_side`` (livekit's context against the model's) and
+``contexts`` (each agent's context rebuilt from the events).
+"""
+
+from .delivery import DELIVERY_INTERVAL_S, Subscriber
+from .describe import agent_label, describe_item, error_text
+from .schema import (
+    EVENT_DATA,
+    AgentMessageData,
+    AgentStateData,
+    ChatItemData,
+    ClosedData,
+    ContextChangedData,
+    ContextConvergedData,
+    ContextDivergedData,
+    ErrorData,
+    ErrorSource,
+    EventKind,
+    HandoffData,
+    MetricsData,
+    ModelUsageData,
+    SpeechPhase,
+    SpeechSource,
+    ToolCallData,
+    ToolOutputData,
+    UserMessageData,
+    UserStateData,
+    check_event_data,
+)
+from .store import TRACE_FORMAT, TraceEvent
+from .trace import Trace
+
+__all__ = [
+    "DELIVERY_INTERVAL_S",
+    "EVENT_DATA",
+    "TRACE_FORMAT",
+    "AgentMessageData",
+    "AgentStateData",
+    "ChatItemData",
+    "ClosedData",
+    "ContextChangedData",
+    "ContextConvergedData",
+    "ContextDivergedData",
+    "ErrorData",
+    "ErrorSource",
+    "EventKind",
+    "HandoffData",
+    "MetricsData",
+    "ModelUsageData",
+    "SpeechPhase",
+    "SpeechSource",
+    "Subscriber",
+    "ToolCallData",
+    "ToolOutputData",
+    "Trace",
+    "TraceEvent",
+    "UserMessageData",
+    "UserStateData",
+    "agent_label",
+    "check_event_data",
+    "describe_item",
+    "error_text",
+]

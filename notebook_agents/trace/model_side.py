@@ -1,0 +1,197 @@
+"""livekit's chat context held against the model's conversation, between turns.
+
+A realtime plugin keeps its own view of the model's conversation, built from the server's
+acks. When the two no longer hold the same items in the same order, the trace records
+``context_diverged`` (once, while they stay apart) and ``context_converged`` when they agree
+again; an item the model rejected during a sync is an ``error``. On the session's thread this
+only takes snapshots of both sides; the comparison runs when the events are made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from livekit.agents import Agent, AgentSession, llm
+
+from .. import _livekit_internals as livekit
+from .describe import (
+    activity_label,
+    agent_label,
+    describe_item,
+    empty_message,
+    syncs_to_model,
+)
+from .recorder import Record, Recorder, error_data
+from .schema import ContextDivergedData
+
+if TYPE_CHECKING:
+    # no public export: the running agent's activity holds its realtime session
+    from livekit.agents.voice.agent_activity import AgentActivity
+
+
+class ModelSide:
+    """When to compare the two sides (settled, nothing in flight), and what they part on."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self.session: AgentSession[Any] | None = None
+        self.syncs = 0
+        """realtime context syncs under way: their items are in flight"""
+        self.leaving: AgentActivity | None = None
+        """the activity whose tool handed off: its context is never the model's again"""
+        self._compare_pending = False
+        self._asked: llm.RealtimeSession[Any] | None = None  # the last asked, and its answer
+        self._item_by_item = False
+        # agents whose two sides parted at the last comparison (where events are made)
+        self._parted: set[str] = set()
+
+    # -- on the session's thread -----------------------------------------------------------
+
+    def changed(self, *_: object) -> None:
+        """A sync ended or the model's side gained an item: compare if that happened between
+        turns (a late ack, an edit from code); within a turn, the turn's end compares."""
+        if self.syncs or self._compare_pending:
+            return
+        session = self.session
+        if session is not None and session.current_speech is None:
+            self.compare_soon()
+
+    def compare_soon(self, *_: object) -> None:
+        """Compare once the current step is over (livekit adds its own copy of an item the
+        model added right after announcing it), if the session is then settled."""
+        if self._compare_pending or self.session is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._compare_pending = True
+        loop.call_soon(self._compare_if_settled)
+
+    def _compare_if_settled(self) -> None:
+        """Compare if nothing is in flight: no sync, no speech, the agent listening."""
+        self._compare_pending = False
+        session = self.session
+        if session is None or self.syncs or session.agent_state not in ("listening", "idle"):
+            return  # mid-turn, items are in flight both ways: the turn's end compares
+        if session.current_speech is None:
+            self.compare()
+
+    def compare(self) -> None:
+        """Snapshot both sides of the active agent; the comparison (ids only) is made with
+        the events. A sync under way is left to finish (its end compares again). Never
+        raises: a failure is recorded instead."""
+        try:
+            session = self.session
+            activity = livekit.current_activity(session) if session is not None else None
+            if activity is None or self.syncs or activity is self.leaving:
+                return  # (leaving: the next agent's context replaces this one on the model)
+            rt_session = activity.realtime_llm_session
+            if rt_session is None:
+                return
+            if rt_session is not self._asked:  # asked once per realtime session
+                capabilities = rt_session.realtime_model.capabilities
+                self._asked, self._item_by_item = rt_session, capabilities.mutable_chat_context
+            if not self._item_by_item:
+                return  # no item-by-item conversation on the model's side to hold livekit's to
+            # both are copies made now: livekit's read-only context, the plugin's rebuilt one
+            ours, theirs = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
+            self._recorder.capture(self._compared, activity.agent, ours, theirs)
+        except Exception as e:  # a trace must never break the session it observes
+            self._recorder.capture_failure(e)
+
+    # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
+
+    def sync_started(self) -> None:
+        self.syncs += 1
+
+    def sync_failed(self, error: llm.RealtimeError) -> None:
+        message = f"realtime context sync failed: {error}"
+        self._recorder.capture_error(message, type(error).__name__, "realtime", self._label())
+
+    def sync_ended(self) -> None:
+        self.syncs -= 1
+        self.changed()
+
+    def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None:
+        """After a sync: snapshot what was sent and what the model holds, for ``rejected``."""
+        if rt_session.realtime_model.capabilities.mutable_chat_context:
+            session = self.session
+            activity = livekit.current_activity(session) if session is not None else None
+            sent, held = list(chat_ctx.items), rt_session.chat_ctx.items
+            self._recorder.capture(self._rejected, activity, sent, held)
+
+    def _label(self) -> str | None:
+        session = self.session
+        return activity_label(livekit.current_activity(session) if session is not None else None)
+
+    # -- where the events are made ---------------------------------------------------------
+
+    def _compared(
+        self, agent: Agent, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]
+    ) -> Iterable[Record]:
+        theirs = [item for item in theirs if syncs_to_model(item)]
+        held = {item.id for item in theirs}
+        # what livekit would send: an empty message it keeps only for itself is not synced
+        ours = [
+            item
+            for item in ours
+            if syncs_to_model(item) and (item.id in held or not empty_message(item))
+        ]
+        label = agent_label(agent)
+        if [item.id for item in ours] == [item.id for item in theirs]:
+            if label in self._parted:
+                self._parted.discard(label)
+                yield "context_converged", {"agent": label, "items": len(ours)}, label
+        elif label not in self._parted:
+            self._parted.add(label)
+            yield "context_diverged", divergence(label, ours, theirs), label
+
+    def _rejected(
+        self, activity: AgentActivity | None, sent: list[llm.ChatItem], held: list[llm.ChatItem]
+    ) -> Iterable[Record]:
+        """An ``error`` for each item the model rejected: livekit only logs it, and the turn
+        then goes on without the item (a user message the model never heard)."""
+        held_ids = {item.id for item in held}
+        for item in sent:
+            if item.id not in held_ids and syncs_to_model(item):
+                described = describe_item(item)
+                what = described.get("role") or described["type"]
+                message = (
+                    f"the model rejected the {what} item {described.get('text', '')!r}: "
+                    "its conversation goes on without it"
+                )
+                error = error_data(message, "ItemRejected", "realtime")
+                yield "error", error, activity_label(activity)
+
+
+def divergence(
+    agent: str, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]
+) -> ContextDivergedData:
+    """``context_diverged``'s data: what each side holds that the other lacks, and whether
+    the items both hold are in the same order."""
+    our_ids, their_ids = {item.id for item in ours}, {item.id for item in theirs}
+    missing = [describe_item(item) for item in ours if item.id not in their_ids]
+    extra = [describe_item(item) for item in theirs if item.id not in our_ids]
+    order = [i.id for i in ours if i.id in their_ids] != [i.id for i in theirs if i.id in our_ids]
+    parts = [
+        f"the model lacks {_items(len(missing))} livekit has" if missing else "",
+        f"the model holds {_items(len(extra))} livekit lacks" if extra else "",
+        "the items both hold are in another order" if order else "",
+    ]
+    return {
+        "agent": agent,
+        "message": f"{agent}'s chat context and the model's conversation diverged: "
+        + "; ".join(part for part in parts if part),
+        "missing": missing,
+        "extra": extra,
+        "order": order,
+        "livekit": [describe_item(item) for item in ours],
+        "model": [describe_item(item) for item in theirs],
+    }
+
+
+def _items(count: int) -> str:
+    return f"{count} item" + ("" if count == 1 else "s")

@@ -1,0 +1,437 @@
+"""Reading a livekit ``AgentSession``: its events, captured on its thread, made into data later.
+
+Each ``_on_*`` handler runs inside livekit's emit, on the session's thread, in the middle of a
+turn. It keeps only what cannot wait: the raw event, the running activity (who is speaking),
+what the emitting task's context says about the speech, and what the session's next steps
+depend on (the agents to watch after a handoff). The matching ``_make_*`` function turns that
+into the kind's data (``schema``) when the trace flushes, on whichever thread needs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import math
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from livekit.agents import (
+    Agent,
+    AgentSession,
+    ConversationItemAddedEvent,
+    ErrorEvent,
+    FunctionToolsExecutedEvent,
+    SessionUsageUpdatedEvent,
+    SpeechCreatedEvent,
+    ToolExecutionUpdatedEvent,
+    llm,
+    metrics,
+)
+
+from .. import _livekit_internals as livekit
+from ..modes import SessionMode
+from .describe import (
+    activity_label,
+    agent_label,
+    conversation_items,
+    describe_item,
+    error_text,
+    message_metrics,
+    message_text,
+    usage_data,
+)
+from .model_side import ModelSide
+from .patching import Handler, Patches
+from .recorder import Record, Recorder
+from .schema import ErrorSource, HandoffData, ModelUsageData, SpeechPhase, SpeechSource
+
+if TYPE_CHECKING:
+    # no public export: the running agent's activity, which handoffs swap
+    from livekit.agents.voice.agent_activity import AgentActivity
+
+    # no public export: the names of the session's events, as AgentSession.on takes them
+    from livekit.agents.voice.events import EventTypes
+
+_ERROR_SOURCES: dict[str, ErrorSource] = {
+    "stt_error": "stt",
+    "llm_error": "llm",
+    "tts_error": "tts",
+    "realtime_model_error": "realtime",
+}
+"""livekit's ``ErrorEvent.error.type`` -> the trace's ``source``"""
+_TURN: tuple[SpeechSource, SpeechPhase] = ("generate_reply", "turn")
+
+
+class SessionReader:
+    """Listens to one session at a time; ``detach`` stops it and restores what it wrapped."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self.model = ModelSide(recorder)
+        self.patches = Patches(self, self.model)
+        self._session: AgentSession[Any] | None = None
+        self._handlers: dict[EventTypes, Handler] = {}
+        self.realtime_handlers: dict[str, Handler] = {}
+        # on the session's thread
+        self._seen_items: set[str] = set()
+        self._speeches: dict[str, tuple[SpeechSource, SpeechPhase]] = {}
+        self._current: AgentActivity | None = None
+        # the items each agent held when it last handed off: a returning agent's own
+        self._left_with: weakref.WeakKeyDictionary[Agent, set[str]] = weakref.WeakKeyDictionary()
+        self._closing = threading.Lock()
+        self._closed_recorded = False
+        # why the session is ending, when its runner knows before livekit says (a job failed)
+        self._failure: str | None = None
+        # when livekit last asked the model to cancel its response (time.time())
+        self._cancelled_at = -math.inf
+        # where the events are made
+        self._seen_calls: set[tuple[str, str]] = set()
+        self._usage: list[ModelUsageData] = []
+
+    def attach(self, session: AgentSession[Any]) -> None:
+        if self._session is not None:
+            raise RuntimeError("this Trace is already attached; make a new Trace per session")
+        self._session = self.model.session = session
+        # events the trace only captures: one frame each, inside livekit's emit
+        capturing = functools.partial(
+            self._recorder.capturing,
+            read=livekit.current_activity,
+            source=session,
+            failed=self.failed,
+        )
+        self._handlers = {
+            "agent_state_changed": capturing(_make_state, ("agent_state",)),
+            "user_state_changed": capturing(_make_state, ("user_state",)),
+            "tool_execution_updated": capturing(self._make_tool_update, ()),
+            "session_usage_updated": capturing(self._make_usage, ()),
+            "error": capturing(_make_livekit_error, ()),
+            # events the session's next steps depend on: read at once
+            "conversation_item_added": self._guarded(self._on_item_added),
+            "speech_created": self._guarded(self._on_speech_created),
+            "function_tools_executed": self._guarded(self._on_tools_executed),
+            "close": self._guarded(self._on_close),
+        }
+        self.realtime_handlers = {
+            # an ack that comes in between turns (a late one) changes the model's side alone
+            "remote_item_added": self._guarded(self.model.changed),
+            # each response's own metrics: the only place a server-side cancel shows
+            "metrics_collected": self._guarded(self._on_model_metrics),
+        }
+        for name, handler in self._handlers.items():
+            session.on(name, handler)
+        running = livekit.current_activity(session)
+        if running is not None:  # attached after start: watch what is running
+            self.patches.watch_realtime(running)
+
+    def detach(self) -> None:
+        session, self._session = self._session, None
+        self.model.session = None
+        if session is None:
+            return
+        for name, handler in self._handlers.items():
+            with contextlib.suppress(KeyError, ValueError):  # never registered: attach failed
+                session.off(name, handler)
+        self.patches.restore()
+
+    # -- what the runner knows -------------------------------------------------------------
+
+    def record_failure(self, message: str) -> None:
+        """Why the session cannot go on: an ``error``, not recoverable; the ``closed`` that
+        follows carries it as its error, with reason ``error``."""
+        self._failure = message
+        self._capture_error(message, "RunnerError", "runner", recoverable=False)
+
+    def record_closed(self, reason: str, error: object | None = None) -> None:
+        """``closed``, once: from livekit's close event, or from the runner when livekit
+        closes a session without one (a close that raised)."""
+        with self._closing:
+            if self._closed_recorded:
+                return
+            self._closed_recorded = True
+        activity = self._activity()
+        self._recorder.capture_last(_make_closed, activity, reason, error, self._failure)
+
+    # -- livekit's session events, on the session's thread ---------------------------------
+
+    def _guarded(self, handler: Callable[[Any], None]) -> Handler:
+        """``handler`` that never raises into the session, with a fixed signature: livekit's
+        emitter inspects each callback's signature on every emit, a fixed one is cached."""
+
+        def handle(event: Any) -> None:
+            try:
+                handler(event)
+            except Exception as e:  # a trace must never break the session it observes
+                self.failed(e)
+
+        handle.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
+        return handle
+
+    def _activity(self) -> AgentActivity | None:
+        session = self._session
+        return livekit.current_activity(session) if session is not None else None
+
+    def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
+        # during a handoff the old agent may still speak (on_exit) after the session moved
+        # on: the emitting task's activity says whose speech this is
+        activity = livekit.activity_of_this_task() or self._activity()
+        phase: SpeechPhase = "turn"
+        if activity is not None:
+            entering = livekit.on_enter_of_this_task()
+            if entering is not None and entering.agent is activity.agent:
+                phase = "on_enter"
+            elif livekit.on_exit_task(activity) is asyncio.current_task():
+                phase = "on_exit"
+        handle = ev.speech_handle
+        self._speeches[handle.id] = (ev.source, phase)
+        handle.add_done_callback(self.model.compare_soon)
+
+    def _on_item_added(self, ev: ConversationItemAddedEvent) -> None:
+        item = ev.item
+        if item.id in self._seen_items:  # type: ignore[union-attr]
+            return
+        self._seen_items.add(item.id)  # type: ignore[union-attr]
+        if isinstance(item, llm.ChatMessage):
+            # (emitted only while attached: the session is set)
+            activity = livekit.current_activity(self._session)  # type: ignore[arg-type]
+            if item.role == "user":
+                self.model.leaving = None  # a new turn: whatever handoff was coming did not
+                self._recorder.capture(_make_user_message, activity, item)
+            elif item.role == "assistant":
+                # the speech it belongs to, and how many items that speech had before it
+                handle = livekit.speech_of_this_task()
+                before = len(handle.chat_items) if handle is not None else 0
+                self._recorder.capture(self._make_agent_message, activity, item, handle, before)
+        elif isinstance(item, llm.AgentHandoff):
+            self._on_handoff()
+
+    def _on_handoff(self) -> None:
+        old, new = self._current, self._activity()
+        self._current = new
+        self.model.leaving = None  # gone: the session's activity is the new agent's
+        old_items = conversation_items(old.agent) if old is not None else []
+        if old is not None:
+            self._left_with[old.agent] = {item.id for item in old_items}
+        new_items, held_before, session = [], set[str](), None
+        if new is not None:
+            self.patches.watch_agent(new)
+            new_items = conversation_items(new.agent)
+            held_before = self._left_with.get(new.agent, set())
+            if old is not None:
+                session = _session_mode(old, new)
+        self._recorder.capture(
+            _make_handoff,
+            old.agent if old is not None else None,
+            new.agent if new is not None else None,
+            session,
+            old_items,
+            new_items,
+            held_before,
+        )
+
+    def _on_tools_executed(self, ev: FunctionToolsExecutedEvent) -> None:
+        activity = livekit.current_activity(self._session)  # type: ignore[arg-type]
+        if ev.has_agent_handoff:
+            self.model.leaving = activity
+        self._recorder.capture(self._make_tools_executed, activity, ev)
+
+    def _on_close(self, ev: Any) -> None:
+        self.record_closed(str(getattr(ev.reason, "value", ev.reason)), ev.error)
+
+    # -- the realtime session's events -----------------------------------------------------
+
+    def _on_model_metrics(self, ev: object) -> None:
+        """A response the model cancelled before answering (``response.done`` status
+        ``cancelled``) is an ``error``, unless livekit asked for it (a barge-in): the response
+        was made (its metrics' ``timestamp``) before livekit's last cancel."""
+        if (
+            isinstance(ev, metrics.RealtimeModelMetrics)
+            and ev.cancelled
+            and ev.timestamp > self._cancelled_at
+        ):
+            self._capture_error(
+                "the model cancelled its response before answering (response.done status "
+                "'cancelled')",
+                "ResponseCancelled",
+                "realtime",
+            )
+
+    # -- what the patches report (patching.Watcher; syncs go to the model side) -------------
+
+    def context_edited(self, agent: Agent, before: list[llm.ChatItem]) -> None:
+        after = agent.chat_ctx.items
+        self._recorder.capture(_make_context_changed, self._activity(), agent, before, after)
+
+    def cancelling(self) -> None:
+        self._cancelled_at = time.time()  # the clock of the metrics' timestamp
+
+    def hook_raised(self, agent: Agent, hook: str, error: Exception) -> None:
+        message = f"{agent_label(agent)}.{hook} raised {error!r}"
+        self._capture_error(message, type(error).__name__, "agent")
+
+    def failed(self, error: Exception) -> None:
+        """The trace's own failure, recorded as an ``error``; never raises."""
+        self._recorder.capture_failure(error, activity_label(self._activity()))
+
+    def _capture_error(
+        self, message: str, type_name: str, source: ErrorSource, *, recoverable: bool = True
+    ) -> None:
+        """An ``error`` at the active agent."""
+        agent = activity_label(self._activity())
+        self._recorder.capture_error(message, type_name, source, agent, recoverable=recoverable)
+
+    # -- where the events are made ---------------------------------------------------------
+
+    def _make_agent_message(
+        self, activity: AgentActivity | None, item: llm.ChatMessage, handle: Any, before: int
+    ) -> Iterable[Record]:
+        source, phase = _TURN if handle is None else self._speeches.get(handle.id, _TURN)
+        if handle is not None and any(
+            i.type == "function_call_output" for i in handle.chat_items[:before]
+        ):
+            source = "tool_reply"
+        data = {
+            "text": message_text(item),
+            "item_id": item.id,
+            "source": source,
+            "phase": phase,
+            "metrics": message_metrics(item),
+        }
+        yield "agent_message", data, activity_label(activity)
+
+    def _make_tool_update(
+        self, activity: AgentActivity | None, ev: ToolExecutionUpdatedEvent
+    ) -> Iterable[Record]:
+        update = ev.update
+        if update.type == "tool_call_started":
+            yield from self._make_tool_calls(activity, ((update.function_call, None),), False)
+
+    def _make_tools_executed(
+        self, activity: AgentActivity | None, ev: FunctionToolsExecutedEvent
+    ) -> Iterable[Record]:
+        yield from self._make_tool_calls(activity, ev.zipped(), True)
+
+    def _make_tool_calls(
+        self,
+        activity: AgentActivity | None,
+        calls: Iterable[tuple[llm.FunctionCall, llm.FunctionCallOutput | None]],
+        executed: bool,
+    ) -> Iterable[Record]:
+        """Each call once, and each output once when executed: livekit announces a call
+        when it starts and again with its output."""
+        agent = activity_label(activity)
+        for call, output in calls:
+            if ("call", call.call_id) not in self._seen_calls:
+                self._seen_calls.add(("call", call.call_id))
+                data = {"name": call.name, "call_id": call.call_id, "arguments": call.arguments}
+                yield "tool_call", data, agent
+            if executed and ("output", call.call_id) not in self._seen_calls:
+                self._seen_calls.add(("output", call.call_id))
+                result = {
+                    "name": call.name,
+                    "call_id": call.call_id,
+                    "output": output.output if output is not None else "",
+                    "is_error": bool(output.is_error) if output is not None else False,
+                }
+                yield "tool_output", result, agent
+
+    def _make_usage(
+        self, activity: AgentActivity | None, ev: SessionUsageUpdatedEvent
+    ) -> Iterable[Record]:
+        """``metrics`` when the session's usage changed (livekit reports it after every
+        metric, a voice activity detector's included; each report is a copy)."""
+        described = usage_data(ev.usage)
+        if described != self._usage:
+            self._usage = described
+            yield "metrics", {"usage": described}, activity_label(activity)
+
+
+def _session_mode(old: AgentActivity, new: AgentActivity) -> SessionMode:
+    """Reused or fresh realtime session (``none`` without one), as the handoff left it."""
+    if not (isinstance(old.llm, llm.RealtimeModel) or isinstance(new.llm, llm.RealtimeModel)):
+        return "none"
+    # a reused session is detached from the old activity before the handoff is announced
+    reused = (
+        isinstance(old.llm, llm.RealtimeModel)
+        and old.llm is new.llm
+        and old.realtime_llm_session is None
+    )
+    return "reused" if reused else "fresh"
+
+
+def _make_state(kind: Any, activity: AgentActivity | None, ev: Any) -> Iterable[Record]:
+    yield kind, {"old": ev.old_state, "new": ev.new_state}, activity_label(activity)
+
+
+def _make_user_message(activity: AgentActivity | None, item: llm.ChatMessage) -> Iterable[Record]:
+    data = {"text": message_text(item), "item_id": item.id, "metrics": message_metrics(item)}
+    yield "user_message", data, activity_label(activity)
+
+
+def _make_handoff(
+    old: Agent | None,
+    new: Agent | None,
+    session: SessionMode | None,
+    old_items: list[llm.ChatItem],
+    new_items: list[llm.ChatItem],
+    held_before: set[str],
+) -> Iterable[Record]:
+    """Copied means the new agent holds items of the old one that it did not hold itself
+    when it last handed off (``held_before``): an agent returning to its own context is not
+    a copy."""
+    data: HandoffData = {
+        "from": agent_label(old) if old is not None else None,
+        "to": agent_label(new) if new is not None else None,
+        "session": None,
+        "context": None,
+    }
+    if new is not None:
+        # what the new agent starts from, so a replay can show each agent's context at any time
+        data["context_items"] = [describe_item(item) for item in new_items]
+    if old is not None and new is not None:
+        shared = {i.id for i in old_items} & {i.id for i in new_items}
+        data["session"] = session
+        data["context"] = "copied" if shared - held_before else "empty" if not new_items else "own"
+        data["items_from"] = len(old_items)
+        data["items_to"] = len(new_items)
+        data["items_shared"] = len(shared)
+    yield "handoff", data, data["to"]
+
+
+def _make_context_changed(
+    activity: AgentActivity | None,
+    agent: Agent,
+    before: list[llm.ChatItem],
+    after: list[llm.ChatItem],
+) -> Iterable[Record]:
+    before_ids, after_ids = {i.id for i in before}, {i.id for i in after}
+    added = [describe_item(item) for item in after if item.id not in before_ids]
+    removed = [describe_item(item) for item in before if item.id not in after_ids]
+    if added or removed:
+        data = {"agent": agent_label(agent), "added": added, "removed": removed}
+        yield "context_changed", data, activity_label(activity)
+
+
+def _make_livekit_error(activity: AgentActivity | None, ev: ErrorEvent) -> Iterable[Record]:
+    reported = ev.error
+    error = getattr(reported, "error", reported)
+    data = {
+        "message": error_text(reported),
+        "type": type(error).__name__,
+        "source": _ERROR_SOURCES.get(getattr(reported, "type", ""), "session"),
+        "recoverable": bool(getattr(reported, "recoverable", False)),
+    }
+    yield "error", data, activity_label(activity)
+
+
+def _make_closed(
+    activity: AgentActivity | None, reason: str, error: object | None, failure: str | None
+) -> Iterable[Record]:
+    text = error_text(error) if error else None
+    if failure is not None:  # the runner knew first why it ends
+        reason, text = "error", text or failure
+    yield "closed", {"reason": reason, "error": text}, activity_label(activity)

@@ -1,0 +1,200 @@
+"""The trace's written schema: what each kind of event holds in its ``data``.
+
+Events stay plain dicts on the wire (``TraceEvent.data``, ``to_record``, JSON Lines, the views'
+traits); these TypedDicts name each kind's keys and their types, for type checkers, for
+``check_event_data`` (a test holds every event of real sessions to them) and for
+docs/trace-format.md (a test holds it to them too). Key names are the wire's: the views and
+their JavaScript read them by string.
+"""
+
+# no `from __future__ import annotations`: the types below are evaluated, and a key such as
+# `from` is no identifier, so the TypedDicts use the functional syntax
+from typing import Any, Literal, cast
+
+from livekit.agents import llm
+
+# AgentState and UserState have no top-level export; they are the states livekit emits
+from livekit.agents.voice.events import AgentState, UserState
+from typing_extensions import NotRequired, TypedDict
+
+from .._records import FieldError, converter
+from ..modes import ContextMode, SessionMode
+
+EventKind = Literal[
+    "agent_state",
+    "user_state",
+    "user_message",
+    "agent_message",
+    "tool_call",
+    "tool_output",
+    "handoff",
+    "context_changed",
+    "context_diverged",
+    "context_converged",
+    "metrics",
+    "error",
+    "closed",
+]
+"""what a ``TraceEvent`` records; its ``data`` is the TypedDict ``EVENT_DATA[kind]``"""
+ErrorSource = Literal["stt", "llm", "tts", "realtime", "session", "agent", "runner", "trace"]
+"""what failed: a model (speech recognition, LLM, speech synthesis, realtime), the session,
+the agent's own code (a hook that raised), the runner's job, or the trace itself"""
+SpeechSource = Literal["say", "generate_reply", "tool_reply"]
+"""how the agent's speech came about: ``session.say``, a generated reply, a reply to a tool"""
+SpeechPhase = Literal["on_enter", "turn", "on_exit"]
+"""when the agent spoke: in its ``on_enter``, in a turn, in its ``on_exit``"""
+
+
+class ChatItemData(TypedDict):
+    id: str
+    type: str
+    role: NotRequired[llm.ChatRole]
+    text: NotRequired[str]
+    name: NotRequired[str]
+    call_id: NotRequired[str]
+
+
+"""A chat item as the trace shows it. ``type`` is livekit's (``message``, ``function_call``,
+``function_call_output``, ...); a message has ``role`` and ``text``, a tool item ``name``,
+``call_id`` and ``text`` (the call's arguments, or the output)."""
+
+
+class AgentStateData(TypedDict):
+    old: AgentState
+    new: AgentState
+
+
+class UserStateData(TypedDict):
+    old: UserState
+    new: UserState
+
+
+class UserMessageData(TypedDict):
+    text: str
+    item_id: str
+    metrics: dict[str, float]
+
+
+"""``metrics``: the numbers of livekit's ``ChatMessage.metrics`` (per-turn latency such as
+``end_of_turn_delay``, ``transcription_delay``; seconds, or Unix times for ``*_at``)"""
+
+
+class AgentMessageData(TypedDict):
+    text: str
+    item_id: str
+    source: SpeechSource
+    phase: SpeechPhase
+    metrics: dict[str, float]
+
+
+"""``metrics`` as for user messages (``e2e_latency``, ``llm_node_ttft``, ``started_speaking_at``
+...): only what livekit measured for this reply"""
+
+
+class ToolCallData(TypedDict):
+    name: str
+    call_id: str
+    arguments: str
+
+
+class ToolOutputData(TypedDict):
+    name: str
+    call_id: str
+    output: str
+    is_error: bool
+
+
+HandoffData = TypedDict(
+    "HandoffData",
+    {
+        "from": str | None,
+        "to": str | None,
+        "session": SessionMode | None,
+        "context": ContextMode | None,
+        "items_from": NotRequired[int],
+        "items_to": NotRequired[int],
+        "items_shared": NotRequired[int],
+        "context_items": NotRequired[list[ChatItemData]],
+    },
+)
+"""The first agent's start is a handoff ``from`` None with ``session`` and ``context`` None
+and its starting ``context_items``; a handoff between two agents has all keys."""
+
+
+class ContextChangedData(TypedDict):
+    agent: str
+    added: list[ChatItemData]
+    removed: list[ChatItemData]
+
+
+class ContextDivergedData(TypedDict):
+    agent: str
+    message: str
+    missing: list[ChatItemData]
+    extra: list[ChatItemData]
+    order: bool
+    livekit: list[ChatItemData]
+    model: list[ChatItemData]
+
+
+class ContextConvergedData(TypedDict):
+    agent: str
+    items: int
+
+
+class ModelUsageData(TypedDict):
+    type: str
+    provider: str
+    model: str
+    counts: dict[str, float]
+
+
+"""One model's usage so far, as livekit's ``session_usage_updated`` reports it: ``type``
+(``llm_usage``, ``tts_usage``, ``stt_usage``, ...), and its counters that are not zero
+(``input_tokens``, ``output_tokens``, ``audio_duration``, ... as livekit names them)."""
+
+
+class MetricsData(TypedDict):
+    usage: list[ModelUsageData]
+
+
+"""The session's usage so far, per model; recorded each time it changes."""
+
+
+class ErrorData(TypedDict):
+    message: str
+    type: str
+    source: ErrorSource
+    recoverable: bool
+
+
+class ClosedData(TypedDict):
+    reason: str
+    error: str | None
+
+
+EVENT_DATA: dict[EventKind, Any] = {
+    "agent_state": AgentStateData,
+    "user_state": UserStateData,
+    "user_message": UserMessageData,
+    "agent_message": AgentMessageData,
+    "tool_call": ToolCallData,
+    "tool_output": ToolOutputData,
+    "handoff": HandoffData,
+    "context_changed": ContextChangedData,
+    "context_diverged": ContextDivergedData,
+    "context_converged": ContextConvergedData,
+    "metrics": MetricsData,
+    "error": ErrorData,
+    "closed": ClosedData,
+}
+"""each kind -> the TypedDict of its ``data``"""
+
+
+def check_event_data(kind: str, data: Any) -> None:
+    """Raise ``FieldError`` (naming the key, what was expected and found) unless ``data`` is
+    what ``kind``'s schema says: every required key, no other, each value of its type."""
+    schema = EVENT_DATA.get(cast(EventKind, kind))
+    if schema is None:
+        raise FieldError(f"{kind!r} is no event kind (the kinds are {', '.join(EVENT_DATA)})")
+    converter(schema)(data)

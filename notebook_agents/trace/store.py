@@ -1,0 +1,115 @@
+"""The trace's events in order, and their JSON Lines file.
+
+``EventLog`` numbers events as they are stored (``seq``, from 0, no gaps) and hands out copies,
+so a reader on another thread never sees the list change under it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._records import FieldError, build, not_utf8, value
+from .schema import EventKind
+
+TRACE_FORMAT = "notebook-agents.trace/1"
+"""the first line of a saved trace, so an unrelated or newer file is refused clearly"""
+
+
+@dataclass(frozen=True, slots=True)  # slots: one object per event, not two (a dict too)
+class TraceEvent:
+    """One session event: ``t`` is seconds since the trace started; ``agent`` the active agent;
+    ``data`` a plain dict, its keys per kind as ``schema.EVENT_DATA[kind]`` writes them."""
+
+    seq: int
+    t: float
+    kind: EventKind
+    agent: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class EventLog:
+    """The events stored so far, numbered in the order they are appended."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: list[TraceEvent] = []
+        self.t0 = time.perf_counter()
+        """the monotonic clock's reading at trace time 0"""
+        self.started_at = time.time()
+        """wall-clock time (Unix seconds) of t = 0, so a view can tell how long ago t was"""
+
+    def extend(self, made: list[tuple[float, EventKind, Any, str | None]]) -> list[TraceEvent]:
+        """Store events (time, kind, data, agent), numbered in this order; ``data`` is the
+        kind's TypedDict (a plain dict). Returns them."""
+        with self._lock:
+            first = len(self._events)
+            events = [
+                TraceEvent(seq, t, kind, agent, data)
+                for seq, (t, kind, data, agent) in enumerate(made, start=first)
+            ]
+            self._events.extend(events)
+        return events
+
+    def events(self) -> list[TraceEvent]:
+        with self._lock:
+            return list(self._events)
+
+    def since(self, seq: int) -> list[TraceEvent]:
+        with self._lock:
+            return self._events[seq:]
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the events as JSON Lines (a format line first)."""
+        path = Path(path)
+        with path.open("w", encoding="utf-8") as out:
+            header = {"format": TRACE_FORMAT, "started_at": self.started_at}
+            out.write(json.dumps(header) + "\n")
+            for event in self.events():
+                out.write(json.dumps(event.to_record(), default=str) + "\n")
+        return path
+
+    def load(self, path: str | Path) -> None:
+        """Read the events a ``save`` wrote, each checked field by field; ``ValueError``
+        naming file and line for anything else."""
+        path = Path(path)
+        # bytes, decoded line by line: a file that is not UTF-8 is refused at its line
+        with path.open("rb") as lines:
+            header = _parse_line(path, 1, next(lines, b""))
+            if header.get("format") != TRACE_FORMAT:
+                raise ValueError(
+                    f"{path}:1: not a notebook-agents trace (format {header.get('format')!r}, "
+                    f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
+                )
+            number = 1  # the line being read, which an error names
+            try:
+                if "started_at" in header:
+                    self.started_at = value(header["started_at"], float, "started_at")
+                for number, line in enumerate(lines, start=2):
+                    if line.strip():
+                        self._events.append(build(TraceEvent, _parse_line(path, number, line)))
+            except FieldError as e:
+                raise ValueError(f"{path}:{number}: {e}") from None
+
+
+def _parse_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{number}: {not_utf8(e)}; is this a trace file?") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{number}: not JSON ({e.msg}); is this a trace file?") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}:{number}: expected a JSON object")
+    return record

@@ -1,0 +1,140 @@
+"""Trace: every event of a LiveKit ``AgentSession``, normalized, each exactly once.
+
+A ``Trace`` attaches to a session on the session's own loop (the job thread, under the
+runner) and records ``TraceEvent``s on one monotonic clock. On that thread it only captures
+(``recorder``); the events are made when they are next needed, by a reader of the trace or on
+a subscriber's loop (``delivery``), so views never touch the job thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from livekit.agents import AgentSession
+
+from .contexts import agent_contexts, divergences
+from .delivery import Delivery, Subscriber
+from .reading import SessionReader
+from .recorder import Recorder, given
+from .schema import EventKind
+from .store import EventLog, TraceEvent
+
+
+class Trace:
+    """Records a session's events; attach with ``Trace(session)`` or ``trace.attach(session)``.
+
+    ``trace.events`` is the list so far; ``trace.subscribe(fn)`` calls ``fn`` with each new
+    event on the subscriber's loop. ``save``/``load`` round-trip through JSON Lines.
+    """
+
+    def __init__(self, session: AgentSession[Any] | None = None) -> None:
+        self._log = EventLog()
+        self._delivery = Delivery(self._flush)
+        self._recorder = Recorder(self._log, self._delivery)
+        self._reader = SessionReader(self._recorder)
+        self.loaded = False
+        """True for a trace read by ``load``: a replay, it will not grow"""
+        if session is not None:
+            self.attach(session)
+
+    @property
+    def started_at(self) -> float:
+        """wall-clock time (Unix seconds) of t = 0, so a view can tell how long ago t was"""
+        return self._log.started_at
+
+    # -- reading (each read first makes the events captured so far) ------------------------
+
+    def _flush(self) -> None:
+        self._recorder.flush()
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        self._flush()
+        return self._log.events()
+
+    def __len__(self) -> int:
+        self._flush()
+        return len(self._log)
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return iter(self.events)
+
+    def of_kind(self, *kinds: EventKind) -> list[TraceEvent]:
+        return [e for e in self.events if e.kind in kinds]
+
+    def events_since(self, seq: int) -> list[TraceEvent]:
+        """The events from sequence number ``seq`` on (``len(trace)`` taken earlier)."""
+        self._flush()
+        return self._log.since(seq)
+
+    def contexts_at(self, t: float | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Each agent's chat context at trace time ``t`` (default: the end), rebuilt from the
+        events: what a replay shows when scrubbed to ``t``. Items as ``describe_item`` gives."""
+        return agent_contexts(self.events, t)
+
+    def divergences_at(self, t: float | None = None) -> dict[str, TraceEvent]:
+        """Each agent whose chat context and model's conversation were apart at trace time
+        ``t`` (default: the end): its ``context_diverged`` event, both sides as they parted."""
+        return divergences(self.events, t)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Plain dicts, one per event, for pandas or matplotlib."""
+        return [e.to_record() for e in self.events]
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(event)`` for each new event, on the calling thread's running loop.
+
+        Returns a function that unsubscribes. Without a running loop, callbacks run on
+        whichever thread records the event.
+        """
+        return self._delivery.subscribe(callback)
+
+    # -- saving ----------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> Path:
+        """Write the events as JSON Lines (a format line first; docs/trace-format.md)."""
+        self._flush()
+        return self._log.save(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Trace:
+        """A trace saved by ``save``, for replay in the views; no session is attached."""
+        trace = cls()
+        trace.loaded = True
+        trace._log.load(path)
+        return trace
+
+    # -- attaching -------------------------------------------------------------------------
+
+    def attach(self, session: AgentSession[Any]) -> None:
+        """Start recording ``session``; call before ``session.start`` to see everything."""
+        self._reader.attach(session)
+
+    def detach(self) -> None:
+        """Stop recording and restore every agent method the trace wrapped."""
+        self._reader.detach()
+        self._delivery.kick()  # the session's loop may close before a scheduled kick
+
+    def compare_contexts(self) -> None:
+        """Record ``context_diverged`` if the active agent's chat context and its realtime
+        model's conversation now differ (``context_converged`` if they agree again).
+
+        The trace calls it between turns; call it when you know the session is settled (the
+        runner does after each turn). Never raises: a failure is recorded instead."""
+        self._reader.model.compare()
+
+    def record_failure(self, message: str) -> None:
+        """Record why the session cannot go on (an ``error``, not recoverable); the
+        ``closed`` that follows carries it as its error, with reason ``error``."""
+        self._reader.record_failure(message)
+
+    def record_closed(self, reason: str, error: str | None = None) -> None:
+        """Record ``closed`` once: from livekit's close event, or from the runner when
+        livekit closes a session without one (a close that raised)."""
+        self._reader.record_closed(reason, error)
+
+    def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
+        """Record an event made already, as a session's would be (a benchmark's replay)."""
+        self._recorder.capture(given, kind, data, agent)
