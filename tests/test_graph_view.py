@@ -206,7 +206,12 @@ async def test_runner_graph_appears_with_the_session_and_follows_a_handoff(
     runner.start()
     await runner.ready()
     await until(view, lambda: view.current == "Concierge")
-    assert node_ids(view)[0] == "Concierge"
+    # the first agent's class, from the trace, brings the graph its code describes
+    assert node_ids(view) == ["Concierge", "Billing"]
+    assert handoffs(view) == {
+        ("Concierge", "Billing", "transfer_to_billing"),
+        ("Billing", "Concierge", "transfer_to_concierge"),
+    }
 
     await runner.send_text("please transfer to billing")
     await until(view, lambda: view.current == "Billing")

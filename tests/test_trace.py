@@ -288,11 +288,13 @@ async def test_handoff_event_says_how_the_session_and_context_moved(
 
     start, handoff = trace.of_kind("handoff")
     assert start.data == {
-        "from": None, "to": "Alice", "session": None, "context": None, "context_items": [],
+        "from": None, "to": "Alice", "to_class": f"{__name__}:Alice", "session": None,
+        "context": None, "context_items": [],
     }  # fmt: skip
     assert start.agent == "Alice"
     assert handoff.agent == "Bob"
     data = handoff.data
+    assert data["to_class"] == f"{__name__}:Bob"
     assert (data["from"], data["to"], data["session"], data["context"]) == (
         "Alice",
         "Bob",

@@ -390,6 +390,8 @@ def _make_handoff(
         "context": None,
     }
     if new is not None:
+        # the agent's code, so a graph of the app can be drawn from a trace alone
+        data["to_class"] = f"{type(new).__module__}:{type(new).__qualname__}"
         # what the new agent starts from, so a replay can show each agent's context at any time
         data["context_items"] = [describe_item(item) for item in new_items]
     if old is not None and new is not None:

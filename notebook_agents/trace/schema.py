@@ -109,6 +109,7 @@ HandoffData = TypedDict(
     {
         "from": str | None,
         "to": str | None,
+        "to_class": NotRequired[str],
         "session": SessionMode | None,
         "context": ContextMode | None,
         "items_from": NotRequired[int],
