@@ -1,6 +1,7 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
 from .agent_graph import HandoffGraph, handoff_targets
+from .analysis import TraceAnalysis, bring_ups
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
 from .runner import NotebookRunner, RunnerError, RunnerState, TurnError, run_app
 from .trace import Trace, TraceEvent
@@ -15,8 +16,10 @@ __all__ = [
     "RunnerError",
     "RunnerState",
     "Trace",
+    "TraceAnalysis",
     "TraceEvent",
     "TurnError",
+    "bring_ups",
     "handoff_targets",
     "run_app",
 ]

@@ -8,59 +8,13 @@ handoff modes on show, in the colours they are drawn in.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
-from notebook_agents.trace import TRACE_FORMAT
-
+from ..test_timeline_view import four_handoffs, write_trace
 from .conftest import next_frame, open_notebook, run_all, screenshot, write_notebook
 from .test_theme_browser import set_theme
-
-AGENTS = ("Concierge", "Billing", "Support")
-
-
-def four_handoffs() -> list[dict[str, Any]]:
-    """Nothing until 1 s; a turn; 47 s of nobody doing anything; then four handoffs within
-    1.35 s (each new agent speaking on entry), the last one at the trace's right edge."""
-    events: list[tuple[float, str, str | None, dict[str, Any]]] = [
-        (1.0, "handoff", "Concierge", {"from": None, "to": "Concierge", "session": None,
-                                       "context": None}),
-        (1.05, "agent_state", "Concierge", {"old": "initializing", "new": "listening"}),
-        (1.4, "user_message", "Concierge", {"text": "hello", "item_id": "u1"}),
-        (1.45, "agent_state", "Concierge", {"old": "listening", "new": "thinking"}),
-        (1.6, "agent_state", "Concierge", {"old": "thinking", "new": "speaking"}),
-        (1.7, "agent_message", "Concierge", {"text": "Hi, how can I help?", "item_id": "a1",
-                                             "source": "generate_reply", "phase": "turn"}),
-        (1.9, "agent_state", "Concierge", {"old": "speaking", "new": "listening"}),
-        (50.0, "user_message", "Concierge", {"text": "billing please", "item_id": "u2"}),
-        (50.05, "agent_state", "Concierge", {"old": "listening", "new": "thinking"}),
-        (50.1, "tool_call", "Concierge", {"name": "transfer_to_billing", "call_id": "c1",
-                                          "arguments": "{}"}),
-    ]  # fmt: skip
-    hops = [
-        (50.15, "Concierge", "Billing", "reused", "copied"),
-        (50.55, "Billing", "Support", "fresh", "empty"),
-        (50.95, "Support", "Concierge", "reused", "own"),
-        (51.5, "Concierge", "Billing", "fresh", "copied"),
-    ]
-    for i, (t, source, target, session, context) in enumerate(hops):
-        data = {"from": source, "to": target, "session": session, "context": context}
-        said = {"text": f"{target} here.", "item_id": f"e{i}", "source": "say", "phase": "on_enter"}
-        events += [
-            (t, "handoff", target, data),
-            (t + 0.08, "agent_state", target, {"old": "thinking", "new": "speaking"}),
-            (t + 0.1, "agent_message", target, said),
-            (t + 0.2, "agent_state", target, {"old": "speaking", "new": "thinking"}),
-        ]
-    events.append((51.75, "closed", None, {"reason": "user_initiated"}))
-    return [
-        {"seq": seq, "t": t, "kind": kind, "agent": agent, "data": data}
-        for seq, (t, kind, agent, data) in enumerate(events)
-    ]
-
 
 CELLS = [
     """from notebook_agents import Trace
@@ -119,9 +73,12 @@ def check_layout(page: Page, theme: str) -> None:
         for j, b in enumerate(placed[i + 1 :], i + 1):
             assert not overlap(a, b), f"{theme}: labels {i} {a} and {j} {b} overlap"
 
-    # every hover box inside the widget: each handoff, each bring-up, the last marks
+    # every hover box inside the widget: each handoff's chip and arrow, each bring-up, the gap,
+    # the last mark
     hovered = [
-        *timeline.locator(".na-handoff").all(),
+        *timeline.locator(".na-handoff-chip").all(),
+        *timeline.locator(".na-handoff-arrow").all(),
+        timeline.locator(".na-gap"),
         *timeline.locator(".na-bringup").all(),
         timeline.locator(".na-mark").last,
     ]
@@ -139,7 +96,7 @@ def check_layout(page: Page, theme: str) -> None:
     # 48 s of nobody doing anything are shortened, with a mark that says how long they were
     width = box(svg)[2] - box(svg)[0]
     ticks = [
-        float(t.removesuffix(" s")) for t in timeline.locator(".na-tick-label").all_inner_texts()
+        float(t.removesuffix(" s")) for t in timeline.locator(".na-tick-label").all_text_contents()
     ]
     assert 0.9 <= ticks[0] <= 1.4, f"{theme}: the axis starts at {ticks[0]} s"
     marks = boxes(timeline.locator(".na-mark"))
@@ -169,8 +126,7 @@ def test_close_handoffs_read_apart_inside_a_view_fitted_to_the_activity(
     lab: tuple[str, Path], page: Page
 ) -> None:
     base, root = lab
-    lines = [{"format": TRACE_FORMAT, "started_at": 0.0}, *four_handoffs()]
-    (root / "four_handoffs.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
+    write_trace(root / "four_handoffs.jsonl", four_handoffs())
     write_notebook(root / "timeline_layout.ipynb", CELLS)
     open_notebook(page, base, "timeline_layout.ipynb")
     run_all(page)
@@ -185,7 +141,7 @@ def test_close_handoffs_read_apart_inside_a_view_fitted_to_the_activity(
             check_layout(page, theme)
             screenshot(page, f"timeline_four_handoffs_{name}")
             # the hover box of the handoff at the right edge, as a reader sees it
-            last = box(timeline.locator(".na-handoff").last)
+            last = box(timeline.locator(".na-handoff-chip").last)
             page.mouse.move((last[0] + last[2]) / 2, (last[1] + last[3]) / 2)
             expect(timeline.locator(".na-tooltip")).to_be_visible()
             screenshot(page, f"timeline_four_handoffs_{name}_hover")
