@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .modes import mode_label
 from .trace import TraceEvent
@@ -30,6 +30,14 @@ class Span:
     agent: str
     start: float
     end: float
+    state: str
+
+
+class Opened(NamedTuple):
+    """The span still open: ``agent`` in ``state`` since ``start``."""
+
+    agent: str
+    start: float
     state: str
 
 
@@ -113,7 +121,8 @@ class TraceAnalysis:
         self.end: float | None = None
         """the last event's time"""
         self._lane_of: dict[str, int] = {}
-        self._open: tuple[str, float, str] | None = None
+        self.opened: Opened | None = None
+        """the span still open (``open_span`` gives it its end so far)"""
         self._state = "initializing"
         self._arriving: Handoff | None = None
         for event in events:
@@ -129,15 +138,15 @@ class TraceAnalysis:
     @property
     def open_span(self) -> Span | None:
         """The span still open, up to the last event so far."""
-        if self._open is None or self.end is None:
+        if self.opened is None or self.end is None:
             return None
-        agent, start, state = self._open
+        agent, start, state = self.opened
         return Span(agent, start, self.end, state)
 
     @property
     def waiting(self) -> bool:
         """Whether the session waits on the caller now (a quiet stretch from here is idle)."""
-        return self._open is None or self._open[2] in WAITING_STATES
+        return self.opened is None or self.opened.state in WAITING_STATES
 
     def state_spans(self) -> list[Span]:
         """Every span, the open one ending at the last event; none of zero length."""
@@ -158,7 +167,7 @@ class TraceAnalysis:
             self._arriving = None
         if event.kind == "agent_state":
             self._state = event.data["new"]
-            current = self._open[0] if self._open else None
+            current = self.opened.agent if self.opened else None
             self._switch(event.agent or current, event.t)
         elif event.kind == "handoff" and event.data.get("to"):
             handoff = _handoff(event)
@@ -174,9 +183,10 @@ class TraceAnalysis:
 
     def _switch(self, agent: str | None, t: float) -> None:
         """End the open span at ``t``; ``agent``'s starts there in the session's state."""
-        if self._open is not None and t > self._open[1]:
-            self.spans.append(Span(self._open[0], self._open[1], t, self._open[2]))
-        self._open = (agent, t, self._state) if agent else None
+        opened = self.opened
+        if opened is not None and t > opened.start:
+            self.spans.append(Span(opened.agent, opened.start, t, opened.state))
+        self.opened = Opened(agent, t, self._state) if agent else None
 
 
 def _handoff(event: TraceEvent) -> Handoff:

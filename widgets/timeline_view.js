@@ -333,6 +333,7 @@ function render({ model, el }) {
 
     const marks = store.marks;
     const lastX = new Map();
+    const looks = new Map(); // each style's class and colour attributes
     for (let i = lowerBound(marks, t0, (m) => m.t); i < marks.length && marks[i].t <= t1; i++) {
       const mark = marks[i];
       const mx = x(mark.t);
@@ -340,8 +341,11 @@ function render({ model, el }) {
       if (mx - (lastX.get(key) ?? -Infinity) < 2) continue; // same spot as the last one drawn
       lastX.set(key, mx);
       const style = styles[mark.style];
-      const [paintClass, colour] = paint(style);
-      const attrs = `class="na-mark ${style.css} ${paintClass}" ${colour} data-seq="${mark.seq}" data-tip="${tip(mark.detail)}"`;
+      if (!looks.has(mark.style)) {
+        const [paintClass, colour] = paint(style);
+        looks.set(mark.style, `class="na-mark ${style.css} ${paintClass}" ${colour}`);
+      }
+      const attrs = `${looks.get(mark.style)} data-seq="${mark.seq}" data-tip="${tip(mark.detail)}"`;
       const row = style.shape === "circle" ? 10 : 22; // messages above, the rest below
       parts.push(markShape(style.shape, mx, laneY(mark.lane) + row, attrs));
     }

@@ -5,10 +5,12 @@ legend of what is on show. The widget and the matplotlib figure both draw from i
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..analysis import WAITING_STATES, BringUp, Gap, Handoff, Span, TraceAnalysis, milliseconds
+from ..analysis import WAITING_STATES, BringUp, Gap, Handoff, Opened, TraceAnalysis, milliseconds
 from ..modes import MODE_COLORS
 from ..trace import TraceEvent
 from ._text import cut
@@ -89,6 +91,7 @@ def mode_color(mode: str) -> str:
     return MODE_COLORS.get(mode, OTHER_MODE)
 
 
+@functools.cache
 def ink(color: str) -> str:
     """Black or white, whichever reads better on ``color`` (WCAG contrast)."""
     return "#000000" if _luminance(color) > 0.179 else "#ffffff"  # equal contrast at 0.179
@@ -169,7 +172,7 @@ class TimelineLayout:
         analysis = self.analysis
         before = (len(analysis.lanes), len(analysis.gaps), len(self._legend), analysis.start)
         counts = (len(analysis.spans), len(analysis.handoffs), len(analysis.bring_ups))
-        was_open = analysis.open_span
+        was_open = analysis.opened
         analysis.add(event)
         record = None if event.kind in SKIPPED_KINDS else self._record(event, counts, was_open)
         after = (len(analysis.lanes), len(analysis.gaps), len(self._legend), analysis.start)
@@ -178,7 +181,7 @@ class TimelineLayout:
         return record
 
     def _record(
-        self, event: TraceEvent, counts: tuple[int, int, int], was_open: Span | None
+        self, event: TraceEvent, counts: tuple[int, int, int], was_open: Opened | None
     ) -> dict[str, Any]:
         analysis = self.analysis
         record: dict[str, Any] = {"seq": event.seq, "t": event.t}
@@ -186,33 +189,34 @@ class TimelineLayout:
         if style is not None and event.agent:
             lane = analysis.lane(event.agent)
             self.marks.append(Mark(event.t, lane, style))
-            self._show("mark", style, **asdict(MARK_STYLES[style]))
+            self._show("mark", style, lambda: asdict(MARK_STYLES[style]))
             record["mark"] = [lane, style, describe(event)]
         if len(analysis.spans) > counts[0]:  # an event ends at most one span
             span = analysis.spans[-1]
             record["span"] = [analysis.lane(span.agent), span.start, span.end, *_state(span.state)]
-        opened = analysis.open_span
-        if _key(opened) != _key(was_open):
+        opened = analysis.opened
+        if opened != was_open:
             record["open"] = None
             if opened is not None:
-                self._show(
-                    "state", opened.state, label=opened.state, color=state_color(opened.state)
-                )
-                lane, waiting = analysis.lane(opened.agent), opened.state in WAITING_STATES
-                record["open"] = [lane, opened.start, *_state(opened.state), waiting]
+                state = opened.state
+                self._show("state", state, lambda: {"label": state, "color": state_color(state)})
+                lane, waiting = analysis.lane(opened.agent), state in WAITING_STATES
+                record["open"] = [lane, opened.start, *_state(state), waiting]
         if len(analysis.handoffs) > counts[1] and analysis.handoffs[-1].source is not None:
             handoff = analysis.handoffs[-1]
             color = mode_color(handoff.mode)
-            self._show("mode", handoff.mode, label=handoff.label, color=color)
+            self._show("mode", handoff.mode, lambda: {"label": handoff.label, "color": color})
             record["handoff"] = self._handoff(handoff, color, describe(event))
         if len(analysis.bring_ups) > counts[2]:
-            self._show("band", "bring_up", label="bring-up", color=BRING_UP)
+            self._show("band", "bring_up", lambda: {"label": "bring-up", "color": BRING_UP})
             bring_up = analysis.bring_ups[-1]
             record["bring_up"] = _bring_up(analysis.lane(bring_up.agent), bring_up)
         return record
 
-    def _show(self, group: str, key: str, **entry: Any) -> None:
-        self._legend.setdefault((group, key), {"group": group, "key": key, **entry})
+    def _show(self, group: str, key: str, entry: Callable[[], dict[str, Any]]) -> None:
+        """Put ``key`` of ``group`` in the legend, the first time it is drawn."""
+        if (group, key) not in self._legend:
+            self._legend[group, key] = {"group": group, "key": key, **entry()}
 
     def _handoff(self, handoff: Handoff, color: str, detail: str) -> dict[str, Any]:
         assert handoff.source is not None
@@ -227,11 +231,7 @@ class TimelineLayout:
         }
 
 
-def _key(span: Span | None) -> tuple[str, float, str] | None:
-    """What makes a span another: an open span's end moves with every event."""
-    return None if span is None else (span.agent, span.start, span.state)
-
-
+@functools.cache
 def _state(state: str) -> tuple[str, str, str]:
     color = state_color(state)
     return state, color, ink(color)
