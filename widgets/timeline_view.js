@@ -50,7 +50,7 @@ class Store {
     this.seen = new Set();
     this.marks = []; // {seq, t, lane, style, detail}, in time order
     this.handoffs = []; // {t, from, to, mode, label, color, ink, detail}, in time order
-    this.bringUps = []; // {lane, start, end, label, name, detail}, in time order
+    this.bringUps = []; // {lane, start, end, label, color, name, detail}, in time order
     this.spans = []; // per lane: closed spans {start, end, state, color, ink}, in time order
     this.open = null; // the open span {lane, start, state, color, ink, waiting}: to the live edge
     this.lastT = 0;
@@ -326,7 +326,7 @@ function render({ model, el }) {
       const x0 = Math.max(x(bringUp.start), LABEL_W);
       const x1 = Math.min(x(bringUp.end), right);
       const y = laneY(bringUp.lane);
-      parts.push(`<g class="na-bringup" data-tip="${tip(bringUp.detail)}" role="img" aria-label="${escape(bringUp.name)}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="27"/>`);
+      parts.push(`<g class="na-bringup" style="--na-color: ${bringUp.color}" data-tip="${tip(bringUp.detail)}" role="img" aria-label="${escape(bringUp.name)}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="27"/>`);
       if (x1 - x0 > textWidth(bringUp.label, 9) + 6) parts.push(`<text class="na-bringup-label" x="${x0 + 3}" y="${y + 12}">${escape(bringUp.label)}</text>`);
       parts.push("</g>");
     }

@@ -245,6 +245,7 @@ def _bring_up(lane: int, bring_up: BringUp) -> dict[str, Any]:
         "start": bring_up.start,
         "end": bring_up.end,
         "label": took,
+        "color": BRING_UP,
         "name": f"{bring_up.agent} bring-up: {took}",
         "detail": f"bring-up · {bring_up.agent}\nhandoff → first words: {took}"
         + (f"\n{how}" if how else ""),
