@@ -3,7 +3,7 @@ inside 1.5 s, a long idle gap and nothing in the first second (what a new user m
 
 Handoff labels never overlap and, like every hover box, stay inside the widget; the view starts
 at the first event and shortens the idle gap visibly; the legend names the agent states and
-handoff modes on show, in the colours they are drawn in.
+handoff modes on show, in the colours they are drawn in; every text reads in both themes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from playwright.sync_api import Locator, Page, expect
 
 from ..test_timeline_view import four_handoffs, write_trace
 from .conftest import next_frame, open_notebook, run_all, screenshot, write_notebook
-from .test_theme_browser import set_theme
+from .test_theme_browser import MEASURE, problems, set_theme
+from .themes import THEMES
 
 CELLS = [
     """from notebook_agents import Trace
@@ -132,13 +133,15 @@ def test_close_handoffs_read_apart_inside_a_view_fitted_to_the_activity(
     run_all(page)
     timeline = page.locator(".na-timeline")
     expect(timeline.locator(".na-lane")).to_have_count(3, timeout=60_000)
+    found: list[str] = []
     try:
-        for theme, color0, name in (("JupyterLab Light", "white", "light"),
-                                    ("JupyterLab Dark", "#111", "dark")):  # fmt: skip
+        for theme, color0, name in THEMES:
             set_theme(page, theme, color0)
             timeline.scroll_into_view_if_needed()
             next_frame(page)
             check_layout(page, theme)
+            # every text reads on what is drawn under it: chips, the gap, the state bars
+            found += problems(theme, page.evaluate(MEASURE, ".na-timeline"), dark=name == "dark")
             screenshot(page, f"timeline_four_handoffs_{name}")
             # the hover box of the handoff at the right edge, as a reader sees it
             last = box(timeline.locator(".na-handoff-chip").last)
@@ -147,3 +150,4 @@ def test_close_handoffs_read_apart_inside_a_view_fitted_to_the_activity(
             screenshot(page, f"timeline_four_handoffs_{name}_hover")
     finally:
         set_theme(page, "JupyterLab Light", "white")  # the lab serves the other tests too
+    assert found == [], "\n".join(["what does not read or follow the theme:", *found])
