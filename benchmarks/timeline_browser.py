@@ -115,7 +115,7 @@ def run_code(page: Page, code: str) -> None:
 INTERACT = """async ([index, kind, steps]) => {
     const root = document.querySelectorAll('.na-timeline')[index];
     root.scrollIntoView();
-    const svg = root.querySelector('svg');
+    const svg = root.querySelector('svg.na-timeline-svg');
     // the view draws in its animation frame; a callback queued after it runs once it is drawn
     const frame = () => new Promise((r) => requestAnimationFrame(r));
     const box = svg.getBoundingClientRect();

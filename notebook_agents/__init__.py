@@ -1,6 +1,7 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
 from .agent_graph import HandoffGraph, handoff_targets
+from .analysis import TraceAnalysis, bring_ups
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
 from .runner import NotebookRunner, RunnerError, RunnerState, TurnError, run_app
 from .trace import (
@@ -51,10 +52,12 @@ __all__ = [
     "ToolCallData",
     "ToolOutputData",
     "Trace",
+    "TraceAnalysis",
     "TraceEvent",
     "TurnError",
     "UserMessageData",
     "UserStateData",
+    "bring_ups",
     "check_event_data",
     "handoff_targets",
     "run_app",

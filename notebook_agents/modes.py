@@ -30,6 +30,10 @@ MODE_COLORS: dict[str, str] = {
     # the cascaded baseline (no realtime session) in grays
     "cascaded+copied": "#444444",
     "cascaded+empty": "#999999",
+    # an agent back to its own context (a trace's handoffs only): Okabe-Ito's remaining hues
+    "reused+own": "#009E73",
+    "fresh+own": "#CC79A7",
+    "cascaded+own": "#777777",
 }
 """one colour per mode, for the bench's plots and the views' handoff marks alike"""
 

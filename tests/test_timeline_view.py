@@ -1,4 +1,5 @@
-"""TimelineView, Python side: what crosses to the browser and when, scrubbing, the figure."""
+"""TimelineView, Python side: the layout computed in the kernel and what of it crosses to the
+browser and when, its colours, scrubbing, and the figure drawn from the same layout."""
 
 from __future__ import annotations
 
@@ -12,16 +13,20 @@ import numpy as np
 from matplotlib.collections import PathCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
+from notebook_agents.analysis import Span, milliseconds
+from notebook_agents.modes import MODE_COLORS
 from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent
 from notebook_agents.views import TimelineView
 from notebook_agents.views._text import MAX_TEXT
-from notebook_agents.views.timeline_view import (
-    bring_ups,
-    browser_record,
-    milliseconds,
-    state_spans,
-    timeline_figure,
+from notebook_agents.views._timeline_figure import timeline_figure
+from notebook_agents.views._timeline_layout import (
+    MARK_STYLES,
+    STATE_COLORS,
+    TimelineLayout,
+    describe,
+    ink,
 )
 
 from .conftest import MakeModel
@@ -36,7 +41,10 @@ class Browser:
         view.send = self.messages.append
 
     def seqs(self) -> list[int]:
-        return [e["seq"] for m in self.messages for e in m["events"]]
+        return [e["seq"] for e in self.records()]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [e for m in self.messages for e in m["events"]]
 
 
 async def converse(models: MakeModel, trace: Trace) -> None:
@@ -83,35 +91,150 @@ def parted_trace(tmp_path: Path) -> Trace:
         event(3, 1.2, "context_diverged", parted),
         event(4, 2.0, "context_converged", {"agent": "Weather", "items": 4}),
     ]
-    path = tmp_path / "trace.jsonl"
-    path.write_text(
-        "\n".join(json.dumps(r) for r in [{"format": TRACE_FORMAT, "started_at": 0.0}, *records])
-    )
-    return Trace.load(path)
+    return Trace.load(write_trace(tmp_path / "trace.jsonl", records))
 
 
-async def test_live_events_cross_once_in_batches_without_metrics(models: MakeModel) -> None:
+def write_trace(path: Path, records: list[dict[str, Any]]) -> Path:
+    """``records`` as a saved trace: JSON Lines, the format line first."""
+    lines = [{"format": TRACE_FORMAT, "started_at": 0.0}, *records]
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    return path
+
+
+def four_handoffs() -> list[dict[str, Any]]:
+    """What a new user met: nothing until 1 s; a turn; 48 s of nobody doing anything; then
+    four handoffs within 1.35 s (each new agent speaking on entry), the last one at the
+    trace's right edge."""
+    events: list[tuple[float, str, str | None, dict[str, Any]]] = [
+        (1.0, "handoff", "Concierge", {"from": None, "to": "Concierge", "session": None,
+                                       "context": None}),
+        (1.05, "agent_state", "Concierge", {"old": "initializing", "new": "listening"}),
+        (1.4, "user_message", "Concierge", {"text": "hello", "item_id": "u1"}),
+        (1.45, "agent_state", "Concierge", {"old": "listening", "new": "thinking"}),
+        (1.6, "agent_state", "Concierge", {"old": "thinking", "new": "speaking"}),
+        (1.7, "agent_message", "Concierge", {"text": "Hi, how can I help?", "item_id": "a1",
+                                             "source": "generate_reply", "phase": "turn"}),
+        (1.9, "agent_state", "Concierge", {"old": "speaking", "new": "listening"}),
+        (50.0, "user_message", "Concierge", {"text": "billing please", "item_id": "u2"}),
+        (50.05, "agent_state", "Concierge", {"old": "listening", "new": "thinking"}),
+        (50.1, "tool_call", "Concierge", {"name": "transfer_to_billing", "call_id": "c1",
+                                          "arguments": "{}"}),
+    ]  # fmt: skip
+    for i, (t, source, target, session, context) in enumerate(FOUR_HOPS):
+        data = {"from": source, "to": target, "session": session, "context": context}
+        said = {"text": f"{target} here.", "item_id": f"e{i}", "source": "say", "phase": "on_enter"}
+        events += [
+            (t, "handoff", target, data),
+            (t + 0.08, "agent_state", target, {"old": "thinking", "new": "speaking"}),
+            (t + 0.1, "agent_message", target, said),
+            (t + 0.2, "agent_state", target, {"old": "speaking", "new": "thinking"}),
+        ]
+    events.append((51.75, "closed", None, {"reason": "user_initiated"}))
+    return [
+        {"seq": seq, "t": t, "kind": kind, "agent": agent, "data": data}
+        for seq, (t, kind, agent, data) in enumerate(events)
+    ]
+
+
+FOUR_HOPS = [
+    (50.15, "Concierge", "Billing", "reused", "copied"),
+    (50.55, "Billing", "Support", "fresh", "empty"),
+    (50.95, "Support", "Concierge", "reused", "own"),
+    (51.5, "Concierge", "Billing", "fresh", "copied"),
+]
+"""(time, from, to, session, context) of ``four_handoffs``"""
+
+
+async def watched(models: MakeModel) -> tuple[Trace, TimelineView, Browser]:
+    """A view on a live conversation, everything it sent flushed to the browser."""
     trace = Trace()
     view = TimelineView(trace)
     browser = Browser(view)
     await converse(models, trace)
     view._throttle.cancel()
     view._flush()
+    return trace, view, browser
+
+
+async def test_live_events_cross_once_in_batches_without_metrics(models: MakeModel) -> None:
+    trace, view, browser = await watched(models)
 
     expected = [e.seq for e in trace.events if e.kind not in ("metrics", "user_state")]
     assert browser.seqs() == expected  # each drawn event once, in order
     assert len(browser.messages) < len(expected)  # batched, not one message per event
     assert view.event_count == len(expected)
     assert view.live is False  # the session closed: the timeline ends at its last event
-    handoff = next(
-        e
-        for m in browser.messages
-        for e in m["events"]
-        if e["kind"] == "handoff" and e["data"]["from"]
-    )
-    assert handoff["data"]["session"] == "reused" and handoff["data"]["context"] == "copied"
-    assert "context_items" not in handoff["data"]  # the kernel keeps the contexts
+    first, back = (r["handoff"] for r in browser.records() if "handoff" in r)
+    assert (first["label"], back["label"]) == ("reused · copied", "reused · own")
+    assert "context_items" not in first["detail"]  # the kernel keeps the contexts
     view.close()
+
+
+async def test_the_browser_gets_the_layout_the_kernel_computed(models: MakeModel) -> None:
+    """Spans, bring-ups, handoffs, lanes and colours cross as computed: put together, the
+    records are the kernel's analysis, so the browser has nothing left to work out."""
+    trace, view, browser = await watched(models)
+    analysis = view.analysis
+    assert view.lanes == analysis.lanes == ["Alice", "Bob"]
+    assert view.first_t == trace.events[0].t
+
+    records = browser.records()
+    spans = [r["span"] for r in records if "span" in r]
+    assert [Span(view.lanes[s[0]], s[1], s[2], s[3]) for s in spans] == analysis.state_spans()
+    assert all(s[4] == STATE_COLORS[s[3]] and s[5] == ink(s[4]) for s in spans)
+    assert [r["open"] for r in records if "open" in r][-1] is None  # closed: nothing open
+
+    bands = [r["bring_up"] for r in records if "bring_up" in r]
+    assert [(view.lanes[b["lane"]], b["start"], b["end"]) for b in bands] == [
+        (b.agent, b.start, b.end) for b in analysis.bring_ups
+    ]
+    assert [b["label"] for b in bands] == [milliseconds(b.seconds) for b in analysis.bring_ups]
+    assert bands[0]["name"] == f"Bob bring-up: {bands[0]['label']}"
+
+    handoffs = [r["handoff"] for r in records if "handoff" in r]
+    assert [(h["from"], h["to"], h["mode"]) for h in handoffs] == [
+        (0, 1, "reused+copied"),
+        (1, 0, "reused+own"),
+    ]
+    assert all(h["color"] == MODE_COLORS[h["mode"]] for h in handoffs)
+
+    marks = [r["mark"] for r in records if "mark" in r]
+    assert {m[1] for m in marks} >= {"user_message", "agent_message", "on_enter", "tool_call"}
+    assert all(m[1] in view.mark_styles for m in marks)
+
+    # the legend: what is on show, in the colours it is drawn in
+    legend = {(e["group"], e["key"]): e for e in view.legend}
+    for state in {span.state for span in analysis.state_spans()}:
+        assert legend["state", state]["color"] == STATE_COLORS[state]
+    assert legend["mode", "reused+copied"]["label"] == "reused · copied"
+    assert legend["mode", "reused+own"]["color"] == MODE_COLORS["reused+own"]
+    assert {key for group, key in legend if group == "mark"} == {m[1] for m in marks}
+    assert ("band", "bring_up") in legend
+
+
+def contrast(a: str, b: str) -> float:
+    lighter, darker = sorted((luminance(a), luminance(b)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def luminance(color: str) -> float:
+    linear = [
+        c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgba(color)[:3]
+    ]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_the_colours_read_in_the_light_and_the_dark_theme() -> None:
+    """A state bar stands out from either theme's page (3:1, WCAG's non-text contrast) and
+    the text drawn on a bar or a mode's chip reads on it (4.5:1)."""
+    light, dark = "#ffffff", "#111111"  # JupyterLab's --jp-layout-color0 in each theme
+    for state, color in STATE_COLORS.items():
+        assert contrast(color, light) >= 3 and contrast(color, dark) >= 3, state
+        assert contrast(ink(color), color) >= 4.5, state
+    for mode, color in MODE_COLORS.items():
+        assert contrast(ink(color), color) >= 4.5, mode
+    for key, style in MARK_STYLES.items():
+        assert contrast(style.color, light) >= 3 and contrast(style.color, dark) >= 3, key
 
 
 async def test_a_new_rendering_gets_the_history_once(models: MakeModel) -> None:
@@ -161,57 +284,28 @@ def test_scrubbing_shows_the_models_side_where_it_parted_from_livekits(tmp_path:
     view.scrub_t = 2.5  # together again: no model column
     assert view.scrub_models == {} and len(view.scrub_contexts["Weather"]) == 4
 
-    parted = browser_record(trace.of_kind("context_diverged")[0])["data"]
-    assert "livekit" not in parted and "model" not in parted  # both stay in the kernel
-    assert parted["missing"] == ["output ?: "] and parted["order"] is True
+    # the mark's hover text: the lone item as a line, order; both sides stay in the kernel
+    parted = describe(trace.of_kind("context_diverged")[0])
+    assert "missing: output ?: \norder: True" in parted and "Hello again" not in parted
     legend = view.to_figure().axes[0].get_legend()
     assert legend is not None
     labels = [text.get_text() for text in legend.get_texts()]
-    assert "context diverged" in labels and "context converged" in labels
+    assert "model apart" in labels and "model agrees" in labels
 
 
 def test_long_texts_are_cut_before_they_cross() -> None:
     event = TraceEvent(3, 1.0, "user_message", "Ada", {"text": "x" * 5000, "item_id": "i"})
-    record = browser_record(event)
-    assert len(record["data"]["text"]) == MAX_TEXT
-    assert record["data"]["item_id"] == "i"
+    (record,) = [TimelineLayout().add(event)]
+    assert record is not None
+    lines = record["mark"][2].split("\n")
+    assert lines[1] == "text: " + "x" * (MAX_TEXT - 1) + "…"
+    assert lines[2] == "item_id: i"
 
 
-def test_state_spans_follow_the_session_state_across_a_handoff() -> None:
-    events = [
-        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
-        TraceEvent(1, 0.1, "agent_state", "A", {"old": "initializing", "new": "listening"}),
-        TraceEvent(2, 0.5, "agent_state", "A", {"old": "listening", "new": "thinking"}),
-        TraceEvent(3, 0.6, "handoff", "B", {"from": "A", "to": "B"}),
-        TraceEvent(4, 0.9, "agent_state", "B", {"old": "thinking", "new": "speaking"}),
-        TraceEvent(5, 1.2, "closed", None, {}),
-    ]
-    assert state_spans(events) == [
-        ("A", 0.0, 0.1, "initializing"),
-        ("A", 0.1, 0.5, "listening"),
-        ("A", 0.5, 0.6, "thinking"),
-        ("B", 0.6, 0.9, "thinking"),  # B starts in the state the session was in
-        ("B", 0.9, 1.2, "speaking"),
-    ]
-
-
-def test_a_bring_up_runs_from_the_handoff_to_the_new_agents_first_words() -> None:
-    events = [
-        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
-        TraceEvent(1, 0.1, "agent_message", "A", {"text": "hi"}),  # the first agent: no bring-up
-        TraceEvent(2, 0.5, "handoff", "B", {"from": "A", "to": "B"}),
-        TraceEvent(3, 0.55, "agent_message", "A", {"text": "goodbye"}),  # A's on_exit: not B's
-        TraceEvent(4, 0.8, "agent_message", "B", {"text": "B here"}),
-        TraceEvent(5, 0.9, "agent_message", "B", {"text": "again"}),  # only the first words
-        TraceEvent(6, 1.0, "handoff", "A", {"from": "B", "to": "A"}),
-        TraceEvent(7, 1.1, "agent_state", "A", {"old": "listening", "new": "thinking"}),
-        TraceEvent(8, 1.3, "agent_state", "A", {"old": "thinking", "new": "speaking"}),
-        TraceEvent(9, 2.0, "agent_message", "A", {"text": "A again"}),  # said once spoken
-        TraceEvent(10, 2.2, "handoff", "B", {"from": "A", "to": "B"}),
-        TraceEvent(11, 2.5, "closed", None, {}),  # B never spoke: none
-    ]
-    assert bring_ups(events) == [("B", 0.5, 0.8), ("A", 1.0, 1.3)]
-    assert (milliseconds(0.3), milliseconds(0.0042)) == ("300 ms", "4.2 ms")
+def chip_texts(figure: Figure) -> list[Text]:
+    """The handoff chips: the texts drawn in a box."""
+    (ax,) = figure.axes
+    return [t for t in ax.texts if t.get_bbox_patch() is not None]
 
 
 async def test_figure_of_a_loaded_trace(models: MakeModel, tmp_path: Path) -> None:
@@ -224,17 +318,49 @@ async def test_figure_of_a_loaded_trace(models: MakeModel, tmp_path: Path) -> No
     assert isinstance(figure, Figure)
     (ax,) = figure.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == ["Alice", "Bob"]
-    labels = [t.get_text().strip() for t in ax.texts if t.get_text()]
     # Alice -> Bob with a copy; back to Alice, to her own context; each one's bring-up
-    arrivals = bring_ups(loaded.events)
-    assert [agent for agent, _, _ in arrivals] == ["Bob", "Alice"]
-    took = [milliseconds(end - start) for _, start, end in arrivals]
-    assert labels == [*took, "reused · copied", "reused · own"]
+    chips = chip_texts(figure)
+    assert [c.get_text() for c in chips] == ["reused · copied", "reused · own"]
+    chip_colors = [c.get_bbox_patch().get_facecolor() for c in chips]  # type: ignore[union-attr]
+    assert chip_colors == [
+        to_rgba(MODE_COLORS["reused+copied"]),
+        to_rgba(MODE_COLORS["reused+own"]),
+    ]
+    took = [milliseconds(b.seconds) for b in view.analysis.bring_ups]
+    assert [t.get_text().strip() for t in ax.texts if t.get_text().endswith(" ms")] == took
+    # the same legend as the widget's, in its order
     legend_box = ax.get_legend()
     assert legend_box is not None
-    legend = [t.get_text() for t in legend_box.get_texts()]
-    assert "user message" in legend and "tool call" in legend
+    assert [t.get_text() for t in legend_box.get_texts()] == [e["label"] for e in view.legend]
     assert isinstance(TimelineView(Trace()).to_figure(), Figure)  # nothing yet: still a picture
+
+
+def test_figure_keeps_close_labels_apart_and_fits_the_activity(tmp_path: Path) -> None:
+    """Four handoffs inside 1.5 s after 48 s of nothing: no chip covers another or leaves the
+    figure, the axis starts at the first event, and the idle gap is shortened and labelled."""
+    view = TimelineView(Trace.load(write_trace(tmp_path / "four.jsonl", four_handoffs())))
+    figure = view.to_figure()
+    figure.draw_without_rendering()
+    (ax,) = figure.axes
+    chips = chip_texts(figure)
+    assert [c.get_text() for c in chips] == [
+        "reused · copied",
+        "fresh · empty",
+        "reused · own",
+        "fresh · copied",
+    ]
+    page = figure.bbox
+    boxes = [c.get_bbox_patch().get_window_extent() for c in chips]  # type: ignore[union-attr]
+    for i, a in enumerate(boxes):
+        assert page.x0 <= a.x0 and a.x1 <= page.x1 and page.y0 <= a.y0 and a.y1 <= page.y1
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), f"chips at {a} and {b} overlap"
+    ticks = [float(t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
+    assert 0.9 <= ticks[0] <= 1.4, f"the axis starts at {ticks[0]} s"
+    (gap,) = [p for p in ax.patches if p.get_hatch()]
+    gap_width = gap.get_window_extent().width / ax.get_window_extent().width
+    assert gap_width < 0.1, f"the idle gap takes {gap_width:.0%} of the axis"
+    assert "48.1 s idle" in [t.get_text() for t in ax.texts]
 
 
 def test_figure_keeps_close_marks_apart_and_marks_a_failed_tool_output() -> None:
@@ -251,7 +377,7 @@ def test_figure_keeps_close_marks_apart_and_marks_a_failed_tool_output() -> None
         TraceEvent(7, 2.001, "tool_output", "A", {**lookup, "output": "boom", "is_error": True}),
         TraceEvent(8, 3.0, "closed", None, {}),
     ]
-    figure = timeline_figure(events)
+    figure = timeline_figure(TimelineLayout(events))
     figure.draw_without_rendering()  # lay it out: positions on the page are now final
     (ax,) = figure.axes
     scatters = [c for c in ax.collections if isinstance(c, PathCollection)]
@@ -269,7 +395,9 @@ def test_figure_keeps_close_marks_apart_and_marks_a_failed_tool_output() -> None
     (ok,) = [c for c, (x, _) in marks if x == 1.003]
     (failed,) = [c for c, (x, _) in marks if x == 2.001]
     assert failed is not ok
-    red = to_rgba("#dc2626")
+    red = to_rgba(MARK_STYLES["tool_failed"].color)
     assert np.allclose(np.asarray(failed.get_edgecolor())[0], red)
     assert not np.allclose(np.asarray(ok.get_edgecolor())[0], red)
-    assert failed.get_label() == "tool output (failed)"
+    legend = ax.get_legend()
+    assert legend is not None
+    assert "tool output (failed)" in [t.get_text() for t in legend.get_texts()]

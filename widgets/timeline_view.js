@@ -1,17 +1,21 @@
-// TimelineView: a lane per agent; agent-state spans; marks for messages, tools, context
-// changes, errors and where an agent's context and its model's conversation parted (and
-// met again); handoff arrows, each with the new agent's bring-up band (from the arrow to its
-// first words: speaking starts). Events arrive in batches ("msg:custom"); only the
-// visible time window is drawn, and marks closer than a pixel or two are merged, so a long
-// trace stays responsive.
+// TimelineView: draws what the kernel laid out (notebook_agents/views/_timeline_layout.py):
+// lanes, agent-state spans, marks, handoff arrows with chips coloured by mode, bring-up bands,
+// idle gaps and the legend, with their colours, labels and hover texts. Decided here is only
+// where things go on screen: the time axis (each idle gap drawn a fixed width), the row a
+// handoff chip takes so none covers another, and where a hover box fits inside the view.
+// Records arrive in batches ("msg:custom"); only the visible time window is drawn, and marks
+// closer than a pixel or two are merged, so a long trace stays responsive.
 
 const LANE_H = 48;
 const LABEL_W = 120;
+const RIGHT_PAD = 10;
 const AXIS_H = 22;
-const MARK_KINDS = [
-  "user_message", "agent_message", "tool_call", "tool_output", "context_changed", "error",
-  "context_diverged", "context_converged",
-];
+const ROW_H = 18; // a row of handoff chips above the lanes
+const CHIP_H = 14;
+const CHIP_PAD = 4; // text to chip edge, and the least room between two chips in a row
+const GAP_PX = 84; // an idle gap's width on screen while the whole trace is shown
+const GAP_INSET = 10; // the gap's band keeps off the events on either side
+const TIP_MARGIN = 4;
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 function escape(text) {
@@ -36,124 +40,130 @@ function lowerBound(arr, value, key) {
   return lo;
 }
 
-class Timeline {
+// what the kernel sent, kept as sent
+class Store {
   constructor() {
     this.reset();
   }
 
   reset() {
-    this.events = []; // drawn events (marks and handoffs), in time order
-    this.bySeq = new Map();
-    this.lanes = [];
-    this.laneIndex = new Map();
-    this.spans = []; // per lane: [{start, end, state}], end null while open
-    this.open = null; // {lane, span}
-    this.bringUps = []; // [{lane, start, end, handoff}], in time order
-    this.arriving = null; // the last handoff, until its new agent's first words
-    this.state = "initializing";
+    this.seen = new Set();
+    this.marks = []; // {seq, t, lane, style, detail}, in time order
+    this.handoffs = []; // {t, from, to, mode, label, color, ink, detail}, in time order
+    this.bringUps = []; // {lane, start, end, label, color, name, detail}, in time order
+    this.spans = []; // per lane: closed spans {start, end, state, color, ink}, in time order
+    this.open = null; // the open span {lane, start, state, color, ink, waiting}: to the live edge
     this.lastT = 0;
   }
 
-  lane(name) {
-    if (!this.laneIndex.has(name)) {
-      this.laneIndex.set(name, this.lanes.length);
-      this.lanes.push(name);
-      this.spans.push([]);
+  add(record) {
+    if (this.seen.has(record.seq)) return;
+    this.seen.add(record.seq);
+    this.lastT = Math.max(this.lastT, record.t);
+    if (record.span) {
+      const [lane, start, end, state, color, ink] = record.span;
+      while (this.spans.length <= lane) this.spans.push([]);
+      this.spans[lane].push({ start, end, state, color, ink });
     }
-    return this.laneIndex.get(name);
-  }
-
-  startSpan(laneName, t) {
-    if (this.open) this.open.span.end = t;
-    const lane = this.lane(laneName);
-    const span = { start: t, end: null, state: this.state };
-    this.spans[lane].push(span);
-    this.open = { lane, span };
-  }
-
-  add(event) {
-    if (this.bySeq.has(event.seq)) return;
-    this.bySeq.set(event.seq, event);
-    this.lastT = Math.max(this.lastT, event.t);
-    if (event.agent) this.lane(event.agent);
-    const arriving = this.arriving;
-    if (arriving && event.agent === arriving.data.to && firstWords(event)) {
-      this.bringUps.push({ lane: this.lane(event.agent), start: arriving.t, end: event.t, handoff: arriving });
-      this.arriving = null;
+    if ("open" in record) {
+      const open = record.open;
+      this.open = open && { lane: open[0], start: open[1], state: open[2], color: open[3], ink: open[4], waiting: open[5] };
     }
-    if (event.kind === "agent_state") {
-      this.state = event.data.new;
-      this.startSpan(event.agent || (this.open && this.lanes[this.open.lane]) || "?", event.t);
-      return;
+    if (record.mark) {
+      const [lane, style, detail] = record.mark;
+      this.marks.push({ seq: record.seq, t: record.t, lane, style, detail });
     }
-    if (event.kind === "handoff" && event.data.to) {
-      this.startSpan(event.data.to, event.t);
-      this.arriving = null;
-      if (!event.data.from) return; // the first agent starting: no arrow
-      this.lane(event.data.from);
-      this.arriving = event;
-    }
-    if (event.kind === "closed") {
-      if (this.open) this.open.span.end = event.t;
-      this.open = null;
-      this.arriving = null;
-    }
-    if (event.kind === "handoff" || MARK_KINDS.includes(event.kind)) this.events.push(event);
+    if (record.handoff) this.handoffs.push({ t: record.t, ...record.handoff });
+    if (record.bring_up) this.bringUps.push(record.bring_up);
   }
 }
 
-function describe(event) {
-  const lines = [`${event.kind.replace("_", " ")} · ${event.agent ?? "-"} · ${event.t.toFixed(3)} s`];
-  for (const [key, value] of Object.entries(event.data)) {
-    if (value === null || value === undefined || value === "") continue;
-    if (Array.isArray(value) && value.length === 0) continue; // nothing missing, say nothing
-    lines.push(`${key}: ${typeof value === "object" ? JSON.stringify(value) : value}`);
+// Trace time <-> axis units: each idle gap the kernel found is squeezed to `gapU` axis seconds,
+// the rest keeps its length, so zooming and panning stay linear on the axis.
+class Axis {
+  constructor(gaps, gapU) {
+    this.gaps = gaps;
+    this.gapU = gapU;
   }
-  return lines.join("\n");
+
+  u(t) {
+    let shift = 0;
+    for (const gap of this.gaps) {
+      if (t <= gap.start) break;
+      if (t < gap.end) return gap.start - shift + (this.gapU * (t - gap.start)) / (gap.end - gap.start);
+      shift += gap.end - gap.start - this.gapU;
+    }
+    return t - shift;
+  }
+
+  t(u) {
+    let shift = 0;
+    for (const gap of this.gaps) {
+      const at = gap.start - shift;
+      if (u <= at) break;
+      if (u < at + this.gapU) return gap.start + ((u - at) / this.gapU) * (gap.end - gap.start);
+      shift += gap.end - gap.start - this.gapU;
+    }
+    return u + shift;
+  }
+
+  // the stretches between the gaps that overlap [t0, t1]
+  segments(t0, t1) {
+    const edges = [t0];
+    for (const gap of this.gaps) if (gap.end > t0 && gap.start < t1) edges.push(gap.start, gap.end);
+    edges.push(t1);
+    const found = [];
+    for (let i = 0; i < edges.length; i += 2) if (edges[i + 1] > edges[i]) found.push([edges[i], edges[i + 1]]);
+    return found;
+  }
 }
 
-// an agent's first words: it starts speaking, or (no state seen) its first message is in
-function firstWords(event) {
-  return (event.kind === "agent_state" && event.data.new === "speaking") || event.kind === "agent_message";
+// the width of an axis second that leaves each gap GAP_PX wide when [t0, t1] fills `pixels`
+// (at most half the width to gaps), as axis seconds per gap
+function gapUnits(gaps, t0, t1, pixels) {
+  const inside = gaps.filter((g) => g.end > t0 && g.start < t1);
+  if (!inside.length) return 1;
+  const active = t1 - t0 - inside.reduce((sum, g) => sum + Math.min(g.end, t1) - Math.max(g.start, t0), 0);
+  const gapPx = Math.min(GAP_PX, pixels / (2 * inside.length));
+  return Math.max(active, 1e-3) * gapPx / Math.max(pixels - inside.length * gapPx, 1);
 }
 
-function milliseconds(seconds) {
-  const ms = seconds * 1000;
-  return `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
+// for extents [start, end] sorted by start: each one's row, the lowest whose last extent ended
+// before its start (as the figure's `rows`)
+function rows(extents) {
+  const ends = [];
+  return extents.map(([start, end]) => {
+    let row = ends.findIndex((before) => start >= before);
+    if (row < 0) row = ends.push(end) - 1;
+    ends[row] = end;
+    return row;
+  });
 }
 
-function describeBringUp(bringUp) {
-  const how = [bringUp.handoff.data.session, bringUp.handoff.data.context].filter(Boolean).join(" · ");
-  return `bring-up · ${bringUp.handoff.data.to}\nhandoff → first words: ${milliseconds(bringUp.end - bringUp.start)}${how ? `\n${how}` : ""}`;
-}
-
-function markShape(event, x, y) {
-  const attrs = `class="na-mark na-mark-${event.kind}${extraClass(event)}" data-seq="${event.seq}"`;
-  switch (event.kind) {
-    case "user_message":
-    case "agent_message":
+function markShape(shape, x, y, attrs) {
+  switch (shape) {
+    case "circle":
       return `<circle ${attrs} cx="${x}" cy="${y}" r="5"/>`;
-    case "tool_call":
-    case "tool_output":
+    case "square":
       return `<rect ${attrs} x="${x - 4.5}" y="${y - 4.5}" width="9" height="9"/>`;
-    case "context_changed":
+    case "triangle":
       return `<path ${attrs} d="M${x},${y - 6}L${x + 6},${y + 5}L${x - 6},${y + 5}Z"/>`;
-    case "context_diverged":
-    case "context_converged":
+    case "diamond":
       return `<path ${attrs} d="M${x},${y - 6}L${x + 6},${y}L${x},${y + 6}L${x - 6},${y}Z"/>`;
-    default:
+    default: // a cross
       return `<path ${attrs} d="M${x - 5},${y - 5}L${x + 5},${y + 5}M${x + 5},${y - 5}L${x - 5},${y + 5}"/>`;
   }
 }
 
-function extraClass(event) {
-  if (event.kind === "agent_message" && event.data.phase === "on_enter") return " na-on-enter";
-  if (event.kind === "tool_output" && event.data.is_error) return " na-failed";
-  return "";
+// a mark's class and colour attributes: filled in its style's colour, or outlined in it and
+// filled with the page's colour (CSS, .na-hollow), or, a cross, only stroked
+function paint(style) {
+  if (style.shape === "cross") return ["na-cross", `stroke="${style.color}"`];
+  return style.hollow ? ["na-hollow", `stroke="${style.color}"`] : ["", `fill="${style.color}"`];
 }
 
 function render({ model, el }) {
-  const timeline = new Timeline();
+  const store = new Store();
   const root = document.createElement("div");
   root.className = "na-timeline";
   root.innerHTML = `
@@ -161,20 +171,12 @@ function render({ model, el }) {
       <button class="na-fit" title="show the whole trace">fit</button>
       <button class="na-follow" title="keep the live edge in view">follow</button>
       <span class="na-count"></span>
-      <span class="na-legend">
-        <i class="na-key na-key-user_message"></i>user
-        <i class="na-key na-key-agent_message"></i>agent
-        <i class="na-key na-key-on_enter"></i>on_enter
-        <i class="na-key na-key-tool_call"></i>tool
-        <i class="na-key na-key-context_changed"></i>context
-        <i class="na-key na-key-error"></i>error
-        <i class="na-key na-key-context_diverged"></i>model apart
-        <i class="na-key na-key-bringup"></i>bring-up
-      </span>
     </div>
-    <div class="na-plot"><svg class="na-timeline-svg" xmlns="${SVG_NS}"></svg><div class="na-tooltip" hidden></div></div>
+    <div class="na-legend"></div>
+    <div class="na-plot"><svg class="na-timeline-svg" xmlns="${SVG_NS}"></svg></div>
     <div class="na-scrub"><input class="na-scrubber" type="range" min="0" max="1" step="0.001" value="0"><span class="na-scrub-time">scrub to see each agent's context</span></div>
-    <div class="na-contexts"></div>`;
+    <div class="na-contexts"></div>
+    <div class="na-tooltip" hidden></div>`;
   el.append(root);
   const svg = root.querySelector("svg");
   const plot = root.querySelector(".na-plot");
@@ -183,108 +185,197 @@ function render({ model, el }) {
   const scrubTime = root.querySelector(".na-scrub-time");
   const followButton = root.querySelector(".na-follow");
 
-  let view = null; // [t0, t1] seconds; null: fit everything
+  let view = null; // {u0, u1, gapU}: a window the user zoomed or panned to; null: fit everything
   let follow = true;
   let scrubT = null;
   let frame = 0;
   let pointerInside = false; // the clock holds still under the pointer, so a mark can be hovered
+  let tips = []; // the hover text of each element drawn with data-tip
+  let shown = null; // the last drawn window: {u0, u1, axis, plotW}
+
+  const measure = document.createElement("canvas").getContext("2d");
+  const widths = new Map();
+  function textWidth(text, size) {
+    const key = `${size}:${text}`;
+    if (!widths.has(key)) {
+      measure.font = `${size}px ${getComputedStyle(root).fontFamily}`;
+      widths.set(key, measure.measureText(text).width);
+    }
+    return widths.get(key);
+  }
 
   const now = () => Date.now() / 1000 - model.get("started_at");
-  const end = () => (model.get("live") ? Math.max(now(), timeline.lastT) : timeline.lastT);
+  const liveEnd = () => (model.get("live") ? Math.max(now(), store.lastT) : store.lastT);
+  const first = () => model.get("first_t") ?? 0;
+  // while live, the whole-trace view runs to the clock; waiting on the caller (the kernel
+  // says when), at most the idle threshold past the last event: the activity keeps the width
+  const fitEnd = () => {
+    const waiting = !store.open || store.open.waiting;
+    const end = waiting ? Math.min(liveEnd(), store.lastT + model.get("idle_after")) : liveEnd();
+    return Math.max(end, first() + 0.001);
+  };
 
-  function window_() {
-    const e = Math.max(end(), 0.001);
-    if (view === null) return [0, e * 1.02];
-    if (follow) {
-      const width = view[1] - view[0];
-      return [e + width * 0.02 - width, e + width * 0.02];
+  function window_(plotW) {
+    const gaps = model.get("gaps");
+    if (view === null) {
+      const axis = new Axis(gaps, gapUnits(gaps, first(), fitEnd(), plotW));
+      const [u0, u1] = [axis.u(first()), axis.u(fitEnd())];
+      const pad = (u1 - u0) * 0.02;
+      return { u0: u0 - pad, u1: u1 + pad, axis };
     }
-    return view;
+    const axis = new Axis(gaps, view.gapU);
+    if (follow) {
+      const width = view.u1 - view.u0;
+      const edge = axis.u(liveEnd());
+      return { u0: edge + width * 0.02 - width, u1: edge + width * 0.02, axis };
+    }
+    return { u0: view.u0, u1: view.u1, axis };
   }
 
   function draw() {
     frame = 0;
     const started = performance.now();
+    const lanes = model.get("lanes");
+    const styles = model.get("mark_styles");
     const width = Math.max(plot.clientWidth, 300);
-    const plotW = width - LABEL_W - 10;
-    const height = timeline.lanes.length * LANE_H + AXIS_H;
-    const [t0, t1] = window_();
-    const scale = plotW / (t1 - t0);
-    const x = (t) => LABEL_W + (t - t0) * scale;
-    const liveEnd = end();
+    const right = width - RIGHT_PAD;
+    const plotW = right - LABEL_W;
+    const { u0, u1, axis } = window_(plotW);
+    const scale = plotW / (u1 - u0);
+    const x = (t) => LABEL_W + (axis.u(t) - u0) * scale;
+    const [t0, t1] = [axis.t(u0), axis.t(u1)];
+    const end = liveEnd();
+    tips = [];
+    const tip = (text) => tips.push(text) - 1;
+
+    // the handoffs in view, each chip in the first row where it covers no other; one at the
+    // right edge ends at its arrow instead of starting there
+    const handoffs = store.handoffs.slice(lowerBound(store.handoffs, t0, (h) => h.t));
+    const chips = [];
+    for (const handoff of handoffs) {
+      if (handoff.t > t1) break;
+      const at = x(handoff.t);
+      const w = textWidth(handoff.label, 10) + 2 * CHIP_PAD;
+      const left = at + w > right ? at - w : at;
+      chips.push({ handoff, at, left, w });
+    }
+    const byLeft = [...chips].sort((a, b) => a.left - b.left); // drawn in time order all the same
+    rows(byLeft.map((c) => [c.left, c.left + c.w + CHIP_PAD])).forEach((row, i) => (byLeft[i].row = row));
+    const rowCount = chips.reduce((most, c) => Math.max(most, c.row + 1), 0);
+    const top = rowCount ? rowCount * ROW_H + 4 : 0;
+    const laneY = (lane) => top + lane * LANE_H;
+    const axisY = laneY(lanes.length);
     const parts = [];
 
-    timeline.lanes.forEach((name, lane) => {
-      const y = lane * LANE_H;
+    lanes.forEach((name, lane) => {
+      const y = laneY(lane);
       parts.push(`<g class="na-lane" data-agent="${escape(name)}"><rect class="na-lane-bg" x="0" y="${y}" width="${width}" height="${LANE_H}"/>`);
       parts.push(`<text class="na-lane-label" x="8" y="${y + LANE_H / 2 + 4}">${escape(name)}</text></g>`);
-      const spans = timeline.spans[lane];
-      let drawnTo = -Infinity;
-      for (let i = lowerBound(spans, t0, (s) => s.end ?? liveEnd); i < spans.length; i++) {
-        const span = spans[i];
-        if (span.start > t1) break;
-        const x0 = Math.max(x(span.start), LABEL_W);
-        const x1 = Math.min(x(span.end ?? liveEnd), width);
-        if (x1 < drawnTo + 1) continue; // under a pixel past the previous span: merged
-        drawnTo = x1;
-        parts.push(`<rect class="na-span" data-state="${escape(span.state)}" x="${x0}" y="${y + 31}" width="${Math.max(x1 - x0, 1)}" height="13"/>`);
-        if (x1 - x0 > 70) parts.push(`<text class="na-span-label" x="${x0 + 4}" y="${y + 41}">${escape(span.state)}</text>`);
-      }
     });
 
-    // bring-ups under the marks: few (one per handoff) and short, so a plain scan will do
-    timeline.bringUps.forEach((bringUp, i) => {
-      if (bringUp.end < t0 || bringUp.start > t1) return;
-      const x0 = Math.max(x(bringUp.start), LABEL_W);
-      const x1 = Math.min(x(bringUp.end), width);
-      const y = bringUp.lane * LANE_H;
-      const took = milliseconds(bringUp.end - bringUp.start);
-      parts.push(`<g class="na-bringup" data-bringup="${i}" role="img" aria-label="${escape(bringUp.handoff.data.to)} bring-up: ${took}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="27"/>`);
-      if (x1 - x0 > 44) parts.push(`<text class="na-bringup-label" x="${x0 + 3}" y="${y + 12}">${took}</text>`);
+    // ticks at round trace times inside each stretch between gaps; a label that would leave
+    // the view is left out
+    const step = niceStep(u1 - u0, plotW);
+    const digits = step < 0.01 ? 3 : step < 0.1 ? 2 : step < 1 ? 1 : 0;
+    for (const [s0, s1] of axis.segments(t0, t1)) {
+      for (let k = Math.ceil(s0 / step - 1e-9); k * step <= s1 + 1e-9; k++) {
+        const tx = x(k * step);
+        const label = `${(k * step).toFixed(digits)} s`;
+        parts.push(`<line class="na-tick" x1="${tx}" y1="${top}" x2="${tx}" y2="${axisY + 4}"/>`);
+        if (tx + textWidth(label, 10) / 2 <= width) parts.push(`<text class="na-tick-label" x="${tx}" y="${axisY + 16}">${label}</text>`);
+      }
+    }
+    // idle gaps: a band where time is shortened, saying how long nothing happened, under the
+    // spans that run through it
+    model.get("gaps").forEach((gap) => {
+      if (gap.end < t0 || gap.start > t1) return;
+      const x0 = x(gap.start) + GAP_INSET;
+      const x1 = x(gap.end) - GAP_INSET;
+      if (x1 - x0 < 4) return;
+      parts.push(`<g class="na-gap" data-tip="${tip(gap.detail)}"><rect class="na-gap-band" x="${x0}" y="${top}" width="${x1 - x0}" height="${axisY - top}"/>`);
+      if (x1 - x0 > textWidth(gap.label, 10) + 4) {
+        parts.push(`<text class="na-gap-label" x="${(x0 + x1) / 2}" y="${top + 13}">${escape(gap.label)}</text>`);
+      }
       parts.push("</g>");
     });
 
-    const events = timeline.events;
-    const lastX = new Map();
-    const first = lowerBound(events, t0, (e) => e.t);
-    for (let i = first; i < events.length && events[i].t <= t1; i++) {
-      const event = events[i];
-      const ex = x(event.t);
-      if (event.kind === "handoff") {
-        const from = timeline.laneIndex.get(event.data.from);
-        const to = timeline.laneIndex.get(event.data.to);
-        const y0 = from * LANE_H + LANE_H / 2;
-        const y1 = to * LANE_H + LANE_H / 2 + (to > from ? -8 : 8);
-        const label = [event.data.session, event.data.context].filter(Boolean).join(" · ");
-        parts.push(`<g class="na-handoff" data-seq="${event.seq}"><line x1="${ex}" y1="${y0}" x2="${ex}" y2="${y1}" marker-end="url(#na-arrow)"/>`);
-        parts.push(`<text class="na-handoff-label" x="${ex + 5}" y="${(y0 + y1) / 2 + 4}">${escape(label)}</text></g>`);
-        continue;
+    const drawSpan = (lane, span, spanEnd) => {
+      const x0 = Math.max(x(span.start), LABEL_W);
+      const x1 = Math.min(x(spanEnd), right);
+      const y = laneY(lane);
+      parts.push(`<rect class="na-span" data-state="${escape(span.state)}" fill="${span.color}" x="${x0}" y="${y + 31}" width="${Math.max(x1 - x0, 1)}" height="13"/>`);
+      if (x1 - x0 > textWidth(span.state, 10) + 8) {
+        parts.push(`<text class="na-span-label" fill="${span.ink}" x="${x0 + 4}" y="${y + 41}">${escape(span.state)}</text>`);
       }
-      const lane = timeline.laneIndex.get(event.agent);
-      if (lane === undefined) continue;
-      const key = `${lane}:${event.kind}`;
-      if (ex - (lastX.get(key) ?? -Infinity) < 2) continue; // same spot as the last one drawn
-      lastX.set(key, ex);
-      const row = event.kind.endsWith("message") ? 10 : 22; // messages above, the rest below
-      parts.push(markShape(event, ex, lane * LANE_H + row));
+      return x1;
+    };
+    store.spans.forEach((spans, lane) => {
+      let drawnTo = -Infinity;
+      for (let i = lowerBound(spans, t0, (s) => s.end); i < spans.length; i++) {
+        const span = spans[i];
+        if (span.start > t1) break;
+        if (x(span.end) < drawnTo + 1) continue; // under a pixel past the previous span: merged
+        drawnTo = drawSpan(lane, span, span.end);
+      }
+    });
+    if (store.open && store.open.start <= t1 && end >= t0) drawSpan(store.open.lane, store.open, end);
+
+    // bring-ups under the marks: few (one per handoff) and short, so a plain scan will do
+    for (const bringUp of store.bringUps) {
+      if (bringUp.end < t0 || bringUp.start > t1) continue;
+      const x0 = Math.max(x(bringUp.start), LABEL_W);
+      const x1 = Math.min(x(bringUp.end), right);
+      const y = laneY(bringUp.lane);
+      parts.push(`<g class="na-bringup" style="--na-color: ${bringUp.color}" data-tip="${tip(bringUp.detail)}" role="img" aria-label="${escape(bringUp.name)}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="27"/>`);
+      if (x1 - x0 > textWidth(bringUp.label, 9) + 6) parts.push(`<text class="na-bringup-label" x="${x0 + 3}" y="${y + 12}">${escape(bringUp.label)}</text>`);
+      parts.push("</g>");
     }
 
-    const axisY = timeline.lanes.length * LANE_H;
-    const step = niceStep(t1 - t0, plotW);
-    const digits = step < 0.01 ? 3 : step < 0.1 ? 2 : step < 1 ? 1 : 0;
-    for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
-      parts.push(`<line class="na-tick" x1="${x(t)}" y1="0" x2="${x(t)}" y2="${axisY + 4}"/><text class="na-tick-label" x="${x(t)}" y="${axisY + 16}">${t.toFixed(digits)} s</text>`);
+    const marks = store.marks;
+    const lastX = new Map();
+    const looks = new Map(); // each style's class and colour attributes
+    for (let i = lowerBound(marks, t0, (m) => m.t); i < marks.length && marks[i].t <= t1; i++) {
+      const mark = marks[i];
+      const mx = x(mark.t);
+      const key = `${mark.lane}:${mark.style}`;
+      if (mx - (lastX.get(key) ?? -Infinity) < 2) continue; // same spot as the last one drawn
+      lastX.set(key, mx);
+      const style = styles[mark.style];
+      if (!looks.has(mark.style)) {
+        const [paintClass, colour] = paint(style);
+        looks.set(mark.style, `class="na-mark ${style.css} ${paintClass}" ${colour}`);
+      }
+      const attrs = `${looks.get(mark.style)} data-seq="${mark.seq}" data-tip="${tip(mark.detail)}"`;
+      const row = style.shape === "circle" ? 10 : 22; // messages above, the rest below
+      parts.push(markShape(style.shape, mx, laneY(mark.lane) + row, attrs));
     }
+
+    // handoffs: the arrow between the lanes, a dotted lead up to its chip
+    for (const { handoff, at, left, w, row } of chips) {
+      const y0 = laneY(handoff.from) + LANE_H / 2;
+      const y1 = laneY(handoff.to) + LANE_H / 2 + (handoff.to > handoff.from ? -8 : 8);
+      const chipY = row * ROW_H + 2;
+      const attrs = `class="na-handoff" data-mode="${escape(handoff.mode)}" data-tip="${tip(handoff.detail)}"`;
+      parts.push(`<g ${attrs}><line class="na-handoff-lead" x1="${at}" y1="${chipY + CHIP_H}" x2="${at}" y2="${Math.min(y0, y1)}"/>`);
+      parts.push(`<line class="na-handoff-arrow" x1="${at}" y1="${y0}" x2="${at}" y2="${y1}" marker-end="url(#na-arrow)"/>`);
+      parts.push(`<line class="na-hit" x1="${at}" y1="${y0}" x2="${at}" y2="${y1}"/>`);
+      parts.push(`<rect class="na-handoff-chip" fill="${handoff.color}" x="${left}" y="${chipY}" width="${w}" height="${CHIP_H}" rx="3"/>`);
+      parts.push(`<text class="na-handoff-label" fill="${handoff.ink}" x="${left + CHIP_PAD}" y="${chipY + 10.5}">${escape(handoff.label)}</text></g>`);
+    }
+
     if (scrubT !== null && scrubT >= t0 && scrubT <= t1) {
-      parts.push(`<line class="na-cursor" x1="${x(scrubT)}" y1="0" x2="${x(scrubT)}" y2="${axisY}"/>`);
+      parts.push(`<line class="na-cursor" x1="${x(scrubT)}" y1="${top}" x2="${x(scrubT)}" y2="${axisY}"/>`);
     }
     svg.setAttribute("width", width);
-    svg.setAttribute("height", height);
+    svg.setAttribute("height", axisY + AXIS_H);
     svg.innerHTML = `<defs><marker id="na-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10Z"/></marker></defs>${parts.join("")}`;
-    root.querySelector(".na-count").textContent = `${timeline.bySeq.size} events`;
+    root.querySelector(".na-count").textContent = `${store.seen.size} events`;
     followButton.classList.toggle("na-active", follow);
+    // the scrubber runs along the same axis as the plot: [first event, live edge]
+    scrubber.min = String(Math.floor(axis.u(first()) * 1000) / 1000);
     // rounded up to the slider's step: the far end must include the last event
-    scrubber.max = String(Math.ceil(Math.max(liveEnd, 0.001) * 1000) / 1000);
+    scrubber.max = String(Math.ceil(Math.max(axis.u(end), axis.u(first()) + 0.001) * 1000) / 1000);
+    shown = { u0, u1, axis, plotW };
     root.dataset.renderMs = (performance.now() - started).toFixed(2);
   }
 
@@ -294,17 +385,31 @@ function render({ model, el }) {
 
   function onMessage(msg) {
     if (msg.type !== "events") return;
-    if (msg.reset) timeline.reset();
-    for (const event of msg.events) timeline.add(event);
+    if (msg.reset) store.reset();
+    for (const record of msg.events) store.add(record);
     redraw();
+  }
+
+  function showLegend() {
+    const box = root.querySelector(".na-legend");
+    box.innerHTML = model.get("legend").map((entry) => {
+      const label = `<span class="na-key-label">${escape(entry.label)}</span>`;
+      if (entry.group === "mark") {
+        const [paintClass, colour] = paint(entry);
+        const shape = markShape(entry.shape, 6, 6, `class="${paintClass}" ${colour}`);
+        return `<span class="na-key-entry" data-group="mark"><svg class="na-key na-key-mark" data-mark="${escape(entry.key)}" width="12" height="12">${shape}</svg>${label}</span>`;
+      }
+      const color = entry.group === "band" ? `--na-color: ${entry.color}` : `background: ${entry.color}`;
+      return `<span class="na-key-entry" data-group="${entry.group}"><i class="na-key na-key-${entry.group}" data-${entry.group}="${escape(entry.key)}" style="${color}"></i>${label}</span>`;
+    }).join("");
   }
 
   // an item the python side marked (missing, extra or moved) says so on hover
   const MARK_TITLES = { missing: "missing from the model's side", extra: "only on the model's side", moved: "out of order" };
 
-  function contextColumn(title, items, agent, model) {
+  function contextColumn(title, items, agent, isModel) {
     const column = document.createElement("div");
-    column.className = model ? "na-context na-context-model" : "na-context";
+    column.className = isModel ? "na-context na-context-model" : "na-context";
     column.dataset.agent = agent;
     const heading = document.createElement("div");
     heading.className = "na-context-title";
@@ -333,53 +438,60 @@ function render({ model, el }) {
     }
   }
 
+  // the hover box beside the pointer, on whichever side has room, always inside the view
+  function showTip(text, clientX, clientY) {
+    const box = root.getBoundingClientRect();
+    tooltip.textContent = text;
+    tooltip.style.maxWidth = `${Math.min(420, box.width - 2 * TIP_MARGIN)}px`;
+    tooltip.style.maxHeight = `${box.height - 2 * TIP_MARGIN}px`;
+    tooltip.hidden = false;
+    const [w, h] = [tooltip.offsetWidth, tooltip.offsetHeight];
+    const place = (at, size, room) => {
+      const after = at + 12;
+      const spot = after + size + TIP_MARGIN > room ? at - 12 - size : after;
+      return Math.min(Math.max(spot, TIP_MARGIN), room - size - TIP_MARGIN);
+    };
+    tooltip.style.left = `${place(clientX - box.left, w, box.width)}px`;
+    tooltip.style.top = `${place(clientY - box.top, h, box.height)}px`;
+  }
+
   // zoom around the pointer, drag to pan; either stops following the live edge
   svg.addEventListener("wheel", (event) => {
     event.preventDefault();
-    const [t0, t1] = window_();
-    const rect = svg.getBoundingClientRect();
-    const plotW = rect.width - LABEL_W - 10;
-    const at = t0 + ((event.clientX - rect.left - LABEL_W) / plotW) * (t1 - t0);
+    if (!shown) return;
+    const { u0, u1, axis, plotW } = shown;
+    const at = u0 + ((event.clientX - svg.getBoundingClientRect().left - LABEL_W) / plotW) * (u1 - u0);
     const factor = Math.exp(event.deltaY * 0.002);
-    const width = Math.min(Math.max((t1 - t0) * factor, 0.002), Math.max(end() * 1.5, 1));
+    const whole = axis.u(fitEnd()) - axis.u(first());
+    const width = Math.min(Math.max((u1 - u0) * factor, 0.002), Math.max(whole * 1.5, 1));
     // while following, the live edge stays put and only the width changes
-    const left = follow ? t1 - width : at - (at - t0) * (width / (t1 - t0));
-    view = [left, left + width];
+    const left = follow ? u1 - width : at - (at - u0) * (width / (u1 - u0));
+    view = { u0: left, u1: left + width, gapU: axis.gapU };
     redraw();
   }, { passive: false });
 
   let drag = null;
   svg.addEventListener("pointerdown", (event) => {
-    drag = { x: event.clientX, window: window_() };
+    if (shown) drag = { x: event.clientX, shown };
     svg.setPointerCapture(event.pointerId);
   });
   svg.addEventListener("pointermove", (event) => {
     if (drag) {
-      const [t0, t1] = drag.window;
-      const plotW = svg.getBoundingClientRect().width - LABEL_W - 10;
-      const shift = ((drag.x - event.clientX) / plotW) * (t1 - t0);
+      const { u0, u1, axis, plotW } = drag.shown;
+      const shift = ((drag.x - event.clientX) / plotW) * (u1 - u0);
       if (Math.abs(drag.x - event.clientX) > 2) {
-        view = [t0 + shift, t1 + shift];
+        view = { u0: u0 + shift, u1: u1 + shift, gapU: axis.gapU };
         follow = false;
         redraw();
       }
       return;
     }
-    const target = event.target.closest("[data-seq], [data-bringup]");
-    const marked = target?.dataset.seq !== undefined && timeline.bySeq.get(Number(target.dataset.seq));
-    const bringUp = target?.dataset.bringup !== undefined && timeline.bringUps[Number(target.dataset.bringup)];
-    if (!marked && !bringUp) {
+    const target = event.target.closest("[data-tip]");
+    if (!target) {
       tooltip.hidden = true;
       return;
     }
-    const box = plot.getBoundingClientRect();
-    tooltip.textContent = marked ? describe(marked) : describeBringUp(bringUp);
-    tooltip.hidden = false;
-    // beside the pointer, on whichever side it fits
-    const x = event.clientX - box.left;
-    const left = x + 12 + tooltip.offsetWidth > box.width ? x - 12 - tooltip.offsetWidth : x + 12;
-    tooltip.style.left = `${Math.max(left, 0)}px`;
-    tooltip.style.top = `${event.clientY - box.top + 12}px`;
+    showTip(tips[Number(target.dataset.tip)], event.clientX, event.clientY);
   });
   svg.addEventListener("pointerup", () => {
     drag = null;
@@ -402,7 +514,8 @@ function render({ model, el }) {
     redraw();
   });
   scrubber.addEventListener("input", () => {
-    scrubT = Number(scrubber.value);
+    if (!shown) return;
+    scrubT = shown.axis.t(Number(scrubber.value));
     scrubTime.textContent = `${scrubT.toFixed(3)} s`;
     model.set("scrub_t", scrubT);
     model.save_changes();
@@ -410,7 +523,9 @@ function render({ model, el }) {
   });
 
   model.on("msg:custom", onMessage);
-  model.on("change:live", redraw);
+  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t"];
+  for (const name of redrawOn) model.on(name, redraw);
+  model.on("change:legend", showLegend);
   model.on("change:scrub_contexts", showContexts);
   model.on("change:scrub_models", showContexts);
   const resize = new ResizeObserver(redraw);
@@ -420,6 +535,7 @@ function render({ model, el }) {
     if (model.get("live") && follow && !pointerInside) redraw();
   }, 250);
   model.send({ type: "history" });
+  showLegend();
   showContexts();
   redraw();
   return () => {
@@ -427,7 +543,8 @@ function render({ model, el }) {
     resize.disconnect();
     if (frame) cancelAnimationFrame(frame);
     model.off("msg:custom", onMessage);
-    model.off("change:live", redraw);
+    for (const name of redrawOn) model.off(name, redraw);
+    model.off("change:legend", showLegend);
     model.off("change:scrub_contexts", showContexts);
     model.off("change:scrub_models", showContexts);
   };

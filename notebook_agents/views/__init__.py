@@ -5,7 +5,7 @@ from .chat_view import ChatView
 from .context_table import ContextTable
 from .graph_view import AgentGraphView
 from .state_view import StateView
-from .timeline_view import TimelineView, bring_ups
+from .timeline_view import TimelineView
 
 __all__ = [
     "AgentGraphView",
@@ -14,5 +14,4 @@ __all__ = [
     "ContextTable",
     "StateView",
     "TimelineView",
-    "bring_ups",
 ]

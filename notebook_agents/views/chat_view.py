@@ -10,12 +10,12 @@ from typing import Any
 import traitlets
 from matplotlib.figure import Figure
 
+from ..analysis import handoff_label
 from ..runner import NotebookRunner, RunnerError
 from ..trace import TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView
 from ._text import cut
-from .timeline_view import handoff_label
 
 
 class ChatView(TraceStreamView):

@@ -78,9 +78,9 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
     # each handoff's bring-up band lasts as long as the trace says, in its label and tooltip
     run_cell(
         page,
-        "from notebook_agents.views.timeline_view import bring_ups, milliseconds\n"
-        "print('took', *(f'{a} bring-up: {milliseconds(e - s)}'"
-        " for a, s, e in bring_ups(call.trace.events)), sep='|')",
+        "from notebook_agents.analysis import bring_ups, milliseconds\n"
+        "print('took', *(f'{b.agent} bring-up: {milliseconds(b.seconds)}'"
+        " for b in bring_ups(call.trace.events)), sep='|')",
     )
     printed = page.locator(".jp-OutputArea-output").filter(has_text="took|")
     expect(printed).to_have_count(1)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from notebook_agents.views._timeline_layout import MARK_STYLES
+
 from .conftest import center, next_frame, run_cell, run_notebook, screenshot
 
 CELLS = [
@@ -121,6 +123,11 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     run_cell(page, "emulator.stop()")
 
 
+def rgb(color: str) -> str:
+    """``#be185d`` as the browser computes it: ``rgb(190, 24, 93)``."""
+    return "rgb({}, {}, {})".format(*(int(color[i : i + 2], 16) for i in (1, 3, 5)))
+
+
 PARTED = [
     """import json
 import tempfile
@@ -176,17 +183,11 @@ def test_a_replayed_parting_is_marked_and_scrubbed_beside_the_agents_context(
     parted = timeline.locator(".na-mark-context_diverged")
     expect(parted).to_have_count(1, timeout=60_000)
     expect(timeline.locator(".na-mark-context_converged")).to_have_count(1)
-    # drawn in the theme's error colour, in Weather's lane
+    # drawn in the colour the kernel chose for it, as the figure and the legend draw it
     fill = parted.evaluate("mark => getComputedStyle(mark).fill")
-    theme = parted.evaluate(
-        "mark => getComputedStyle(mark).getPropertyValue('--jp-error-color1').trim()"
-    )
-    assert theme and fill == page.evaluate(
-        "color => { const probe = document.createElement('div'); probe.style.color = color;"
-        " document.body.append(probe); const rgb = getComputedStyle(probe).color;"
-        " probe.remove(); return rgb; }",
-        theme,
-    )
+    assert fill == rgb(MARK_STYLES["context_diverged"].color)
+    key = timeline.locator(".na-key-mark[data-mark='context_diverged'] path")
+    assert key.evaluate("key => getComputedStyle(key).fill") == fill
     timeline.scroll_into_view_if_needed()
     page.mouse.move(*center(timeline.locator(".na-timeline-svg")))
     next_frame(page)

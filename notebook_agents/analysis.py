@@ -1,0 +1,219 @@
+"""What a trace says happened, computed once: the agents in order of appearance, each one's
+state over time, the handoffs and each new agent's bring-up, and the stretches with no events.
+
+Engine side (no views, no widgets): the views draw from it, notebook 03 measures bring-ups with
+it, and it reads a loaded trace as well as a live one. ``TraceAnalysis`` takes events one at a
+time, so a live view updates it as they arrive; ``TraceAnalysis(trace.events)`` reads a whole
+trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .modes import mode_label
+from .trace import TraceEvent
+
+IDLE_AFTER = 3.0
+"""seconds without any event after which a stretch counts as idle (views shorten it)"""
+WAITING_STATES = ("listening", "idle")
+"""agent states that wait on the caller: only then is a quiet stretch idle (a long quiet
+``thinking`` is the agent or its model being slow, which is worth seeing at full length)"""
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """``agent`` in ``state`` from ``start`` to ``end`` (trace seconds)."""
+
+    agent: str
+    start: float
+    end: float
+    state: str
+
+
+class Opened(NamedTuple):
+    """The span still open: ``agent`` in ``state`` since ``start``."""
+
+    agent: str
+    start: float
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """The session moving to ``target``; ``source`` None: the first agent starting."""
+
+    seq: int
+    t: float
+    source: str | None
+    target: str
+    session: str | None
+    """``reused``, ``fresh`` or ``none`` (no realtime model); None for the first agent"""
+    context: str | None
+    """``copied``, ``empty`` or ``own``; None for the first agent"""
+
+    @property
+    def mode(self) -> str:
+        """``"reused+copied"``, as the bench names and colours it."""
+        return mode_label(self.session, self.context or "")
+
+    @property
+    def label(self) -> str:
+        """``"reused · copied"``; empty for the first agent."""
+        return handoff_label({"session": self.session, "context": self.context})
+
+
+@dataclass(frozen=True, slots=True)
+class BringUp:
+    """From a handoff to the new agent's first words: what a caller waits through."""
+
+    handoff: Handoff
+    end: float
+
+    @property
+    def agent(self) -> str:
+        return self.handoff.target
+
+    @property
+    def start(self) -> float:
+        return self.handoff.t
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.handoff.t
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A stretch longer than the idle threshold with no event at all, between two events,
+    while the agent waited on the caller (or no agent was active)."""
+
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+class TraceAnalysis:
+    """Lanes, state spans, handoffs, bring-ups and idle gaps of events fed in order.
+
+    The agent state is the session's: a handoff ends the old agent's span and starts the new
+    agent's in the same state. A bring-up ends at the new agent's first words: its state
+    turning ``speaking``, or its first message if that comes first; a handoff after which its
+    agent never spoke (another handoff or the end came first) has none, nor has the first agent.
+    """
+
+    def __init__(self, events: Iterable[TraceEvent] = (), idle_after: float = IDLE_AFTER) -> None:
+        self.idle_after = idle_after
+        self.lanes: list[str] = []
+        """agents in order of first appearance"""
+        self.spans: list[Span] = []
+        """closed spans, in time order (the open one is ``open_span``)"""
+        self.handoffs: list[Handoff] = []
+        self.bring_ups: list[BringUp] = []
+        self.gaps: list[Gap] = []
+        self.start: float | None = None
+        """the first event's time"""
+        self.end: float | None = None
+        """the last event's time"""
+        self._lane_of: dict[str, int] = {}
+        self.opened: Opened | None = None
+        """the span still open (``open_span`` gives it its end so far)"""
+        self._state = "initializing"
+        self._arriving: Handoff | None = None
+        for event in events:
+            self.add(event)
+
+    def lane(self, agent: str) -> int:
+        """``agent``'s lane, added after the others on first sight."""
+        if agent not in self._lane_of:
+            self._lane_of[agent] = len(self.lanes)
+            self.lanes.append(agent)
+        return self._lane_of[agent]
+
+    @property
+    def open_span(self) -> Span | None:
+        """The span still open, up to the last event so far."""
+        if self.opened is None or self.end is None:
+            return None
+        agent, start, state = self.opened
+        return Span(agent, start, self.end, state)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the session waits on the caller now (a quiet stretch from here is idle)."""
+        return self.opened is None or self.opened.state in WAITING_STATES
+
+    def state_spans(self) -> list[Span]:
+        """Every span, the open one ending at the last event; none of zero length."""
+        last = self.open_span
+        return self.spans + ([last] if last is not None and last.end > last.start else [])
+
+    def add(self, event: TraceEvent) -> None:
+        """Take the next event (in recording order)."""
+        if self.end is not None and event.t - self.end > self.idle_after and self.waiting:
+            self.gaps.append(Gap(self.end, event.t))
+        self.start = event.t if self.start is None else self.start
+        self.end = event.t if self.end is None else max(self.end, event.t)
+        if event.agent:
+            self.lane(event.agent)
+        arriving = self._arriving
+        if arriving is not None and event.agent == arriving.target and _first_words(event):
+            self.bring_ups.append(BringUp(arriving, event.t))
+            self._arriving = None
+        if event.kind == "agent_state":
+            self._state = event.data["new"]
+            current = self.opened.agent if self.opened else None
+            self._switch(event.agent or current, event.t)
+        elif event.kind == "handoff" and event.data.get("to"):
+            handoff = _handoff(event)
+            self.handoffs.append(handoff)
+            if handoff.source:
+                self.lane(handoff.source)
+            self.lane(handoff.target)
+            self._switch(handoff.target, event.t)
+            self._arriving = handoff if handoff.source else None
+        elif event.kind == "closed":
+            self._switch(None, event.t)
+            self._arriving = None
+
+    def _switch(self, agent: str | None, t: float) -> None:
+        """End the open span at ``t``; ``agent``'s starts there in the session's state."""
+        opened = self.opened
+        if opened is not None and t > opened.start:
+            self.spans.append(Span(opened.agent, opened.start, t, opened.state))
+        self.opened = Opened(agent, t, self._state) if agent else None
+
+
+def _handoff(event: TraceEvent) -> Handoff:
+    data = event.data
+    return Handoff(
+        event.seq, event.t, data.get("from"), data["to"], data.get("session"), data.get("context")
+    )
+
+
+def _first_words(event: TraceEvent) -> bool:
+    speaking = event.kind == "agent_state" and event.data.get("new") == "speaking"
+    return speaking or event.kind == "agent_message"
+
+
+def bring_ups(events: Iterable[TraceEvent]) -> list[BringUp]:
+    """How long each agent handed to took to say its first words (see ``TraceAnalysis``)."""
+    return TraceAnalysis(events).bring_ups
+
+
+def handoff_label(data: Mapping[str, Any]) -> str:
+    """A handoff event's ``"reused · copied"`` (``"cascaded · copied"`` without a realtime
+    session): how it left the session and the chat context; empty for the first agent."""
+    context = data.get("context")
+    return mode_label(data.get("session"), context).replace("+", " · ") if context else ""
+
+
+def milliseconds(seconds: float) -> str:
+    """``"231 ms"``, or ``"4.2 ms"`` under ten: a bring-up as the views write it."""
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"

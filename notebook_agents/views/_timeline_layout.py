@@ -1,0 +1,286 @@
+"""What the timeline shows, computed once in the kernel as events arrive: the trace's analysis
+(lanes, state spans, handoffs, bring-ups, idle gaps), the marks, their colours and labels, and a
+legend of what is on show. The widget and the matplotlib figure both draw from it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..analysis import WAITING_STATES, BringUp, Gap, Handoff, Opened, TraceAnalysis, milliseconds
+from ..modes import MODE_COLORS
+from ..trace import TraceEvent
+from ._text import cut
+from .context_table import item_line
+
+SKIPPED_KINDS = ("metrics", "user_state")
+"""plentiful and not drawn on the timeline (StateView shows the user's state)"""
+
+STATE_COLORS: dict[str, str] = {
+    "initializing": "#64748b",
+    "idle": "#78716c",
+    "listening": "#0369a1",
+    "thinking": "#b45309",
+    "speaking": "#15803d",
+}
+"""the agent states' colours, as StateView's badges: white text reads on each (>= 4.5:1) and
+each bar stands out from the page of the light and the dark theme (>= 3:1)"""
+OTHER_STATE = "#64748b"
+"""a state livekit may add later"""
+BRING_UP = "#6366f1"
+OTHER_MODE = "#777777"
+"""a handoff mode the bench has no colour for"""
+
+
+@dataclass(frozen=True)
+class MarkStyle:
+    """How one kind of mark is drawn, in the browser and the figure alike."""
+
+    label: str
+    shape: str
+    """circle, square, triangle, diamond or cross"""
+    color: str
+    hollow: bool
+    """outlined in ``color``, filled with the page's colour"""
+    css: str
+    """the mark's classes in the browser"""
+
+
+MARK_STYLES: dict[str, MarkStyle] = {
+    "user_message": MarkStyle("user", "circle", "#0284c7", False, "na-mark-user_message"),
+    "agent_message": MarkStyle("agent", "circle", "#16a34a", False, "na-mark-agent_message"),
+    "on_enter": MarkStyle(
+        "on_enter", "circle", "#16a34a", True, "na-mark-agent_message na-on-enter"
+    ),
+    "tool_call": MarkStyle("tool call", "square", "#d97706", False, "na-mark-tool_call"),
+    "tool_output": MarkStyle("tool output", "square", "#b45309", True, "na-mark-tool_output"),
+    "tool_failed": MarkStyle(
+        "tool output (failed)", "square", "#dc2626", True, "na-mark-tool_output na-failed"
+    ),
+    "context_changed": MarkStyle(
+        "context", "triangle", "#7c3aed", False, "na-mark-context_changed"
+    ),
+    "error": MarkStyle("error", "cross", "#dc2626", False, "na-mark-error"),
+    "context_diverged": MarkStyle(
+        "model apart", "diamond", "#be185d", False, "na-mark-context_diverged"
+    ),
+    "context_converged": MarkStyle(
+        "model agrees", "diamond", "#15803d", True, "na-mark-context_converged"
+    ),
+}
+"""every mark the timeline draws, in the legend's order"""
+
+
+def mark_style(event: TraceEvent) -> str | None:
+    """The ``MARK_STYLES`` key ``event`` is drawn with; None: not a mark."""
+    if event.kind == "agent_message" and event.data.get("phase") == "on_enter":
+        return "on_enter"
+    if event.kind == "tool_output" and event.data.get("is_error"):
+        return "tool_failed"
+    return event.kind if event.kind in MARK_STYLES else None
+
+
+def state_color(state: str) -> str:
+    return STATE_COLORS.get(state, OTHER_STATE)
+
+
+def mode_color(mode: str) -> str:
+    return MODE_COLORS.get(mode, OTHER_MODE)
+
+
+@functools.cache
+def ink(color: str) -> str:
+    """Black or white, whichever reads better on ``color`` (WCAG contrast)."""
+    return "#000000" if _luminance(color) > 0.179 else "#ffffff"  # equal contrast at 0.179
+
+
+def _luminance(color: str) -> float:
+    channels = [int(color.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An event drawn as a mark: when, in which lane, with which ``MARK_STYLES`` style."""
+
+    t: float
+    lane: int
+    style: str
+
+
+_ORDER = {
+    "mark": list(MARK_STYLES),
+    "state": list(STATE_COLORS),
+    "mode": list(MODE_COLORS),
+    "band": ["bring_up"],
+}
+"""the legend's groups in order, each with its known keys in order (unknown ones go last)"""
+
+
+class TimelineLayout:
+    """What the timeline shows, computed as events arrive: the trace's analysis (lanes, state
+    spans, handoffs, bring-ups, idle gaps), the marks, and a legend of what is on show.
+
+    ``add`` returns what the browser needs of each event: the parts of the layout it made;
+    ``changed`` then names the attributes it changed of ``lanes``, ``gaps``, ``legend`` and
+    ``first_t`` (the widget's traits of the same names).
+    """
+
+    def __init__(self, events: list[TraceEvent] | None = None) -> None:
+        self.analysis = TraceAnalysis()
+        self.marks: list[Mark] = []
+        self.changed: list[str] = []
+        self._legend: dict[tuple[str, str], dict[str, Any]] = {}
+        for event in events or []:
+            self.add(event)
+
+    @property
+    def lanes(self) -> list[str]:
+        return list(self.analysis.lanes)
+
+    @property
+    def first_t(self) -> float | None:
+        return self.analysis.start
+
+    @property
+    def gaps(self) -> list[dict[str, Any]]:
+        """The idle stretches the views shorten, each with its label and hover text."""
+        return [_gap(gap) for gap in self.analysis.gaps]
+
+    @property
+    def legend(self) -> list[dict[str, Any]]:
+        """What is on show, each with how it is drawn: marks, agent states, handoff modes and
+        the bring-up band, in that order."""
+        groups = list(_ORDER)
+
+        def order(key: tuple[str, str]) -> tuple[int, int, str]:
+            known = _ORDER[key[0]]
+            return (
+                groups.index(key[0]),
+                known.index(key[1]) if key[1] in known else len(known),
+                key[1],
+            )
+
+        return [self._legend[key] for key in sorted(self._legend, key=order)]
+
+    def add(self, event: TraceEvent) -> dict[str, Any] | None:
+        """Take the next event; None if the browser gets nothing of it."""
+        analysis = self.analysis
+        before = (len(analysis.lanes), len(analysis.gaps), len(self._legend), analysis.start)
+        counts = (len(analysis.spans), len(analysis.handoffs), len(analysis.bring_ups))
+        was_open = analysis.opened
+        analysis.add(event)
+        record = None if event.kind in SKIPPED_KINDS else self._record(event, counts, was_open)
+        after = (len(analysis.lanes), len(analysis.gaps), len(self._legend), analysis.start)
+        names = ("lanes", "gaps", "legend", "first_t")
+        self.changed = [name for name, b, a in zip(names, before, after, strict=True) if b != a]
+        return record
+
+    def _record(
+        self, event: TraceEvent, counts: tuple[int, int, int], was_open: Opened | None
+    ) -> dict[str, Any]:
+        analysis = self.analysis
+        record: dict[str, Any] = {"seq": event.seq, "t": event.t}
+        style = mark_style(event)
+        if style is not None and event.agent:
+            lane = analysis.lane(event.agent)
+            self.marks.append(Mark(event.t, lane, style))
+            self._show("mark", style, lambda: asdict(MARK_STYLES[style]))
+            record["mark"] = [lane, style, describe(event)]
+        if len(analysis.spans) > counts[0]:  # an event ends at most one span
+            span = analysis.spans[-1]
+            record["span"] = [analysis.lane(span.agent), span.start, span.end, *_state(span.state)]
+        opened = analysis.opened
+        if opened != was_open:
+            record["open"] = None
+            if opened is not None:
+                state = opened.state
+                self._show("state", state, lambda: {"label": state, "color": state_color(state)})
+                lane, waiting = analysis.lane(opened.agent), state in WAITING_STATES
+                record["open"] = [lane, opened.start, *_state(state), waiting]
+        if len(analysis.handoffs) > counts[1] and analysis.handoffs[-1].source is not None:
+            handoff = analysis.handoffs[-1]
+            color = mode_color(handoff.mode)
+            self._show("mode", handoff.mode, lambda: {"label": handoff.label, "color": color})
+            record["handoff"] = self._handoff(handoff, color, describe(event))
+        if len(analysis.bring_ups) > counts[2]:
+            self._show("band", "bring_up", lambda: {"label": "bring-up", "color": BRING_UP})
+            bring_up = analysis.bring_ups[-1]
+            record["bring_up"] = _bring_up(analysis.lane(bring_up.agent), bring_up)
+        return record
+
+    def _show(self, group: str, key: str, entry: Callable[[], dict[str, Any]]) -> None:
+        """Put ``key`` of ``group`` in the legend, the first time it is drawn."""
+        if (group, key) not in self._legend:
+            self._legend[group, key] = {"group": group, "key": key, **entry()}
+
+    def _handoff(self, handoff: Handoff, color: str, detail: str) -> dict[str, Any]:
+        assert handoff.source is not None
+        return {
+            "from": self.analysis.lane(handoff.source),
+            "to": self.analysis.lane(handoff.target),
+            "mode": handoff.mode,
+            "label": handoff.label,
+            "color": color,
+            "ink": ink(color),
+            "detail": detail,
+        }
+
+
+@functools.cache
+def _state(state: str) -> tuple[str, str, str]:
+    color = state_color(state)
+    return state, color, ink(color)
+
+
+def _bring_up(lane: int, bring_up: BringUp) -> dict[str, Any]:
+    took = milliseconds(bring_up.seconds)
+    how = bring_up.handoff.label
+    return {
+        "lane": lane,
+        "start": bring_up.start,
+        "end": bring_up.end,
+        "label": took,
+        "color": BRING_UP,
+        "name": f"{bring_up.agent} bring-up: {took}",
+        "detail": f"bring-up · {bring_up.agent}\nhandoff → first words: {took}"
+        + (f"\n{how}" if how else ""),
+    }
+
+
+def _gap(gap: Gap) -> dict[str, Any]:
+    return {
+        "start": gap.start,
+        "end": gap.end,
+        "label": f"{duration(gap.seconds)} idle",
+        "detail": f"{duration(gap.seconds)} waiting on the caller, no events\n"
+        f"{gap.start:.3f} s → {gap.end:.3f} s (drawn shorter)",
+    }
+
+
+def duration(seconds: float) -> str:
+    """ "48.1 s", or "2.5 min" from 100 s on."""
+    return f"{seconds:.1f} s" if seconds < 100 else f"{seconds / 60:.1f} min"
+
+
+def describe(event: TraceEvent) -> str:
+    """An event's hover details: what, who, when, then its data (long texts cut, a handoff's
+    context as a count, a parting's lone items as lines; the rest stays in the kernel)."""
+    lines = [f"{event.kind.replace('_', ' ')} · {event.agent or '-'} · {event.t:.3f} s"]
+    data = event.data
+    for key, value in data.items():
+        if key in ("context_items", "livekit", "model"):
+            continue
+        if key in ("added", "removed"):
+            value = len(value)
+        elif key in ("missing", "extra"):
+            value = [cut(item_line(item)) for item in value]
+        if value is None or value == "" or value == []:
+            continue  # nothing missing, say nothing
+        shown = "\n  ".join(value) if isinstance(value, list) else cut(str(value))
+        lines.append(f"{key}: {shown}")
+    return "\n".join(lines)

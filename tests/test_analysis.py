@@ -1,0 +1,138 @@
+"""Trace analysis (engine side): lanes, state spans, handoffs, bring-ups and idle gaps, from a
+list of events and from a real session's trace, the same whether fed at once or one by one."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+from notebook_agents.analysis import (
+    BringUp,
+    Gap,
+    Span,
+    TraceAnalysis,
+    bring_ups,
+    handoff_label,
+    milliseconds,
+)
+from notebook_agents.trace import Trace, TraceEvent
+
+from .conftest import MakeModel
+from .test_timeline_view import converse
+
+
+def test_state_spans_follow_the_session_state_across_a_handoff() -> None:
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 0.1, "agent_state", "A", {"old": "initializing", "new": "listening"}),
+        TraceEvent(2, 0.5, "agent_state", "A", {"old": "listening", "new": "thinking"}),
+        TraceEvent(3, 0.6, "handoff", "B", {"from": "A", "to": "B"}),
+        TraceEvent(4, 0.9, "agent_state", "B", {"old": "thinking", "new": "speaking"}),
+        TraceEvent(5, 1.2, "closed", None, {}),
+    ]
+    analysis = TraceAnalysis(events)
+    assert analysis.lanes == ["A", "B"]
+    assert analysis.state_spans() == [
+        Span("A", 0.0, 0.1, "initializing"),
+        Span("A", 0.1, 0.5, "listening"),
+        Span("A", 0.5, 0.6, "thinking"),
+        Span("B", 0.6, 0.9, "thinking"),  # B starts in the state the session was in
+        Span("B", 0.9, 1.2, "speaking"),  # until the session closed
+    ]
+    assert analysis.open_span is None
+
+
+def test_a_loaded_trace_without_its_close_ends_its_last_span_at_its_last_event() -> None:
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 0.1, "agent_state", "A", {"old": "initializing", "new": "listening"}),
+        TraceEvent(2, 0.7, "user_message", "A", {"text": "hi"}),
+    ]
+    analysis = TraceAnalysis(events)
+    assert analysis.open_span == Span("A", 0.1, 0.7, "listening")
+    assert analysis.state_spans()[-1] == Span("A", 0.1, 0.7, "listening")
+
+
+def test_a_bring_up_runs_from_the_handoff_to_the_new_agents_first_words() -> None:
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 0.1, "agent_message", "A", {"text": "hi"}),  # the first agent: no bring-up
+        TraceEvent(
+            2,
+            0.5,
+            "handoff",
+            "B",
+            {"from": "A", "to": "B", "session": "reused", "context": "copied"},
+        ),
+        TraceEvent(3, 0.55, "agent_message", "A", {"text": "goodbye"}),  # A's on_exit: not B's
+        TraceEvent(4, 0.8, "agent_message", "B", {"text": "B here"}),
+        TraceEvent(5, 0.9, "agent_message", "B", {"text": "again"}),  # only the first words
+        TraceEvent(
+            6, 1.0, "handoff", "A", {"from": "B", "to": "A", "session": "fresh", "context": "own"}
+        ),
+        TraceEvent(7, 1.1, "agent_state", "A", {"old": "listening", "new": "thinking"}),
+        TraceEvent(8, 1.3, "agent_state", "A", {"old": "thinking", "new": "speaking"}),
+        TraceEvent(9, 2.0, "agent_message", "A", {"text": "A again"}),  # said once spoken
+        TraceEvent(10, 2.2, "handoff", "B", {"from": "A", "to": "B"}),
+        TraceEvent(11, 2.5, "closed", None, {}),  # B never spoke: none
+    ]
+    found = bring_ups(events)
+    assert [(b.agent, b.start, b.end) for b in found] == [("B", 0.5, 0.8), ("A", 1.0, 1.3)]
+    assert [b.handoff.seq for b in found] == [2, 6]
+    assert [(b.handoff.mode, b.handoff.label) for b in found] == [
+        ("reused+copied", "reused · copied"),
+        ("fresh+own", "fresh · own"),
+    ]
+    assert round(found[0].seconds, 9) == 0.3
+    assert (milliseconds(0.3), milliseconds(0.0042)) == ("300 ms", "4.2 ms")
+
+
+def test_handoffs_are_labelled_in_the_benchs_vocabulary() -> None:
+    assert handoff_label({"session": "reused", "context": "empty"}) == "reused · empty"
+    # no realtime session: a cascaded pipeline, as the bench names it
+    assert handoff_label({"session": "none", "context": "copied"}) == "cascaded · copied"
+    assert handoff_label({"from": None, "to": "A", "session": None, "context": None}) == ""
+
+
+def test_idle_gaps_are_the_quiet_stretches_spent_waiting_on_the_caller() -> None:
+    events = [
+        TraceEvent(0, 1.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 1.2, "agent_state", "A", {"old": "initializing", "new": "listening"}),
+        TraceEvent(2, 1.5, "metrics", "A", {}),  # any event counts: the session was busy
+        TraceEvent(3, 4.4, "user_state", "A", {"old": "listening", "new": "speaking"}),
+        TraceEvent(4, 40.0, "user_message", "A", {"text": "back"}),
+        TraceEvent(5, 40.5, "agent_state", "A", {"old": "listening", "new": "thinking"}),
+        # 5.5 s thinking without a word: the model being slow, not the caller away
+        TraceEvent(6, 46.0, "agent_message", "A", {"text": "sorry, that took a while"}),
+        TraceEvent(7, 47.0, "closed", None, {}),
+    ]
+    analysis = TraceAnalysis(events)
+    assert (analysis.start, analysis.end) == (1.0, 47.0)
+    assert analysis.gaps == [Gap(4.4, 40.0)]  # 2.9 s is not idle, 35.6 s listening is
+    assert TraceAnalysis(events, idle_after=2.0).gaps == [Gap(1.5, 4.4), Gap(4.4, 40.0)]
+
+
+async def test_a_real_sessions_trace_reads_the_same_live_and_loaded(
+    models: MakeModel, tmp_path: Path
+) -> None:
+    trace = Trace()
+    live = TraceAnalysis()
+    trace.subscribe(live.add)  # one event at a time, as they are recorded
+    await converse(models, trace)
+    loaded = TraceAnalysis(Trace.load(trace.save(tmp_path / "trace.jsonl")).events)
+    assert live.lanes == loaded.lanes == ["Alice", "Bob"]
+    assert live.state_spans() == loaded.state_spans()
+    assert live.handoffs == loaded.handoffs
+    assert [(h.source, h.target, h.label) for h in loaded.handoffs] == [
+        (None, "Alice", ""),
+        ("Alice", "Bob", "reused · copied"),
+        ("Bob", "Alice", "reused · own"),
+    ]
+    assert live.bring_ups == loaded.bring_ups
+    # each agent handed to spoke: its bring-up ends at its first words, after the handoff
+    assert [b.agent for b in loaded.bring_ups] == ["Bob", "Alice"]
+    assert all(isinstance(b, BringUp) and b.seconds > 0 for b in loaded.bring_ups)
+    # the spans tile the session: each starts where the one before it ended
+    spans = loaded.state_spans()
+    assert all(a.end == b.start for a, b in pairwise(spans))
+    assert spans[-1].end == trace.of_kind("closed")[0].t
