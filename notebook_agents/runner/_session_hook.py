@@ -13,11 +13,8 @@ import threading
 import weakref
 from typing import Any, Protocol
 
-from livekit.agents import AgentSession, JobContext
-from livekit.agents.job import get_job_context
-from livekit.agents.types import NOT_GIVEN
+from livekit.agents import NOT_GIVEN, AgentSession, JobContext, get_job_context, room_io
 from livekit.agents.utils import is_given
-from livekit.agents.voice import room_io
 
 from .. import _livekit_internals as livekit
 
