@@ -9,7 +9,7 @@ from pathlib import Path
 from matplotlib.colors import to_rgb
 from playwright.sync_api import Locator, Page, expect
 
-from notebook_agents.modes import MODE_COLORS
+from notebook_agents.modes import MODE_COLORS, REALTIME_MODES, mode_label
 
 from .conftest import open_notebook, run_cell, screenshot, write_notebook
 
@@ -83,7 +83,7 @@ def test_benchmark_view_follows_a_run(lab: tuple[str, Path], page: Page) -> None
     rows = page.locator(".na-bench-table tbody tr")
     expect(rows).to_have_count(4)  # one per mode
     modes = page.locator(".na-bench-table td[data-key=mode]").all_text_contents()
-    assert sorted(modes) == sorted(m for m in MODE_COLORS if not m.startswith("cascaded"))
+    assert sorted(modes) == sorted(mode_label(*mode) for mode in REALTIME_MODES)
     number = re.compile(r"^\d+\.\d$")
     for key in ("median", "p95", "truth_ms"):
         cells = page.locator(f".na-bench-table td[data-key={key}]").all_text_contents()
