@@ -875,8 +875,11 @@ async def test_detach_stops_recording_and_restores_what_it_wrapped(models: MakeM
         # wrapped while traced
         assert "update_chat_ctx" in vars(alice) and "session" in vars(model)
         assert "update_chat_ctx" in vars(rt_session)
+        # and both emitters are tapped (listened to through their emit)
+        assert "emit" in vars(session) and "emit" in vars(rt_session)
 
         trace.detach()
+        assert "emit" not in vars(session) and "emit" not in vars(rt_session)
         assert "update_chat_ctx" not in vars(alice)
         assert alice.update_chat_ctx.__func__ is Agent.update_chat_ctx  # type: ignore[attr-defined]
         assert "session" not in vars(model) and "update_chat_ctx" not in vars(rt_session)
@@ -890,6 +893,36 @@ async def test_detach_stops_recording_and_restores_what_it_wrapped(models: MakeM
 
     assert trace.events == recorded
     assert "anyone there" in [m.text_content for m in session.history.messages()]
+
+
+@pytest.mark.parametrize("first_out", ["first in", "last in"])
+async def test_two_traces_on_one_session_each_record_until_detached(
+    models: MakeModel, first_out: str
+) -> None:
+    """Each trace hears every event while attached, whichever leaves first; the session's
+    and the realtime session's ``emit`` are their own again once both have left."""
+    earlier, later = Trace(), Trace()
+    async with traced(models(), Alice(), earlier) as (session, _):
+        later.attach(session)
+        await session.run(user_input="hello there")
+        rt_session = session._activity._rt_session if session._activity else None
+        assert rt_session is not None
+        leaving, staying = (earlier, later) if first_out == "first in" else (later, earlier)
+        for trace in (earlier, later):
+            assert [e.data["text"] for e in trace.of_kind("user_message")] == ["hello there"]
+            reply = trace.of_kind("agent_message")[-1].data["text"]
+            assert reply == 'You are Alice. You said: "hello there".'
+
+        leaving.detach()
+        left_with = len(leaving)
+        await session.run(user_input="anyone there")
+        assert "emit" in vars(session) and "emit" in vars(rt_session)  # still heard
+        assert len(leaving) == left_with
+        heard = [e.data["text"] for e in staying.of_kind("user_message")]
+        assert heard == ["hello there", "anyone there"]
+
+        staying.detach()
+        assert "emit" not in vars(session) and "emit" not in vars(rt_session)
 
 
 # -- 11. what the model has ---------------------------------------------------------------

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from livekit.agents import Agent, llm
 
+from .tap import Handler, listen
+
 if TYPE_CHECKING:
     # AgentActivity has no public export: the running agent's activity holds its model and
     # realtime session, which the trace watches
     from livekit.agents.voice.agent_activity import AgentActivity
-
-Handler = Callable[[Any], None]
 
 
 class Watcher(Protocol):
@@ -63,8 +63,8 @@ class Patches:
         self._syncs = syncs
         # (object, attribute, its own value before the trace wrapped it, or _ABSENT)
         self._wrapped: list[tuple[Any, str, Any]] = []
-        # (emitter, event, handler) the trace listens to beyond the session's own events
-        self._listening: list[tuple[Any, str, Handler]] = []
+        # (emitter, stop listening) beyond the session's own events: its realtime sessions
+        self._listening: list[tuple[Any, Callable[[], None]]] = []
 
     def watch_agent(self, activity: AgentActivity) -> None:
         """Watch the agent of ``activity``: its context edits, its hooks, its model."""
@@ -99,9 +99,8 @@ class Patches:
                 else:
                     setattr(target, name, previous)
         self._wrapped.clear()
-        for emitter, event, handler in self._listening:
-            with contextlib.suppress(KeyError, ValueError):
-                emitter.off(event, handler)
+        for _, stop in self._listening:
+            stop()
         self._listening.clear()
 
     def _wrap(self, target: Any, name: str, make: Callable[[Any], Any]) -> None:
@@ -179,7 +178,6 @@ class Patches:
             return interrupt
 
         self._wrap(rt_session, "interrupt", wrapped_interrupt)
-        if not any(emitter is rt_session for emitter, _, _ in self._listening):
-            for event, handler in self._watcher.realtime_handlers.items():
-                rt_session.on(event, handler)
-                self._listening.append((rt_session, event, handler))
+        if not any(emitter is rt_session for emitter, _ in self._listening):
+            stop = listen(rt_session, self._watcher.realtime_handlers, self._watcher.failed)
+            self._listening.append((rt_session, stop))

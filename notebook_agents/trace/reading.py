@@ -10,9 +10,7 @@ into the kind's data (``schema``) when the trace flushes, on whichever thread ne
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import inspect
 import math
 import threading
 import time
@@ -46,9 +44,10 @@ from .describe import (
     usage_data,
 )
 from .model_side import ModelSide
-from .patching import Handler, Patches
+from .patching import Patches
 from .recorder import Record, Recorder
 from .schema import ErrorSource, HandoffData, ModelUsageData, SpeechPhase, SpeechSource
+from .tap import Handler, listen
 
 if TYPE_CHECKING:
     # no public export: the running agent's activity, which handoffs swap
@@ -77,6 +76,7 @@ class SessionReader:
         self._session: AgentSession[Any] | None = None
         self._handlers: dict[EventTypes, Handler] = {}
         self.realtime_handlers: dict[str, Handler] = {}
+        self._stop_listening: Callable[[], None] = lambda: None
         # on the session's thread
         self._seen_items: set[str] = set()
         self._speeches: dict[str, tuple[SpeechSource, SpeechPhase]] = {}
@@ -99,10 +99,7 @@ class SessionReader:
         self._session = self.model.session = session
         # events the trace only captures: one frame each, inside livekit's emit
         capturing = functools.partial(
-            self._recorder.capturing,
-            read=livekit.current_activity,
-            source=session,
-            failed=self.failed,
+            self._recorder.capturing, read=livekit.current_activity, source=session
         )
         self._handlers = {
             "agent_state_changed": capturing(_make_state, ("agent_state",)),
@@ -111,19 +108,18 @@ class SessionReader:
             "session_usage_updated": capturing(self._make_usage, ()),
             "error": capturing(_make_livekit_error, ()),
             # events the session's next steps depend on: read at once
-            "conversation_item_added": self._guarded(self._on_item_added),
-            "speech_created": self._guarded(self._on_speech_created),
-            "function_tools_executed": self._guarded(self._on_tools_executed),
-            "close": self._guarded(self._on_close),
+            "conversation_item_added": self._on_item_added,
+            "speech_created": self._on_speech_created,
+            "function_tools_executed": self._on_tools_executed,
+            "close": self._on_close,
         }
         self.realtime_handlers = {
             # an ack that comes in between turns (a late one) changes the model's side alone
-            "remote_item_added": self._guarded(self.model.changed),
+            "remote_item_added": self.model.changed,
             # each response's own metrics: the only place a server-side cancel shows
-            "metrics_collected": self._guarded(self._on_model_metrics),
+            "metrics_collected": self._on_model_metrics,
         }
-        for name, handler in self._handlers.items():
-            session.on(name, handler)
+        self._stop_listening = listen(session, self._handlers, self.failed)
         running = livekit.current_activity(session)
         if running is not None:  # attached after start: watch what is running
             self.patches.watch_realtime(running)
@@ -133,9 +129,7 @@ class SessionReader:
         self.model.session = None
         if session is None:
             return
-        for name, handler in self._handlers.items():
-            with contextlib.suppress(KeyError, ValueError):  # never registered: attach failed
-                session.off(name, handler)
+        self._stop_listening()
         self.patches.restore()
 
     # -- what the runner knows -------------------------------------------------------------
@@ -157,19 +151,6 @@ class SessionReader:
         self._recorder.capture_last(_make_closed, activity, reason, error, self._failure)
 
     # -- livekit's session events, on the session's thread ---------------------------------
-
-    def _guarded(self, handler: Callable[[Any], None]) -> Handler:
-        """``handler`` that never raises into the session, with a fixed signature: livekit's
-        emitter inspects each callback's signature on every emit, a fixed one is cached."""
-
-        def handle(event: Any) -> None:
-            try:
-                handler(event)
-            except Exception as e:  # a trace must never break the session it observes
-                self.failed(e)
-
-        handle.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
-        return handle
 
     def _activity(self) -> AgentActivity | None:
         session = self._session

@@ -9,7 +9,6 @@ subscriber's loop (a notebook view), or in whoever reads the trace.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 import time
@@ -30,8 +29,6 @@ T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 _now = time.perf_counter
-_ONE_EVENT = inspect.Signature([inspect.Parameter("event", inspect.Parameter.POSITIONAL_ONLY)])
-"""the signature of a handler taking the event, as livekit's emitter asks for it"""
 
 
 class Recorder:
@@ -52,12 +49,7 @@ class Recorder:
             self._delivery.notify()
 
     def capturing(
-        self,
-        normalize: Normalize,
-        fixed: tuple[Any, ...],
-        read: Callable[[T], Any],
-        source: T,
-        failed: Callable[[Exception], None],
+        self, normalize: Normalize, fixed: tuple[Any, ...], read: Callable[[T], Any], source: T
     ) -> Callable[[Any], None]:
         """A livekit event handler that only captures: ``normalize(*fixed, read(source),
         event)`` makes its events later. It runs inside livekit's emit for every such event:
@@ -65,15 +57,10 @@ class Recorder:
         append, delivery = self._pending.append, self._delivery
 
         def capture(event: Any) -> None:
-            try:
-                append((_now(), normalize, (*fixed, read(source), event)))
-                if delivery.needs_notify:
-                    delivery.notify()
-            except Exception as e:  # a trace must never break the session it observes
-                failed(e)
+            append((_now(), normalize, (*fixed, read(source), event)))
+            if delivery.needs_notify:
+                delivery.notify()
 
-        # livekit's emitter inspects each callback's signature on every emit: give it one made
-        capture.__signature__ = _ONE_EVENT  # type: ignore[attr-defined]
         return capture
 
     def capture_last(self, normalize: Normalize, *args: Any) -> None:
