@@ -32,6 +32,7 @@ from typing import Any
 from livekit.agents import Agent, AgentSession, function_tool
 from livekit.plugins import openai
 
+from notebook_agents.bench.stats import summarize
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import Trace, TraceEvent
 
@@ -181,9 +182,10 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:8.2f}"
 
 
-def report(title: str, samples: Samples, recorded: int) -> None:
+def report(title: str, samples: Samples, recorded: int, rounds: int) -> float:
     """Per callback: wall time (what the session waits) and the thread's CPU time (what the
-    trace itself spends; wall also holds any GIL hand-over to other threads)."""
+    trace itself spends; wall also holds any GIL hand-over to other threads). Returns the
+    callbacks' wall time per round, the timing's own cost taken out."""
     empty = samples.pop(EMPTY, [])
     calls = [sample for values in samples.values() for sample in values]
     print(f"\n{title}: {len(calls)} callbacks, {recorded} trace events")
@@ -215,16 +217,22 @@ def report(title: str, samples: Samples, recorded: int) -> None:
         f"  all trace time / recorded events (mean): wall {_us(wall_total).strip()} µs, "
         f"cpu {_us(cpu_total).strip()} µs"
     )
+    timing = statistics.median(w for w, _ in empty) if empty else 0.0
+    return (sum(w for w, _ in calls) - len(calls) * timing) / rounds
 
 
-def report_made(title: str, flushes: list[tuple[float, float]], recorded: int) -> None:
-    """The events' making, off the session's callbacks: all flushes' time per event."""
+def report_made(
+    title: str, flushes: list[tuple[float, float]], recorded: int, rounds: int
+) -> float:
+    """The events' making, off the session's callbacks: all flushes' time per event. Returns
+    the making's wall time per round."""
     wall = sum(w for w, _ in flushes) / recorded
     cpu = sum(c for _, c in flushes) / recorded
     print(
         f"  making the events ({title}): {len(flushes)} flushes, per event (mean) "
         f"wall {_us(wall).strip()} µs, cpu {_us(cpu).strip()} µs"
     )
+    return sum(w for w, _ in flushes) / rounds
 
 
 async def main() -> None:
@@ -271,17 +279,26 @@ async def main() -> None:
     finally:
         kernel.close()
 
-    report("trace callbacks, no subscriber", samples["bare"], recorded["bare"])
-    report_made(
-        "after each round, on the session's thread", flushes["bare"]["flush"], recorded["bare"]
+    captured = report(
+        "trace callbacks, no subscriber", samples["bare"], recorded["bare"], args.rounds
+    )
+    made = report_made(
+        "after each round, on the session's thread",
+        flushes["bare"]["flush"],
+        recorded["bare"],
+        args.rounds,
     )
     report(
         "trace callbacks, one subscriber on another thread's loop",
         samples["subscribed"],
         recorded["subscribed"],
+        args.rounds,
     )
     report_made(
-        "mostly on the subscriber's thread", flushes["subscribed"]["flush"], recorded["subscribed"]
+        "mostly on the subscriber's thread",
+        flushes["subscribed"]["flush"],
+        recorded["subscribed"],
+        args.rounds,
     )
     print(f"  (the subscriber received {len(delivered)} events)")
 
@@ -291,11 +308,18 @@ async def main() -> None:
         print(f"  {title}: median round without trace {none * 1e3:.2f} ms")
         for name, variant in VARIANTS[1:]:
             pairs = zip(rounds[name], rounds["none"], strict=True)
-            difference = statistics.median(r[measure] - o[measure] for r, o in pairs)
+            difference = summarize([(r[measure] - o[measure]) / none for r, o in pairs])
+            assert difference is not None
             print(
-                f"    {variant:<52} median paired difference "
-                f"{difference * 1e3:+.3f} ms ({difference / none:+.1%})"
+                f"    {variant:<52} median paired difference {difference.median:+.1%} "
+                f"(95% CI {difference.ci_low:+.1%} to {difference.ci_high:+.1%})"
             )
+    none = statistics.median(r[0] for r in rounds["none"])
+    print(
+        f"\nthe trace's own time per round (timed, no subscriber): capturing "
+        f"{captured * 1e3:.3f} ms + making the events {made * 1e3:.3f} ms = "
+        f"{(captured + made) / none:.1%} of an untraced round's wall time"
+    )
 
 
 if __name__ == "__main__":

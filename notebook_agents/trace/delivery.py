@@ -1,11 +1,13 @@
 """Subscribers called on the loop they subscribed from, however many threads record.
 
 Events are recorded on the session's thread (the runner's job thread) and shown by views on
-the kernel's loop. Each subscriber loop has an outbox; a *kick* wakes every subscriber loop,
-and there ``deliver`` first lets the trace finish the events waiting (``flush``, which fans
-them out to the outboxes), then calls the loop's callbacks in order. Waking another thread's
-loop is a syscall, so a kick is batched: at most ``DELIVERY_INTERVAL_S`` after the first
-event that asked for one, at once for the last event (``closed``).
+the kernel's loop. Each subscriber loop has an outbox; a *kick* lets the trace finish the
+events waiting (``flush``, which fans them out to the outboxes) and wakes every subscriber
+loop, where ``deliver`` calls the loop's callbacks in order. A kick runs on the recording
+loop between its steps, batched: at most ``DELIVERY_INTERVAL_S`` after the first event that
+asked for one, at once for the last event (``closed``). Every wake-up of another thread costs
+the session (a syscall, then two threads taking turns at the GIL) more than making the
+events does, so there are few, and the thread woken has little to do.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from .store import TraceEvent
 
 Subscriber = Callable[[TraceEvent], None]
 
-DELIVERY_INTERVAL_S = 0.01
-"""subscribers on another thread get events in batches at most this late (a display frame)"""
+DELIVERY_INTERVAL_S = 0.05
+"""subscribers on another thread get events in batches at most this late (20 a second: live
+to the eye; 0.01 s cost a traced round 1% more, benchmarks/trace_overhead.py)"""
 
 _Entry = tuple[asyncio.AbstractEventLoop | None, Subscriber]
 
@@ -89,8 +92,9 @@ class Delivery:
             recording.call_later(DELIVERY_INTERVAL_S, self.kick)
 
     def kick(self) -> None:
-        """Wake every subscriber loop to deliver what waits (``detach`` calls it: the session's
-        loop may close before a scheduled kick)."""
+        """Make the events waiting and wake every subscriber loop to deliver them (``detach``
+        calls it: the session's loop may close before a scheduled kick)."""
+        self._flush()
         self._kick_pending = False
         self.needs_notify = self._loopless or bool(self._loops)
         try:

@@ -107,10 +107,7 @@ def usage_data(usage: metrics.AgentSessionUsage) -> list[ModelUsageData]:
         counts = {
             name: number
             for name, number in vars(model).items()
-            if name not in _NAMING
-            and isinstance(number, int | float)
-            and not isinstance(number, bool)
-            and number
+            if number and type(number) in _NUMBERS and name not in _NAMING
         }
         described.append(
             {"type": model.type, "provider": model.provider, "model": model.model, "counts": counts}
@@ -120,3 +117,6 @@ def usage_data(usage: metrics.AgentSessionUsage) -> list[ModelUsageData]:
 
 _NAMING = frozenset({"type", "provider", "model"})
 """a model usage's fields that name it rather than count"""
+_NUMBERS = (int, float)
+"""the types of a number livekit reports (``type(x) in``: a bool is no number here, and the
+check runs for every field of every report)"""

@@ -135,18 +135,20 @@ class ModelSide:
         theirs = [item for item in theirs if syncs_to_model(item)]
         held = {item.id for item in theirs}
         # what livekit would send: an empty message it keeps only for itself is not synced
-        ours = [
-            item
+        our_ids = [
+            item.id
             for item in ours
             if syncs_to_model(item) and (item.id in held or not empty_message(item))
         ]
         label = agent_label(agent)
-        if [item.id for item in ours] == [item.id for item in theirs]:
+        if our_ids == [item.id for item in theirs]:
             if label in self._parted:
                 self._parted.discard(label)
-                yield "context_converged", {"agent": label, "items": len(ours)}, label
+                yield "context_converged", {"agent": label, "items": len(our_ids)}, label
         elif label not in self._parted:
             self._parted.add(label)
+            kept = set(our_ids)
+            ours = [item for item in ours if item.id in kept]
             yield "context_diverged", divergence(label, ours, theirs), label
 
     def _rejected(

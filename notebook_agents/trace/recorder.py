@@ -90,15 +90,19 @@ class Recorder:
     def flush(self) -> None:
         """Make and store the events of every capture so far, in order, and fan them out."""
         with self._flushing:
+            pending, t0, last = self._pending, self._log.t0, self._last_t
             made: list[tuple[float, EventKind, Any, str | None]] = []
-            while self._pending:
-                clock, normalize, args = self._pending.popleft()
+            append = made.append
+            while pending:
+                clock, normalize, args = pending.popleft()
                 # two threads capturing at once may append out of clock order: t never goes back
-                t = self._last_t = max(clock - self._log.t0, self._last_t)
+                t = last = max(clock - t0, last)
                 try:
-                    made.extend((t, kind, data, agent) for kind, data, agent in normalize(*args))
+                    for kind, data, agent in normalize(*args):
+                        append((t, kind, data, agent))
                 except Exception as e:  # a trace must never break what it observes
-                    made.append((t, "error", failure(e), None))
+                    append((t, "error", failure(e), None))
+            self._last_t = last
             new = self._log.extend(made) if made else []
             loopless = self._delivery.fan_out(new) if new else []
         for event in new:
