@@ -651,6 +651,21 @@ async def test_save_and_load_round_trip(models: MakeModel, tmp_path: Path) -> No
     assert loaded.to_records() == records
 
 
+def test_load_reads_a_trace_saved_in_the_earlier_format(tmp_path: Path) -> None:
+    """Version 1 wrote ``metrics`` as livekit's metrics of one call: still loaded, as written."""
+    old_metrics = {"type": "realtime_model_metrics", "ttft": 0.2, "input_tokens": 12}
+    lines = [
+        {"format": "notebook-agents.trace/1", "started_at": 1.0},
+        {"seq": 0, "t": 0.1, "kind": "metrics", "agent": "Alice", "data": old_metrics},
+        {"seq": 1, "t": 0.2, "kind": "closed", "agent": "Alice", "data": {"reason": "user"}},
+    ]
+    path = tmp_path / "v1.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    loaded = Trace.load(path)
+    assert [e.data for e in loaded.events] == [old_metrics, {"reason": "user"}]
+    assert TRACE_FORMAT == "notebook-agents.trace/2"
+
+
 HEADER = json.dumps({"format": TRACE_FORMAT})
 EVENT = json.dumps({"seq": 0, "t": 0.0, "kind": "closed", "agent": None, "data": {}})
 

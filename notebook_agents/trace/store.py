@@ -17,8 +17,13 @@ from typing import Any
 from .._records import FieldError, build, not_utf8, value
 from .schema import EventKind
 
-TRACE_FORMAT = "notebook-agents.trace/1"
+TRACE_FORMAT = "notebook-agents.trace/2"
 """the first line of a saved trace, so an unrelated or newer file is refused clearly"""
+EARLIER_FORMATS = {
+    "notebook-agents.trace/1": "its metrics events hold livekit's metrics of one model call, "
+    "not the session's usage",
+}
+"""formats ``load`` still reads, and how their events differ (docs/trace-format.md)"""
 
 
 @dataclass(frozen=True, slots=True)  # slots: one object per event, not two (a dict too)
@@ -87,7 +92,7 @@ class EventLog:
         # bytes, decoded line by line: a file that is not UTF-8 is refused at its line
         with path.open("rb") as lines:
             header = _parse_line(path, 1, next(lines, b""))
-            if header.get("format") != TRACE_FORMAT:
+            if header.get("format") != TRACE_FORMAT and header.get("format") not in EARLIER_FORMATS:
                 raise ValueError(
                     f"{path}:1: not a notebook-agents trace (format {header.get('format')!r}, "
                     f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
