@@ -6,16 +6,19 @@ with B and a context edit. Every place the session's thread calls the trace is t
 session and realtime-session events: the guard, the handler and the capture; the context-edit
 and sync wrappers; the comparison with the model's side between turns), bare and with a
 subscriber on another thread's loop (a notebook view). The events are made later, when the
-trace is flushed: that cost is timed too, and reported apart with where it ran.
+trace is flushed: that cost is timed too, and reported apart with where it ran. The trace's
+own time per round (capturing and making) closes the report.
 
 End to end, each iteration runs a round without a trace and rounds with a trace attached (not
-instrumented): read only after the round, read after each turn (as the notebook runner reads
-it: the events are made there, inside the round), and with a subscriber on another thread's
-loop (a view: the events are made there), interleaved in alternating order; the paired
-differences of wall time and of the process's CPU time (the emulator runs in it too, alike in
-both) are the trace's cost to the session.
+instrumented): read only after the round, asked after each turn what the notebook runner asks
+(its errors and a divergence: events are made only if one may be there), and with a
+subscriber on another thread's loop (a view: the events are made at each delivery),
+interleaved in alternating order; the paired differences of wall time and of the process's CPU
+time (the emulator runs in it too, alike in both), as fractions of an untraced round with a
+bootstrap 95% CI of their median, are the trace's cost to the session. The machine's other
+load moves them by about a percent from run to run: quote one run's figures together.
 
-    .venv/bin/python benchmarks/trace_overhead.py --rounds 30
+    .venv/bin/python benchmarks/trace_overhead.py --rounds 200
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from livekit.plugins import openai
 
 from notebook_agents.bench.stats import summarize
 from notebook_agents.emulator import Emulator
-from notebook_agents.trace import Trace, TraceEvent
+from notebook_agents.trace import Trace, TraceEvent, agent_label
 
 TURNS = ("hello there", "get weather city=Paris", "please transfer to bob", "what is 2 plus 3")
 
@@ -129,8 +132,8 @@ async def one_round(
     emulator: Emulator, trace: Trace | None, samples: Samples | None, *, read: bool = False
 ) -> tuple[float, float]:
     """One conversation; returns its wall time and the process's CPU time in seconds. With
-    ``samples``, the trace's callbacks are timed into them; with ``read``, the trace is read
-    after each turn, as the notebook runner reads it (which makes the events there)."""
+    ``samples``, the trace's callbacks are timed into them; with ``read``, the trace is asked
+    after each turn what the notebook runner asks (the turn's errors, a divergence)."""
     model = openai.realtime.RealtimeModel(
         base_url=emulator.base_url(), api_key="benchmark", modalities=["text"]
     )
@@ -145,9 +148,11 @@ async def one_round(
     try:
         await session.start(Alice())
         for text in TURNS:
+            started = trace.now() if trace is not None else 0.0
             await session.run(user_input=text)
-            if read and trace is not None:
-                trace.events_since(len(trace))
+            if read and trace is not None:  # what the notebook runner asks after each turn
+                trace.compare_contexts()
+                trace.problems_since(started, agent_label(session.current_agent))
         agent = session.current_agent
         edited = agent.chat_ctx.copy()
         edited.add_message(role="system", content="Be brief.")
@@ -295,7 +300,7 @@ async def main() -> None:
         args.rounds,
     )
     report_made(
-        "mostly on the subscriber's thread",
+        "at the kicks, on the session's loop",
         flushes["subscribed"]["flush"],
         recorded["subscribed"],
         args.rounds,

@@ -27,6 +27,7 @@ from livekit.plugins import openai
 from notebook_agents import trace as trace_module
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent, check_event_data, reading
+from notebook_agents.trace import recorder as recorder_module
 from notebook_agents.trace.describe import conversation_items
 
 from .conftest import MakeModel, realtime_model
@@ -908,6 +909,27 @@ async def test_detach_stops_recording_and_restores_what_it_wrapped(models: MakeM
 
     assert trace.events == recorded
     assert "anyone there" in [m.text_content for m in session.history.messages()]
+
+
+async def test_problems_since_makes_no_event_unless_one_may_be_a_problem(
+    models: MakeModel,
+) -> None:
+    """The runner asks after every turn: a turn without trouble leaves the events to be made
+    off the session's path; an error since the mark is found, one before it is not."""
+    async with traced(models(), Alice()) as (session, trace):
+        trace.record_failure("an earlier failure")
+        start = trace.now()
+        await session.run(user_input="hello there")
+        waiting = len(trace._recorder._pending)
+        assert waiting > 0
+        assert trace.problems_since(start, "Alice") == []
+        assert len(trace._recorder._pending) == waiting  # nothing was made
+
+        trace._record("error", dict(recorder_module.failure(ValueError("later"))), "Alice")
+        problems = trace.problems_since(start, "Alice")
+        assert [e.data["message"] for e in problems] == ["trace failed: ValueError('later')"]
+        assert not trace._recorder._pending
+        assert trace.problems_since(trace.now(), "Alice") == []
 
 
 @pytest.mark.parametrize("first_out", ["first in", "last in"])

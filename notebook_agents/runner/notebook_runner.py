@@ -439,7 +439,7 @@ class NotebookRunner(StartStop):
     async def _turn(self, session: AgentSession[Any], text: str) -> str:
         assert self._turn_lock is not None
         async with self._turn_lock:  # AgentSession.run cannot nest
-            first = len(self.trace)
+            started = self.trace.now()
             try:
                 result: RunResult[Any] = session.run(user_input=text)
             except Exception:
@@ -458,22 +458,19 @@ class NotebookRunner(StartStop):
         )
         if self.state is RunnerState.FAILED:  # the session died under the turn
             self._require_turns("the turn")
-        errors = self._went_wrong(session, first)
+        errors = self._went_wrong(session, started)
         if errors or raised is not None:
             raise TurnError(reply, errors, raised) from raised
         return reply
 
-    def _went_wrong(self, session: AgentSession[Any], first: int) -> list[TraceEvent]:
+    def _went_wrong(self, session: AgentSession[Any], started: float) -> list[TraceEvent]:
         """The turn's ``error`` events, and the ``context_diverged`` of its agent while its
         chat context and its model's conversation are apart: even a turn that went through
         smoothly was answered from a conversation other than livekit's."""
         # the turn is over: the model's conversation should now hold what livekit's does
         self.trace.compare_contexts()
-        errors = [e for e in self.trace.events_since(first) if _fails_text_turn(e)]
-        apart = self.trace.divergences_at().get(agent_label(session.current_agent))
-        if apart is not None:
-            errors = sorted([*errors, apart], key=lambda event: event.seq)
-        return errors
+        problems = self.trace.problems_since(started, agent_label(session.current_agent))
+        return [e for e in problems if e.kind != "error" or _fails_text_turn(e)]
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -545,10 +542,10 @@ class NotebookRunner(StartStop):
             raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
 
 
-def _fails_text_turn(event: TraceEvent) -> bool:
+def _fails_text_turn(error: TraceEvent) -> bool:
     """An error during a text turn fails it, but speech recognition's: a typed turn never
     goes through it (an STT that cannot connect offline is traced, not raised)."""
-    return event.kind == "error" and event.data.get("source") != "stt"
+    return error.data.get("source") != "stt"
 
 
 _THREAD_START_S = 1.0

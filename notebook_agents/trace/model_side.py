@@ -3,13 +3,16 @@
 A realtime plugin keeps its own view of the model's conversation, built from the server's
 acks. When the two no longer hold the same items in the same order, the trace records
 ``context_diverged`` (once, while they stay apart) and ``context_converged`` when they agree
-again; an item the model rejected during a sync is an ``error``. On the session's thread this
-only takes snapshots of both sides; the comparison runs when the events are made.
+again; an item the model rejected during a sync is an ``error``. Both checks compare ids on
+the session's thread, where the two sides are (a few microseconds), and capture only what they
+find: a parting, a coming together, a rejected item. What the runner looks for after each turn
+is then known without making any event (``Recorder.last_alarm``, ``parted``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +26,7 @@ from .describe import (
     empty_message,
     syncs_to_model,
 )
-from .recorder import Record, Recorder, error_data
+from .recorder import Record, Recorder, error_data, given
 from .schema import ContextDivergedData
 
 if TYPE_CHECKING:
@@ -44,8 +47,9 @@ class ModelSide:
         self._compare_pending = False
         self._asked: llm.RealtimeSession[Any] | None = None  # the last asked, and its answer
         self._item_by_item = False
-        # agents whose two sides parted at the last comparison (where events are made)
-        self._parted: set[str] = set()
+        self.parted: set[str] = set()
+        """the agents whose two sides were apart at their last comparison"""
+        self._comparing = threading.Lock()  # the session's loop, and a caller's compare
 
     # -- on the session's thread -----------------------------------------------------------
 
@@ -98,9 +102,29 @@ class ModelSide:
                 return  # no item-by-item conversation on the model's side to hold livekit's to
             # both are copies made now: livekit's read-only context, the plugin's rebuilt one
             ours, theirs = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
-            self._recorder.capture(self._compared, activity.agent, ours, theirs)
+            with self._comparing:
+                self._compare(activity.agent, ours, theirs)
         except Exception as e:  # a trace must never break the session it observes
             self._recorder.capture_failure(e)
+
+    def _compare(self, agent: Agent, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]) -> None:
+        theirs = [item for item in theirs if syncs_to_model(item)]
+        held = {item.id for item in theirs}
+        # what livekit would send: an empty message it keeps only for itself is not synced
+        ours = [
+            item
+            for item in ours
+            if syncs_to_model(item) and (item.id in held or not empty_message(item))
+        ]
+        label = agent_label(agent)
+        if [item.id for item in ours] == [item.id for item in theirs]:
+            if label in self.parted:
+                self.parted.discard(label)
+                data = {"agent": label, "items": len(ours)}
+                self._recorder.capture(given, "context_converged", data, label)
+        elif label not in self.parted:
+            self.parted.add(label)
+            self._recorder.capture_alarm(_diverged, label, ours, theirs)
 
     # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
 
@@ -116,57 +140,40 @@ class ModelSide:
         self.changed()
 
     def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None:
-        """After a sync: snapshot what was sent and what the model holds, for ``rejected``."""
+        """After a sync: an ``error`` for each item sent that the model does not hold."""
         if rt_session.realtime_model.capabilities.mutable_chat_context:
-            session = self.session
-            activity = livekit.current_activity(session) if session is not None else None
-            sent, held = list(chat_ctx.items), rt_session.chat_ctx.items
-            self._recorder.capture(self._rejected, activity, sent, held)
+            held = {item.id for item in rt_session.chat_ctx.items}
+            rejected = [
+                item for item in chat_ctx.items if item.id not in held and syncs_to_model(item)
+            ]
+            if rejected:
+                session = self.session
+                activity = livekit.current_activity(session) if session is not None else None
+                self._recorder.capture_alarm(_rejected, activity, rejected)
 
     def _label(self) -> str | None:
         session = self.session
         return activity_label(livekit.current_activity(session) if session is not None else None)
 
-    # -- where the events are made ---------------------------------------------------------
 
-    def _compared(
-        self, agent: Agent, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]
-    ) -> Iterable[Record]:
-        theirs = [item for item in theirs if syncs_to_model(item)]
-        held = {item.id for item in theirs}
-        # what livekit would send: an empty message it keeps only for itself is not synced
-        our_ids = [
-            item.id
-            for item in ours
-            if syncs_to_model(item) and (item.id in held or not empty_message(item))
-        ]
-        label = agent_label(agent)
-        if our_ids == [item.id for item in theirs]:
-            if label in self._parted:
-                self._parted.discard(label)
-                yield "context_converged", {"agent": label, "items": len(our_ids)}, label
-        elif label not in self._parted:
-            self._parted.add(label)
-            kept = set(our_ids)
-            ours = [item for item in ours if item.id in kept]
-            yield "context_diverged", divergence(label, ours, theirs), label
+# -- where the events are made ---------------------------------------------------------------
 
-    def _rejected(
-        self, activity: AgentActivity | None, sent: list[llm.ChatItem], held: list[llm.ChatItem]
-    ) -> Iterable[Record]:
-        """An ``error`` for each item the model rejected: livekit only logs it, and the turn
-        then goes on without the item (a user message the model never heard)."""
-        held_ids = {item.id for item in held}
-        for item in sent:
-            if item.id not in held_ids and syncs_to_model(item):
-                described = describe_item(item)
-                what = described.get("role") or described["type"]
-                message = (
-                    f"the model rejected the {what} item {described.get('text', '')!r}: "
-                    "its conversation goes on without it"
-                )
-                error = error_data(message, "ItemRejected", "realtime")
-                yield "error", error, activity_label(activity)
+
+def _diverged(label: str, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]) -> Iterable[Record]:
+    yield "context_diverged", divergence(label, ours, theirs), label
+
+
+def _rejected(activity: AgentActivity | None, rejected: list[llm.ChatItem]) -> Iterable[Record]:
+    """An ``error`` for each item the model rejected: livekit only logs it, and the turn
+    then goes on without the item (a user message the model never heard)."""
+    for item in rejected:
+        described = describe_item(item)
+        what = described.get("role") or described["type"]
+        message = (
+            f"the model rejected the {what} item {described.get('text', '')!r}: "
+            "its conversation goes on without it"
+        )
+        yield "error", error_data(message, "ItemRejected", "realtime"), activity_label(activity)
 
 
 def divergence(

@@ -106,7 +106,7 @@ class SessionReader:
             "user_state_changed": capturing(_make_state, ("user_state",)),
             "tool_execution_updated": capturing(self._make_tool_update, ()),
             "session_usage_updated": capturing(self._make_usage, ()),
-            "error": capturing(_make_livekit_error, ()),
+            "error": self._on_error,
             # events the session's next steps depend on: read at once
             "conversation_item_added": self._on_item_added,
             "speech_created": self._on_speech_created,
@@ -219,6 +219,9 @@ class SessionReader:
         if ev.has_agent_handoff:
             self.model.leaving = activity
         self._recorder.capture(self._make_tools_executed, activity, ev)
+
+    def _on_error(self, ev: ErrorEvent) -> None:
+        self._recorder.capture_alarm(_make_livekit_error, self._activity(), ev)
 
     def _on_close(self, ev: Any) -> None:
         self.record_closed(str(getattr(ev.reason, "value", ev.reason)), ev.error)

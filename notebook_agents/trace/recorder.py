@@ -10,6 +10,7 @@ subscriber's loop (a notebook view), or in whoever reads the trace.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -41,6 +42,10 @@ class Recorder:
         self._pending: deque[tuple[float, Normalize, tuple[Any, ...]]] = deque()
         self._flushing = threading.Lock()
         self._last_t = 0.0
+        self.last_alarm = -math.inf
+        """the clock's reading at the last capture that may make an ``error`` or a
+        ``context_diverged``: whoever looks for those since a moment makes events only if
+        this is later (the notebook runner, after every turn)"""
 
     def capture(self, normalize: Normalize, *args: Any) -> None:
         """``normalize(*args)`` will make this moment's events when flushed."""
@@ -63,6 +68,11 @@ class Recorder:
 
         return capture
 
+    def capture_alarm(self, normalize: Normalize, *args: Any) -> None:
+        """``capture``, for what may make an ``error`` or a ``context_diverged``."""
+        self.last_alarm = _now()
+        self.capture(normalize, *args)
+
     def capture_last(self, normalize: Normalize, *args: Any) -> None:
         """``capture``, for an event nothing follows (``closed``): delivered at once."""
         self._pending.append((_now(), normalize, args))
@@ -78,12 +88,13 @@ class Recorder:
         recoverable: bool = True,
     ) -> None:
         """An ``error`` event, made already (at ``agent``, the active agent's label)."""
-        self.capture(given, "error", error_data(message, type_name, source, recoverable), agent)
+        data = error_data(message, type_name, source, recoverable)
+        self.capture_alarm(given, "error", data, agent)
 
     def capture_failure(self, error: Exception, agent: str | None = None) -> None:
         """The trace's own failure, as an ``error`` event; never raises."""
         try:
-            self.capture(given, "error", failure(error), agent)
+            self.capture_alarm(given, "error", failure(error), agent)
         except Exception:  # nowhere left to record it: say so in the log at least
             logger.exception("the trace could not record its own failure")
 

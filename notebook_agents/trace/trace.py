@@ -8,6 +8,8 @@ a subscriber's loop (``delivery``), so views never touch the job thread.
 
 from __future__ import annotations
 
+import bisect
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,27 @@ class Trace:
         """The events from sequence number ``seq`` on (``len(trace)`` taken earlier)."""
         self._flush()
         return self._log.since(seq)
+
+    def now(self) -> float:
+        """Trace time now: mark where something begins, for ``problems_since``."""
+        return time.perf_counter() - self._log.t0
+
+    def problems_since(self, t: float, agent: str | None) -> list[TraceEvent]:
+        """The ``error`` events from trace time ``t`` on, and ``agent``'s ``context_diverged``
+        while its chat context and its model's conversation are apart, in order.
+
+        Makes the events only when one of these may be among them, so asking after every turn
+        (the notebook runner does) costs the session next to nothing."""
+        alarmed = self._recorder.last_alarm - self._log.t0 >= t
+        if not alarmed and agent not in self._reader.model.parted:
+            return []
+        events = self.events
+        first = bisect.bisect_left(events, t, key=lambda event: event.t)
+        found = [e for e in events[first:] if e.kind == "error"]
+        apart = divergences(events).get(agent) if agent is not None else None
+        if apart is not None:
+            found = sorted([*found, apart], key=lambda event: event.seq)
+        return found
 
     def contexts_at(self, t: float | None = None) -> dict[str, list[dict[str, Any]]]:
         """Each agent's chat context at trace time ``t`` (default: the end), rebuilt from the
@@ -137,4 +160,7 @@ class Trace:
 
     def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
         """Record an event made already, as a session's would be (a benchmark's replay)."""
-        self._recorder.capture(given, kind, data, agent)
+        if kind in ("error", "context_diverged"):
+            self._recorder.capture_alarm(given, kind, data, agent)
+        else:
+            self._recorder.capture(given, kind, data, agent)
