@@ -148,11 +148,11 @@ async def one_round(
     try:
         await session.start(Alice())
         for text in TURNS:
-            started = trace.now() if trace is not None else 0.0
+            turn_started = trace.now() if trace is not None else 0.0
             await session.run(user_input=text)
             if read and trace is not None:  # what the notebook runner asks after each turn
                 trace.compare_contexts()
-                trace.problems_since(started, agent_label(session.current_agent))
+                trace.problems_since(turn_started, agent_label(session.current_agent))
         agent = session.current_agent
         edited = agent.chat_ctx.copy()
         edited.add_message(role="system", content="Be brief.")

@@ -108,22 +108,26 @@ class ModelSide:
             self._recorder.capture_failure(e)
 
     def _compare(self, agent: Agent, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]) -> None:
-        theirs = [item for item in theirs if syncs_to_model(item)]
-        held = {item.id for item in theirs}
+        their_ids = [item.id for item in theirs if syncs_to_model(item)]
+        held = set(their_ids)
         # what livekit would send: an empty message it keeps only for itself is not synced
-        ours = [
-            item
+        # (an item the model holds is one it was sent: no need to ask)
+        our_ids = [
+            item.id
             for item in ours
-            if syncs_to_model(item) and (item.id in held or not empty_message(item))
+            if item.id in held or (syncs_to_model(item) and not empty_message(item))
         ]
         label = agent_label(agent)
-        if [item.id for item in ours] == [item.id for item in theirs]:
+        if our_ids == their_ids:
             if label in self.parted:
                 self.parted.discard(label)
-                data = {"agent": label, "items": len(ours)}
+                data = {"agent": label, "items": len(our_ids)}
                 self._recorder.capture(given, "context_converged", data, label)
         elif label not in self.parted:
             self.parted.add(label)
+            kept, synced = set(our_ids), set(their_ids)
+            ours = [item for item in ours if item.id in kept]
+            theirs = [item for item in theirs if item.id in synced]
             self._recorder.capture_alarm(_diverged, label, ours, theirs)
 
     # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
