@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import threading
 import time
@@ -144,6 +145,9 @@ async def one_round(
         trace.attach(session)
         if samples is not None:
             _time_callbacks(trace, samples)
+    # every round starts from a collected heap: the collections its own garbage triggers are
+    # its cost, not those the rounds before it left due
+    gc.collect()
     started, cpu = time.perf_counter(), time.process_time()
     try:
         await session.start(Alice())
