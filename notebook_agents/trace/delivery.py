@@ -20,9 +20,10 @@ from .store import TraceEvent
 
 Subscriber = Callable[[TraceEvent], None]
 
-DELIVERY_INTERVAL_S = 0.05
-"""subscribers on another thread get events in batches at most this late (20 a second: live
-to the eye; 0.01 s cost a traced round 1% more, benchmarks/trace_overhead.py)"""
+DELIVERY_INTERVAL_S = 0.1
+"""subscribers on another thread get events in batches at most this late (10 a second, as a
+live view needs; each wake-up costs the session: 0.01 s cost a traced round ~1.5% more, 0.05 s
+~0.7% more, benchmarks/trace_overhead.py)"""
 
 _Entry = tuple[asyncio.AbstractEventLoop | None, Subscriber]
 
