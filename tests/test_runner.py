@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +15,7 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 
 from notebook_agents import NotebookRunner, RunnerError
+from notebook_agents import _livekit_internals as livekit_internals
 from notebook_agents.emulator import Emulator
 
 from .conftest import API_KEY
@@ -282,3 +284,46 @@ def _token_ttl_s(token: str) -> float:
 
     claims: dict[str, Any] = jwt.decode(token, options={"verify_signature": False})
     return float(claims["exp"] - claims["nbf"])
+
+
+@pytest.mark.parametrize("first_to_stop", ["with credentials", "offline"])
+async def test_credentials_given_to_one_runner_reach_no_other(
+    room_service: tuple[str, RoomServiceStub],
+    emulator: Emulator,
+    monkeypatch: pytest.MonkeyPatch,
+    first_to_stop: str,
+) -> None:
+    """livekit writes a running server's credentials into ``os.environ``: a runner started
+    offline meanwhile stays offline, the credentials leave with the runner they were given
+    to, and whichever stops first, the user's environment is back as it was."""
+    for name in livekit_internals.RUN_WRITES_ENV:
+        monkeypatch.delenv(name, raising=False)
+    environment = dict(os.environ)
+    url, stub = room_service
+    secret = "stub-secret-0123456789abcdef0123456789"
+    real = NotebookRunner(idle_server(), livekit_url=url, api_key="stubkey", api_secret=secret)
+    offline: NotebookRunner | None = None
+    try:
+        real.start()
+        await asyncio.wait_for(stub.room_created.wait(), 10)
+        assert os.environ.get("LIVEKIT_API_SECRET") == secret  # livekit's run wrote it
+
+        offline = NotebookRunner(production_server(emulator))  # another cell, meanwhile
+        assert offline.credentials is None and offline.text_only
+        offline.start()
+        await offline.ready()
+        assert await offline.send_text("hi") == 'You are Ada. You said: "hi".'
+
+        if first_to_stop == "with credentials":
+            real.stop()
+            assert dict(os.environ) == environment  # gone with it, the other still runs
+            offline.stop()
+        else:
+            offline.stop()
+            assert os.environ.get("LIVEKIT_API_SECRET") == secret  # its job may need them
+            real.stop()
+    finally:
+        real.stop()
+        if offline is not None:
+            offline.stop()
+    assert dict(os.environ) == environment

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 from livekit import api
 
+from ._environment import user_value
 from .errors import RunnerError
 
 TOKEN_TTL = datetime.timedelta(minutes=10)
@@ -47,9 +47,9 @@ class LiveKitCredentials:
     def resolve(
         cls, url: str | None = None, api_key: str | None = None, api_secret: str | None = None
     ) -> LiveKitCredentials | None:
-        """Arguments first, then the environment; None when nothing is set (offline)."""
+        """Arguments first, then the user's environment; None when nothing is set (offline)."""
         given = {"url": url, "api_key": api_key, "api_secret": api_secret}
-        values = {name: value or os.environ.get(_ENV[name], "") for name, value in given.items()}
+        values = {name: value or user_value(_ENV[name]) for name, value in given.items()}
         missing = [_ENV[name] for name, value in values.items() if not value]
         if len(missing) == len(values):
             return None

@@ -33,7 +33,7 @@ from typing_extensions import Self
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import Trace, TraceEvent, agent_label, error_text
-from . import _session_hook
+from . import _environment, _session_hook
 from ._cells import CellRun, current_cell_run
 from ._real_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
@@ -106,7 +106,7 @@ class NotebookRunner(StartStop):
         self._cell: CellRun | None = None
         """the notebook cell run that started it, if one did"""
         self._saved_options: dict[str, Any] = {}
-        self._saved_environment: dict[str, str | None] = {}
+        self._environment_held: object | None = None
         self._started_at = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -273,16 +273,15 @@ class NotebookRunner(StartStop):
         server = self.server
         # saved before anything changes: an interrupt in between leaves nothing to guess
         self._saved_options = livekit.server_options(server)
-        self._saved_environment = livekit.environment_before_run()
+        self._environment_held = _environment.hold(with_credentials=self.credentials is not None)
         server.update_options(job_executor_type=JobExecutorType.THREAD, num_idle_processes=0)
         livekit.serve_on_loopback(server)
         if server.load_fnc is None:
             server.load_fnc = _no_load  # the default starts a process-wide CPU monitor thread
-        if self.credentials is not None:
-            creds = self.credentials
-            server.update_options(
-                ws_url=creds.url, api_key=creds.api_key, api_secret=creds.api_secret
-            )
+        # offline, none: what the server took from os.environ when it was made may be what
+        # livekit wrote there for another runner, and run() would write it again
+        creds = self.credentials or LiveKitCredentials("", "", "")
+        server.update_options(ws_url=creds.url, api_key=creds.api_key, api_secret=creds.api_secret)
         livekit.set_entrypoint(server, self._observed(self._saved_options["_entrypoint_fnc"]))
 
     def _serve(self) -> None:
@@ -488,7 +487,7 @@ class NotebookRunner(StartStop):
         finally:
             self._fail(RunnerError("the runner was stopped"))
             livekit.restore_server_options(self.server, self._saved_options)
-            livekit.restore_environment(self._saved_environment)
+            _environment.release(self._environment_held)
             self.trace.detach()
             self.logs.uninstall()
             if self._ctx is not None:
