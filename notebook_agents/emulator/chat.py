@@ -12,8 +12,8 @@ Per-request latency and faults, three equivalent ways:
 
 * ``base_url=emu.base_url(rtt_ms=20)`` (``http://127.0.0.1:PORT/v1?rtt_ms=20``). The
   ``openai`` SDK does not keep a query string apart from the path it appends: it requests
-  ``/v1/?rtt_ms=20chat/completions``. server.py recovers that shape (chat and the model
-  list only; ``GET /v1/models/{id}`` is not recovered), so this works.
+  ``/v1/?rtt_ms=20chat/completions``. server.py recovers that shape (chat, the model
+  list and speech; ``GET /v1/models/{id}`` is not recovered), so this works.
 * ``AsyncOpenAI(base_url=emu.url + "/v1", default_query={"rtt_ms": "20"})``.
 * ``openai.LLM(base_url=emu.url + "/v1", extra_query={"rtt_ms": "20"})`` (livekit).
 
@@ -108,7 +108,7 @@ class _Clock:
         return self.arrived + connect + self.latency.rtt_ms / 1000.0
 
 
-def _start_clock(request: web.Request, log: ConnectionLog, arrived: float) -> _Clock:
+def start_clock(request: web.Request, log: ConnectionLog, arrived: float) -> _Clock:
     """The request's clock; a new TCP connection is logged as ``connect`` (it costs more)."""
     new_connection = first_request_on_connection(request)
     if new_connection:
@@ -137,7 +137,7 @@ async def _serve_models(request: web.Request, model: str | None) -> web.StreamRe
         log = settings.open_connection("models", request.path, request.query)
     except ParameterError as e:
         return http_error(400, str(e), code="invalid_parameter")
-    clock = _start_clock(request, log, arrived)
+    clock = start_clock(request, log, arrived)
     await sleep_until(clock.error())
     if model is None:
         return web.json_response(
@@ -156,10 +156,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         log = settings.open_connection("chat", CHAT_PATH, request.query)
     except ParameterError as e:
         return http_error(400, str(e), code="invalid_parameter")
-    clock = _start_clock(request, log, arrived)
+    clock = start_clock(request, log, arrived)
     log.record("in", "chat.completions")
     try:
-        chat = _ChatRequest.parse(await _read_json(request))
+        chat = _ChatRequest.parse(await read_json(request))
         _check_request(settings, log, chat)
         reply = None if log.faults.cancel_responses else _decide(settings, chat)
     except ServiceError as reject:
@@ -175,7 +175,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 # ----------------------------------------------------------------------- request parsing
 
 
-async def _read_json(request: web.Request) -> Json:
+async def read_json(request: web.Request) -> Json:
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge as e:
