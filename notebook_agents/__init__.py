@@ -3,7 +3,7 @@
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import TraceAnalysis, bring_ups
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
-from .runner import NotebookRunner, RunnerError, RunnerState, TurnError, run_app
+from .runner import NotebookRunner, Recording, RunnerError, RunnerState, TurnError, run_app
 from .trace import (
     EVENT_DATA,
     AgentMessageData,
@@ -46,6 +46,7 @@ __all__ = [
     "MetricsData",
     "ModelUsageData",
     "NotebookRunner",
+    "Recording",
     "ReplyRules",
     "RunnerError",
     "RunnerState",

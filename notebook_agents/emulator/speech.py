@@ -15,15 +15,13 @@ error costs the round trip (and connect) only.
 from __future__ import annotations
 
 import asyncio
-import io
 import time
 import uuid
-import wave
 
-import numpy as np
 from aiohttp import web
 
 from ..speech import SAMPLE_RATE, synthesize
+from ..speech.wav import wav_bytes
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY
 from .chat import read_json, start_clock
@@ -64,7 +62,9 @@ async def audio_speech(request: web.Request) -> web.StreamResponse:
     headers = {"x-request-id": f"req_{uuid.uuid4().hex}"}
     if response_format == "pcm":
         return web.Response(body=samples.tobytes(), content_type="audio/pcm", headers=headers)
-    return web.Response(body=_wav(samples), content_type="audio/wav", headers=headers)
+    return web.Response(
+        body=wav_bytes(samples, SAMPLE_RATE), content_type="audio/wav", headers=headers
+    )
 
 
 def _parse(body: dict[str, object]) -> tuple[str, str, float]:
@@ -93,13 +93,3 @@ def _parse(body: dict[str, object]) -> tuple[str, str, float]:
     ):
         raise ServiceError(f"speed must be between 0.25 and 4.0, not {speed!r}.", param="speed")
     return text, str(response_format), float(speed)
-
-
-def _wav(samples: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(SAMPLE_RATE)
-        file.writeframes(samples.tobytes())
-    return out.getvalue()

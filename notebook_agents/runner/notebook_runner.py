@@ -35,6 +35,7 @@ from .._lifecycle import StartStop
 from ..trace import Trace, TraceEvent, agent_label, error_text
 from . import _environment, _session_hook
 from ._cells import CellRun, current_cell_run
+from ._playback import RealTimeSpeaker, Recording
 from ._real_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
@@ -76,6 +77,9 @@ class NotebookRunner(StartStop):
         await runner.ready()
         reply = await runner.send_text("hi")
         runner.stop()
+
+    Offline the session is text-only; ``audio=True`` gives it a speaker that plays in real
+    time, so an agent with a TTS speaks its replies, kept in ``runner.recording``.
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class NotebookRunner(StartStop):
         api_secret: str | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
+        audio: bool = False,
     ) -> None:
         self.server = _as_server(server)
         self.room_name = room or f"notebook-{uuid.uuid4().hex[:8]}"
@@ -98,6 +103,10 @@ class NotebookRunner(StartStop):
         self.state = RunnerState.NEW
         self.failure: RunnerError | None = None
         """why the runner cannot take turns any more (state ``failed`` or ``ended``)"""
+        self.audio = audio
+        """offline, the session speaks through a real-time speaker into ``recording``"""
+        self.recording = Recording()
+        """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
         self.trace = Trace()
         self.logs = WorkerLogs()
         self.real_room: RealRoom | None = None
@@ -378,6 +387,8 @@ class NotebookRunner(StartStop):
     def session_starting(self, session: AgentSession[Any]) -> None:
         if self.session is None:
             self.session = session
+            if self.audio and self.text_only:
+                session.output.audio = RealTimeSpeaker(self.recording)
             self.trace.attach(session)
             session.on("error", self._on_session_error)
             session.on("close", self._on_session_close)

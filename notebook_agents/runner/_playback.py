@@ -1,0 +1,124 @@
+"""The agent's voice, offline: a speaker that plays in real time and keeps what was played.
+
+An offline session has no room to publish audio to. With ``NotebookRunner(audio=True)`` the
+runner gives the session this output instead (livekit's public ``io.AudioOutput``): each reply
+"plays" at real-time pace from its first frame, so livekit's turn-taking, interruptions and
+transcript sync see a speaker, and the samples heard are kept in ``Recording`` to play back in
+the notebook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from livekit import rtc
+from livekit.agents.voice import io
+
+from ..speech.wav import wav_bytes
+
+SAMPLE_RATE = 24_000
+"""the rate the speaker asks livekit for (livekit resamples a TTS's output to it)"""
+
+
+@dataclass
+class Recording:
+    """What the agent said aloud, reply by reply: int16 mono samples at ``rate``."""
+
+    rate: int = SAMPLE_RATE
+    replies: list[np.ndarray] = field(default_factory=list)
+    """each reply as heard: cut where it was interrupted"""
+
+    @property
+    def samples(self) -> np.ndarray:
+        """Every reply, one after the other."""
+        return np.concatenate(self.replies) if self.replies else np.zeros(0, np.int16)
+
+    @property
+    def seconds(self) -> float:
+        return self.samples.size / self.rate
+
+    def _repr_html_(self) -> str:
+        """An audio player in the notebook."""
+        if not self.replies:
+            return "<em>the agent has said nothing aloud yet</em>"
+        data = base64.b64encode(wav_bytes(self.samples, self.rate)).decode()
+        return f'<audio controls src="data:audio/wav;base64,{data}"></audio>'
+
+
+class RealTimeSpeaker(io.AudioOutput):
+    """Plays each reply in real time from its first frame; keeps the samples heard."""
+
+    def __init__(self, recording: Recording) -> None:
+        super().__init__(
+            label="notebook speaker",
+            # pausable: livekit pauses on what may be a false interruption, resumes if it was
+            capabilities=io.AudioOutputCapabilities(pause=True),
+            sample_rate=SAMPLE_RATE,
+        )
+        self.recording = recording
+        self._frames: list[np.ndarray] = []
+        self._pushed = 0.0  # seconds of the reply so far
+        self._began = 0.0  # time.monotonic() of its first frame
+        self._interrupted = False
+        self._paused_at: float | None = None
+        self._paused_for = 0.0  # seconds the reply playing now spent paused
+        self._changed = asyncio.Event()  # interrupted, paused or resumed
+        self._playing: asyncio.Task[None] | None = None
+
+    async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        await super().capture_frame(frame)
+        if self._playing is not None and not self._playing.done():
+            await self._playing  # the previous reply plays out first
+        if not self._pushed:
+            self._began = time.monotonic()
+            self._interrupted, self._paused_at, self._paused_for = False, None, 0.0
+            self.on_playback_started(created_at=time.time())
+        self._frames.append(np.frombuffer(frame.data, np.int16).copy())
+        self._pushed += frame.duration
+
+    def flush(self) -> None:
+        super().flush()
+        if self._pushed:
+            frames, pushed, began = self._frames, self._pushed, self._began
+            self._frames, self._pushed = [], 0.0
+            self._playing = asyncio.create_task(self._play_out(frames, pushed, began))
+
+    def clear_buffer(self) -> None:
+        self._interrupted = True
+        self._changed.set()
+
+    def pause(self) -> None:
+        if self._paused_at is None:
+            self._paused_at = time.monotonic()
+            self._changed.set()
+
+    def resume(self) -> None:
+        if self._paused_at is not None:
+            self._paused_for += time.monotonic() - self._paused_at
+            self._paused_at = None
+            self._changed.set()
+
+    def _position(self, began: float) -> float:
+        """Seconds of the reply played so far: time since its start, less time paused."""
+        paused = self._paused_for
+        if self._paused_at is not None:
+            paused += time.monotonic() - self._paused_at
+        return time.monotonic() - began - paused
+
+    async def _play_out(self, frames: list[np.ndarray], pushed: float, began: float) -> None:
+        while not self._interrupted:
+            left = None if self._paused_at is not None else pushed - self._position(began)
+            if left is not None and left <= 0:
+                break
+            self._changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+        played = min(max(self._position(began), 0.0), pushed)
+        heard = np.concatenate(frames)[: round(played * SAMPLE_RATE)]
+        self.recording.replies.append(heard)
+        self.on_playback_finished(playback_position=played, interrupted=self._interrupted)

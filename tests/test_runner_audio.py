@@ -1,0 +1,68 @@
+"""``NotebookRunner(audio=True)``: offline, the agent speaks through a real-time speaker."""
+
+from __future__ import annotations
+
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai
+
+from notebook_agents import NotebookRunner
+from notebook_agents.emulator import Emulator
+from notebook_agents.speech import SAMPLE_RATE, synthesize
+
+from .conftest import API_KEY
+from .speech_check import heard
+
+
+def speaking_server(emulator: Emulator) -> AgentServer:
+    """A cascaded agent with the emulator's LLM and voice, text in, no VAD."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
+            tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
+            vad=None,
+            turn_handling={"turn_detection": "manual"},
+        )
+        await session.start(agent=Agent(instructions="You are Alice."), room=ctx.room)
+
+    return server
+
+
+async def test_the_agent_speaks_its_reply_in_real_time_into_the_recording(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = NotebookRunner(speaking_server(emulator), audio=True)
+    runners.append(runner)
+    runner.start()
+    session = await runner.ready()
+    assert session.output.audio is not None
+
+    reply = await runner.send_text("hello there")
+    assert reply == 'You are Alice. You said: "hello there".'
+    (spoken,) = runner.recording.replies
+    expected = synthesize(reply)
+    assert abs(spoken.size - expected.size) < 0.1 * expected.size  # all of it, once
+    words = ("you", "are", "alice", "said", "hello", "there")
+    assert heard(spoken, SAMPLE_RATE, words).endswith("hello there")
+
+    # played at the pace of speech: the agent was speaking for as long as its reply lasts
+    states = [e for e in runner.trace.of_kind("agent_state")]
+    began = next(e.t for e in states if e.data["new"] == "speaking")
+    ended = next(e.t for e in states if e.t > began and e.data["old"] == "speaking")
+    assert ended - began >= 0.8 * spoken.size / SAMPLE_RATE
+    assert runner.recording._repr_html_().startswith('<audio controls src="data:audio/wav')
+
+
+async def test_without_audio_the_offline_session_stays_text_only(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = NotebookRunner(speaking_server(emulator))
+    runners.append(runner)
+    runner.start()
+    session = await runner.ready()
+    assert session.output.audio is None
+    assert await runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
+    assert runner.recording.replies == []
+    assert "nothing aloud" in runner.recording._repr_html_()
