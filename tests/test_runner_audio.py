@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 
 from notebook_agents import NotebookRunner
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.trace import TraceEvent
 
 from .conftest import API_KEY
 from .speech_check import heard
 
 
-def speaking_server(emulator: Emulator) -> AgentServer:
-    """A cascaded agent with the emulator's LLM and voice, text in, no VAD."""
+def speaking_server(
+    emulator: Emulator, loops: list[asyncio.AbstractEventLoop] | None = None
+) -> AgentServer:
+    """A cascaded agent with the emulator's LLM and voice, text in, no VAD; its session's
+    loop goes into ``loops``."""
     server = AgentServer()
 
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
+        if loops is not None:
+            loops.append(asyncio.get_running_loop())
         session: AgentSession[None] = AgentSession(
             llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
             tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
@@ -53,6 +61,32 @@ async def test_the_agent_speaks_its_reply_in_real_time_into_the_recording(
     ended = next(e.t for e in states if e.t > began and e.data["old"] == "speaking")
     assert ended - began >= 0.8 * spoken.size / SAMPLE_RATE
     assert runner.recording._repr_html_().startswith('<audio controls src="data:audio/wav')
+
+
+async def test_an_interrupted_reply_is_kept_as_far_as_it_was_heard(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+    runner = NotebookRunner(speaking_server(emulator, loops), audio=True)
+    runners.append(runner)
+    runner.start()
+    session = await runner.ready()
+    speaking = asyncio.Event()
+
+    def on_event(event: TraceEvent) -> None:
+        if event.kind == "agent_state" and event.data["new"] == "speaking":
+            speaking.set()
+
+    runner.trace.subscribe(on_event)
+    text = "hello there, how are you doing today"
+    turn = runner.submit_text(text)
+    await speaking.wait()
+    loops[0].call_soon_threadsafe(session.interrupt)
+    await asyncio.wrap_future(turn)
+
+    (heard_part,) = runner.recording.replies
+    whole = synthesize(f'You are Alice. You said: "{text}".')
+    assert 0 < heard_part.size < 0.5 * whole.size
 
 
 async def test_without_audio_the_offline_session_stays_text_only(
