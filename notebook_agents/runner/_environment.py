@@ -35,8 +35,8 @@ def _by_livekit(name: str, value: str | None) -> bool:
 
 
 def _keep_what_the_user_set() -> dict[str, str | None]:
-    """Takes the user's values from ``os.environ`` (those livekit did not write) and returns
-    it as it is."""
+    """Keeps the values in ``os.environ`` that livekit did not write (the user's, set before
+    or since) and returns all of them, as they are now."""
     current = livekit.run_environment()
     _kept.update({name: value for name, value in current.items() if not _by_livekit(name, value)})
     return current
