@@ -38,7 +38,14 @@ SERVER_OPTIONS = (
 """the ``AgentServer`` attributes the runner sets for a notebook and puts back after"""
 
 PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
-    AgentServer: (*SERVER_OPTIONS, "_closed", "_lock"),
+    AgentServer: (
+        *SERVER_OPTIONS,
+        "_worker_token",
+        "_deployment",
+        "_prometheus_multiproc_dir",
+        "_closed",
+        "_lock",
+    ),
     AgentSession: ("_closing_task", "_global_run_state", "_activity"),
     agent_activity.AgentActivity: ("_on_exit_task",),
     agent_activity: ("_AgentActivityContextVar", "_SpeechHandleContextVar", "_OnEnterContextVar"),
@@ -47,15 +54,16 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     mock_room: ("create_mock_room",),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
-RUN_WRITES_ENV = (
-    "LIVEKIT_URL",
-    "LIVEKIT_API_KEY",
-    "LIVEKIT_API_SECRET",
-    "LIVEKIT_WORKER_TOKEN",
-    "LIVEKIT_AGENT_DEPLOYMENT",
-    "PROMETHEUS_MULTIPROC_DIR",
-)
-"""environment variables ``AgentServer.run`` sets from its options, for the whole process"""
+RUN_WRITES_ENV = {
+    "LIVEKIT_URL": "_ws_url",
+    "LIVEKIT_API_KEY": "_api_key",
+    "LIVEKIT_API_SECRET": "_api_secret",
+    "LIVEKIT_WORKER_TOKEN": "_worker_token",
+    "LIVEKIT_AGENT_DEPLOYMENT": "_deployment",
+    "PROMETHEUS_MULTIPROC_DIR": "_prometheus_multiproc_dir",
+}
+"""environment variables ``AgentServer.run`` sets for the whole process, each from the
+server attribute named (when that is not empty)"""
 MOCK_ROOM_NAME = "console"
 """the name livekit pins on its cached offline room; a job outside a runner keeps it"""
 
@@ -73,10 +81,16 @@ def restore_server_options(server: AgentServer, saved: dict[str, Any]) -> None:
         setattr(server, name, value)
 
 
-def environment_before_run() -> dict[str, str | None]:
-    """The variables ``run`` overwrites: left behind, a secret passed to one runner would
-    outlive it and turn every later runner in the kernel into a real-room one."""
+def run_environment() -> dict[str, str | None]:
+    """The variables ``run`` overwrites, as ``os.environ`` has them now."""
     return {name: os.environ.get(name) for name in RUN_WRITES_ENV}
+
+
+def environment_run_writes(server: AgentServer) -> dict[str, str]:
+    """What ``run`` will write into ``os.environ`` for ``server``, as configured now: the
+    values that tell livekit's writes apart from what the user set."""
+    written = {name: getattr(server, attribute) for name, attribute in RUN_WRITES_ENV.items()}
+    return {name: value for name, value in written.items() if value}
 
 
 def restore_environment(saved: dict[str, str | None]) -> None:

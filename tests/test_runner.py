@@ -286,18 +286,23 @@ def _token_ttl_s(token: str) -> float:
     return float(claims["exp"] - claims["nbf"])
 
 
+@pytest.fixture
+def unset_livekit_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """None of what livekit's ``run`` writes is set by the user."""
+    for name in livekit_internals.RUN_WRITES_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.mark.parametrize("first_to_stop", ["with credentials", "offline"])
 async def test_credentials_given_to_one_runner_reach_no_other(
     room_service: tuple[str, RoomServiceStub],
     emulator: Emulator,
-    monkeypatch: pytest.MonkeyPatch,
+    unset_livekit_environment: None,
     first_to_stop: str,
 ) -> None:
     """livekit writes a running server's credentials into ``os.environ``: a runner started
     offline meanwhile stays offline, the credentials leave with the runner they were given
     to, and whichever stops first, the user's environment is back as it was."""
-    for name in livekit_internals.RUN_WRITES_ENV:
-        monkeypatch.delenv(name, raising=False)
     environment = dict(os.environ)
     url, stub = room_service
     secret = "stub-secret-0123456789abcdef0123456789"
@@ -326,4 +331,57 @@ async def test_credentials_given_to_one_runner_reach_no_other(
         real.stop()
         if offline is not None:
             offline.stop()
+    assert dict(os.environ) == environment
+
+
+async def test_what_the_user_sets_while_a_runner_runs_is_theirs(
+    emulator: Emulator, unset_livekit_environment: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user may set credentials while a runner runs (a later cell loads a .env): a runner
+    made after resolves them, and stopping the one that ran leaves them set."""
+    offline = NotebookRunner(production_server(emulator))
+    try:
+        offline.start()
+        await offline.ready()
+        user = {  # never contacted: the runner made with them is not started
+            "LIVEKIT_URL": "ws://127.0.0.1:7880",
+            "LIVEKIT_API_KEY": "userkey",
+            "LIVEKIT_API_SECRET": "user-secret-0123456789abcdef0123456789",
+        }
+        for name, value in user.items():
+            monkeypatch.setenv(name, value)
+        later = NotebookRunner(idle_server())
+        assert later.credentials is not None
+        assert later.credentials.url == user["LIVEKIT_URL"]
+    finally:
+        offline.stop()
+    assert {name: os.environ.get(name) for name in user} == user
+
+
+async def test_a_stopped_runners_credentials_leave_while_another_runs(
+    room_service: tuple[str, RoomServiceStub], unset_livekit_environment: None
+) -> None:
+    """Two runners with credentials of their own: once one stops, ``os.environ`` holds the
+    other's (livekit wrote them for it; its jobs may read them), not the stopped one's."""
+    environment = dict(os.environ)
+    url, stub = room_service
+    secrets = {key: f"{key}-secret-0123456789abcdef0123456789" for key in ("first", "second")}
+    first, second = (
+        NotebookRunner(idle_server(), livekit_url=url, api_key=key, api_secret=secret)
+        for key, secret in secrets.items()
+    )
+    try:
+        first.start()
+        await asyncio.wait_for(stub.room_created.wait(), 10)
+        stub.room_created.clear()
+        second.start()
+        await asyncio.wait_for(stub.room_created.wait(), 10)
+        assert os.environ.get("LIVEKIT_API_SECRET") == secrets["second"]  # run wrote it last
+
+        second.stop()
+        assert os.environ.get("LIVEKIT_API_KEY") == "first"
+        assert os.environ.get("LIVEKIT_API_SECRET") == secrets["first"]
+    finally:
+        first.stop()
+        second.stop()
     assert dict(os.environ) == environment

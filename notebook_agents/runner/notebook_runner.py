@@ -282,7 +282,6 @@ class NotebookRunner(StartStop):
         server = self.server
         # saved before anything changes: an interrupt in between leaves nothing to guess
         self._saved_options = livekit.server_options(server)
-        self._environment_held = _environment.hold(with_credentials=self.credentials is not None)
         server.update_options(job_executor_type=JobExecutorType.THREAD, num_idle_processes=0)
         livekit.serve_on_loopback(server)
         if server.load_fnc is None:
@@ -291,6 +290,7 @@ class NotebookRunner(StartStop):
         # livekit wrote there for another runner, and run() would write it again
         creds = self.credentials or LiveKitCredentials("", "", "")
         server.update_options(ws_url=creds.url, api_key=creds.api_key, api_secret=creds.api_secret)
+        self._environment_held = _environment.hold(livekit.environment_run_writes(server))
         livekit.set_entrypoint(server, self._observed(self._saved_options["_entrypoint_fnc"]))
 
     def _serve(self) -> None:
