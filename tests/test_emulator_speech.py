@@ -23,7 +23,7 @@ async def _spoken(tts: tts.TTS[Any], text: str) -> np.ndarray:
     return np.concatenate([np.frombuffer(f.data, np.int16) for f in frames])
 
 
-@pytest.mark.parametrize("response_format", ["mp3", "pcm"])  # mp3: the plugin's default
+@pytest.mark.parametrize("response_format", ["mp3", "pcm", "wav"])  # mp3: the plugin's default
 async def test_the_openai_tts_plugin_speaks_offline(
     emulator: Emulator, response_format: str
 ) -> None:

@@ -13,7 +13,7 @@ from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.trace import TraceEvent
 
 from .conftest import API_KEY
-from .speech_check import heard
+from .speech_check import envelope_match
 
 
 def speaking_server(
@@ -52,8 +52,9 @@ async def test_the_agent_speaks_its_reply_in_real_time_into_the_recording(
     (spoken,) = runner.recording.replies
     expected = synthesize(reply)
     assert abs(spoken.size - expected.size) < 0.1 * expected.size  # all of it, once
-    words = ("you", "are", "alice", "said", "hello", "there")
-    assert heard(spoken, SAMPLE_RATE, words).endswith("hello there")
+    # the emulator's voice saying the reply (eSpeak varies a little between calls)
+    assert envelope_match(spoken, expected) > 0.9
+    assert envelope_match(spoken, synthesize("Bob here. How can I help you with billing?")) < 0.5
 
     # played at the pace of speech: the agent was speaking for as long as its reply lasts
     states = [e for e in runner.trace.of_kind("agent_state")]

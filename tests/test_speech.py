@@ -29,7 +29,7 @@ def test_speech_is_pcm16_at_24_khz_and_as_long_as_its_words() -> None:
 
 
 def test_another_recognizer_hears_the_words_spoken() -> None:
-    """pocketsphinx, held to a few words, hears eSpeak's "transfer to billing" exactly."""
+    """pocketsphinx, told a few phrases, hears eSpeak's "transfer to billing" among them."""
     assert heard(synthesize("transfer to billing")) == "transfer to billing"
 
 

@@ -33,13 +33,10 @@ completion is what a client sees of a reply cut off before it began).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-import threading
 import time
 import uuid
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,13 +44,11 @@ from typing import Any
 from aiohttp import web
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from ._params import ParameterError
+from ._http import Clock, Json, open_request, read_json
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
-from .errors import ServiceError, http_error
-from .latency import LatencyModel, sleep_until
+from .errors import ServiceError
+from .latency import sleep_until
 from .replies import Reply, ReplyContext, TextReply, ToolCallReply, ToolSpec, Turn, tokens
-
-Json = dict[str, Any]
 
 CHAT_PATH = "/v1/chat/completions"
 ERROR_ON_NAMES = ("chat.completions", "chat.completions.create")
@@ -65,55 +60,6 @@ ARGUMENT_FRAGMENT = 16
 """tool-call arguments stream in pieces this long, as the real service splits them"""
 
 _MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-
-
-# ---------------------------------------------------------------- new-connection tracking
-
-# A transport serves one server only, so one process-wide set is exact; weak, so closed
-# connections drop out. The app itself is frozen once serving, so it cannot hold the set.
-_seen_transports: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
-_seen_lock = threading.Lock()  # emulators on several threads share the set
-
-
-def first_request_on_connection(request: web.Request) -> bool:
-    """True for the first request on its TCP connection: only that one pays the connect cost."""
-    transport = request.transport
-    if transport is None:
-        return False
-    with _seen_lock:
-        if transport in _seen_transports:
-            return False
-        _seen_transports.add(transport)
-        return True
-
-
-@dataclass(frozen=True)
-class _Clock:
-    """When a request's answer may leave, from the moment it arrived."""
-
-    latency: LatencyModel
-    new_connection: bool
-    arrived: float
-
-    def first_byte(self) -> float:
-        return self.arrived + self.latency.http_first_byte_s(new_connection=self.new_connection)
-
-    def delta(self, index: int) -> float:
-        """The ``index``-th content delta (0 = the first chunk)."""
-        return self.first_byte() + index * self.latency.token_ms / 1000.0
-
-    def error(self) -> float:
-        """An error does no server work: only the network costs."""
-        connect = self.latency.connect_s() if self.new_connection else 0.0
-        return self.arrived + connect + self.latency.rtt_ms / 1000.0
-
-
-def start_clock(request: web.Request, log: ConnectionLog, arrived: float) -> _Clock:
-    """The request's clock; a new TCP connection is logged as ``connect`` (it costs more)."""
-    new_connection = first_request_on_connection(request)
-    if new_connection:
-        log.record("in", "connect")
-    return _Clock(log.latency, new_connection, arrived)
 
 
 # ---------------------------------------------------------------------------- handlers
@@ -132,12 +78,10 @@ async def retrieve_model(request: web.Request) -> web.StreamResponse:
 async def _serve_models(request: web.Request, model: str | None) -> web.StreamResponse:
     """The model list (``model`` None) or one model; costs the network round trip only."""
     settings = request.app[SETTINGS_KEY]
-    arrived = time.perf_counter()
     try:
-        log = settings.open_connection("models", request.path, request.query)
-    except ParameterError as e:
-        return http_error(400, str(e), code="invalid_parameter")
-    clock = start_clock(request, log, arrived)
+        _, clock = open_request(request, "models", request.path)
+    except ServiceError as e:
+        return e.response()
     await sleep_until(clock.error())
     if model is None:
         return web.json_response(
@@ -151,13 +95,10 @@ async def _serve_models(request: web.Request, model: str | None) -> web.StreamRe
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     """``POST /v1/chat/completions``; the query string holds latency and fault parameters."""
     settings = request.app[SETTINGS_KEY]
-    arrived = time.perf_counter()
     try:
-        log = settings.open_connection("chat", CHAT_PATH, request.query)
-    except ParameterError as e:
-        return http_error(400, str(e), code="invalid_parameter")
-    clock = start_clock(request, log, arrived)
-    log.record("in", "chat.completions")
+        log, clock = open_request(request, "chat", CHAT_PATH, "chat.completions")
+    except ServiceError as e:
+        return e.response()
     try:
         chat = _ChatRequest.parse(await read_json(request))
         _check_request(settings, log, chat)
@@ -173,23 +114,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 
 # ----------------------------------------------------------------------- request parsing
-
-
-async def read_json(request: web.Request) -> Json:
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge as e:
-        raise ServiceError(f"The request body is too large: {e.text}", status=413) from None
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ServiceError(
-            f"We could not parse the JSON body of your request ({e}). Send a JSON object "
-            'such as {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}.',
-        ) from None
-    if not isinstance(body, dict):
-        raise ServiceError(f"The request body must be a JSON object, not {type(body).__name__}.")
-    return body
 
 
 @dataclass(frozen=True)
@@ -513,7 +437,7 @@ async def _respond(
     request: web.Request,
     settings: EmulatorSettings,
     log: ConnectionLog,
-    clock: _Clock,
+    clock: Clock,
     completion: _Completion,
 ) -> web.StreamResponse:
     body = completion.message()
@@ -530,7 +454,7 @@ async def _stream(
     request: web.Request,
     settings: EmulatorSettings,
     log: ConnectionLog,
-    clock: _Clock,
+    clock: Clock,
     completion: _Completion,
 ) -> web.StreamResponse:
     chunks = completion.chunks()

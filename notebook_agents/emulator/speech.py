@@ -3,9 +3,9 @@
 What ``livekit.plugins.openai.TTS`` sends: ``model``, ``input``, ``voice``, ``response_format``
 (``mp3`` unless set), ``speed`` and ``stream_format`` (``sse`` for the newer models). Like an
 OpenAI-compatible server, the emulator answers with the audio bytes at once, not an SSE
-stream, and says in ``Content-Type`` what it sent: PCM16 mono 24 kHz for ``pcm``, a WAV file of
-the same samples for every other format (it encodes no mp3, opus, aac or flac; the plugin
-decodes what the header names). The voice is eSpeak's whatever ``voice`` is asked for.
+stream, and says in ``Content-Type`` what it sent: a WAV file for ``wav``, else PCM16 mono
+24 kHz (it encodes no mp3, opus, aac or flac; the plugin decodes what the header names, and
+raw PCM needs no decoder at all). The voice is eSpeak's whatever ``voice`` is asked for.
 
 Timing: the audio leaves ``LatencyModel.http_first_byte_s`` after the request arrived (connect
 round trips on a new TCP connection, the round trip, ``created_ms``, ``first_token_ms``); an
@@ -15,17 +15,14 @@ error costs the round trip (and connect) only.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 from aiohttp import web
 
 from ..speech import SAMPLE_RATE, synthesize
 from ..speech.wav import wav_bytes
-from ._params import ParameterError
-from ._settings import SETTINGS_KEY
-from .chat import read_json, start_clock
-from .errors import ServiceError, http_error
+from ._http import open_request, read_json
+from .errors import ServiceError
 from .latency import sleep_until
 
 SPEECH_PATH = "/v1/audio/speech"
@@ -38,14 +35,10 @@ WORDS_PER_MINUTE = 175
 
 async def audio_speech(request: web.Request) -> web.StreamResponse:
     """``POST /v1/audio/speech``; the query string holds latency and fault parameters."""
-    settings = request.app[SETTINGS_KEY]
-    arrived = time.perf_counter()
     try:
-        log = settings.open_connection("speech", SPEECH_PATH, request.query)
-    except ParameterError as e:
-        return http_error(400, str(e), code="invalid_parameter")
-    clock = start_clock(request, log, arrived)
-    log.record("in", "audio.speech")
+        log, clock = open_request(request, "speech", SPEECH_PATH, "audio.speech")
+    except ServiceError as e:
+        return e.response()
     try:
         text, response_format, speed = _parse(await read_json(request))
     except ServiceError as reject:
