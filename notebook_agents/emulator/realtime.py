@@ -386,6 +386,8 @@ class RealtimeConnection:
                 event_id=event.get("event_id"),
             )
         self.session = merge_session(self.session, update)
+        tools = self.session.get("tools") or []
+        self.settings.offer_tools(t["name"] for t in tools if t.get("type") == "function")
         self.send({"type": "session.updated", "session": self.session})
 
     def _create_item(

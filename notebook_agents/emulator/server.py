@@ -23,6 +23,7 @@ from .models import ModelCatalog
 from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
 from .replies import ReplyRules
 from .speech import audio_speech
+from .transcriptions import audio_transcriptions
 
 HOST = "127.0.0.1"
 _SHUTDOWN_GRACE_S = 0.5
@@ -40,6 +41,7 @@ _SDK_QUERY_ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "chat/completions"): chat_completions,
     ("GET", "models"): list_models,
     ("POST", "audio/speech"): audio_speech,
+    ("POST", "audio/transcriptions"): audio_transcriptions,
 }
 
 
@@ -92,6 +94,7 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app.router.add_get("/v1/realtime", realtime_websocket)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/audio/speech", audio_speech)
+    app.router.add_post("/v1/audio/transcriptions", audio_transcriptions)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", retrieve_model)
     app[OPEN_CONNECTIONS_KEY] = set()

@@ -1,4 +1,5 @@
-"""PCM16 mono samples as a WAV file: what a browser's ``<audio>`` and an HTTP client play."""
+"""PCM16 mono samples as a WAV file and back: what a browser's ``<audio>`` plays and what
+OpenAI's transcription endpoint is sent."""
 
 from __future__ import annotations
 
@@ -17,3 +18,17 @@ def wav_bytes(samples: np.ndarray, rate: int) -> bytes:
         file.setframerate(rate)
         file.writeframes(np.asarray(samples, dtype=np.int16).tobytes())
     return out.getvalue()
+
+
+def wav_samples(data: bytes) -> tuple[np.ndarray, int]:
+    """A PCM16 WAV file's samples (int16, channels mixed to mono) and rate; ``wave.Error`` or
+    ``EOFError`` for anything else."""
+    with wave.open(io.BytesIO(data), "rb") as file:
+        if file.getsampwidth() != 2:
+            raise wave.Error(f"{8 * file.getsampwidth()}-bit samples: only 16-bit PCM is read")
+        channels, rate = file.getnchannels(), file.getframerate()
+        samples = np.frombuffer(file.readframes(file.getnframes()), dtype=np.int16)
+    if channels > 1:
+        usable = samples[: samples.size - samples.size % channels]
+        samples = usable.reshape(-1, channels).mean(axis=1).astype(np.int16)
+    return samples, rate

@@ -1,0 +1,111 @@
+"""Speech to text (``POST /v1/audio/transcriptions``), heard offline by pocketsphinx.
+
+What ``livekit.plugins.openai.STT`` sends, as a multipart form: ``file`` (a WAV of the user's
+turn), ``model``, ``language``, ``prompt``, ``keywords`` and ``response_format`` (``json``, or
+``verbose_json`` for ``whisper-1``). The emulator hears the caller as the nearest phrase of a
+grammar built from the tools offered to models on this emulator (a cascaded session's LLM
+requests name them; the STT request does not) and the request's ``keywords``; ``prompt`` is
+free text and is not used. Files are PCM16 WAV; other encodings are refused as OpenAI refuses a
+file it cannot decode.
+
+Timing: the text leaves ``LatencyModel.http_first_byte_s`` after the request arrived, as a chat
+completion's first byte would; an error costs the round trip (and connect) only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import wave
+from dataclasses import dataclass
+
+import numpy as np
+from aiohttp import web
+
+from ..speech import transcribe
+from ..speech.wav import wav_samples
+from ._http import open_request
+from ._settings import SETTINGS_KEY
+from .errors import ServiceError
+from .latency import sleep_until
+
+TRANSCRIPTIONS_PATH = "/v1/audio/transcriptions"
+RESPONSE_FORMATS = ("json", "verbose_json", "text")
+MAX_FILE_BYTES = 25 * 1024 * 1024
+"""the largest file OpenAI's transcription endpoint takes"""
+
+
+@dataclass(frozen=True)
+class _TranscriptionRequest:
+    samples: np.ndarray
+    rate: int
+    language: str
+    keywords: tuple[str, ...]
+    response_format: str
+
+
+async def audio_transcriptions(request: web.Request) -> web.StreamResponse:
+    """``POST /v1/audio/transcriptions``; the query string holds latency and fault parameters."""
+    settings = request.app[SETTINGS_KEY]
+    try:
+        log, clock = open_request(
+            request, "transcriptions", TRANSCRIPTIONS_PATH, "audio.transcriptions"
+        )
+    except ServiceError as e:
+        return e.response()
+    try:
+        asked = await _parse(request)
+    except ServiceError as reject:
+        log.record("out", "error")
+        await sleep_until(clock.error())
+        return reject.response()
+    # pocketsphinx runs on a worker thread: the emulator's loop keeps serving meanwhile
+    text = await asyncio.to_thread(
+        transcribe, asked.samples, asked.rate, [*settings.tool_names, *asked.keywords]
+    )
+    await sleep_until(clock.first_byte())
+    log.record("out", "audio.transcriptions")
+    headers = {"x-request-id": f"req_{uuid.uuid4().hex}"}
+    if asked.response_format == "text":
+        return web.Response(text=text, content_type="text/plain", headers=headers)
+    body: dict[str, object] = {"text": text}
+    if asked.response_format == "verbose_json":
+        duration = asked.samples.size / asked.rate
+        body = {"task": "transcribe", "language": asked.language, "duration": duration, **body}
+    return web.json_response(body, headers=headers)
+
+
+async def _parse(request: web.Request) -> _TranscriptionRequest:
+    """The form's fields, checked as OpenAI checks them."""
+    form = await request.post()
+    model, upload = form.get("model"), form.get("file")
+    if not isinstance(model, str) or not model:
+        raise ServiceError("You must provide a model parameter.", param="model")
+    if not isinstance(upload, web.FileField):
+        raise ServiceError("You must provide a file: the audio to transcribe.", param="file")
+    data = upload.file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ServiceError("Maximum content size limit (26214400) exceeded.", status=413)
+    try:
+        samples, rate = wav_samples(data)
+    except (wave.Error, EOFError) as e:
+        raise ServiceError(
+            f"Audio file might be corrupted or unsupported (the emulator reads PCM16 WAV: {e}).",
+            code="invalid_value",
+            param="file",
+        ) from None
+    response_format = form.get("response_format") or "json"
+    if response_format not in RESPONSE_FORMATS:
+        raise ServiceError(
+            f"response_format {response_format!r} is not emulated; use one of "
+            f"{', '.join(RESPONSE_FORMATS)}.",
+            param="response_format",
+        )
+    keywords = [str(k) for field in ("keywords", "keywords[]") for k in form.getall(field, [])]
+    return _TranscriptionRequest(
+        samples=samples,
+        rate=rate,
+        language=str(form.get("language") or "english"),
+        keywords=tuple(keywords),
+        response_format=str(response_format),
+    )
