@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
-from livekit.agents import AgentServer, AgentSession, llm
+from livekit.agents import AgentServer, AgentSession, RunResult, SpeechCreatedEvent, llm
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import get_job_context
 from livekit.agents.types import NOT_GIVEN
@@ -52,6 +52,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     room_io.RoomOptions: ("_ensure_options",),
     llm.RealtimeSession: ("_update_session",),
     mock_room: ("create_mock_room",),
+    RunResult: ("_watch_handle",),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
 RUN_WRITES_ENV = {
@@ -149,6 +150,29 @@ def forget_stale_run(session: AgentSession[Any]) -> None:
     stale = session._global_run_state
     if stale is not None and not stale.done():
         session._global_run_state = None
+
+
+def capture_spoken_turn(session: AgentSession[Any]) -> tuple[RunResult[Any], Callable[[], None]]:
+    """A run that collects the next spoken turn's replies as ``session.run`` collects a typed
+    one's, and the call that stops capturing.
+
+    ``session.run`` takes text only; a turn heard from audio starts its reply on its own, so the
+    run is registered as the session's current one (tool replies and handoffs then join it, as
+    in a text run) and each speech created meanwhile is watched by it.
+    """
+    run: RunResult[Any] = RunResult(output_type=None, session=session)
+    session._global_run_state = run
+
+    def watch(event: SpeechCreatedEvent) -> None:
+        run._watch_handle(event.speech_handle)
+
+    session.on("speech_created", watch)
+
+    def stop() -> None:
+        session.off("speech_created", watch)
+        forget_stale_run(session)
+
+    return run, stop
 
 
 current_activity: Callable[[AgentSession[Any]], agent_activity.AgentActivity | None] = (

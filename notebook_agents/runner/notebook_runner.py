@@ -14,12 +14,14 @@ import contextlib
 import contextvars
 import enum
 import functools
+import os
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+import numpy as np
 from livekit.agents import (
     AgentServer,
     AgentSession,
@@ -34,6 +36,7 @@ from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import Trace, TraceEvent, agent_label, error_text
 from . import _environment, _session_hook
+from ._caller import CallerInput, caller_audio
 from ._cells import CellRun, current_cell_run
 from ._playback import RealTimeSpeaker, Recording
 from ._real_room import LiveKitCredentials, RealRoom
@@ -107,6 +110,7 @@ class NotebookRunner(StartStop):
         """offline, the session speaks through a real-time speaker into ``recording``"""
         self.recording = Recording()
         """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
+        self._microphone: CallerInput | None = None
         self.trace = Trace()
         self.logs = WorkerLogs()
         self.real_room: RealRoom | None = None
@@ -208,6 +212,32 @@ class NotebookRunner(StartStop):
         except RunnerError:
             self.stop()
             raise
+
+    async def send_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None = None,
+        timeout: float = 30.0,
+    ) -> str:
+        """One spoken user turn: ``audio`` (a WAV file, or samples at ``rate``, 24 kHz unless
+        given) goes through the session's audio input at real-time pace, then silence, and the
+        session's VAD and turn detection decide where the turn ends. Returns the reply text,
+        as ``send_text`` does; with a TTS the reply is heard into ``runner.recording``.
+
+        Needs ``NotebookRunner(..., audio=True)`` offline. Raises ``TurnError`` when the turn
+        went wrong, ``RunnerError`` when no reply came within ``timeout`` seconds.
+        """
+        samples, rate = caller_audio(audio, rate)
+        if not (self.audio and self.text_only):
+            raise RunnerError(
+                "send_audio() needs an offline runner with a microphone: "
+                "NotebookRunner(server, audio=True)"
+            )
+        self._require_turns("send_audio()")
+        turn = self._in_job(
+            self._spoken_turn(self._ready.result(), samples, rate, timeout), "send_audio()"
+        )
+        return await asyncio.wrap_future(turn)
 
     async def send_text(self, text: str, timeout: float = 30.0) -> str:
         """One user turn: ``text`` goes to the agent; returns the text it replied (all agents).
@@ -389,6 +419,8 @@ class NotebookRunner(StartStop):
             self.session = session
             if self.audio and self.text_only:
                 session.output.audio = RealTimeSpeaker(self.recording)
+                self._microphone = CallerInput()
+                session.input.audio = self._microphone
             self.trace.attach(session)
             session.on("error", self._on_session_error)
             session.on("close", self._on_session_close)
@@ -456,11 +488,40 @@ class NotebookRunner(StartStop):
                 livekit.forget_stale_run(session)
                 self._require_turns("the turn")
                 raise
-            raised: Exception | None = None
+            raised = await _settled(result)
+        return self._reply(session, result, started, raised, spoken=False)
+
+    async def _spoken_turn(
+        self, session: AgentSession[Any], samples: np.ndarray, rate: int, timeout: float
+    ) -> str:
+        assert self._turn_lock is not None and self._microphone is not None
+        async with self._turn_lock:
+            started = self.trace.now()
+            result, stop_capturing = livekit.capture_spoken_turn(session)
+            self._microphone.speak(samples, rate)
             try:
-                await result
-            except Exception as e:  # the reply could not be generated
-                raised = e
+                raised = await asyncio.wait_for(_settled(result), timeout)
+            except asyncio.TimeoutError:
+                raise RunnerError(
+                    f"the agent did not answer the spoken turn within {timeout:.0f} s: its VAD "
+                    "and turn detection (or the realtime model's) heard no turn end; "
+                    "is the audio speech, followed by nothing?"
+                ) from None
+            finally:
+                self._microphone.close()
+                stop_capturing()
+        return self._reply(session, result, started, raised, spoken=True)
+
+    def _reply(
+        self,
+        session: AgentSession[Any],
+        result: RunResult[Any],
+        started: float,
+        raised: Exception | None,
+        *,
+        spoken: bool,
+    ) -> str:
+        """A finished turn's reply text (every agent's), or the ``TurnError`` it went wrong by."""
         reply = "\n".join(
             event.item.text_content or ""
             for event in result.events
@@ -468,19 +529,21 @@ class NotebookRunner(StartStop):
         )
         if self.state is RunnerState.FAILED:  # the session died under the turn
             self._require_turns("the turn")
-        errors = self._went_wrong(session, started)
+        errors = self._went_wrong(session, started, spoken=spoken)
         if errors or raised is not None:
             raise TurnError(reply, errors, raised) from raised
         return reply
 
-    def _went_wrong(self, session: AgentSession[Any], started: float) -> list[TraceEvent]:
+    def _went_wrong(
+        self, session: AgentSession[Any], started: float, *, spoken: bool
+    ) -> list[TraceEvent]:
         """The turn's ``error`` events, and the ``context_diverged`` of its agent while its
         chat context and its model's conversation are apart: even a turn that went through
         smoothly was answered from a conversation other than livekit's."""
         # the turn is over: the model's conversation should now hold what livekit's does
         self.trace.compare_contexts()
         problems = self.trace.problems_since(started, agent_label(session.current_agent))
-        return [e for e in problems if e.kind != "error" or _fails_text_turn(e)]
+        return [e for e in problems if e.kind != "error" or spoken or _fails_text_turn(e)]
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -550,6 +613,15 @@ class NotebookRunner(StartStop):
             raise RunnerError(f"{what}: {self.failure}") from self.failure.__cause__
         if not self._ready.done():
             raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
+
+
+async def _settled(result: RunResult[Any]) -> Exception | None:
+    """Wait for a run; what it raised if its reply could not be generated."""
+    try:
+        await result
+    except Exception as e:
+        return e
+    return None
 
 
 def _fails_text_turn(error: TraceEvent) -> bool:

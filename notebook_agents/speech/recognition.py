@@ -65,6 +65,8 @@ _NUMBER_WORDS = [
 ]
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
 _OPERATORS = ("plus", "minus", "times", "divided by")
+_QUIET_RMS = 100.0
+"""loudness (of 32767) under which a 10 ms window is silence, whatever the speech's level"""
 _lock = threading.Lock()
 
 
@@ -106,7 +108,10 @@ def transcribe(samples: np.ndarray, rate: int, tool_names: Iterable[str] = ()) -
     """What a caller said in int16 mono ``samples`` at ``rate``, heard as the nearest phrase a
     caller of a session with these tools may say; "" when nothing was heard."""
     text = grammar(phrases_of(tool_names))
-    audio = _resample_to(np.asarray(samples, np.int16), rate, RECOGNITION_RATE).tobytes()
+    heard = _resample_to(np.asarray(samples, np.int16), rate, RECOGNITION_RATE)
+    audio = _without_silence_around(heard).tobytes()
+    if not audio:
+        return ""
     decoder = _decoder(text)
     with _lock:  # a decoder is one utterance at a time
         decoder.start_utt()
@@ -114,6 +119,23 @@ def transcribe(samples: np.ndarray, rate: int, tool_names: Iterable[str] = ()) -
         decoder.end_utt()
         hypothesis = decoder.hyp()
     return digits(hypothesis.hypstr) if hypothesis is not None else ""
+
+
+def _without_silence_around(samples: np.ndarray) -> np.ndarray:
+    """``samples`` from 100 ms before the first loud 10 ms to 100 ms after the last: with no
+    filler models the grammar has no word for a long silence, and a VAD's turn brings some."""
+    window = RECOGNITION_RATE // 100
+    count = samples.size // window
+    if count == 0:
+        return samples
+    frames = samples[: count * window].astype(np.float64).reshape(count, window)
+    loudness = np.sqrt((frames**2).mean(axis=1))
+    loud = np.flatnonzero(loudness > max(_QUIET_RMS, 0.05 * loudness.max()))
+    if loud.size == 0:
+        return samples[:0]
+    margin = 10  # windows: 100 ms
+    start, end = max(loud[0] - margin, 0), min(loud[-1] + 1 + margin, count)
+    return samples[start * window : end * window]
 
 
 def digits(words: str) -> str:

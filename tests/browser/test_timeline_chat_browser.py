@@ -80,7 +80,7 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     expect(timeline.locator(".na-mark-tool_call")).to_have_count(1)
     expect(timeline.locator(".na-mark-agent_message.na-on-enter")).to_have_count(1)
     expect(timeline.locator(".na-bringup")).to_have_attribute(
-        "aria-label", re.compile(r"^Billing bring-up: \d+ ms$")
+        "aria-label", re.compile(r"^Billing bring-up: \d+(\.\d)? ms$")
     )
     expect(chat.locator(".na-line-handoff")).to_have_text([re.compile("Concierge → Billing")])
     expect(chat.locator(".na-line-agent_message.na-on-enter .na-who")).to_have_text(["Billing"])

@@ -1,0 +1,96 @@
+"""``runner.send_audio``: a spoken turn through the session's audio input, offline, with the
+real cascaded pipeline: silero's VAD, livekit's ``openai.STT``, ``openai.LLM`` and
+``openai.TTS`` against the emulator, which hears with pocketsphinx and speaks with eSpeak."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from livekit.agents import AgentServer, AgentSession, JobContext
+from livekit.plugins import openai, silero
+
+from notebook_agents import NotebookRunner, RunnerError
+from notebook_agents.emulator import Emulator
+from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech.wav import wav_bytes
+
+from .conftest import API_KEY
+from .handoff_agents import Concierge
+from .speech_check import envelope_match
+
+
+def voice_server(emulator: Emulator) -> AgentServer:
+    """The Concierge/Billing pair as a cascaded voice agent, every model the emulator."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            vad=silero.VAD.load(),
+            stt=openai.STT(base_url=emulator.base_url(), api_key=API_KEY),
+            llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
+            tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
+        )
+        await session.start(agent=Concierge(), room=ctx.room)
+
+    return server
+
+
+@pytest.fixture
+async def voice_runner(emulator: Emulator, runners: list[NotebookRunner]) -> NotebookRunner:
+    runner = NotebookRunner(voice_server(emulator), audio=True)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    return runner
+
+
+async def test_a_spoken_turn_is_heard_answered_and_spoken_back(
+    voice_runner: NotebookRunner,
+) -> None:
+    reply = await voice_runner.send_audio(synthesize("hello there"))
+    assert reply == 'You are the Concierge. You said: "hello there".'
+    (heard,) = voice_runner.trace.of_kind("user_message")
+    assert heard.data["text"] == "hello there"
+    assert heard.data["metrics"]["end_of_turn_delay"] > 0  # a turn livekit's detection ended
+    (spoken,) = voice_runner.recording.replies
+    # livekit asks for the reply sentence by sentence
+    said = np.concatenate([synthesize("You are the Concierge."), synthesize(reply[23:])])
+    assert envelope_match(spoken, said) > 0.9
+
+
+async def test_asking_by_voice_for_billing_hands_the_call_over(
+    voice_runner: NotebookRunner, tmp_path: object
+) -> None:
+    # the first turn's LLM request tells the emulator the Concierge's tools: from then on a
+    # caller asking for one is heard (a cascaded STT request names no tools)
+    await voice_runner.send_audio(synthesize("hello there"))
+    wav = tmp_path / "caller.wav"  # type: ignore[operator]
+    wav.write_bytes(wav_bytes(synthesize("transfer to billing please"), SAMPLE_RATE))
+    await voice_runner.send_audio(wav)
+    handoffs = voice_runner.trace.of_kind("handoff")
+    assert [(h.data["from"], h.data["to"]) for h in handoffs][-1] == ("Concierge", "Billing")
+
+
+async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(
+    voice_runner: NotebookRunner,
+) -> None:
+    with pytest.raises(RunnerError, match="heard no turn end"):
+        await voice_runner.send_audio(np.zeros(SAMPLE_RATE, np.int16), timeout=3.0)
+    # the microphone is closed and the runner takes the next turn
+    assert await voice_runner.send_audio(synthesize("thank you")) == (
+        'You are the Concierge. You said: "thank you".'
+    )
+
+
+async def test_send_audio_without_a_microphone_names_the_fix(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = NotebookRunner(voice_server(emulator))
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    with pytest.raises(RunnerError, match=r"audio=True"):
+        await runner.send_audio(synthesize("hello"))
+    with pytest.raises(ValueError, match="not a PCM16 WAV"):
+        await runner.send_audio(__file__)
