@@ -1,7 +1,7 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
 from .agent_graph import HandoffGraph, handoff_targets
-from .analysis import TraceAnalysis, bring_ups
+from .analysis import Speech, TraceAnalysis, bring_ups
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
 from .runner import NotebookRunner, Recording, RunnerError, RunnerState, TurnError, run_app
 from .trace import (
@@ -24,6 +24,7 @@ from .trace import (
     TraceEvent,
     UserMessageData,
     UserStateData,
+    UserTranscriptData,
     check_event_data,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "ReplyRules",
     "RunnerError",
     "RunnerState",
+    "Speech",
     "ToolCallData",
     "ToolOutputData",
     "Trace",
@@ -58,6 +60,7 @@ __all__ = [
     "TurnError",
     "UserMessageData",
     "UserStateData",
+    "UserTranscriptData",
     "bring_ups",
     "check_event_data",
     "handoff_targets",

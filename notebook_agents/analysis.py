@@ -9,9 +9,10 @@ trace.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .modes import mode_label
 from .trace import TraceEvent
@@ -98,6 +99,28 @@ class Gap:
         return self.end - self.start
 
 
+@dataclass(frozen=True, slots=True)
+class Speech:
+    """Someone speaking from ``start`` to ``end`` (trace seconds): the user (to ``agent``, the
+    active one) or ``agent``, with what was said."""
+
+    speaker: Literal["user", "agent"]
+    agent: str
+    start: float
+    end: float
+    text: str = ""
+    """the user's final transcript; the agent's reply as far as it was heard"""
+    first_audio_s: float | None = None
+    """an agent's: from the end of what it answers (the user's speech, or the handoff to it)
+    to its first audio; None when it spoke unprompted"""
+    interrupted: bool = False
+    """an agent's reply the user spoke over (barge-in): ``text`` is what was heard"""
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
 class TraceAnalysis:
     """Lanes, state spans, handoffs, bring-ups and idle gaps of events fed in order.
 
@@ -116,6 +139,8 @@ class TraceAnalysis:
         self.handoffs: list[Handoff] = []
         self.bring_ups: list[BringUp] = []
         self.gaps: list[Gap] = []
+        self.speech: list[Speech] = []
+        """user and agent speech, in the order each ended"""
         self.start: float | None = None
         """the first event's time"""
         self.end: float | None = None
@@ -125,6 +150,10 @@ class TraceAnalysis:
         """the span still open (``open_span`` gives it its end so far)"""
         self._state = "initializing"
         self._arriving: Handoff | None = None
+        self._speaking: dict[str, Speech] = {}
+        """speaker -> the speech still open"""
+        self._prompted_at: float | None = None
+        """when what the agent answers ended (the user's speech, a handoff), until it speaks"""
         for event in events:
             self.add(event)
 
@@ -165,6 +194,8 @@ class TraceAnalysis:
         if arriving is not None and event.agent == arriving.target and _first_words(event):
             self.bring_ups.append(BringUp(arriving, event.t))
             self._arriving = None
+        if event.kind in _SPEECH_KINDS:
+            self._follow_speech(event)
         if event.kind == "agent_state":
             self._state = event.data["new"]
             current = self.opened.agent if self.opened else None
@@ -177,9 +208,46 @@ class TraceAnalysis:
             self.lane(handoff.target)
             self._switch(handoff.target, event.t)
             self._arriving = handoff if handoff.source else None
+            self._prompted_at = event.t if handoff.source else self._prompted_at
         elif event.kind == "closed":
             self._switch(None, event.t)
             self._arriving = None
+
+    def _follow_speech(self, event: TraceEvent) -> None:
+        """Open and close speech on user and agent state; give it its words."""
+        data, agent = event.data, event.agent or ""
+        if event.kind in ("user_state", "agent_state"):
+            speaker: Literal["user", "agent"] = "user" if event.kind == "user_state" else "agent"
+            if data["new"] == "speaking" and speaker not in self._speaking:
+                prompted = self._prompted_at if speaker == "agent" else None
+                first_audio = event.t - prompted if prompted is not None else None
+                self._speaking[speaker] = Speech(speaker, agent, event.t, event.t, "", first_audio)
+                if speaker == "agent":
+                    self._prompted_at = None
+            elif data["old"] == "speaking" and speaker in self._speaking:
+                opened = self._speaking.pop(speaker)
+                self.speech.append(dataclasses.replace(opened, end=event.t))
+                if speaker == "user":
+                    self._prompted_at = event.t
+        elif event.kind == "user_transcript" and data["final"]:
+            self._give_words("user", data["text"], False)
+        elif event.kind == "agent_message":
+            self._give_words("agent", data["text"], bool(data.get("interrupted")))
+
+    def _give_words(self, speaker: str, text: str, interrupted: bool) -> None:
+        """The words of ``speaker``'s open speech, else of their last one still without."""
+        if speaker in self._speaking:
+            opened = self._speaking[speaker]
+            self._speaking[speaker] = dataclasses.replace(
+                opened, text=text, interrupted=interrupted
+            )
+            return
+        for i in range(len(self.speech) - 1, -1, -1):
+            said = self.speech[i]
+            if said.speaker == speaker:
+                if not said.text:
+                    self.speech[i] = dataclasses.replace(said, text=text, interrupted=interrupted)
+                return
 
     def _switch(self, agent: str | None, t: float) -> None:
         """End the open span at ``t``; ``agent``'s starts there in the session's state."""
@@ -187,6 +255,9 @@ class TraceAnalysis:
         if opened is not None and t > opened.start:
             self.spans.append(Span(opened.agent, opened.start, t, opened.state))
         self.opened = Opened(agent, t, self._state) if agent else None
+
+
+_SPEECH_KINDS = frozenset({"user_state", "agent_state", "user_transcript", "agent_message"})
 
 
 def _handoff(event: TraceEvent) -> Handoff:

@@ -10,15 +10,49 @@ from notebook_agents.analysis import (
     BringUp,
     Gap,
     Span,
+    Speech,
     TraceAnalysis,
     bring_ups,
     handoff_label,
     milliseconds,
 )
-from notebook_agents.trace import Trace, TraceEvent
+from notebook_agents.trace import EventKind, Trace, TraceEvent
 
 from .conftest import MakeModel
 from .test_timeline_view import converse
+
+
+def _state(seq: int, t: float, kind: EventKind, agent: str, old: str, new: str) -> TraceEvent:
+    return TraceEvent(seq, t, kind, agent, {"old": old, "new": new})
+
+
+def test_speech_spans_carry_their_words_and_how_long_the_caller_waited() -> None:
+    """The user speaks, the agent answers 0.5 s after the user stopped, is spoken over, and
+    the agent handed to speaks 0.25 s after the handoff. Speech is listed as it ends."""
+    reply = {"text": "You are A. Wait", "interrupted": True}
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        _state(1, 1.0, "user_state", "A", "listening", "speaking"),
+        _state(2, 2.0, "user_state", "A", "speaking", "listening"),
+        TraceEvent(3, 2.25, "user_transcript", "A", {"text": "hello", "final": True}),
+        _state(4, 2.5, "agent_state", "A", "thinking", "speaking"),
+        _state(5, 3.0, "user_state", "A", "listening", "speaking"),
+        TraceEvent(6, 3.125, "agent_message", "A", reply),
+        _state(7, 3.125, "agent_state", "A", "speaking", "listening"),
+        _state(8, 3.5, "user_state", "A", "speaking", "listening"),
+        TraceEvent(9, 3.625, "user_transcript", "A", {"text": "transfer", "final": False}),
+        TraceEvent(10, 3.75, "user_transcript", "A", {"text": "transfer to b", "final": True}),
+        TraceEvent(11, 4.0, "handoff", "B", {"from": "A", "to": "B"}),
+        _state(12, 4.25, "agent_state", "B", "thinking", "speaking"),
+        TraceEvent(13, 5.0, "agent_message", "B", {"text": "B here."}),
+        _state(14, 5.25, "agent_state", "B", "speaking", "listening"),
+    ]
+    assert TraceAnalysis(events).speech == [
+        Speech("user", "A", 1.0, 2.0, "hello"),
+        Speech("agent", "A", 2.5, 3.125, "You are A. Wait", 0.5, interrupted=True),
+        Speech("user", "A", 3.0, 3.5, "transfer to b"),
+        Speech("agent", "B", 4.25, 5.25, "B here.", 0.25),
+    ]
 
 
 def test_state_spans_follow_the_session_state_across_a_handoff() -> None:

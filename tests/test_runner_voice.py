@@ -9,7 +9,7 @@ import pytest
 from livekit.agents import AgentServer, AgentSession, JobContext
 from livekit.plugins import openai, silero
 
-from notebook_agents import NotebookRunner, RunnerError
+from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
@@ -53,6 +53,15 @@ async def test_a_spoken_turn_is_heard_answered_and_spoken_back(
     (heard,) = voice_runner.trace.of_kind("user_message")
     assert heard.data["text"] == "hello there"
     assert heard.data["metrics"]["end_of_turn_delay"] > 0  # a turn livekit's detection ended
+    assert [e.data for e in voice_runner.trace.of_kind("user_transcript")] == [
+        {"text": "hello there", "final": True}
+    ]
+    user, agent = TraceAnalysis(voice_runner.trace.events).speech
+    assert (user.speaker, user.text) == ("user", "hello there")
+    assert (agent.speaker, agent.agent, agent.text) == ("agent", "Concierge", reply)
+    # the caller waited from the end of their speech to the first audio of the reply
+    assert agent.start > user.end and agent.first_audio_s == agent.start - user.end
+    assert not agent.interrupted
     (spoken,) = voice_runner.recording.replies
     # livekit asks for the reply sentence by sentence
     said = np.concatenate([synthesize("You are the Concierge."), synthesize(reply[23:])])

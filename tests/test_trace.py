@@ -664,7 +664,26 @@ def test_load_reads_a_trace_saved_in_the_earlier_format(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     loaded = Trace.load(path)
     assert [e.data for e in loaded.events] == [old_metrics, {"reason": "user"}]
-    assert TRACE_FORMAT == "notebook-agents.trace/2"
+    assert TRACE_FORMAT == "notebook-agents.trace/3"
+
+
+def test_load_reads_a_version_2_trace_whose_messages_say_nothing_of_interruptions(
+    tmp_path: Path,
+) -> None:
+    message = {
+        "text": "Hi.",
+        "item_id": "i1",
+        "source": "generate_reply",
+        "phase": "turn",
+        "metrics": {},
+    }
+    lines = [
+        {"format": "notebook-agents.trace/2", "started_at": 1.0},
+        {"seq": 0, "t": 0.1, "kind": "agent_message", "agent": "Alice", "data": message},
+    ]
+    path = tmp_path / "v2.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert [e.data for e in Trace.load(path).events] == [message]
 
 
 HEADER = json.dumps({"format": TRACE_FORMAT})

@@ -32,6 +32,7 @@ from .schema import (
     ToolOutputData,
     UserMessageData,
     UserStateData,
+    UserTranscriptData,
     check_event_data,
 )
 from .store import TRACE_FORMAT, TraceEvent
@@ -63,6 +64,7 @@ __all__ = [
     "TraceEvent",
     "UserMessageData",
     "UserStateData",
+    "UserTranscriptData",
     "agent_label",
     "check_event_data",
     "describe_item",

@@ -27,6 +27,7 @@ from livekit.agents import (
     SessionUsageUpdatedEvent,
     SpeechCreatedEvent,
     ToolExecutionUpdatedEvent,
+    UserInputTranscribedEvent,
     llm,
     metrics,
 )
@@ -104,6 +105,7 @@ class SessionReader:
         self._handlers = {
             "agent_state_changed": capturing(_make_state, ("agent_state",)),
             "user_state_changed": capturing(_make_state, ("user_state",)),
+            "user_input_transcribed": capturing(_make_transcript, ()),
             "tool_execution_updated": capturing(self._make_tool_update, ()),
             "session_usage_updated": capturing(self._make_usage, ()),
             "error": self._on_error,
@@ -283,6 +285,7 @@ class SessionReader:
             "item_id": item.id,
             "source": source,
             "phase": phase,
+            "interrupted": item.interrupted,
             "metrics": message_metrics(item),
         }
         yield "agent_message", data, activity_label(activity)
@@ -349,6 +352,13 @@ def _session_mode(old: AgentActivity, new: AgentActivity) -> SessionMode:
 
 def _make_state(kind: Any, activity: AgentActivity | None, ev: Any) -> Iterable[Record]:
     yield kind, {"old": ev.old_state, "new": ev.new_state}, activity_label(activity)
+
+
+def _make_transcript(
+    activity: AgentActivity | None, ev: UserInputTranscribedEvent
+) -> Iterable[Record]:
+    data = {"text": ev.transcript, "final": ev.is_final}
+    yield "user_transcript", data, activity_label(activity)
 
 
 def _make_user_message(activity: AgentActivity | None, item: llm.ChatMessage) -> Iterable[Record]:

@@ -23,6 +23,7 @@ from ..modes import ContextMode, SessionMode
 EventKind = Literal[
     "agent_state",
     "user_state",
+    "user_transcript",
     "user_message",
     "agent_message",
     "tool_call",
@@ -79,11 +80,21 @@ class UserMessageData(TypedDict):
 ``end_of_turn_delay``, ``transcription_delay``; seconds, or Unix times for ``*_at``)"""
 
 
+class UserTranscriptData(TypedDict):
+    text: str
+    final: bool
+
+
+"""What speech recognition heard the user say: interim guesses (``final`` false, from a
+streaming recognizer) and the final transcript of each stretch of speech."""
+
+
 class AgentMessageData(TypedDict):
     text: str
     item_id: str
     source: SpeechSource
     phase: SpeechPhase
+    interrupted: NotRequired[bool]
     metrics: dict[str, float]
 
 
@@ -177,6 +188,7 @@ class ClosedData(TypedDict):
 EVENT_DATA: dict[EventKind, Any] = {
     "agent_state": AgentStateData,
     "user_state": UserStateData,
+    "user_transcript": UserTranscriptData,
     "user_message": UserMessageData,
     "agent_message": AgentMessageData,
     "tool_call": ToolCallData,
