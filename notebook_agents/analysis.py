@@ -111,8 +111,9 @@ class Speech:
     text: str = ""
     """the user's final transcript; the agent's reply as far as it was heard"""
     first_audio_s: float | None = None
-    """an agent's: from the end of what it answers (the user's speech, or the handoff to it)
-    to its first audio; None when it spoke unprompted"""
+    """an agent's: how long the caller waited for its first audio, from the end of the
+    caller's speech (a handoff in between included), else from the handoff to it; None when
+    it spoke unprompted"""
     interrupted: bool = False
     """an agent's reply the user spoke over (barge-in): ``text`` is what was heard"""
 
@@ -153,7 +154,7 @@ class TraceAnalysis:
         self._speaking: dict[str, Speech] = {}
         """speaker -> the speech still open"""
         self._prompted_at: float | None = None
-        """when what the agent answers ended (the user's speech, a handoff), until it speaks"""
+        """when what the next agent speech answers ended (the user's speech, else a handoff)"""
         for event in events:
             self.add(event)
 
@@ -208,7 +209,8 @@ class TraceAnalysis:
             self.lane(handoff.target)
             self._switch(handoff.target, event.t)
             self._arriving = handoff if handoff.source else None
-            self._prompted_at = event.t if handoff.source else self._prompted_at
+            if handoff.source and self._prompted_at is None:  # an agent handing over unasked
+                self._prompted_at = event.t
         elif event.kind == "closed":
             self._switch(None, event.t)
             self._arriving = None

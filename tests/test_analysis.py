@@ -27,8 +27,9 @@ def _state(seq: int, t: float, kind: EventKind, agent: str, old: str, new: str) 
 
 
 def test_speech_spans_carry_their_words_and_how_long_the_caller_waited() -> None:
-    """The user speaks, the agent answers 0.5 s after the user stopped, is spoken over, and
-    the agent handed to speaks 0.25 s after the handoff. Speech is listed as it ends."""
+    """The user speaks, the agent answers 0.5 s after the user stopped, is spoken over; the
+    agent handed to speaks 0.75 s after the caller stopped (0.25 s after the handoff), and
+    again after a handoff no one asked for. Speech is listed as it ends."""
     reply = {"text": "You are A. Wait", "interrupted": True}
     events = [
         TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
@@ -46,12 +47,19 @@ def test_speech_spans_carry_their_words_and_how_long_the_caller_waited() -> None
         _state(12, 4.25, "agent_state", "B", "thinking", "speaking"),
         TraceEvent(13, 5.0, "agent_message", "B", {"text": "B here."}),
         _state(14, 5.25, "agent_state", "B", "speaking", "listening"),
+        TraceEvent(15, 6.0, "handoff", "A", {"from": "B", "to": "A"}),
+        _state(16, 6.5, "agent_state", "A", "listening", "speaking"),
+        _state(17, 7.0, "agent_state", "A", "speaking", "listening"),
+        _state(18, 8.0, "agent_state", "A", "listening", "speaking"),
+        _state(19, 8.5, "agent_state", "A", "speaking", "listening"),
     ]
     assert TraceAnalysis(events).speech == [
         Speech("user", "A", 1.0, 2.0, "hello"),
         Speech("agent", "A", 2.5, 3.125, "You are A. Wait", 0.5, interrupted=True),
         Speech("user", "A", 3.0, 3.5, "transfer to b"),
-        Speech("agent", "B", 4.25, 5.25, "B here.", 0.25),
+        Speech("agent", "B", 4.25, 5.25, "B here.", 0.75),
+        Speech("agent", "A", 6.5, 7.0, "", 0.5),
+        Speech("agent", "A", 8.0, 8.5),  # unprompted
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ def test_there_are_notebooks() -> None:
         "01_prototype.ipynb",
         "02_handoff_benchmark.ipynb",
         "03_teaching_handoffs.ipynb",
+        "04_voice.ipynb",
     ]
 
 
@@ -61,6 +63,14 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert sum("image/png" in output.get("data", {}) for output in outputs) == 1
         tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
         assert len(tables) == 1 and "handoff_ms" in tables[0] and "vs RTT 0:" in tables[0]
+    if path.name == "04_voice.ipynb":
+        # a synthesized caller was heard, answered aloud, and handed over by voice
+        assert 'You are the Concierge. You said: "hello there".' in text
+        assert "You are Billing. How can I help you?" in text
+        assert re.search(r"agent Concierge +after \d+ ms", text)  # the caller's wait, measured
+        players = [o for o in outputs if "<audio" in o.get("data", {}).get("text/html", "")]
+        assert len(players) == 2  # the caller's voice and the agents' recording
+        assert widget_views(outputs) == 2  # state, timeline
     if path.name == "03_teaching_handoffs.ipynb":
         # every claim the text makes is an assert cell of its own: reaching the end proves them
         assert "Exercise 1 passed" in text and "Exercise 2 passed" in text

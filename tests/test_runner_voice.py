@@ -4,9 +4,11 @@ real cascaded pipeline: silero's VAD, livekit's ``openai.STT``, ``openai.LLM`` a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
-from livekit.agents import AgentServer, AgentSession, JobContext
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai, silero
 
 from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis
@@ -19,7 +21,12 @@ from .handoff_agents import Concierge
 from .speech_check import envelope_match
 
 
-def voice_server(emulator: Emulator) -> AgentServer:
+class GreetingConcierge(Concierge):
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+def voice_server(emulator: Emulator, first: Callable[[], Agent] = Concierge) -> AgentServer:
     """The Concierge/Billing pair as a cascaded voice agent, every model the emulator."""
     server = AgentServer()
 
@@ -31,7 +38,7 @@ def voice_server(emulator: Emulator) -> AgentServer:
             llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
             tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
         )
-        await session.start(agent=Concierge(), room=ctx.room)
+        await session.start(agent=first(), room=ctx.room)
 
     return server
 
@@ -79,6 +86,21 @@ async def test_asking_by_voice_for_billing_hands_the_call_over(
     await voice_runner.send_audio(wav)
     handoffs = voice_runner.trace.of_kind("handoff")
     assert [(h.data["from"], h.data["to"]) for h in handoffs][-1] == ("Concierge", "Billing")
+
+
+async def test_the_caller_lets_the_agent_finish_its_greeting_before_speaking(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = NotebookRunner(voice_server(emulator, GreetingConcierge), audio=True)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    # sent while the greeting is coming: spoken over it, livekit would not take it as a turn
+    reply = await runner.send_audio(synthesize("hello there"))
+    assert reply == 'You are the Concierge. You said: "hello there".'
+    greeting, answer = TraceAnalysis(runner.trace.events).speech[0::2]
+    assert greeting.text == "You are the Concierge. How can I help you?"
+    assert answer.text == reply and len(runner.recording.replies) == 2
 
 
 async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(

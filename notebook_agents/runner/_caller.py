@@ -15,9 +15,11 @@ import os
 import time
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from livekit import rtc
+from livekit.agents import AgentSession
 from livekit.agents.voice import io
 
 from ..speech import SAMPLE_RATE
@@ -95,3 +97,27 @@ def caller_audio(
     if samples.dtype.kind == "f":
         samples = np.clip(samples, -1.0, 1.0) * 32767
     return samples.astype(np.int16), rate or SAMPLE_RATE
+
+
+async def until_the_agent_is_quiet(session: AgentSession[Any]) -> None:
+    """Wait as a polite caller does: until the agent has finished speaking (a greeting from its
+    ``on_enter``, say) and is listening. Speech over the agent's is a barge-in, not a turn."""
+    changed = asyncio.Event()
+
+    def on_change(_: object) -> None:
+        changed.set()
+
+    session.on("agent_state_changed", on_change)
+    try:
+        while session.agent_state not in _QUIET or session.current_speech is not None:
+            changed.clear()
+            speech = session.current_speech
+            if speech is not None:
+                await speech.wait_for_playout()
+            else:
+                await changed.wait()
+    finally:
+        session.off("agent_state_changed", on_change)
+
+
+_QUIET = ("listening", "idle")

@@ -36,7 +36,7 @@ from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import Trace, TraceEvent, agent_label, error_text
 from . import _environment, _session_hook
-from ._caller import CallerInput, caller_audio
+from ._caller import CallerInput, caller_audio, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
 from ._playback import RealTimeSpeaker, Recording
 from ._real_room import LiveKitCredentials, RealRoom
@@ -219,9 +219,10 @@ class NotebookRunner(StartStop):
         rate: int | None = None,
         timeout: float = 30.0,
     ) -> str:
-        """One spoken user turn: ``audio`` (a WAV file, or samples at ``rate``, 24 kHz unless
-        given) goes through the session's audio input at real-time pace, then silence, and the
-        session's VAD and turn detection decide where the turn ends. Returns the reply text,
+        """One spoken user turn: once the agent has finished speaking, ``audio`` (a WAV file, or
+        samples at ``rate``, 24 kHz unless given) goes through the session's audio input at
+        real-time pace, then silence, and the session's VAD and turn detection decide where the
+        turn ends. Returns the reply text,
         as ``send_text`` does; with a TTS the reply is heard into ``runner.recording``.
 
         Needs ``NotebookRunner(..., audio=True)`` offline. Raises ``TurnError`` when the turn
@@ -497,6 +498,10 @@ class NotebookRunner(StartStop):
         assert self._turn_lock is not None and self._microphone is not None
         async with self._turn_lock:
             started = self.trace.now()
+            try:
+                await asyncio.wait_for(until_the_agent_is_quiet(session), timeout)
+            except asyncio.TimeoutError:
+                raise RunnerError(f"the agent was still speaking after {timeout:.0f} s") from None
             result, stop_capturing = livekit.capture_spoken_turn(session)
             self._microphone.speak(samples, rate)
             try:
