@@ -56,11 +56,13 @@ def test_arithmetic_is_heard_with_digits() -> None:
     assert transcribe(synthesize("what is two plus three"), SAMPLE_RATE) == "what is 2 plus 3"
 
 
-def test_speech_among_silence_is_heard() -> None:
+@pytest.mark.parametrize("silence_s", [0.5, 1.0])
+@pytest.mark.parametrize("said", ["hello there", "transfer to billing please"])
+def test_speech_among_silence_is_heard(said: str, silence_s: float) -> None:
     """A VAD's turn comes with silence around the speech (half a second and more)."""
-    quiet = np.zeros(SAMPLE_RATE, np.int16)
-    spoken = np.concatenate([quiet, synthesize("transfer to billing please"), quiet])
-    assert transcribe(spoken, SAMPLE_RATE, TOOLS) == "transfer to billing please"
+    quiet = np.zeros(int(silence_s * SAMPLE_RATE), np.int16)
+    spoken = np.concatenate([quiet, synthesize(said), quiet])
+    assert transcribe(spoken, SAMPLE_RATE, TOOLS) == said
 
 
 def test_any_rate_is_heard_and_silence_is_nothing() -> None:

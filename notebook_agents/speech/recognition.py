@@ -122,8 +122,10 @@ def transcribe(samples: np.ndarray, rate: int, tool_names: Iterable[str] = ()) -
 
 
 def _without_silence_around(samples: np.ndarray) -> np.ndarray:
-    """``samples`` from 100 ms before the first loud 10 ms to 100 ms after the last: with no
-    filler models the grammar has no word for a long silence, and a VAD's turn brings some."""
+    """``samples`` from 30 ms before the first loud 10 ms to 30 ms after the last: with no
+    filler models the grammar has no word for silence, and a VAD's turn brings some (over
+    eSpeak's callers in three voices and 0-1 s of silence around: 120/144 heard word for word
+    with 30 ms kept, 98/144 with 100 ms)."""
     window = RECOGNITION_RATE // 100
     count = samples.size // window
     if count == 0:
@@ -133,7 +135,7 @@ def _without_silence_around(samples: np.ndarray) -> np.ndarray:
     loud = np.flatnonzero(loudness > max(_QUIET_RMS, 0.05 * loudness.max()))
     if loud.size == 0:
         return samples[:0]
-    margin = 10  # windows: 100 ms
+    margin = 3  # windows: 30 ms
     start, end = max(loud[0] - margin, 0), min(loud[-1] + 1 + margin, count)
     return samples[start * window : end * window]
 
