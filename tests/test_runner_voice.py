@@ -4,6 +4,7 @@ real cascaded pipeline: silero's VAD, livekit's ``openai.STT``, ``openai.LLM`` a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import numpy as np
@@ -15,6 +16,7 @@ from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
+from notebook_agents.trace import TraceEvent
 
 from .conftest import API_KEY
 from .handoff_agents import Concierge
@@ -112,6 +114,33 @@ async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(
     assert await voice_runner.send_audio(synthesize("thank you")) == (
         'You are the Concierge. You said: "thank you".'
     )
+
+
+async def test_a_live_microphone_is_heard_and_the_reply_reaches_a_listener(
+    voice_runner: NotebookRunner,
+) -> None:
+    """As a browser's microphone streams: 20 ms chunks as they are spoken, at 48 kHz."""
+    answered = asyncio.Event()
+
+    def on_event(event: TraceEvent) -> None:
+        if event.kind == "agent_state" and event.data["old"] == "speaking":
+            answered.set()
+
+    voice_runner.trace.subscribe(on_event)
+    played: list[np.ndarray | None] = []
+    stop_listening = voice_runner.on_agent_audio(played.append)
+    quiet = np.zeros(SAMPLE_RATE, np.int16)
+    spoken = np.repeat(np.concatenate([quiet, synthesize("hello there"), quiet]), 2)
+    for chunk in np.array_split(spoken, spoken.size // 960):
+        voice_runner.hear(chunk, 48_000)
+        await asyncio.sleep(0.02)  # the pace a microphone delivers at, not a synchronization
+    await asyncio.wait_for(answered.wait(), 30)
+    stop_listening()
+    heard = [e.data["text"] for e in voice_runner.trace.of_kind("user_transcript")]
+    assert heard == ["hello there"]
+    given = np.concatenate([p for p in played if p is not None])
+    (recorded,) = voice_runner.recording.replies
+    assert np.array_equal(given, recorded)  # the listener got the reply as it was played
 
 
 async def test_send_audio_without_a_microphone_names_the_fix(

@@ -4,7 +4,8 @@ With ``NotebookRunner(audio=True)`` the offline session's audio input (livekit's
 ``io.AudioInput``) is this: it streams a spoken turn in 20 ms frames at real-time pace, then
 silence for as long as the turn is awaited, so the session's VAD and turn detection hear the
 speech end as they would from a microphone. Between turns it sends nothing, as a muted
-microphone would, and costs nothing.
+microphone would, and costs nothing. A live microphone (the browser's, ``VoiceView``)
+streams into it as its frames arrive, already at the pace of speech.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import collections
 import os
 import time
 import wave
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,8 @@ class CallerInput(io.AudioInput):
         self._frames: collections.deque[np.ndarray] = collections.deque()
         self._open = asyncio.Event()  # made on the job's loop: frames are read there
         self._due = 0.0
+        self._live: collections.deque[np.ndarray] = collections.deque()
+        self._arrived = asyncio.Event()
 
     def speak(self, samples: np.ndarray, rate: int) -> None:
         """Queue a spoken turn and open the microphone: it streams the turn, then silence."""
@@ -48,6 +52,12 @@ class CallerInput(io.AudioInput):
         if not self._open.is_set():
             self._due = time.perf_counter()
             self._open.set()
+
+    def stream(self, samples: np.ndarray, rate: int) -> None:
+        """Live audio as it arrives from a microphone: passed on at once, unpaced."""
+        audio = _resample_to(np.asarray(samples, np.int16), rate, SAMPLE_RATE)
+        self._live.append(audio)
+        self._arrived.set()
 
     def close(self) -> None:
         """Mute: what is left of the turn is dropped and no silence follows."""
@@ -60,7 +70,12 @@ class CallerInput(io.AudioInput):
         return bool(self._frames)
 
     async def __anext__(self) -> rtc.AudioFrame:
-        await self._open.wait()
+        while not self._open.is_set() and not self._live:
+            self._arrived.clear()
+            await _first(self._open.wait(), self._arrived.wait())
+        if self._live and not self._open.is_set():
+            samples = self._live.popleft()
+            return rtc.AudioFrame(samples.tobytes(), SAMPLE_RATE, 1, samples.size)
         delay = self._due - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
@@ -97,6 +112,16 @@ def caller_audio(
     if samples.dtype.kind == "f":
         samples = np.clip(samples, -1.0, 1.0) * 32767
     return samples.astype(np.int16), rate or SAMPLE_RATE
+
+
+async def _first(*waits: Coroutine[Any, Any, object]) -> None:
+    """Wait until the first of ``waits`` is done; cancel the others."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 async def until_the_agent_is_quiet(session: AgentSession[Any]) -> None:

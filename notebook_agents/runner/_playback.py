@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +70,9 @@ class RealTimeSpeaker(io.AudioOutput):
         self._paused_for = 0.0  # seconds the reply playing now spent paused
         self._changed = asyncio.Event()  # interrupted, paused or resumed
         self._playing: asyncio.Task[None] | None = None
+        self.listeners: list[Callable[[np.ndarray | None], object]] = []
+        """called with each reply's samples as they are given, and None when it is cut: a
+        browser's speaker plays along (``VoiceView``)"""
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
@@ -78,8 +82,11 @@ class RealTimeSpeaker(io.AudioOutput):
             self._began = time.monotonic()
             self._interrupted, self._paused_at, self._paused_for = False, None, 0.0
             self.on_playback_started(created_at=time.time())
-        self._frames.append(np.frombuffer(frame.data, np.int16).copy())
+        samples = np.frombuffer(frame.data, np.int16).copy()
+        self._frames.append(samples)
         self._pushed += frame.duration
+        for listener in self.listeners:
+            listener(samples)
 
     def flush(self) -> None:
         super().flush()
@@ -91,6 +98,8 @@ class RealTimeSpeaker(io.AudioOutput):
     def clear_buffer(self) -> None:
         self._interrupted = True
         self._changed.set()
+        for listener in self.listeners:
+            listener(None)
 
     def pause(self) -> None:
         if self._paused_at is None:

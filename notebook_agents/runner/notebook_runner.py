@@ -111,6 +111,7 @@ class NotebookRunner(StartStop):
         self.recording = Recording()
         """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
         self._microphone: CallerInput | None = None
+        self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
         self.trace = Trace()
         self.logs = WorkerLogs()
         self.real_room: RealRoom | None = None
@@ -229,16 +230,38 @@ class NotebookRunner(StartStop):
         went wrong, ``RunnerError`` when no reply came within ``timeout`` seconds.
         """
         samples, rate = caller_audio(audio, rate)
-        if not (self.audio and self.text_only):
-            raise RunnerError(
-                "send_audio() needs an offline runner with a microphone: "
-                "NotebookRunner(server, audio=True)"
-            )
+        self._require_microphone("send_audio()")
         self._require_turns("send_audio()")
         turn = self._in_job(
             self._spoken_turn(self._ready.result(), samples, rate, timeout), "send_audio()"
         )
         return await asyncio.wrap_future(turn)
+
+    def hear(self, samples: np.ndarray, rate: int) -> None:
+        """Live microphone audio (int16 mono at ``rate``) into the session as it arrives, from
+        any thread: a browser's microphone (``VoiceView``) or a device's. Needs
+        ``audio=True`` offline and a ready session."""
+        self._require_microphone("hear()")
+        self._require_turns("hear()")
+        loop, microphone = self._job_loop, self._microphone
+        assert loop is not None and microphone is not None
+        with contextlib.suppress(RuntimeError):  # the job's loop closed under us: the call ended
+            loop.call_soon_threadsafe(microphone.stream, samples, rate)
+
+    def on_agent_audio(self, listener: Callable[[np.ndarray | None], object]) -> Callable[[], None]:
+        """Call ``listener`` with each reply's samples (int16 mono 24 kHz) as the agent gives
+        them, and with None when a reply is cut; returns the call that stops it. Called on
+        the session's thread; needs ``audio=True`` offline."""
+        self._require_microphone("on_agent_audio()")
+        self._agent_audio_listeners.append(listener)
+        return lambda: self._agent_audio_listeners.remove(listener)
+
+    def _require_microphone(self, what: str) -> None:
+        if not (self.audio and self.text_only):
+            raise RunnerError(
+                f"{what} needs an offline runner with a microphone and a speaker: "
+                "NotebookRunner(server, audio=True)"
+            )
 
     async def send_text(self, text: str, timeout: float = 30.0) -> str:
         """One user turn: ``text`` goes to the agent; returns the text it replied (all agents).
@@ -419,7 +442,9 @@ class NotebookRunner(StartStop):
         if self.session is None:
             self.session = session
             if self.audio and self.text_only:
-                session.output.audio = RealTimeSpeaker(self.recording)
+                speaker = RealTimeSpeaker(self.recording)
+                speaker.listeners = self._agent_audio_listeners
+                session.output.audio = speaker
                 self._microphone = CallerInput()
                 session.input.audio = self._microphone
             self.trace.attach(session)
