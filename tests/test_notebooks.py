@@ -70,7 +70,7 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert re.search(r"agent Concierge +after \d+ ms", text)  # the caller's wait, measured
         players = [o for o in outputs if "<audio" in o.get("data", {}).get("text/html", "")]
         assert len(players) == 2  # the caller's voice and the agents' recording
-        assert widget_views(outputs) == 2  # state, timeline
+        assert widget_views(outputs) == 3  # state, voice, timeline
     if path.name == "03_teaching_handoffs.ipynb":
         # every claim the text makes is an assert cell of its own: reaching the end proves them
         assert "Exercise 1 passed" in text and "Exercise 2 passed" in text

@@ -6,6 +6,7 @@ from .context_table import ContextTable
 from .graph_view import AgentGraphView
 from .state_view import StateView
 from .timeline_view import TimelineView
+from .voice_view import VoiceView
 
 __all__ = [
     "AgentGraphView",
@@ -14,4 +15,5 @@ __all__ = [
     "ContextTable",
     "StateView",
     "TimelineView",
+    "VoiceView",
 ]

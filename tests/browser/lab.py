@@ -45,10 +45,10 @@ def chromium_path() -> str:
     return path
 
 
-def launch_chromium(playwright: Playwright) -> Browser:
+def launch_chromium(playwright: Playwright, *extra_args: str) -> Browser:
     """The system chromium, headless: Playwright never downloads a browser here."""
     return playwright.chromium.launch(
-        executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS
+        executable_path=chromium_path(), headless=True, args=[*CHROMIUM_ARGS, *extra_args]
     )
 
 

@@ -1,0 +1,95 @@
+"""VoiceView: talk to a running agent through the browser's microphone, and hear it.
+
+The microphone opens only on a click. Its audio crosses to the kernel over the widget's comm
+as binary buffers of PCM16 mono at 24 kHz (no JSON, no base64), so a remote kernel without a
+sound card hears it; the agent's reply comes back the same way and plays with WebAudio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anywidget
+import numpy as np
+import traitlets
+
+from ..runner import NotebookRunner, RunnerError
+from ..speech import SAMPLE_RATE
+from ..trace import TraceEvent
+from ._assets import asset
+
+MODES = ("push_to_talk", "open_mic")
+RELEASE_SILENCE_S = 1.0
+"""silence heard after a push-to-talk button is let go: the session's VAD hears the turn end"""
+
+
+class VoiceView(anywidget.AnyWidget):
+    """A microphone button (push-to-talk or open mic), your level and the agent's, and what
+    was last heard and said, on a ``NotebookRunner(..., audio=True)``."""
+
+    _esm = asset("voice_view.js")
+    _css = asset("views.css")
+
+    mode = traitlets.Enum(MODES, default_value="push_to_talk").tag(sync=True)
+    rate = traitlets.Int(SAMPLE_RATE).tag(sync=True)
+    """the PCM rate both ways"""
+    agent = traitlets.Unicode("").tag(sync=True)
+    """the agent on the call now"""
+    heard = traitlets.Unicode("").tag(sync=True)
+    """what the agent last heard you say (the final transcript)"""
+    said = traitlets.Unicode("").tag(sync=True)
+    """what the agent last said"""
+    ended = traitlets.Unicode("").tag(sync=True)
+    """once the call is over: that it is; the microphone is then disabled"""
+    error = traitlets.Unicode("").tag(sync=True)
+    """why the microphone cannot be used (refused in the browser, the runner stopped)"""
+
+    def __init__(self, runner: NotebookRunner, mode: str = "push_to_talk", **kwargs: Any) -> None:
+        self._stops: list[Callable[[], None]] = []  # first: a refused view is still closed
+        if not (runner.audio and runner.text_only):
+            raise RunnerError(
+                "VoiceView needs an offline runner with a microphone and a speaker: "
+                "NotebookRunner(server, audio=True)"
+            )
+        super().__init__(mode=mode, **kwargs)
+        self.runner = runner
+        self.on_msg(self._on_front_end)
+        self._stops += [runner.on_agent_audio(self._play), runner.trace.subscribe(self._follow)]
+        for event in runner.trace.events:
+            self._follow(event)
+
+    def close(self) -> None:
+        while self._stops:
+            self._stops.pop()()
+        super().close()
+
+    def _on_front_end(self, _: Any, content: dict[str, Any], buffers: list[bytes]) -> None:
+        """The browser's microphone audio, and push-to-talk let go."""
+        try:
+            if content.get("kind") == "microphone":
+                for buffer in buffers:
+                    self.runner.hear(np.frombuffer(buffer, np.int16), self.rate)
+            elif content.get("kind") == "released":
+                silence = np.zeros(round(RELEASE_SILENCE_S * self.rate), np.int16)
+                self.runner.hear(silence, self.rate)
+        except RunnerError as e:
+            self.error = str(e)
+
+    def _play(self, samples: np.ndarray | None) -> None:
+        """The agent's reply, as it is given (on the session's thread), to the browser."""
+        if samples is None:
+            self.send({"kind": "cut"})
+        else:
+            self.send({"kind": "agent_audio"}, buffers=[samples.tobytes()])
+
+    def _follow(self, event: TraceEvent) -> None:
+        data = event.data
+        if event.agent:
+            self.agent = event.agent
+        if event.kind == "user_transcript" and data["final"]:
+            self.heard = data["text"]
+        elif event.kind == "agent_message":
+            self.said = data["text"]
+        elif event.kind == "closed":
+            self.ended = "the call has ended: start the runner again to talk"

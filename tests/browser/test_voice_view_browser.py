@@ -1,0 +1,128 @@
+"""VoiceView in JupyterLab in headless chromium, with a fake microphone that says "transfer
+to billing please": the spoken request hands the call over, and the agent's reply plays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech.wav import wav_bytes
+
+from .conftest import run_notebook, screenshot
+from .lab import launch_chromium
+from .themes import in_both_themes
+
+CELLS = [
+    """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
+from livekit.plugins import openai, silero
+from notebook_agents import Emulator, NotebookRunner
+from notebook_agents.views import VoiceView
+
+emulator = Emulator().start()
+URL = emulator.base_url()
+
+
+class Billing(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are Billing.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+class Concierge(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the Concierge.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+    @function_tool
+    async def transfer_to_billing(self) -> Agent:
+        \"\"\"Hand the caller to billing.\"\"\"
+        return Billing()
+
+
+server = AgentServer()
+
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    session = AgentSession(
+        vad=silero.VAD.load(),
+        stt=openai.STT(base_url=URL, api_key="offline"),
+        llm=openai.LLM(base_url=URL, api_key="offline"),
+        tts=openai.TTS(base_url=URL, api_key="offline"),
+    )
+    await session.start(agent=Concierge(), room=ctx.room)""",
+    """runner = NotebookRunner(server, audio=True).start()
+await runner.ready()
+voice = VoiceView(runner, mode="open_mic")
+voice""",
+]
+
+
+@pytest.fixture
+def fake_microphone(tmp_path: Path) -> Path:
+    """What chromium's fake microphone says, over and over: a pause, the request, a pause."""
+    quiet = np.zeros(SAMPLE_RATE * 2, np.int16)
+    spoken = np.concatenate([quiet, synthesize("transfer to billing please"), quiet])
+    path = tmp_path / "caller.wav"
+    path.write_bytes(wav_bytes(spoken, SAMPLE_RATE))
+    return path
+
+
+@pytest.fixture
+def voice_page(fake_microphone: Path) -> Iterator[Page]:
+    """A page of a chromium whose microphone is the fake one, allowed without asking."""
+    with sync_playwright() as playwright:
+        browser = launch_chromium(
+            playwright,
+            "--use-fake-ui-for-media-stream",
+            "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={fake_microphone}",
+            "--autoplay-policy=no-user-gesture-required",
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        yield page
+        browser.close()
+        assert errors == [], "the browser reported errors"
+
+
+def test_a_spoken_request_hands_over_and_the_reply_plays(
+    lab: tuple[str, Path], voice_page: Page
+) -> None:
+    page = voice_page
+    run_notebook(page, lab, "voice.ipynb", CELLS)
+    voice = page.locator(".na-voice")
+    # the greeting, before any click: the microphone is closed until one
+    expect(voice.locator(".na-voice-line-said")).to_contain_text(
+        "You are the Concierge.", timeout=60_000
+    )
+    button = voice.locator(".na-voice-button")
+    expect(button).to_have_attribute("aria-pressed", "false")
+
+    button.click()
+    expect(button).to_have_attribute("aria-pressed", "true")
+    expect(voice.locator(".na-voice-line-heard")).to_contain_text(
+        "transfer to billing please", timeout=60_000
+    )
+    expect(voice.locator(".na-voice-line-agent")).to_contain_text("Billing", timeout=30_000)
+    expect(voice.locator(".na-voice-line-said")).to_contain_text("You are Billing.", timeout=30_000)
+    # the reply reached the speaker: its analyser hears more than silence
+    agent_level = "document.querySelector('.na-voice-meter.na-voice-agent').dataset.level"
+    page.wait_for_function(f"() => Number({agent_level}) > 0.01", timeout=30_000)
+    assert float(voice.locator(".na-voice-you").get_attribute("data-level") or 0) >= 0
+    screenshot(page, "voice_view_live")
+    assert in_both_themes(page, ".na-voice", "voice_view") == []
+
+    button.click()  # open mic: a second click closes it
+    expect(button).to_have_attribute("aria-pressed", "false")
