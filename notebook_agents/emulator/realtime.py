@@ -13,25 +13,28 @@ import copy
 import json
 import logging
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from ..speech import synthesize, transcribe
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
 from .errors import ServiceError, http_error
-from .latency import DelayedPipe, precise_sleep
+from .latency import DelayedPipe, precise_sleep, sleep_until
+from .listening import ServerVad
 from .protocol import check_server_event, new_id, parse_client_event
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
 
 logger = logging.getLogger(__name__)
 
 SAMPLE_RATE = 24_000
-AUDIO_MS_PER_TOKEN = 200
-"""synthetic speech: each streamed word is this long"""
+SPEECH_CHUNK_MS = 100
+"""each audio delta carries this much of a spoken reply, sent as the previous one has played"""
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 OPEN_CONNECTIONS_KEY = web.AppKey(
     "realtime_connections", set["RealtimeConnection | RefusedConnection"]
@@ -193,7 +196,8 @@ def merge_session(current: dict[str, Any], update: dict[str, Any]) -> dict[str, 
 class _Response:
     id: str
     task: asyncio.Task[None] | None = None
-    cancelled_by_client: bool = False
+    cancel_reason: str | None = None
+    """why the response is being cancelled: ``client_cancelled``, ``turn_detected``"""
 
 
 class RealtimeConnection:
@@ -217,6 +221,9 @@ class RealtimeConnection:
         self.conversation = Conversation()
         log.conversation = self.conversation
         self._audio = bytearray()
+        self._audio_start_ms = 0  # where the input buffer begins in the session's input audio
+        self._vad: ServerVad | None = None
+        self._speech_item_id = ""
         self._response: _Response | None = None
         self._client_events = 0
         self._responses_run = 0
@@ -364,10 +371,13 @@ class RealtimeConnection:
                 )
             self.send({"type": "conversation.item.retrieved", "item": public(item)})
         elif kind == "input_audio_buffer.append":
-            self._audio.extend(base64.b64decode(event["audio"]))
+            chunk = base64.b64decode(event["audio"])
+            self._audio.extend(chunk)
+            await self._listen(np.frombuffer(chunk, "<i2"))
         elif kind == "input_audio_buffer.commit":
-            self._commit_audio(event_id)
+            await self._commit_audio(event_id, len(self._audio))
         elif kind == "input_audio_buffer.clear":
+            self._audio_start_ms += _ms(len(self._audio))
             self._audio.clear()
             self.send({"type": "input_audio_buffer.cleared"})
         elif kind == "response.create":
@@ -386,6 +396,8 @@ class RealtimeConnection:
                 event_id=event.get("event_id"),
             )
         self.session = merge_session(self.session, update)
+        if self._vad is not None and not self._vad.speaking:
+            self._vad = None  # heard with the new turn detection from here on
         tools = self.session.get("tools") or []
         self.settings.offer_tools(t["name"] for t in tools if t.get("type") == "function")
         self.send({"type": "session.updated", "session": self.session})
@@ -419,8 +431,46 @@ class RealtimeConnection:
             }
         )
 
-    def _commit_audio(self, event_id: str | None) -> None:
-        duration_ms = len(self._audio) * 1000 // (SAMPLE_RATE * 2)
+    async def _listen(self, samples: np.ndarray) -> None:
+        """Server VAD: speech started (a barge-in cancels the response), speech stopped (the
+        turn is committed, heard, and answered)."""
+        turn = self.session["audio"]["input"].get("turn_detection")
+        if not turn:
+            return
+        if self._vad is None:
+            fed_ms = self._audio_start_ms + _ms(len(self._audio) - samples.nbytes)
+            self._vad = ServerVad(SAMPLE_RATE, turn, fed_ms)
+        for heard in self._vad.feed(samples):
+            if heard.kind == "started":
+                self._speech_item_id = new_id("item_")
+                started = max(heard.ms - self._vad.prefix_ms, self._audio_start_ms)
+                self.send(
+                    {
+                        "type": "input_audio_buffer.speech_started",
+                        "audio_start_ms": started,
+                        "item_id": self._speech_item_id,
+                    }
+                )
+                if turn.get("interrupt_response", True) and self._response is not None:
+                    self._stop_response(self._response, "turn_detected")
+            else:
+                self.send(
+                    {
+                        "type": "input_audio_buffer.speech_stopped",
+                        "audio_end_ms": heard.ms,
+                        "item_id": self._speech_item_id,
+                    }
+                )
+                spoken = (heard.ms - self._audio_start_ms) * SAMPLE_RATE * 2 // 1000
+                await self._commit_audio(None, spoken, self._speech_item_id)
+                if turn.get("create_response", True) and self._response is None:
+                    self._create_response({}, None)
+
+    async def _commit_audio(
+        self, event_id: str | None, size: int, item_id: str | None = None
+    ) -> None:
+        """The first ``size`` bytes of the input buffer become a user item, heard."""
+        duration_ms = _ms(size)
         if duration_ms < 100:
             raise ServiceError(
                 "Error committing input audio buffer: buffer too small. Expected at least "
@@ -428,16 +478,21 @@ class RealtimeConnection:
                 code="input_audio_buffer_commit_empty",
                 event_id=event_id,
             )
-        self._audio.clear()
+        audio = np.frombuffer(bytes(self._audio[:size]), "<i2")
+        del self._audio[:size]
+        self._audio_start_ms += duration_ms
+        tools = [t["name"] for t in self.session.get("tools") or [] if t.get("type") == "function"]
+        # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
+        transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
         previous = self.conversation.last_id()
-        stored = self.conversation.insert(
-            {
-                "type": "message",
-                "role": "user",
-                # The emulator cannot hear: the "transcript" says how much audio there was.
-                "content": [{"type": "input_audio", "transcript": f"[{duration_ms} ms of audio]"}],
-            }
-        )
+        item: dict[str, Any] = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_audio", "transcript": transcript}],
+        }
+        if item_id is not None:
+            item["id"] = item_id
+        stored = self.conversation.insert(item)
         self.send(
             {
                 "type": "input_audio_buffer.committed",
@@ -459,7 +514,7 @@ class RealtimeConnection:
                     "type": "conversation.item.input_audio_transcription.completed",
                     "item_id": stored["id"],
                     "content_index": 0,
-                    "transcript": f"[{duration_ms} ms of audio]",
+                    "transcript": transcript,
                     "usage": {"type": "duration", "seconds": duration_ms / 1000.0},
                 }
             )
@@ -488,18 +543,22 @@ class RealtimeConnection:
                 code="response_cancel_not_active",
                 event_id=event_id,
             )
-        active.cancelled_by_client = True
-        assert active.task is not None
-        active.task.cancel()
+        self._stop_response(active, "client_cancelled")
+
+    def _stop_response(self, response: _Response, reason: str) -> None:
+        """Cancel ``response``: it ends ``cancelled`` with ``reason``."""
+        response.cancel_reason = reason
+        assert response.task is not None
+        response.task.cancel()
 
     async def _run_response(self, response: _Response, params: dict[str, Any]) -> None:
         run = _ResponseRun(self, response, params)
         try:
             await run.execute()
         except asyncio.CancelledError:
-            if not response.cancelled_by_client:
+            if response.cancel_reason is None:
                 raise
-            run.finish("cancelled", {"type": "cancelled", "reason": "client_cancelled"})
+            run.finish("cancelled", {"type": "cancelled", "reason": response.cancel_reason})
         finally:
             if self._response is response:
                 self._response = None
@@ -580,11 +639,21 @@ class _ResponseRun:
                 tools=[_tool_spec(tool) for tool in self.tools if tool.get("type") == "function"],
             )
         )
-        await precise_sleep(latency.first_token_ms / 1000.0)
-        if isinstance(reply, ToolCallReply):
-            self._function_call(reply)
-        else:
-            await self._message(reply, latency.token_ms / 1000.0)
+        speech = None
+        if isinstance(reply, TextReply) and "audio" in self.modalities:
+            # eSpeak on a worker thread, while the model "thinks": it costs no latency
+            speech = asyncio.ensure_future(asyncio.to_thread(synthesize, reply.text))
+        try:
+            await precise_sleep(latency.first_token_ms / 1000.0)
+            if isinstance(reply, ToolCallReply):
+                self._function_call(reply)
+            elif speech is not None:
+                await self._spoken_message(reply, await speech)
+            else:
+                await self._message(reply, latency.token_ms / 1000.0)
+        finally:
+            if speech is not None:
+                speech.cancel()
         self.finish("completed")
 
     def _add_item(self, item: dict[str, Any]) -> dict[str, Any]:
@@ -658,60 +727,70 @@ class _ResponseRun:
         self._output_tokens += max(1, len(arguments) // 4)
         self._close_item("completed")
 
-    async def _message(self, reply: TextReply, token_s: float) -> None:
-        audio = "audio" in self.modalities
-        part_type = "output_audio" if audio else "output_text"
+    def _open_message(self, part: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Add an assistant message with one content ``part``: the part as stored (it grows
+        with each delta), and where its deltas go."""
         item = self._add_item(
-            {"type": "message", "role": "assistant", "status": "in_progress", "content": []}
+            {"type": "message", "role": "assistant", "status": "in_progress", "content": [part]}
         )
-        part: dict[str, Any] = (
-            {"type": part_type, "transcript": "", "_audio_ms": 0}
-            if audio
-            else {"type": part_type, "text": ""}
-        )
-        item["content"].append(part)
         where = {
             "response_id": self.id,
             "item_id": item["id"],
             "output_index": len(self.output) - 1,
             "content_index": 0,
         }
-        wire_part = {"type": "audio", "transcript": ""} if audio else {"type": "text", "text": ""}
+        spoken = part["type"] == "output_audio"
+        wire_part = {"type": "audio", "transcript": ""} if spoken else {"type": "text", "text": ""}
         self._conn.send({"type": "response.content_part.added", "part": wire_part, **where})
+        return item["content"][0], where
+
+    async def _message(self, reply: TextReply, token_s: float) -> None:
+        part, where = self._open_message({"type": "output_text", "text": ""})
         for index, token in enumerate(tokens(reply.text)):
             if index:
                 await precise_sleep(token_s)
             self._output_tokens += 1
-            if audio:
-                part["transcript"] += token
-                part["_audio_ms"] += AUDIO_MS_PER_TOKEN
+            part["text"] += token
+            self._conn.send({"type": "response.output_text.delta", "delta": token, **where})
+        self._conn.send({"type": "response.output_text.done", "text": part["text"], **where})
+        done = {"type": "text", "text": part["text"]}
+        self._conn.send({"type": "response.content_part.done", "part": done, **where})
+        self._close_item("completed")
+
+    async def _spoken_message(self, reply: TextReply, speech: np.ndarray) -> None:
+        """The reply spoken, streamed at the pace it plays: each ``SPEECH_CHUNK_MS`` of audio
+        leaves when the previous has played, its words' transcript deltas with it."""
+        part, where = self._open_message(
+            {
+                "type": "output_audio",
+                "transcript": "",
+                "_audio_ms": speech.size * 1000 // SAMPLE_RATE,
+            }
+        )
+        words = tokens(reply.text)
+        step = SAMPLE_RATE * SPEECH_CHUNK_MS // 1000
+        chunks = max(1, math.ceil(speech.size / step))
+        began, said = time.perf_counter(), 0
+        for index in range(chunks):
+            await sleep_until(began + index * SPEECH_CHUNK_MS / 1000.0)
+            due = math.ceil(len(words) * (index + 1) / chunks)
+            for word in words[said:due]:
+                self._output_tokens += 1
+                part["transcript"] += word
                 self._conn.send(
-                    {"type": "response.output_audio_transcript.delta", "delta": token, **where}
+                    {"type": "response.output_audio_transcript.delta", "delta": word, **where}
                 )
-                self._conn.send(
-                    {
-                        "type": "response.output_audio.delta",
-                        "delta": synthetic_audio(token),
-                        **where,
-                    }
-                )
-            else:
-                part["text"] += token
-                self._conn.send({"type": "response.output_text.delta", "delta": token, **where})
-        if audio:
-            self._conn.send(
-                {
-                    "type": "response.output_audio_transcript.done",
-                    "transcript": part["transcript"],
-                    **where,
-                }
-            )
-            self._conn.send({"type": "response.output_audio.done", **where})
-            wire_part["transcript"] = part["transcript"]
-        else:
-            self._conn.send({"type": "response.output_text.done", "text": part["text"], **where})
-            wire_part["text"] = part["text"]
-        self._conn.send({"type": "response.content_part.done", "part": wire_part, **where})
+            said = due
+            chunk = speech[index * step : (index + 1) * step].astype("<i2").tobytes()
+            delta = base64.b64encode(chunk).decode()
+            self._conn.send({"type": "response.output_audio.delta", "delta": delta, **where})
+        transcript = part["transcript"]
+        self._conn.send(
+            {"type": "response.output_audio_transcript.done", "transcript": transcript, **where}
+        )
+        self._conn.send({"type": "response.output_audio.done", **where})
+        done = {"type": "audio", "transcript": transcript}
+        self._conn.send({"type": "response.content_part.done", "part": done, **where})
         self._close_item("completed")
 
     def finish(self, status: str, status_details: dict[str, Any] | None = None) -> None:
@@ -720,23 +799,14 @@ class _ResponseRun:
         self._conn.send({"type": "response.done", "response": self._body(status, status_details)})
 
 
+def _ms(size: int) -> int:
+    """Milliseconds of PCM16 mono 24 kHz audio in ``size`` bytes."""
+    return size * 1000 // (SAMPLE_RATE * 2)
+
+
 def _tool_spec(tool: dict[str, Any]) -> ToolSpec:
     return ToolSpec(
         name=str(tool.get("name", "")),
         parameters=tool.get("parameters") or {},
         description=str(tool.get("description") or ""),
     )
-
-
-_audio_cache: dict[int, str] = {}
-
-
-def synthetic_audio(token: str) -> str:
-    """Base64 PCM16 mono 24 kHz "speech" for one token: a quiet tone, its pitch from the word."""
-    pitch = 180 + (sum(map(ord, token)) % 8) * 20
-    if pitch not in _audio_cache:
-        samples = SAMPLE_RATE * AUDIO_MS_PER_TOKEN // 1000
-        t = np.arange(samples) / SAMPLE_RATE
-        wave = 0.1 * np.sin(2 * math.pi * pitch * t) * np.hanning(samples)
-        _audio_cache[pitch] = base64.b64encode((wave * 32767).astype("<i2").tobytes()).decode()
-    return _audio_cache[pitch]
