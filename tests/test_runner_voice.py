@@ -154,3 +154,28 @@ async def test_send_audio_without_a_microphone_names_the_fix(
         await runner.send_audio(synthesize("hello"))
     with pytest.raises(ValueError, match="not a PCM16 WAV"):
         await runner.send_audio(__file__)
+
+
+async def test_a_realtime_voice_agent_hears_answers_aloud_and_hands_over(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """The realtime model hears the audio itself (the emulator's server VAD and recognizer)
+    and speaks its reply as audio."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        await AgentSession(llm=model).start(agent=Concierge(), room=ctx.room)
+
+    runner = NotebookRunner(server, audio=True)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    reply = await runner.send_audio(synthesize("hello there"))
+    assert reply == 'You are the Concierge. You said: "hello there".'
+    (spoken,) = runner.recording.replies
+    assert envelope_match(spoken, synthesize(reply)) > 0.9
+    await runner.send_audio(synthesize("transfer to billing please"))
+    (handoff,) = [h for h in runner.trace.of_kind("handoff") if h.data["from"]]
+    assert (handoff.data["to"], handoff.data["session"]) == ("Billing", "reused")
