@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -48,6 +49,21 @@ async def test_every_level_runs_against_the_emulator_with_ground_truth() -> None
     assert truth["fresh+copied"] > truth["reused+copied"] > 0
     assert result.versions["livekit-agents"].startswith("1.8")
     assert result.machine["cpus"]
+
+
+async def test_the_audio_modality_times_the_first_audio_against_its_truth() -> None:
+    config = BenchmarkConfig(
+        levels=["agent"], rtts_ms=[20.0], history_turns=[2], trials=1, modality="audio"
+    )
+    result = await run_benchmark(config)
+    assert [t.error for t in result.failed_trials()] == []
+    for trial in result.trials:
+        assert trial.first_audio_ms is not None and trial.truth_first_audio_ms is not None
+        # the caller hears B no sooner than the network allows, and after B's reply started
+        assert trial.first_audio_ms >= trial.truth_first_audio_ms
+        assert trial.reply_ms is not None and trial.first_audio_ms >= trial.reply_ms
+    text_only = await run_benchmark(dataclasses.replace(config, modality="text"))
+    assert {t.first_audio_ms for t in text_only.trials} == {None}
 
 
 async def test_failed_trials_are_recorded_never_hang() -> None:

@@ -73,6 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="discarded rounds per grid cell (default: %(default)s)",
     )
     parser.add_argument(
+        "--modality",
+        choices=("text", "audio"),
+        default=_DEFAULT.modality,
+        help="B's realtime reply: text, or audio (spoken, paced as it plays; gives "
+        "first_audio_ms) (default: %(default)s)",
+    )
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="also run every trial with a Trace attached, to measure what it costs (default: off)",
@@ -110,6 +117,7 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
         timeout_s=args.timeout,
         target=args.base_url or "emulator",
         traced=args.trace,
+        modality=args.modality,
     )
 
 
@@ -137,9 +145,12 @@ def run(args: argparse.Namespace) -> int:
     written = [result.save_json(out / "results.json"), result.save_csv(out / "results.csv")]
     plain, traced = result.split_traced()
     written += plots.save_all(plain, out)
-    tables: list[Table[Any]] = [
-        summary_table(plain, timing=timing) for timing in ("handoff_ms", "reply_ms")
-    ]
+    timings = (
+        "handoff_ms",
+        "reply_ms",
+        *(("first_audio_ms",) if config.modality == "audio" else ()),
+    )
+    tables: list[Table[Any]] = [summary_table(plain, timing=timing) for timing in timings]
     if traced.trials:  # what a Trace costs: the same trials, interleaved, without and with one
         tables.append(compare(plain, traced, names=("untraced", "traced")))
     for table in tables:

@@ -24,6 +24,7 @@ FORMAT_VERSION = 2
 """2: the session mode is named as in the trace (``reused``); version 1 said ``reuse``"""
 
 Level = Literal["agent", "session", "cascaded"]
+Modality = Literal["text", "audio"]
 
 TIMINGS = ("handoff_ms", "update_ms", "reply_ms", "first_text_ms", "first_audio_ms")
 TIMING_NAMES = {
@@ -35,7 +36,7 @@ TIMING_NAMES = {
 }
 """what each timing measures, in words, for titles, captions and axes; the handoff is t0, the
 moment A's tool returns B"""
-TRUTHS = ("truth_handoff_ms", "truth_reply_ms")
+TRUTHS = ("truth_handoff_ms", "truth_reply_ms", "truth_first_audio_ms")
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Trial:
     first_audio_ms: float | None = None
     truth_handoff_ms: float | None = None
     truth_reply_ms: float | None = None
+    truth_first_audio_ms: float | None = None
     traced: bool = False
     """a Trace was attached during this trial"""
 
@@ -89,6 +91,9 @@ class BenchmarkConfig:
     traced: bool = False
     modes: list[str] | None = None
     """only these modes (``"reused+copied"``, ``"cascaded+empty"``...); None: all of a level"""
+    modality: Modality = "text"
+    """what B's realtime reply is: ``text``, or ``audio`` (speech, paced as it plays), which
+    gives each trial its ``first_audio_ms``"""
 
     def __post_init__(self) -> None:
         """Refuse a run that cannot work: a trial needs time and must end, and at least one."""

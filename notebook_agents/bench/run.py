@@ -118,6 +118,7 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
         api_key=key,
         model=config.model,
         traced=trial.traced,
+        modality=config.modality,
     )
     try:
         timings = await asyncio.wait_for(run_trial(spec), config.timeout_s)
@@ -137,6 +138,9 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
         )
         if truth is not None:
             trial.truth_handoff_ms, trial.truth_reply_ms = truth
+            if config.modality == "audio" and trial.level != "cascaded":
+                # the first audio leaves with the first words, first_token_ms after the reply
+                trial.truth_first_audio_ms = trial.truth_reply_ms + latency.first_token_ms
     return trial
 
 

@@ -29,7 +29,7 @@ from livekit.plugins import openai
 from .. import _livekit_internals as livekit
 from ..modes import ContextMode, SessionMode
 from ..trace import Trace
-from .results import Level
+from .results import Level, Modality
 
 QUESTION = "What is 2 + 2?"
 HANDOFF_REQUEST = "Please transfer to the specialist."
@@ -48,6 +48,7 @@ class TrialSpec:
     model: str = "gpt-realtime"
     chat_model: str = "gpt-4o-mini"
     traced: bool = False
+    modality: Modality = "text"
 
 
 @dataclass
@@ -156,7 +157,7 @@ def _realtime_model(spec: TrialSpec) -> openai.realtime.RealtimeModel:
         base_url=spec.base_url,
         api_key=spec.api_key,
         model=spec.model,
-        modalities=["text"],
+        modalities=[spec.modality],
         turn_detection=None,
     )
 

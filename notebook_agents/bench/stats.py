@@ -22,7 +22,11 @@ SEED = 20260401
 """fixed, so the same trials always give the same CI (tables and plots agree run to run)"""
 
 LEVELS = ("agent", "session", "cascaded")
-TRUTH_OF = {"reply_ms": "truth_reply_ms", "handoff_ms": "truth_handoff_ms"}
+TRUTH_OF = {
+    "reply_ms": "truth_reply_ms",
+    "handoff_ms": "truth_handoff_ms",
+    "first_audio_ms": "truth_first_audio_ms",
+}
 """the timings the emulator knows the ground truth of, and the column holding it"""
 
 Floats = npt.NDArray[np.float64]
@@ -95,7 +99,7 @@ class ModeSummary(_Group):
     """None when no trial of the group gave this timing (e.g. all failed)"""
     failed: int
     truth_ms: float | None
-    """median ground truth (emulator only, reply_ms and handoff_ms only)"""
+    """median ground truth (emulator only: handoff_ms, reply_ms, and first_audio_ms of audio)"""
     excess_ms: float | None
     excess_rtts: float | None
     """excess_ms in units of the injected RTT; None at RTT 0 or unknown"""
