@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint typecheck pytest chromium clean
+.PHONY: lab test lint typecheck pytest chromium audio-devices clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ lint: $(INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
-pytest: $(INSTALLED) chromium
+pytest: $(INSTALLED) chromium audio-devices
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 # The browser tests drive Debian's chromium (Playwright never downloads a browser here).
@@ -36,6 +36,15 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else \
 	    echo "the browser tests need chromium: sudo apt-get install chromium" >&2; exit 1; \
+	  fi; }
+
+# The device tests play and record through a real PortAudio device: JACK's dummy backend.
+audio-devices:
+	@command -v jackd >/dev/null && ldconfig -p | grep -q libportaudio || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jackd2 libportaudio2; \
+	  else \
+	    echo "the device tests need JACK and PortAudio: sudo apt-get install jackd2 libportaudio2" >&2; exit 1; \
 	  fi; }
 
 clean:

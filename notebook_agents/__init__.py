@@ -2,6 +2,7 @@
 
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import Speech, TraceAnalysis, bring_ups
+from .devices import DeviceError, LocalDevices
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
 from .runner import NotebookRunner, Recording, RunnerError, RunnerState, TurnError, run_app
 from .trace import (
@@ -37,6 +38,7 @@ __all__ = [
     "ContextChangedData",
     "ContextConvergedData",
     "ContextDivergedData",
+    "DeviceError",
     "Emulator",
     "ErrorData",
     "EventKind",
@@ -44,6 +46,7 @@ __all__ = [
     "HandoffData",
     "HandoffGraph",
     "LatencyModel",
+    "LocalDevices",
     "MetricsData",
     "ModelUsageData",
     "NotebookRunner",
