@@ -82,31 +82,13 @@ class LocalDevices(StartStop):
             return self
         try:
             if self.microphone is not False:
-                rate = self._microphone_rate = _rate(sd, self.microphone, "input")
-                self._streams.append(
-                    sd.InputStream(
-                        device=_device(self.microphone),
-                        samplerate=rate,
-                        channels=1,
-                        dtype="int16",
-                        blocksize=round(rate * BLOCK_S),
-                        callback=self._recorded,
-                    )
-                )
+                stream = _mono_stream(sd.InputStream, sd, self.microphone, self._recorded)
+                self._microphone_rate = int(stream.samplerate)
+                self._streams.append(stream)
             if self.speaker is not False:
-                rate = _rate(sd, self.speaker, "output")
-                # at the device's own rate: some (JACK's) take no other
-                self._resampler = rtc.AudioResampler(SAMPLE_RATE, rate)
-                self._streams.append(
-                    sd.OutputStream(
-                        device=_device(self.speaker),
-                        samplerate=rate,
-                        channels=1,
-                        dtype="int16",
-                        blocksize=round(rate * BLOCK_S),
-                        callback=self._play,
-                    )
-                )
+                stream = _mono_stream(sd.OutputStream, sd, self.speaker, self._play)
+                self._resampler = rtc.AudioResampler(SAMPLE_RATE, int(stream.samplerate))
+                self._streams.append(stream)
                 self._stop_listening = self.runner.on_agent_audio(self._given)
             for stream in self._streams:
                 stream.start()
@@ -162,10 +144,19 @@ def _nothing() -> None:
     pass
 
 
-def _rate(sd: Any, choice: int | str | bool | None, kind: str) -> int:
-    """The device's own sample rate."""
-    return int(sd.query_devices(_device(choice), kind)["default_samplerate"])
-
-
-def _device(choice: int | str | bool | None) -> int | str | None:
-    return None if choice is None or isinstance(choice, bool) else choice
+def _mono_stream(
+    kind: Any, sd: Any, choice: int | str | bool | None, callback: Callable[..., None]
+) -> Any:
+    """A PCM16 mono stream of the chosen device at its own rate: some (JACK's) take no
+    other; the session's 24 kHz is resampled to and from it."""
+    device = None if choice is None or isinstance(choice, bool) else choice
+    direction = "input" if kind is sd.InputStream else "output"
+    rate = int(sd.query_devices(device, direction)["default_samplerate"])
+    return kind(
+        device=device,
+        samplerate=rate,
+        channels=1,
+        dtype="int16",
+        blocksize=round(rate * BLOCK_S),
+        callback=callback,
+    )

@@ -25,14 +25,18 @@ from .conftest import API_KEY
 
 @asynccontextmanager
 async def realtime_session(
-    emulator: Emulator, *, audio: bool = False, **query: Any
+    emulator: Emulator, *, audio: bool = False, listening: bool = False, **query: Any
 ) -> AsyncIterator[openai.realtime.RealtimeSession]:
-    """A plugin session on its own model; ``query`` sets the connection's latency and faults."""
+    """A plugin session on its own model; ``query`` sets the connection's latency and faults.
+    ``listening``: speaking audio, with the service's server VAD and transcripts, as the
+    plugin sets a session up by default."""
+    options: dict[str, Any] = (
+        {}
+        if listening
+        else {"modalities": ["audio"] if audio else ["text"], "turn_detection": None}
+    )
     model = openai.realtime.RealtimeModel(
-        base_url=emulator.base_url(**query),
-        api_key=API_KEY,
-        modalities=["audio"] if audio else ["text"],
-        turn_detection=None,
+        base_url=emulator.base_url(**query), api_key=API_KEY, **options
     )
     sess = model.session()
     try:

@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import numpy as np
 from livekit import rtc
 from livekit.agents import llm
 from livekit.agents.llm import function_tool
-from livekit.plugins import openai
 
 from notebook_agents.emulator import Emulator
 from notebook_agents.emulator.listening import ServerVad
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 
-from .conftest import API_KEY
 from .speech_check import envelope_match
-from .test_emulator_realtime import ServerEvents
+from .test_emulator_realtime import ServerEvents, realtime_session
 
 TURN = {
     "type": "server_vad",
@@ -36,18 +32,6 @@ TURN = {
 async def transfer_to_billing() -> str:
     """Hand the caller to billing."""
     return "ok"
-
-
-@asynccontextmanager
-async def listening_session(emulator: Emulator) -> AsyncIterator[openai.realtime.RealtimeSession]:
-    """A plugin session speaking audio, with the service's server VAD, hearing transcripts."""
-    model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
-    sess = model.session()
-    try:
-        yield sess
-    finally:
-        await sess.aclose()
-        await model.aclose()
 
 
 def say(sess: llm.RealtimeSession[Any], text: str, quiet_s: float = 1.0) -> None:
@@ -77,7 +61,7 @@ def test_the_vad_finds_speech_between_silences() -> None:
 async def test_a_spoken_request_is_heard_transcribed_and_answered_with_a_tool_call(
     emulator: Emulator,
 ) -> None:
-    async with listening_session(emulator) as sess:
+    async with realtime_session(emulator, listening=True) as sess:
         events = ServerEvents(sess)
         await sess.update_tools([transfer_to_billing])
         say(sess, "transfer to billing please")
@@ -94,7 +78,7 @@ async def test_a_spoken_request_is_heard_transcribed_and_answered_with_a_tool_ca
 
 
 async def test_the_reply_is_spoken_and_streamed_at_the_pace_it_plays(emulator: Emulator) -> None:
-    async with listening_session(emulator) as sess:
+    async with realtime_session(emulator, listening=True) as sess:
         events = ServerEvents(sess)
         arrived: list[float] = []
         sess.on(
@@ -119,7 +103,7 @@ async def test_the_reply_is_spoken_and_streamed_at_the_pace_it_plays(emulator: E
 
 
 async def test_speaking_over_the_reply_cancels_it(emulator: Emulator) -> None:
-    async with listening_session(emulator) as sess:
+    async with realtime_session(emulator, listening=True) as sess:
         events = ServerEvents(sess)
         say(sess, "hello there")
         await events.wait_for("response.output_audio.delta", timeout=10)

@@ -23,6 +23,7 @@ from notebook_agents.views._text import MAX_TEXT
 from notebook_agents.views._timeline_figure import timeline_figure
 from notebook_agents.views._timeline_layout import (
     MARK_STYLES,
+    SPEECH_COLORS,
     STATE_COLORS,
     TimelineLayout,
     describe,
@@ -401,3 +402,24 @@ def test_figure_keeps_close_marks_apart_and_marks_a_failed_tool_output() -> None
     legend = ax.get_legend()
     assert legend is not None
     assert "tool output (failed)" in [t.get_text() for t in legend.get_texts()]
+
+
+def test_speech_is_drawn_under_its_lane_with_its_words_once_they_come() -> None:
+    """The caller's speech ends before its transcript arrives: it crosses again with it."""
+    layout = TimelineLayout()
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 1.0, "user_state", "A", {"old": "listening", "new": "speaking"}),
+        TraceEvent(2, 2.0, "user_state", "A", {"old": "speaking", "new": "listening"}),
+        TraceEvent(3, 2.25, "user_transcript", "A", {"text": "hello there", "final": True}),
+    ]
+    records = [layout.add(event) for event in events]
+    ended, worded = records[2], records[3]
+    assert ended is not None and worded is not None
+    (bar,) = ended["speech"]
+    assert (bar["lane"], bar["speaker"], bar["start"], bar["end"]) == (0, "user", 1.0, 2.0)
+    assert bar["color"] == SPEECH_COLORS["user"] and "hello" not in bar["detail"]
+    (same,) = worded["speech"]
+    assert same["id"] == bar["id"] and "“hello there”" in same["detail"]
+    assert {"group": "speech", "key": "user", "label": "caller speaking",
+            "color": SPEECH_COLORS["user"]} in layout.legend  # fmt: skip

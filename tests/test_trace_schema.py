@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-from livekit.agents import AgentSession, MetricsCollectedEvent
+from livekit.agents import AgentServer, AgentSession, JobContext, MetricsCollectedEvent
 from livekit.agents.metrics import LLMMetrics
 from livekit.plugins import openai
 from typing_extensions import get_type_hints, is_typeddict
 
-from notebook_agents import EVENT_DATA, EventKind, check_event_data
+from notebook_agents import EVENT_DATA, EventKind, NotebookRunner, check_event_data
 from notebook_agents._records import FieldError
 from notebook_agents.emulator import Emulator
+from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace
 from notebook_agents.trace.describe import usage_data
 
@@ -26,11 +27,25 @@ from .test_trace import Alice, Bob, late_tool_results, recorded, traced, with_sy
 DOC = Path(__file__).parent.parent / "docs" / "trace-format.md"
 
 
+def speaking_realtime_server(emulator: Emulator) -> AgentServer:
+    """An agent on a realtime model that hears and speaks (the plugin's defaults)."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        await AgentSession(llm=model).start(agent=Alice(), room=ctx.room)
+
+    return server
+
+
 def test_every_kind_has_a_schema() -> None:
     assert set(EVENT_DATA) == set(get_args(EventKind))
 
 
-async def test_every_kind_real_sessions_record_holds_to_its_schema(emulator: Emulator) -> None:
+async def test_every_kind_real_sessions_record_holds_to_its_schema(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
     traces: list[Trace] = []
     # handoffs (start, reused and copied, fresh), tools (one failing), an edit, usage, the
     # user going away, a response the model cancelled, an item it rejected, a runner failure
@@ -67,6 +82,13 @@ async def test_every_kind_real_sessions_record_holds_to_its_schema(emulator: Emu
         traces.append(parted)
         await session.run(user_input="get weather city=Oslo")
         await recorded(parted, "context_converged", count=1)
+    # a spoken turn: what speech recognition heard
+    spoken = NotebookRunner(speaking_realtime_server(emulator), audio=True)
+    runners.append(spoken)
+    spoken.start()
+    await spoken.ready()
+    await spoken.send_audio(synthesize("hello there"))
+    traces.append(spoken.trace)
 
     events = [event for trace in traces for event in trace.events]
     for event in events:

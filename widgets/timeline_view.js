@@ -53,6 +53,7 @@ class Store {
     this.bringUps = []; // {lane, start, end, label, color, name, detail}, in time order
     this.spans = []; // per lane: closed spans {start, end, state, color, ink}, in time order
     this.open = null; // the open span {lane, start, state, color, ink, waiting}: to the live edge
+    this.speech = new Map(); // id -> {lane, speaker, start, end, color, detail}; words come later
     this.lastT = 0;
   }
 
@@ -74,6 +75,7 @@ class Store {
       this.marks.push({ seq: record.seq, t: record.t, lane, style, detail });
     }
     if (record.handoff) this.handoffs.push({ t: record.t, ...record.handoff });
+    for (const speech of record.speech || []) this.speech.set(speech.id, speech);
     if (record.bring_up) this.bringUps.push(record.bring_up);
   }
 }
@@ -319,6 +321,14 @@ function render({ model, el }) {
       }
     });
     if (store.open && store.open.start <= t1 && end >= t0) drawSpan(store.open.lane, store.open, end);
+
+    // speech: a bar under the lane while the caller or the agent speaks, the words on hover
+    for (const speech of store.speech.values()) {
+      if (speech.end < t0 || speech.start > t1) continue;
+      const x0 = Math.max(x(speech.start), LABEL_W);
+      const x1 = Math.min(x(speech.end), right);
+      parts.push(`<rect class="na-speech" data-speaker="${escape(speech.speaker)}" data-tip="${tip(speech.detail)}" fill="${speech.color}" x="${x0}" y="${laneY(speech.lane) + 45}" width="${Math.max(x1 - x0, 1)}" height="3"/>`);
+    }
 
     // bring-ups under the marks: few (one per handoff) and short, so a plain scan will do
     for (const bringUp of store.bringUps) {

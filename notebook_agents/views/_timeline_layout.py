@@ -10,7 +10,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..analysis import WAITING_STATES, BringUp, Gap, Handoff, Opened, TraceAnalysis, milliseconds
+from ..analysis import (
+    WAITING_STATES,
+    BringUp,
+    Gap,
+    Handoff,
+    Opened,
+    Speech,
+    TraceAnalysis,
+    milliseconds,
+)
 from ..modes import MODE_COLORS
 from ..trace import TraceEvent
 from ._text import cut
@@ -31,6 +40,8 @@ each bar stands out from the page of the light and the dark theme (>= 3:1)"""
 OTHER_STATE = "#64748b"
 """a state livekit may add later"""
 BRING_UP = "#6366f1"
+SPEECH_COLORS = {"user": "#0284c7", "agent": "#16a34a"}
+"""the bar under a lane while the caller (``user``) or its agent speaks"""
 OTHER_MODE = "#777777"
 """a handoff mode the bench has no colour for"""
 
@@ -115,6 +126,7 @@ class Mark:
 _ORDER = {
     "mark": list(MARK_STYLES),
     "state": list(STATE_COLORS),
+    "speech": list(SPEECH_COLORS),
     "mode": list(MODE_COLORS),
     "band": ["bring_up"],
 }
@@ -135,6 +147,7 @@ class TimelineLayout:
         self.marks: list[Mark] = []
         self.changed: list[str] = []
         self._legend: dict[tuple[str, str], dict[str, Any]] = {}
+        self._speech_sent: list[Speech] = []
         for event in events or []:
             self.add(event)
 
@@ -175,6 +188,9 @@ class TimelineLayout:
         was_open = analysis.opened
         analysis.add(event)
         record = None if event.kind in SKIPPED_KINDS else self._record(event, counts, was_open)
+        if speech := self._speech_changed():  # user_state included: speech ends on it
+            record = record or {"seq": event.seq, "t": event.t}
+            record["speech"] = speech
         after = (len(analysis.lanes), len(analysis.gaps), len(self._legend), analysis.start)
         names = ("lanes", "gaps", "legend", "first_t")
         self.changed = [name for name, b, a in zip(names, before, after, strict=True) if b != a]
@@ -213,6 +229,23 @@ class TimelineLayout:
             record["bring_up"] = _bring_up(analysis.lane(bring_up.agent), bring_up)
         return record
 
+    def _speech_changed(self) -> list[dict[str, Any]]:
+        """Speech that ended or got its words since the last event: only the last few can
+        have (each speaker's latest)."""
+        said, sent = self.analysis.speech, self._speech_sent
+        changed = []
+        for i in range(max(len(said) - 3, 0), len(said)):
+            if i < len(sent) and sent[i] is said[i]:
+                continue
+            speech = said[i]
+            if i < len(sent):
+                sent[i] = speech
+            else:
+                sent.append(speech)
+            self._show("speech", speech.speaker, functools.partial(_speech_key, speech.speaker))
+            changed.append(_speech(self.analysis.lane(speech.agent), speech))
+        return changed
+
     def _show(self, group: str, key: str, entry: Callable[[], dict[str, Any]]) -> None:
         """Put ``key`` of ``group`` in the legend, the first time it is drawn."""
         if (group, key) not in self._legend:
@@ -249,6 +282,33 @@ def _bring_up(lane: int, bring_up: BringUp) -> dict[str, Any]:
         "name": f"{bring_up.agent} bring-up: {took}",
         "detail": f"bring-up · {bring_up.agent}\nhandoff → first words: {took}"
         + (f"\n{how}" if how else ""),
+    }
+
+
+def _speech_key(speaker: str) -> dict[str, Any]:
+    who = "caller" if speaker == "user" else "agent"
+    return {"label": f"{who} speaking", "color": SPEECH_COLORS[speaker]}
+
+
+def _speech(lane: int, speech: Speech) -> dict[str, Any]:
+    """A stretch of speech as drawn: under its lane, the words on hover; ``id`` names it
+    for the update that brings its words."""
+    who = "caller" if speech.speaker == "user" else speech.agent
+    lines = [f"{who} speaking · {duration(speech.seconds)}"]
+    if speech.text:
+        lines.append(f"“{cut(speech.text)}”")
+    if speech.first_audio_s is not None:
+        lines.append(f"the caller waited {milliseconds(speech.first_audio_s)} for it")
+    if speech.interrupted:
+        lines.append("interrupted: the words are what was heard")
+    return {
+        "id": f"{speech.speaker}:{speech.start}",
+        "lane": lane,
+        "speaker": speech.speaker,
+        "start": speech.start,
+        "end": speech.end,
+        "color": SPEECH_COLORS[speech.speaker],
+        "detail": "\n".join(lines),
     }
 
 

@@ -64,6 +64,9 @@ async def entrypoint(ctx: JobContext) -> None:
 await runner.ready()
 voice = VoiceView(runner, mode="open_mic")
 voice""",
+    """from notebook_agents.views import TimelineView
+
+TimelineView(runner.trace)""",
 ]
 
 
@@ -121,6 +124,13 @@ def test_a_spoken_request_hands_over_and_the_reply_plays(
     agent_level = "document.querySelector('.na-voice-meter.na-voice-agent').dataset.level"
     page.wait_for_function(f"() => Number({agent_level}) > 0.01", timeout=30_000)
     assert float(voice.locator(".na-voice-you").get_attribute("data-level") or 0) >= 0
+    # the timeline shows who spoke when, the words on hover
+    timeline = page.locator(".na-timeline")
+    caller = timeline.locator('.na-speech[data-speaker="user"]').first
+    expect(caller).to_be_visible()
+    expect(timeline.locator('.na-speech[data-speaker="agent"]').first).to_be_visible()
+    caller.hover()
+    expect(timeline.locator(".na-tooltip")).to_contain_text("“transfer to billing please”")
     screenshot(page, "voice_view_live")
     assert in_both_themes(page, ".na-voice", "voice_view") == []
 
