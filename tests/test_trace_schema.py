@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-from livekit.agents import AgentServer, AgentSession, JobContext, MetricsCollectedEvent
+from livekit.agents import AgentSession, MetricsCollectedEvent
 from livekit.agents.metrics import LLMMetrics
 from livekit.plugins import openai
 from typing_extensions import get_type_hints, is_typeddict
@@ -22,21 +22,10 @@ from notebook_agents.trace import Trace
 from notebook_agents.trace.describe import usage_data
 
 from .conftest import API_KEY, MakeModel
+from .test_chat_view import two_agent_server
 from .test_trace import Alice, Bob, late_tool_results, recorded, traced, with_system_message
 
 DOC = Path(__file__).parent.parent / "docs" / "trace-format.md"
-
-
-def speaking_realtime_server(emulator: Emulator) -> AgentServer:
-    """An agent on a realtime model that hears and speaks (the plugin's defaults)."""
-    server = AgentServer()
-
-    @server.rtc_session()
-    async def entrypoint(ctx: JobContext) -> None:
-        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
-        await AgentSession(llm=model).start(agent=Alice(), room=ctx.room)
-
-    return server
 
 
 def test_every_kind_has_a_schema() -> None:
@@ -82,8 +71,8 @@ async def test_every_kind_real_sessions_record_holds_to_its_schema(
         traces.append(parted)
         await session.run(user_input="get weather city=Oslo")
         await recorded(parted, "context_converged", count=1)
-    # a spoken turn: what speech recognition heard
-    spoken = NotebookRunner(speaking_realtime_server(emulator), audio=True)
+    # a spoken turn to a realtime model that hears and speaks: what recognition heard
+    spoken = NotebookRunner(two_agent_server(emulator), audio=True)
     runners.append(spoken)
     spoken.start()
     await spoken.ready()
