@@ -1,14 +1,19 @@
-"""A caller's wait in a cascaded voice session, offline, and what an open microphone costs.
+"""A caller's wait in a voice session, offline, and what an open microphone costs.
 
-For each RTT the Concierge (silero VAD, ``openai.STT``, ``openai.LLM``, ``openai.TTS`` on the
-emulator) is asked "hello there" by a synthesized caller ``--turns`` times after a warm-up
-turn; the wait is from the end of the caller's speech to the reply's first audio (the
-trace's ``Speech.first_audio_s``). Each request answers ``http_first_byte_s`` after it was
-sent on a warm connection; livekit transcribes and starts the reply while it waits out its
-end-of-turn delay, so only the speech request is on the caller's path: the truth of a step
-in RTT is one ``http_first_byte_s`` step. Then
-the CPU of the session while its microphone streams silence for ``--idle-s`` seconds (VAD
-running, no turn), as a share of one core.
+For each RTT and each pipeline the Concierge is asked "hello there" by a synthesized caller
+``--turns`` times after a warm-up turn; the wait is from the end of the caller's speech, as
+the session's VAD heard it, to the reply's first audio (the trace's ``Speech.first_audio_s``).
+
+- cascaded (silero VAD, ``openai.STT``, ``openai.LLM``, ``openai.TTS`` on the emulator): each
+  request answers ``http_first_byte_s`` after it was sent on a warm connection; livekit
+  transcribes and starts the reply while it waits out its end-of-turn delay, so only the
+  speech request is on the caller's path: a step in RTT costs one ``http_first_byte_s`` step.
+- realtime (the model hears with its server VAD and speaks): the end of speech is the
+  server's ``speech_stopped``, which crosses the network as the first audio does, so the
+  truth is ``created_ms + first_token_ms`` whatever the RTT.
+
+Then the CPU of a session while its microphone streams silence for ``--idle-s`` seconds
+(VAD running, no turn), as a share of one core.
 
     .venv/bin/python benchmarks/voice.py --turns 5
 """
@@ -29,33 +34,43 @@ from notebook_agents import Emulator, LatencyModel, NotebookRunner, RunnerError,
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 
 RTTS_MS = (0, 20, 100)
-REQUESTS_ON_THE_PATH = 1
-"""speech synthesis: transcription and completion run inside livekit's end-of-turn delay"""
+PIPELINES = ("cascaded", "realtime")
 
 
-def voice_server(base_url: str) -> AgentServer:
+def voice_server(base_url: str, pipeline: str = "cascaded") -> AgentServer:
     server = AgentServer()
 
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
-        session: AgentSession[None] = AgentSession(
-            vad=silero.VAD.load(),
-            stt=openai.STT(base_url=base_url, api_key="bench"),
-            llm=openai.LLM(base_url=base_url, api_key="bench"),
-            tts=openai.TTS(base_url=base_url, api_key="bench"),
+        session: AgentSession[None] = (
+            AgentSession(
+                vad=silero.VAD.load(),
+                stt=openai.STT(base_url=base_url, api_key="bench"),
+                llm=openai.LLM(base_url=base_url, api_key="bench"),
+                tts=openai.TTS(base_url=base_url, api_key="bench"),
+            )
+            if pipeline == "cascaded"
+            else AgentSession(llm=openai.realtime.RealtimeModel(base_url=base_url, api_key="bench"))
         )
         await session.start(agent=Agent(instructions="You are the Concierge."), room=ctx.room)
 
     return server
 
 
-async def waits(rtt_ms: float, turns: int) -> tuple[list[float], float]:
+def truth_s(pipeline: str, latency: LatencyModel) -> float:
+    """What the latency model puts on the caller's path, by pipeline (see above)."""
+    if pipeline == "cascaded":
+        return latency.http_first_byte_s(new_connection=False)
+    return (latency.created_ms + latency.first_token_ms) / 1000.0
+
+
+async def waits(pipeline: str, rtt_ms: float, turns: int) -> tuple[list[float], float]:
     """The caller's waits over ``turns`` turns after a warm-up, and the network's share of
     the wait by the latency model."""
     latency = LatencyModel(rtt_ms=rtt_ms)
     caller = synthesize("hello there")
     with Emulator(latency=latency) as emulator:
-        runner = NotebookRunner(voice_server(emulator.base_url()), audio=True).start()
+        runner = NotebookRunner(voice_server(emulator.base_url(), pipeline), audio=True).start()
         try:
             await runner.ready()
             for _ in range(turns + 1):
@@ -64,8 +79,7 @@ async def waits(rtt_ms: float, turns: int) -> tuple[list[float], float]:
         finally:
             runner.stop()
     answers = [s.first_audio_s for s in speech if s.speaker == "agent" and s.first_audio_s]
-    truth = REQUESTS_ON_THE_PATH * latency.http_first_byte_s(new_connection=False)
-    return answers[1:], truth
+    return answers[1:], truth_s(pipeline, latency)
 
 
 async def open_mic_cpu(seconds: float) -> float:
@@ -88,16 +102,18 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--idle-s", type=float, default=10.0)
     args = parser.parse_args()
-    baseline: float | None = None
-    for rtt_ms in RTTS_MS:
-        measured, truth = await waits(rtt_ms, args.turns)
-        median = statistics.median(measured)
-        baseline = median if baseline is None else baseline
-        print(
-            f"RTT {rtt_ms:>3} ms: end of speech -> first audio median {median * 1000:5.0f} ms "
-            f"over {len(measured)} turns, +{(median - baseline) * 1000:3.0f} ms vs RTT 0 "
-            f"(truth +{truth * 1000:3.0f} ms)"
-        )
+    for pipeline in PIPELINES:
+        baseline: tuple[float, float] | None = None
+        for rtt_ms in RTTS_MS:
+            measured, truth = await waits(pipeline, rtt_ms, args.turns)
+            median = statistics.median(measured)
+            baseline = baseline or (median, truth)
+            print(
+                f"{pipeline:<8} RTT {rtt_ms:>3} ms: end of speech -> first audio median "
+                f"{median * 1000:5.0f} ms over {len(measured)} turns, "
+                f"{(median - baseline[0]) * 1000:+4.0f} ms vs RTT 0 "
+                f"(truth {(truth - baseline[1]) * 1000:+4.0f} ms)"
+            )
     cores = await open_mic_cpu(args.idle_s)
     print(f"open microphone, silence for {args.idle_s:.0f} s: {cores * 100:.1f}% of a core")
 
