@@ -45,6 +45,24 @@ def voice_server(emulator: Emulator, first: Callable[[], Agent] = Concierge) -> 
     return server
 
 
+def realtime_voice_server(
+    emulator: Emulator, aec_warmup_duration: float | None = 3.0
+) -> AgentServer:
+    """The Concierge/Billing pair on a realtime model that hears and speaks. livekit ignores
+    the caller for ``aec_warmup_duration`` seconds of the agent's first speech (echo)."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        session: AgentSession[None] = AgentSession(
+            llm=model, aec_warmup_duration=aec_warmup_duration
+        )
+        await session.start(agent=Concierge(), room=ctx.room)
+
+    return server
+
+
 @pytest.fixture
 async def voice_runner(emulator: Emulator, runners: list[NotebookRunner]) -> NotebookRunner:
     runner = NotebookRunner(voice_server(emulator), audio=True)
@@ -161,14 +179,7 @@ async def test_a_realtime_voice_agent_hears_answers_aloud_and_hands_over(
 ) -> None:
     """The realtime model hears the audio itself (the emulator's server VAD and recognizer)
     and speaks its reply as audio."""
-    server = AgentServer()
-
-    @server.rtc_session()
-    async def entrypoint(ctx: JobContext) -> None:
-        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
-        await AgentSession(llm=model).start(agent=Concierge(), room=ctx.room)
-
-    runner = NotebookRunner(server, audio=True)
+    runner = NotebookRunner(realtime_voice_server(emulator), audio=True)
     runners.append(runner)
     runner.start()
     await runner.ready()
@@ -179,3 +190,41 @@ async def test_a_realtime_voice_agent_hears_answers_aloud_and_hands_over(
     await runner.send_audio(synthesize("transfer to billing please"))
     (handoff,) = [h for h in runner.trace.of_kind("handoff") if h.data["from"]]
     assert (handoff.data["to"], handoff.data["session"]) == ("Billing", "reused")
+
+
+async def test_speaking_over_the_agent_cuts_it_and_the_trace_says_what_was_heard(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """A barge-in on a realtime voice agent: the caller speaks (live) while it replies (with
+    livekit's default, the first 3 s of the agent's speech would not hear it: echo warm-up)."""
+    runner = NotebookRunner(realtime_voice_server(emulator, aec_warmup_duration=None), audio=True)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    speaking, answered_again = asyncio.Event(), asyncio.Event()
+
+    def on_event(event: TraceEvent) -> None:
+        if event.kind == "agent_state" and event.data["new"] == "speaking":
+            speaking.set()
+        if event.kind == "agent_message" and "thank you" in event.data["text"]:
+            answered_again.set()
+
+    runner.trace.subscribe(on_event)
+    turn = asyncio.ensure_future(runner.send_audio(synthesize("hello there")))
+    await asyncio.wait_for(speaking.wait(), 30)
+    # the caller listens for a second, then speaks over the rest of the reply
+    quiet = np.zeros(SAMPLE_RATE, np.int16)
+    over = np.concatenate([quiet, synthesize("thank you"), quiet])
+    for chunk in np.array_split(over, over.size // 480):
+        runner.hear(chunk, SAMPLE_RATE)
+        await asyncio.sleep(0.02)  # the pace a microphone delivers at, not a synchronization
+    cut_short = await asyncio.wait_for(turn, 30)
+    await asyncio.wait_for(answered_again.wait(), 30)
+
+    first, second = [e.data for e in runner.trace.of_kind("agent_message")]
+    whole = 'You are the Concierge. You said: "hello there".'
+    assert first["interrupted"] and first["text"] == cut_short and len(cut_short) < len(whole)
+    assert not second["interrupted"] and second["text"].endswith('You said: "thank you".')
+    cut, _ = [s for s in TraceAnalysis(runner.trace.events).speech if s.speaker == "agent"]
+    assert cut.interrupted and cut.text == cut_short
+    assert runner.recording.replies[0].size < 0.9 * synthesize(whole).size  # heard so far only

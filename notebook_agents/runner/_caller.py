@@ -79,10 +79,15 @@ class CallerInput(io.AudioInput):
         delay = self._due - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
+        # the turn, then live audio where silence would be (a caller speaking over the reply)
+        if self._frames:
+            samples = self._frames.popleft()
+        else:
+            samples = self._live.popleft() if self._live else _SILENCE
         # behind (a busy loop) is caught up at once, as a microphone's buffer would deliver it
-        self._due = max(self._due, time.perf_counter() - 10 * FRAME_S) + FRAME_S
-        samples = self._frames.popleft() if self._frames else _SILENCE
-        return rtc.AudioFrame(samples.tobytes(), SAMPLE_RATE, 1, _FRAME_SAMPLES)
+        now = time.perf_counter()
+        self._due = max(self._due, now - 10 * FRAME_S) + samples.size / SAMPLE_RATE
+        return rtc.AudioFrame(samples.tobytes(), SAMPLE_RATE, 1, samples.size)
 
 
 def caller_audio(
