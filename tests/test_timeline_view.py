@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
@@ -423,3 +424,22 @@ def test_speech_is_drawn_under_its_lane_with_its_words_once_they_come() -> None:
     assert same["id"] == bar["id"] and "“hello there”" in same["detail"]
     assert {"group": "speech", "key": "user", "label": "caller speaking",
             "color": SPEECH_COLORS["user"]} in layout.legend  # fmt: skip
+
+
+def test_the_figure_draws_speech_as_the_widget_does() -> None:
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 1.0, "user_state", "A", {"old": "listening", "new": "speaking"}),
+        TraceEvent(2, 2.0, "user_state", "A", {"old": "speaking", "new": "listening"}),
+        TraceEvent(3, 2.5, "agent_state", "A", {"old": "thinking", "new": "speaking"}),
+        TraceEvent(4, 4.0, "agent_state", "A", {"old": "speaking", "new": "listening"}),
+    ]
+    ax = timeline_figure(TimelineLayout(events)).axes[0]
+    widths = {
+        tuple(np.asarray(bars.get_facecolor())[0]): bars.get_paths()[0].get_extents().width
+        for bars in ax.collections
+        if len(bars.get_facecolor())
+    }
+    # the caller spoke for 1 s, the agent for 1.5 s (no idle gap squeezes the axis here)
+    assert widths[to_rgba(SPEECH_COLORS["user"])] == pytest.approx(1.0)
+    assert widths[to_rgba(SPEECH_COLORS["agent"])] == pytest.approx(1.5)

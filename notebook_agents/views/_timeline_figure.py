@@ -18,7 +18,15 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from ..analysis import TraceAnalysis, milliseconds
-from ._timeline_layout import BRING_UP, MARK_STYLES, TimelineLayout, ink, mode_color, state_color
+from ._timeline_layout import (
+    BRING_UP,
+    MARK_STYLES,
+    SPEECH_COLORS,
+    TimelineLayout,
+    ink,
+    mode_color,
+    state_color,
+)
 
 MARKERS = {"circle": "o", "square": "s", "triangle": "^", "diamond": "D", "cross": "X"}
 """matplotlib's marker for each shape of ``MARK_STYLES``"""
@@ -88,6 +96,11 @@ def timeline_figure(layout: TimelineLayout) -> Figure:
         ax.broken_barh(
             [(start, x(span.end) - start)], (lane - 0.35, 0.3), color=state_color(span.state)
         )
+    for speech in analysis.speech:  # a thin bar under the states, as the widget draws it
+        start = x(speech.start)
+        lane = analysis.lane(speech.agent)
+        color = SPEECH_COLORS[speech.speaker]
+        ax.broken_barh([(start, x(speech.end) - start)], (lane - 0.02, 0.07), color=color)
     for gap in layout.gaps:
         _draw_gap(ax, x, gap, len(lanes))
     drawn = _draw_marks(ax, layout, x)
