@@ -159,3 +159,23 @@ def test_benchmark_notebook_fits_and_shows_each_figure_once(
         cell = shown.locator("xpath=ancestor::div[contains(@class, 'jp-Cell ')][1]")
         cell.scroll_into_view_if_needed()
         cell.screenshot(path=str(ARTIFACTS / f"notebook_02_{name}.png"))
+
+
+def test_voice_notebook_shows_the_call_its_speech_and_a_microphone(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    base, root = lab
+    shutil.copy(REPO / "notebooks" / "04_voice.ipynb", root / "04_voice.ipynb")
+    open_notebook(page, base, "04_voice.ipynb")
+    run_all(page)
+    timeline = page.locator(".na-timeline")
+    expect(timeline.locator(".na-lane-label")).to_have_text(["Concierge", "Billing"])
+    expect(timeline.locator('.na-speech[data-speaker="user"]')).to_have_count(2)
+    expect(timeline.locator('.na-speech[data-speaker="agent"]').first).to_be_visible()
+    # the caller's voice and the agents' recording as players; a microphone closed until a click
+    expect(page.locator(".jp-OutputArea-output audio")).to_have_count(2)
+    voice = page.locator(".na-voice")
+    expect(voice.locator(".na-voice-line-agent")).to_contain_text("Billing")
+    expect(voice.locator(".na-voice-button")).to_have_attribute("aria-pressed", "false")
+    expect(page.locator(".na-state .na-agent")).to_have_text("Billing")
+    screenshot(page, "notebook_04_voice")
