@@ -74,6 +74,14 @@ def test_a_result_is_shown_complete(tmp_path: Path) -> None:
     assert shown.table_html == view.table_html and shown.status == "done in 12.3 s"
 
 
+def test_the_plot_follows_the_theme() -> None:
+    """Its ink is JupyterLab's font colour and it paints no background: in the dark theme it
+    was a white box (the data keep the bench's palette, which reads on both)."""
+    svg = BenchmarkView(synthetic([0.0, 20.0], trials=5)).plot_svg
+    assert "var(--jp-ui-font-color1" in svg
+    assert not re.search(r"(fill|stroke):\s*(#000000|#ffffff)", svg)
+
+
 def test_the_timing_can_be_switched() -> None:
     result = synthetic([0.0], trials=2)
     view = BenchmarkView(result, timing="handoff_ms")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anywidget
+import matplotlib
 import traitlets
 from matplotlib.figure import Figure
 
@@ -204,7 +205,12 @@ class BenchmarkView(anywidget.AnyWidget):
         self.table_html = summary_table(self._result, self.timing)._repr_html_() if trials else ""
 
     def _flush_plot(self) -> None:
-        self.plot_svg = to_svg(self.to_figure()) if self._result.trials else ""
+        if not self._result.trials:
+            self.plot_svg = ""
+            return
+        with matplotlib.rc_context(_THEMED):
+            figure = self.to_figure()
+        self.plot_svg = to_svg(figure).replace(_INK, "var(--jp-ui-font-color1, #1f2937)")
 
 
 class _Gate:
@@ -241,6 +247,28 @@ def describe(trial: Trial, timing: str) -> str:
         return f"{where}: failed ({cut(trial.error or 'no reason given', 80)})"
     value = getattr(trial, timing)
     return f"{where}: {value:.1f} ms" if value is not None else f"{where}: no {timing}"
+
+
+_INK = "#010203"
+"""drawn for the theme's font colour, swapped in the SVG for JupyterLab's variable"""
+_THEMED: dict[Any, Any] = {
+    "text.color": _INK,
+    "axes.labelcolor": _INK,
+    "axes.edgecolor": _INK,
+    "xtick.color": _INK,
+    "ytick.color": _INK,
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "legend.facecolor": "none",
+    "legend.edgecolor": _INK,
+    "boxplot.boxprops.color": _INK,
+    "boxplot.whiskerprops.color": _INK,
+    "boxplot.capprops.color": _INK,
+    "boxplot.flierprops.markeredgecolor": _INK,
+    "savefig.transparent": True,
+}
+"""the plot in the widget follows JupyterLab's theme: its ink is the theme's font colour and
+it has no background of its own; the data keep the bench's palette, which reads on both"""
 
 
 def to_svg(figure: Figure) -> str:
