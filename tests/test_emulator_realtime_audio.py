@@ -4,10 +4,14 @@ all through livekit's own realtime plugin, unmodified."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
 import numpy as np
 from livekit import rtc
 from livekit.agents import llm
@@ -17,8 +21,9 @@ from notebook_agents.emulator import Emulator
 from notebook_agents.emulator.listening import ServerVad
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 
+from .conftest import API_KEY
 from .speech_check import envelope_match
-from .test_emulator_realtime import ServerEvents, realtime_session
+from .test_emulator_realtime import ServerEvents, emulator_item, realtime_session, realtime_ws_url
 
 TURN = {
     "type": "server_vad",
@@ -40,6 +45,72 @@ def say(sess: llm.RealtimeSession[Any], text: str, quiet_s: float = 1.0) -> None
     spoken = np.concatenate([synthesize(text), np.zeros(int(quiet_s * SAMPLE_RATE), np.int16)])
     for chunk in np.array_split(spoken, spoken.size // 480):
         sess.push_audio(rtc.AudioFrame(chunk.tobytes(), SAMPLE_RATE, 1, chunk.size))
+
+
+class RawClient:
+    """A bare websocket client, for what the plugin hides: every server event in order, with
+    the time it arrived."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.events: list[dict[str, Any]] = []
+        self.arrived: list[float] = []
+
+    async def send(self, event: dict[str, Any]) -> None:
+        await self.ws.send_json(event)
+
+    async def until(self, event_type: str, timeout: float = 10.0) -> dict[str, Any]:
+        """Receive events until one of ``event_type`` (an ``error`` fails the test)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                event: dict[str, Any] = await self.ws.receive_json()
+                self.arrived.append(time.perf_counter())
+                self.events.append(event)
+                assert event["type"] != "error", event
+                if event["type"] == event_type:
+                    return event
+
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.events]
+
+    def first(self, event_type: str) -> dict[str, Any]:
+        return next(e for e in self.events if e["type"] == event_type)
+
+    async def speak(self, samples: np.ndarray, chunk_ms: int = 40) -> None:
+        """Append audio in ``chunk_ms`` pieces, as fast as the socket takes them."""
+        step = SAMPLE_RATE * chunk_ms // 1000
+        for start in range(0, samples.size, step):
+            chunk = samples[start : start + step].astype("<i2").tobytes()
+            await self.send(
+                {"type": "input_audio_buffer.append", "audio": base64.b64encode(chunk).decode()}
+            )
+
+
+@asynccontextmanager
+async def raw_session(emulator: Emulator, **session: Any) -> AsyncIterator[RawClient]:
+    """A bare websocket with ``session`` applied by a ``session.update``."""
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    url = realtime_ws_url(emulator)
+    async with aiohttp.ClientSession() as http, http.ws_connect(url, headers=headers) as ws:
+        client = RawClient(ws)
+        await client.until("session.created")
+        await client.send({"type": "session.update", "session": {"type": "realtime", **session}})
+        await client.until("session.updated")
+        yield client
+
+
+def spoken(text: str, quiet_s: float = 1.0) -> np.ndarray:
+    """``text`` in eSpeak's voice, then ``quiet_s`` of silence: a caller's turn."""
+    return np.concatenate([synthesize(text), np.zeros(int(quiet_s * SAMPLE_RATE), np.int16)])
+
+
+TRANSFER_TOOL = {
+    "type": "function",
+    "name": "transfer_to_billing",
+    "description": "Hand the caller to billing.",
+    "parameters": {"type": "object", "properties": {}},
+}
+TRANSCRIBED = {"model": "gpt-4o-mini-transcribe"}
 
 
 def audio_of(events: list[dict[str, Any]]) -> np.ndarray:
@@ -115,3 +186,172 @@ async def test_speaking_over_the_reply_cancels_it(emulator: Emulator) -> None:
             "response.output_audio_transcript.done", transcript='You said: "thank you".', timeout=15
         )
         assert answered
+
+
+async def test_server_vad_commits_the_turn_then_hears_it_in_the_words_of_the_tools(
+    emulator: Emulator,
+) -> None:
+    words = synthesize("transfer to billing")
+    async with raw_session(
+        emulator,
+        output_modalities=["text"],
+        tools=[TRANSFER_TOOL],
+        audio={"input": {"transcription": TRANSCRIBED, "turn_detection": TURN}},
+    ) as client:
+        await client.speak(np.concatenate([words, np.zeros(SAMPLE_RATE, np.int16)]))
+        await client.until("response.done")
+    turn = [
+        "input_audio_buffer.speech_started",
+        "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.input_audio_transcription.completed",
+        "conversation.item.done",
+        "response.created",
+    ]
+    types = client.types()
+    heard_turn = types[: types.index("response.created") + 1]
+    assert [t for t in heard_turn if t in turn] == turn
+    started, stopped = (client.first(t) for t in turn[:2])
+    item_id = started["item_id"]
+    assert all(client.first(t)["item_id"] == item_id for t in turn[1:3] + turn[4:5])
+    assert all(client.first(t)["item"]["id"] == item_id for t in turn[3:6:2])
+    # the speech begins the audio (the prefix padding cannot reach before it) and stops
+    # where the words end, give or take the VAD's frames
+    words_ms = words.size * 1000 // SAMPLE_RATE
+    assert started["audio_start_ms"] == 0
+    assert words_ms - 150 <= stopped["audio_end_ms"] <= words_ms + 100
+    # committed at once, without words; they follow as the transcription completes
+    assert client.first("conversation.item.added")["item"]["content"][0]["transcript"] is None
+    heard = client.first("conversation.item.input_audio_transcription.completed")
+    assert heard["transcript"] == "transfer to billing"
+    done = client.first("conversation.item.done")["item"]
+    assert done["content"][0]["transcript"] == "transfer to billing"
+    # the turn is answered on its own, by the tool its words name
+    call = client.first("response.function_call_arguments.done")
+    assert call["name"] == "transfer_to_billing"
+
+
+async def test_without_turn_detection_only_a_commit_ends_the_turn(emulator: Emulator) -> None:
+    async with raw_session(
+        emulator, output_modalities=["text"], audio={"input": {"turn_detection": None}}
+    ) as client:
+        await client.speak(spoken("hello there"))
+        await client.send({"type": "input_audio_buffer.commit"})
+        done = await client.until("conversation.item.done")
+        # no transcription asked for: none is sent, but the model heard the words
+        assert done["item"]["content"][0]["transcript"] is None
+        await client.send({"type": "response.create"})  # an error if one were running
+        reply = await client.until("response.output_text.done")
+        await client.until("response.done")
+    assert reply["text"] == 'You said: "hello there".'
+    assert "input_audio_buffer.speech_started" not in client.types()
+    assert "conversation.item.input_audio_transcription.completed" not in client.types()
+    assert client.types().count("response.created") == 1
+
+
+async def test_the_spoken_reply_streams_in_the_services_order_at_the_pace_it_plays(
+    emulator: Emulator,
+) -> None:
+    async with raw_session(
+        emulator,
+        output_modalities=["audio"],
+        audio={"input": {"transcription": TRANSCRIBED, "turn_detection": TURN}},
+    ) as client:
+        await client.speak(spoken("hello there"))
+        await client.until("response.done", timeout=15)
+    reply = [e for e in client.events if e["type"].startswith("response.")]
+    kinds = [e["type"] for e in reply]
+    first_audio = kinds.index("response.output_audio.delta")
+    last_audio = len(kinds) - 1 - kinds[::-1].index("response.output_audio.delta")
+    assert kinds[:first_audio] == [
+        "response.created",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_audio_transcript.delta",
+    ]
+    assert set(kinds[first_audio : last_audio + 1]) == {
+        "response.output_audio.delta",
+        "response.output_audio_transcript.delta",
+    }
+    assert kinds[last_audio + 1 :] == [
+        "response.output_audio.done",
+        "response.output_audio_transcript.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.done",
+    ]
+    assert reply[2]["part"] == {"type": "audio", "transcript": ""}
+    text = client.first("response.output_audio_transcript.done")["transcript"]
+    assert text == 'You said: "hello there".'
+    deltas = "".join(e["delta"] for e in reply if e["type"].endswith("transcript.delta"))
+    assert deltas == text
+    item = client.first("response.done")["response"]["output"][0]
+    assert item["content"] == [{"type": "output_audio", "transcript": text}]
+    audio = audio_of(reply)
+    expected = synthesize(text)
+    assert abs(audio.size - expected.size) < 0.1 * expected.size
+    assert np.sqrt(np.mean(audio.astype(np.float64) ** 2)) > 300  # speech, not silence
+    # paced: from its first delta to its last, the audio took about as long as it plays
+    times = [
+        t
+        for t, e in zip(client.arrived, client.events, strict=True)
+        if e["type"] == "response.output_audio.delta"
+    ]
+    assert times[-1] - times[0] > 0.7 * audio.size / SAMPLE_RATE
+
+
+async def test_a_truncate_while_the_reply_streams_cuts_its_words_and_stops_its_audio(
+    emulator: Emulator,
+) -> None:
+    async with raw_session(
+        emulator, output_modalities=["audio"], audio={"input": {"turn_detection": None}}
+    ) as client:
+        said = "one two three four five six seven eight nine ten"
+        await client.send(
+            {
+                "type": "conversation.item.create",
+                "item": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": said}],
+                },
+            }
+        )
+        await client.send({"type": "response.create"})
+        for _ in range(8):  # 800 ms of the reply have arrived
+            delta = await client.until("response.output_audio.delta")
+        item_id = delta["item_id"]
+        await client.send(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item_id,
+                "content_index": 0,
+                "audio_end_ms": 600,
+            }
+        )
+        truncated = await client.until("conversation.item.truncated")
+        cut_at = len(client.events)
+        done = await client.until("response.done")
+    assert truncated["audio_end_ms"] == 600
+    after = client.types()[cut_at:]
+    assert "response.output_audio.delta" not in after
+    full = f'You said: "{said}".'
+    assert audio_of(client.events).size < 0.5 * synthesize(full).size
+    # the words of the first 600 ms, by their share of what was sent, and nothing after
+    transcript = client.first("response.output_audio_transcript.done")["transcript"]
+    words = transcript.split()
+    assert 0 < len(words) < len(full.split()) and full.split()[: len(words)] == words
+    assert done["response"]["status"] == "completed"
+    assert done["response"]["output"][0]["content"][0]["transcript"] == transcript
+    assert emulator_item(emulator, item_id)["content"][0]["_audio_ms"] == 600
+
+
+async def test_the_plugin_holds_the_callers_words_once(emulator: Emulator) -> None:
+    async with realtime_session(emulator, listening=True) as sess:
+        events = ServerEvents(sess)
+        say(sess, "hello there")
+        added = await events.wait_for("conversation.item.added", item__role="user")
+        await events.wait_for("response.done", timeout=15)
+        (message,) = (m for m in sess.chat_ctx.messages() if m.id == added["item"]["id"])
+        assert message.content == ["hello there"]

@@ -115,6 +115,7 @@ class Conversation:
         kept = round(len(words) * audio_end_ms / duration_ms) if duration_ms else 0
         part["transcript"] = " ".join(words[:kept])
         part["_audio_ms"] = audio_end_ms
+        part["_truncated"] = True  # a reply still streaming stops here
 
     def described(self) -> list[dict[str, Any]]:
         """The items in order as the trace describes chat items (id, type, role, name, text),
@@ -169,10 +170,14 @@ def describe(item: dict[str, Any], names: dict[Any, Any]) -> dict[str, Any]:
 
 
 def content_text(item: dict[str, Any]) -> str:
-    """The text of a message: its text parts, or the transcripts of its audio parts."""
+    """The text of a message: its text parts, or the transcripts of its audio parts (what
+    the model heard of a caller's audio, if nobody asked for its transcript)."""
     texts = []
     for part in item.get("content") or []:
-        text = part.get("text") if part.get("text") is not None else part.get("transcript")
+        text = next(
+            (part[key] for key in ("text", "transcript", "_heard") if part.get(key) is not None),
+            None,
+        )
         if text:
             texts.append(str(text))
     return " ".join(texts)

@@ -2,6 +2,16 @@
 
 Events from the client arrive half a round trip late and are handled in order; replies leave
 half a round trip late, in order. Responses run as tasks so a cancel can overtake them.
+
+Audio in: appended PCM16 24 kHz goes through a loudness VAD (``listening.ServerVad``) when the
+session has turn detection (``semantic_vad`` is heard as server VAD): speech_started (a
+barge-in cancels the running response, ``turn_detected``), speech_stopped, then the turn is
+committed and added without words, heard by pocketsphinx in the words of the session's tools,
+and its transcript sent (``input_audio_transcription.completed`` if asked, and
+``conversation.item.done``); the reply rules answer the transcript as the caller's text.
+Audio out: a reply in the ``audio`` modality is eSpeak's voice, streamed ``SPEECH_CHUNK_MS``
+a delta at the pace it plays with its words' transcript deltas alongside; a truncate cuts the
+words to the share of the audio heard, and stops a reply still streaming.
 """
 
 from __future__ import annotations
@@ -469,7 +479,14 @@ class RealtimeConnection:
     async def _commit_audio(
         self, event_id: str | None, size: int, item_id: str | None = None
     ) -> None:
-        """The first ``size`` bytes of the input buffer become a user item, heard."""
+        """The first ``size`` bytes of the input buffer become a user item, then are heard.
+
+        As the service does, the item is committed and added at once with no transcript (the
+        transcription runs after the commit); the transcript follows in
+        ``input_audio_transcription.completed`` (when the session asks for it) and in
+        ``conversation.item.done``. The plugin appends every transcript it is told to its
+        copy of the item, so a transcript in ``added`` would reach its context twice.
+        """
         duration_ms = _ms(size)
         if duration_ms < 100:
             raise ServiceError(
@@ -481,18 +498,13 @@ class RealtimeConnection:
         audio = np.frombuffer(bytes(self._audio[:size]), "<i2")
         del self._audio[:size]
         self._audio_start_ms += duration_ms
-        tools = [t["name"] for t in self.session.get("tools") or [] if t.get("type") == "function"]
-        # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
-        transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
         previous = self.conversation.last_id()
-        item: dict[str, Any] = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_audio", "transcript": transcript}],
-        }
+        part: dict[str, Any] = {"type": "input_audio", "transcript": None}
+        item: dict[str, Any] = {"type": "message", "role": "user", "content": [part]}
         if item_id is not None:
             item["id"] = item_id
         stored = self.conversation.insert(item)
+        part = stored["content"][0]
         self.send(
             {
                 "type": "input_audio_buffer.committed",
@@ -508,7 +520,11 @@ class RealtimeConnection:
             },
             stored["type"],
         )
+        tools = [t["name"] for t in self.session.get("tools") or [] if t.get("type") == "function"]
+        # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
+        transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
         if self.session["audio"]["input"].get("transcription"):
+            part["transcript"] = transcript
             self.send(
                 {
                     "type": "conversation.item.input_audio_transcription.completed",
@@ -518,6 +534,12 @@ class RealtimeConnection:
                     "usage": {"type": "duration", "seconds": duration_ms / 1000.0},
                 }
             )
+        else:
+            # the model hears the words even when nobody asked for them written down
+            part["_heard"] = transcript
+        self.send(
+            {"type": "conversation.item.done", "item": public(stored), "previous_item_id": previous}
+        )
 
     # -- responses -------------------------------------------------------------------------
 
@@ -759,20 +781,21 @@ class _ResponseRun:
 
     async def _spoken_message(self, reply: TextReply, speech: np.ndarray) -> None:
         """The reply spoken, streamed at the pace it plays: each ``SPEECH_CHUNK_MS`` of audio
-        leaves when the previous has played, its words' transcript deltas with it."""
-        part, where = self._open_message(
-            {
-                "type": "output_audio",
-                "transcript": "",
-                "_audio_ms": speech.size * 1000 // SAMPLE_RATE,
-            }
-        )
+        leaves when the previous has played, its words' transcript deltas with it.
+
+        The part's audio is what has been sent (a cancelled reply's is shorter), so a
+        truncate can only cut what the client has; a truncate while it streams stops it
+        (the service would have sent it all by then: it speaks faster than real time).
+        """
+        part, where = self._open_message({"type": "output_audio", "transcript": "", "_audio_ms": 0})
         words = tokens(reply.text)
         step = SAMPLE_RATE * SPEECH_CHUNK_MS // 1000
         chunks = max(1, math.ceil(speech.size / step))
         began, said = time.perf_counter(), 0
         for index in range(chunks):
             await sleep_until(began + index * SPEECH_CHUNK_MS / 1000.0)
+            if part.get("_truncated"):
+                break
             due = math.ceil(len(words) * (index + 1) / chunks)
             for word in words[said:due]:
                 self._output_tokens += 1
@@ -781,14 +804,16 @@ class _ResponseRun:
                     {"type": "response.output_audio_transcript.delta", "delta": word, **where}
                 )
             said = due
-            chunk = speech[index * step : (index + 1) * step].astype("<i2").tobytes()
-            delta = base64.b64encode(chunk).decode()
+            chunk = speech[index * step : (index + 1) * step]
+            part["_audio_ms"] = (index * step + chunk.size) * 1000 // SAMPLE_RATE
+            delta = base64.b64encode(chunk.astype("<i2").tobytes()).decode()
             self._conn.send({"type": "response.output_audio.delta", "delta": delta, **where})
+        # the service's order: the audio ends, then its transcript, then the part
+        self._conn.send({"type": "response.output_audio.done", **where})
         transcript = part["transcript"]
         self._conn.send(
             {"type": "response.output_audio_transcript.done", "transcript": transcript, **where}
         )
-        self._conn.send({"type": "response.output_audio.done", **where})
         done = {"type": "audio", "transcript": transcript}
         self._conn.send({"type": "response.content_part.done", "part": done, **where})
         self._close_item("completed")
