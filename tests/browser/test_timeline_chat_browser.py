@@ -88,13 +88,14 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     screenshot(page, "timeline_chat_live")
 
     # hover details on a mark: the live clock holds still under the pointer, so the mark
-    # stays where it was read (moved to, not hover()ed: the call's output sits on it)
+    # stays where it was read (moved to, not hover()ed: the call's output sits on it). The
+    # first message's mark: the tool call's can share its pixel with the handoff's arrow
     timeline.scroll_into_view_if_needed()
     page.mouse.move(*center(timeline.locator(".na-timeline-svg")))
     next_frame(page)
-    page.mouse.move(*center(timeline.locator(".na-mark-tool_call")))
+    page.mouse.move(*center(timeline.locator(".na-mark-user_message").first))
     expect(timeline.locator(".na-tooltip")).to_be_visible()
-    expect(timeline.locator(".na-tooltip")).to_contain_text("transfer_to_billing")
+    expect(timeline.locator(".na-tooltip")).to_contain_text("hello there")
 
     # scrub to the end: each agent's chat context, from the kernel
     timeline.locator(".na-scrubber").fill(
