@@ -87,10 +87,13 @@ class RawClient:
 
 
 @asynccontextmanager
-async def raw_session(emulator: Emulator, **session: Any) -> AsyncIterator[RawClient]:
-    """A bare websocket with ``session`` applied by a ``session.update``."""
+async def raw_session(
+    emulator: Emulator, query: dict[str, Any] | None = None, **session: Any
+) -> AsyncIterator[RawClient]:
+    """A bare websocket (``query``: its latency and faults) with ``session`` applied by a
+    ``session.update``."""
     headers = {"Authorization": f"Bearer {API_KEY}"}
-    url = realtime_ws_url(emulator)
+    url = realtime_ws_url(emulator, **(query or {}))
     async with aiohttp.ClientSession() as http, http.ws_connect(url, headers=headers) as ws:
         client = RawClient(ws)
         await client.until("session.created")
@@ -248,6 +251,20 @@ async def test_without_turn_detection_only_a_commit_ends_the_turn(emulator: Emul
     assert "input_audio_buffer.speech_started" not in client.types()
     assert "conversation.item.input_audio_transcription.completed" not in client.types()
     assert client.types().count("response.created") == 1
+
+
+async def test_a_held_back_ack_holds_the_turns_done_event_behind_it(emulator: Emulator) -> None:
+    async with raw_session(
+        emulator,
+        query={"ack_delay_ms": 300},
+        output_modalities=["text"],
+        audio={"input": {"transcription": TRANSCRIBED, "turn_detection": None}},
+    ) as client:
+        await client.speak(spoken("hello there"))
+        await client.send({"type": "input_audio_buffer.commit"})
+        await client.until("conversation.item.done")
+    types = client.types()
+    assert "conversation.item.added" in types  # before the done event that ended the wait
 
 
 async def test_the_spoken_reply_streams_in_the_services_order_at_the_pace_it_plays(

@@ -537,9 +537,9 @@ class RealtimeConnection:
         else:
             # the model hears the words even when nobody asked for them written down
             part["_heard"] = transcript
-        self.send(
-            {"type": "conversation.item.done", "item": public(stored), "previous_item_id": previous}
-        )
+        # held back with its item's added event by ack_delay_ms, so it never overtakes it
+        done = {"type": "conversation.item.done", "item": public(stored)}
+        self._ack({**done, "previous_item_id": previous}, stored["type"])
 
     # -- responses -------------------------------------------------------------------------
 
