@@ -22,7 +22,7 @@ from notebook_agents.trace import Trace
 from notebook_agents.trace.describe import usage_data
 
 from .conftest import API_KEY, MakeModel
-from .test_chat_view import two_agent_server
+from .test_runner_voice import realtime_voice_server
 from .test_trace import Alice, Bob, late_tool_results, recorded, traced, with_system_message
 
 DOC = Path(__file__).parent.parent / "docs" / "trace-format.md"
@@ -72,7 +72,7 @@ async def test_every_kind_real_sessions_record_holds_to_its_schema(
         await session.run(user_input="get weather city=Oslo")
         await recorded(parted, "context_converged", count=1)
     # a spoken turn to a realtime model that hears and speaks: what recognition heard
-    spoken = NotebookRunner(two_agent_server(emulator), audio=True)
+    spoken = NotebookRunner(realtime_voice_server(emulator), audio=True)
     runners.append(spoken)
     spoken.start()
     await spoken.ready()
