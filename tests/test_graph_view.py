@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
@@ -22,6 +23,7 @@ from notebook_agents.trace import TRACE_FORMAT, Trace
 from notebook_agents.views import AgentGraphView
 from notebook_agents.views._assets import widgets_dir
 from notebook_agents.views._graph_layout import NODE_H, graph_layout
+from notebook_agents.views.graph_view import GRAPH_COLORS
 
 from .conftest import API_KEY
 from .handoff_agents import Alice, Billing, Bob, Concierge, Echo, Support
@@ -100,6 +102,19 @@ def test_a_loaded_trace_with_no_runner_lights_its_current_agent(tmp_path: Path) 
     view = AgentGraphView(Trace.load(saved_trace(tmp_path / "classes.jsonl", events)))
     assert (node_ids(view), view.current) == (["Concierge", "Billing"], "Billing")
     assert edge_set(view) == edge_set(AgentGraphView([Concierge]))
+
+
+def test_a_closed_session_lights_no_agent(tmp_path: Path) -> None:
+    events: list[tuple[str, str | None, dict[str, Any]]] = [
+        ("handoff", "Concierge", {"from": None, "to": "Concierge"}),
+        ("handoff", "Billing", {"from": "Concierge", "to": "Billing"}),
+        ("closed", None, {"reason": "user_initiated"}),
+    ]
+    view = AgentGraphView(Trace.load(saved_trace(tmp_path / "trace.jsonl", events)))
+    assert (node_ids(view), view.current) == (["Concierge", "Billing"], "")
+    boxes = [p for p in view.to_figure().axes[0].patches if isinstance(p, FancyBboxPatch)]
+    assert len(boxes) == 2
+    assert all(box.get_facecolor() != to_rgba(GRAPH_COLORS["current"]) for box in boxes)
 
 
 # -- the static figure and the layout -----------------------------------------------------------
@@ -225,6 +240,10 @@ async def test_runner_graph_appears_with_the_session_and_follows_a_handoff(
         "Billing",
     )
     late.close()
+
+    # the call is over: no agent is on it any more
+    runner.stop()
+    await until(view, lambda: view.current == "")
     view.close()
 
 

@@ -443,3 +443,53 @@ def test_the_figure_draws_speech_as_the_widget_does() -> None:
     # the caller spoke for 1 s, the agent for 1.5 s (no idle gap squeezes the axis here)
     assert widths[to_rgba(SPEECH_COLORS["user"])] == pytest.approx(1.0)
     assert widths[to_rgba(SPEECH_COLORS["agent"])] == pytest.approx(1.5)
+
+
+def away_after_the_reply() -> list[dict[str, Any]]:
+    """Notebook 01's call as a new user leaves it: a turn, then the caller silent until livekit
+    says they are away (its ``user_away_timeout``, 15 s), saved while the call is up."""
+    events: list[tuple[float, str, str | None, dict[str, Any]]] = [
+        (0.48, "handoff", "Concierge", {"from": None, "to": "Concierge", "session": None,
+                                        "context": None}),
+        (0.49, "agent_state", "Concierge", {"old": "initializing", "new": "listening"}),
+        (0.52, "user_message", "Concierge", {"text": "Hello there!", "item_id": "u1"}),
+        (0.56, "agent_state", "Concierge", {"old": "listening", "new": "speaking"}),
+        (3.779, "agent_state", "Concierge", {"old": "speaking", "new": "listening"}),
+        (3.7795, "agent_message", "Concierge", {"text": "You said: Hello there!",
+                                                "item_id": "a1", "phase": "turn"}),
+        (18.78, "user_state", "Concierge", {"old": "listening", "new": "away"}),
+    ]  # fmt: skip
+    return [
+        {"seq": seq, "t": t, "kind": kind, "agent": agent, "data": data}
+        for seq, (t, kind, agent, data) in enumerate(events)
+    ]
+
+
+def test_the_view_ends_at_the_last_event_drawn_or_not(tmp_path: Path) -> None:
+    """The caller going away is not drawn but ends the idle gap: the browser is told the trace
+    ends there, not at the last mark, so the gap and its label fit inside the view."""
+    trace = Trace.load(write_trace(tmp_path / "away.jsonl", away_after_the_reply()))
+    view = TimelineView(trace)
+    browser = Browser(view)
+    view._on_browser_message(view, {"type": "history"}, [])
+    away = trace.events[-1]
+    assert away.kind == "user_state"
+    assert max(record["t"] for record in browser.records()) < away.t  # not sent as a record
+    assert view.last_t == away.t
+    assert view.gaps[-1]["end"] == away.t and view.gaps[-1]["label"] == "15.0 s idle"
+
+
+async def test_a_live_views_end_follows_every_event(models: MakeModel) -> None:
+    trace, view, _ = await watched(models)
+    assert view.last_t == trace.events[-1].t
+
+
+def test_the_caller_the_agent_and_the_rest_have_rows_of_their_own() -> None:
+    """A reply and the next message land milliseconds apart when cells run back to back: in
+    rows of their own neither hides the other; the browser gets each style's row."""
+    rows = {key: style.row for key, style in MARK_STYLES.items()}
+    assert rows["user_message"] != rows["agent_message"] == rows["on_enter"]
+    others = {row for key, row in rows.items() if not key.endswith(("message", "on_enter"))}
+    assert others.isdisjoint({rows["user_message"], rows["agent_message"]})
+    view = TimelineView(Trace())
+    assert {key: style["row"] for key, style in view.mark_styles.items()} == rows

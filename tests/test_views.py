@@ -15,6 +15,7 @@ from notebook_agents.trace import EventKind, Trace, TraceEvent
 from notebook_agents.views import StateView
 from notebook_agents.views._assets import widgets_dir
 from notebook_agents.views._throttle import Throttle
+from notebook_agents.views.state_view import OTHER_STATE
 
 from .conftest import API_KEY
 
@@ -45,24 +46,28 @@ def flushed(view: StateView) -> dict[str, Any]:
     return {k: getattr(view, k) for k in ("agent", "agent_state", "user_state", "closed")}
 
 
-async def test_state_view_follows_a_live_trace(emulator: Emulator) -> None:
+async def test_state_view_follows_a_live_trace_to_its_close(emulator: Emulator) -> None:
+    """Live, the agent's state and the user's; once the session has closed, no stale state
+    (livekit leaves both listening): the agent's is closed and no caller is on the line."""
     trace = Trace()
     view = StateView(trace)
     assert (view.agent, view.agent_state) == ("", "initializing")
+    listening = asyncio.Event()
+    trace.subscribe(lambda e: listening.set() if e.data.get("new") == "listening" else None)
     # subscribed after the view: the same delivery that tells us "closed" fed the view first
     closed = asyncio.Event()
     trace.subscribe(lambda event: closed.set() if event.kind == "closed" else None)
-    await converse(emulator, trace)
+    conversation = asyncio.ensure_future(converse(emulator, trace))
+    await listening.wait()
+    assert flushed(view)["agent_state"] == "listening"
+    await conversation
     await closed.wait()
-    state = flushed(view)
-    last_agent_state = trace.of_kind("agent_state")[-1]
-    assert state == {
-        "agent": "Ada",
-        "agent_state": last_agent_state.data["new"],
-        "user_state": "listening",
-        "closed": True,
-    }
-    assert view.agent_state_since == last_agent_state.t
+    assert trace.of_kind("agent_state")[-1].data["new"] == "listening"  # what livekit left
+    assert flushed(view) == {"agent": "Ada", "agent_state": "closed", "user_state": "–",
+                             "closed": True}  # fmt: skip
+    assert view.agent_state_since == trace.events[-1].t
+    assert view.colors["agent_state"] == view.colors["user_state"] == OTHER_STATE
+    assert view.note == "session closed"
     assert view.started_at == trace.started_at
     view.close()
 
@@ -77,7 +82,7 @@ async def test_state_view_of_a_loaded_trace(emulator: Emulator, tmp_path: Path) 
     figure = view.to_figure()
     assert isinstance(figure, Figure)
     texts = [t.get_text() for t in figure.axes[0].texts]
-    assert "Ada" in texts and "session closed" in texts
+    assert "Ada" in texts and "closed" in texts and "session closed" in texts
 
 
 async def test_throttle_coalesces_bursts_to_at_most_30_hz() -> None:

@@ -1,16 +1,22 @@
 """VoiceView in the kernel: it needs a runner with a microphone, forwards the browser's
-binary microphone buffers to it, and sends the agent's audio back as binary buffers."""
+binary microphone buffers to it, and sends the agent's audio back as binary buffers; in push
+to talk the caller's turn lasts from press to release."""
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from notebook_agents import NotebookRunner, RunnerError
 from notebook_agents.emulator import Emulator
+from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.trace import Trace, TraceEvent
 from notebook_agents.views import VoiceView
 
-from .test_runner_voice import voice_server
+from .test_runner_voice import realtime_voice_server, voice_server
 
 
 def test_a_runner_without_a_microphone_is_refused_naming_the_fix(emulator: Emulator) -> None:
@@ -32,3 +38,79 @@ def test_the_agents_audio_goes_to_the_browser_as_binary_buffers(
     assert sent == [({"kind": "agent_audio"}, [reply.tobytes()]), ({"kind": "cut"}, None)]
     view.close()
     assert runner._agent_audio_listeners == []  # closed: it no longer listens
+
+
+async def speak_live(view: VoiceView, samples: np.ndarray) -> None:
+    """As the browser's microphone streams it: 20 ms buffers as they are spoken."""
+    for chunk in np.array_split(samples, max(samples.size // 480, 1)):
+        view._on_front_end(view, {"kind": "microphone"}, [chunk.tobytes()])
+        await asyncio.sleep(0.02)  # the pace a microphone delivers at, not a synchronization
+
+
+async def first(trace: Trace, wanted: Callable[[TraceEvent], bool]) -> TraceEvent:
+    """The first event of ``trace``, recorded already or from now on, that is ``wanted``."""
+    loop = asyncio.get_running_loop()
+    found: asyncio.Future[TraceEvent] = loop.create_future()
+
+    def settle(event: TraceEvent) -> None:
+        if not found.done():
+            found.set_result(event)
+
+    def on_event(event: TraceEvent) -> None:
+        if wanted(event):
+            loop.call_soon_threadsafe(settle, event)
+
+    stop = trace.subscribe(on_event)
+    try:
+        for event in trace.events:
+            on_event(event)
+        return await asyncio.wait_for(found, 30)  # a bound on failure, not a sync
+    finally:
+        stop()
+
+
+async def test_push_to_talk_ends_the_turn_on_release_not_on_a_pause(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """Held through a pause four times the VAD's: nothing is answered until the button is let
+    go, then the whole turn is, every word of it; then the session ends turns on its own again."""
+    runner = NotebookRunner(voice_server(emulator), audio=True)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    view = VoiceView(runner)  # push to talk
+    quiet = np.zeros(SAMPLE_RATE * 2, np.int16)
+    view._on_front_end(view, {"kind": "pressed"}, [])
+    await speak_live(view, np.concatenate([synthesize("hello there"), quiet]))
+    # the VAD heard the caller stop a while ago, and its words are in: the button is held
+    ended = await first(
+        runner.trace, lambda e: e.kind == "user_state" and e.data["old"] == "speaking"
+    )
+    assert runner.trace.now() - ended.t > 1.5
+    await first(runner.trace, lambda e: e.kind == "user_transcript")
+    await speak_live(view, synthesize("thank you"))
+    released = runner.trace.now()
+    view._on_front_end(view, {"kind": "released"}, [])
+    said = await first(runner.trace, lambda e: e.kind == "user_message")
+    assert said.t > released, f"a turn ended {released - said.t:.1f} s before the release"
+    assert said.data["text"] == "hello there thank you"
+    reply = await first(runner.trace, lambda e: e.kind == "agent_message")
+    assert reply.data["text"] == 'You are the Concierge. You said: "hello there thank you".'
+    # the session's own turn detection is back: a spoken turn from a cell ends on its own
+    assert await runner.send_audio(synthesize("thank you")) == (
+        'You are the Concierge. You said: "thank you".'
+    )
+    view.close()
+
+
+async def test_push_to_talk_on_a_realtime_model_that_ends_turns_itself_names_the_fix(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = NotebookRunner(realtime_voice_server(emulator), audio=True)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    view = VoiceView(runner)
+    view._on_front_end(view, {"kind": "pressed"}, [])
+    assert 'turn_detection="manual"' in view.error and "open microphone" in view.error
+    view.close()

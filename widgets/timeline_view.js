@@ -2,13 +2,23 @@
 // lanes, agent-state spans, marks, handoff arrows with chips coloured by mode, bring-up bands,
 // idle gaps and the legend, with their colours, labels and hover texts. Decided here is only
 // where things go on screen: the time axis (each idle gap drawn a fixed width), the row a
-// handoff chip takes so none covers another, and where a hover box fits inside the view.
-// Records arrive in batches ("msg:custom"); only the visible time window is drawn, and marks
-// closer than a pixel or two are merged, so a long trace stays responsive.
+// handoff chip takes so none covers another, a mark moved beside the one it would cover, and
+// where a hover box fits inside the view. Records arrive in batches ("msg:custom"); only the
+// visible time window is drawn, and a crowd of marks is merged, so a long trace stays
+// responsive.
 
-const LANE_H = 48;
+const LANE_H = 60;
+const ROW_Y = [9, 21, 33]; // centre of each row of marks in a lane (the kernel's MarkStyle.row)
+const MARK_W = 14; // a mark's room in its row, outline included, a pixel clear of the next
+const DODGE_MAX = 3 * MARK_W; // the farthest a mark moves right of its time to be seen
+const BAR_Y = 40; // the agent-state bar: its top and height in a lane
+const BAR_H = 13;
+const SPEECH_Y = 55; // the speech bar under it
+const HEAD_L = 9; // the handoff arrow's head: length and width
+const HEAD_W = 9;
 const LABEL_W = 120;
 const RIGHT_PAD = 10;
+const THUMB = 12; // the scrubber's thumb: its centre runs over the plot's width exactly
 const AXIS_H = 22;
 const ROW_H = 18; // a row of handoff chips above the lanes
 const CHIP_H = 14;
@@ -54,13 +64,11 @@ class Store {
     this.spans = []; // per lane: closed spans {start, end, state, color, ink}, in time order
     this.open = null; // the open span {lane, start, state, color, ink, waiting}: to the live edge
     this.speech = new Map(); // id -> {lane, speaker, start, end, color, detail}; words come later
-    this.lastT = 0;
   }
 
   add(record) {
     if (this.seen.has(record.seq)) return;
     this.seen.add(record.seq);
-    this.lastT = Math.max(this.lastT, record.t);
     if (record.span) {
       const [lane, start, end, state, color, ink] = record.span;
       while (this.spans.length <= lane) this.spans.push([]);
@@ -176,9 +184,10 @@ function render({ model, el }) {
     </div>
     <div class="na-legend"></div>
     <div class="na-plot"><svg class="na-timeline-svg" xmlns="${SVG_NS}"></svg></div>
-    <div class="na-scrub"><input class="na-scrubber" type="range" min="0" max="1" step="0.001" value="0"><span class="na-scrub-time">scrub to see each agent's context</span></div>
+    <div class="na-scrub"><span class="na-scrub-time">scrub ▸</span><input class="na-scrubber" type="range" min="0" max="1" step="any" value="0" title="scrub to see each agent's context at that moment" aria-label="scrub to a moment: each agent's context then"></div>
     <div class="na-contexts"></div>
     <div class="na-tooltip" hidden></div>`;
+  root.style.setProperty("--na-thumb", `${THUMB}px`);
   el.append(root);
   const svg = root.querySelector("svg");
   const plot = root.querySelector(".na-plot");
@@ -207,13 +216,15 @@ function render({ model, el }) {
   }
 
   const now = () => Date.now() / 1000 - model.get("started_at");
-  const liveEnd = () => (model.get("live") ? Math.max(now(), store.lastT) : store.lastT);
   const first = () => model.get("first_t") ?? 0;
+  // the last event's time as the kernel says it, drawn or not: an idle gap can end at one
+  const lastT = () => model.get("last_t") ?? first();
+  const liveEnd = () => (model.get("live") ? Math.max(now(), lastT()) : lastT());
   // while live, the whole-trace view runs to the clock; waiting on the caller (the kernel
   // says when), at most the idle threshold past the last event: the activity keeps the width
   const fitEnd = () => {
     const waiting = !store.open || store.open.waiting;
-    const end = waiting ? Math.min(liveEnd(), store.lastT + model.get("idle_after")) : liveEnd();
+    const end = waiting ? Math.min(liveEnd(), lastT() + model.get("idle_after")) : liveEnd();
     return Math.max(end, first() + 0.001);
   };
 
@@ -236,6 +247,9 @@ function render({ model, el }) {
 
   function draw() {
     frame = 0;
+    // not laid out (a hidden panel, JupyterLab switching themes): the last drawing stands
+    // until the ResizeObserver reports a width again
+    if (!plot.clientWidth && shown) return;
     const started = performance.now();
     const lanes = model.get("lanes");
     const styles = model.get("mark_styles");
@@ -288,11 +302,11 @@ function render({ model, el }) {
       }
     }
     // idle gaps: a band where time is shortened, saying how long nothing happened, under the
-    // spans that run through it
+    // spans that run through it; the part in view, its label whole inside it or left out
     model.get("gaps").forEach((gap) => {
       if (gap.end < t0 || gap.start > t1) return;
-      const x0 = x(gap.start) + GAP_INSET;
-      const x1 = x(gap.end) - GAP_INSET;
+      const x0 = Math.max(x(gap.start) + GAP_INSET, LABEL_W);
+      const x1 = Math.min(x(gap.end) - GAP_INSET, right);
       if (x1 - x0 < 4) return;
       parts.push(`<g class="na-gap" data-tip="${tip(gap.detail)}"><rect class="na-gap-band" x="${x0}" y="${top}" width="${x1 - x0}" height="${axisY - top}"/>`);
       if (x1 - x0 > textWidth(gap.label, 10) + 4) {
@@ -305,9 +319,9 @@ function render({ model, el }) {
       const x0 = Math.max(x(span.start), LABEL_W);
       const x1 = Math.min(x(spanEnd), right);
       const y = laneY(lane);
-      parts.push(`<rect class="na-span" data-state="${escape(span.state)}" fill="${span.color}" x="${x0}" y="${y + 31}" width="${Math.max(x1 - x0, 1)}" height="13"/>`);
+      parts.push(`<rect class="na-span" data-state="${escape(span.state)}" fill="${span.color}" x="${x0}" y="${y + BAR_Y}" width="${Math.max(x1 - x0, 1)}" height="${BAR_H}"/>`);
       if (x1 - x0 > textWidth(span.state, 10) + 8) {
-        parts.push(`<text class="na-span-label" fill="${span.ink}" x="${x0 + 4}" y="${y + 41}">${escape(span.state)}</text>`);
+        parts.push(`<text class="na-span-label" fill="${span.ink}" x="${x0 + 4}" y="${y + BAR_Y + 10}">${escape(span.state)}</text>`);
       }
       return x1;
     };
@@ -327,50 +341,58 @@ function render({ model, el }) {
       if (speech.end < t0 || speech.start > t1) continue;
       const x0 = Math.max(x(speech.start), LABEL_W);
       const x1 = Math.min(x(speech.end), right);
-      parts.push(`<rect class="na-speech" data-speaker="${escape(speech.speaker)}" data-tip="${tip(speech.detail)}" fill="${speech.color}" x="${x0}" y="${laneY(speech.lane) + 45}" width="${Math.max(x1 - x0, 1)}" height="3"/>`);
+      parts.push(`<rect class="na-speech" data-speaker="${escape(speech.speaker)}" data-tip="${tip(speech.detail)}" fill="${speech.color}" x="${x0}" y="${laneY(speech.lane) + SPEECH_Y}" width="${Math.max(x1 - x0, 1)}" height="3"/>`);
     }
 
-    // bring-ups under the marks: few (one per handoff) and short, so a plain scan will do
+    // bring-ups under the marks: few (one per handoff) and short, so a plain scan will do. The
+    // band starts at its handoff's arrow: its label starts clear of the arrow's head
     for (const bringUp of store.bringUps) {
       if (bringUp.end < t0 || bringUp.start > t1) continue;
       const x0 = Math.max(x(bringUp.start), LABEL_W);
       const x1 = Math.min(x(bringUp.end), right);
       const y = laneY(bringUp.lane);
-      parts.push(`<g class="na-bringup" style="--na-color: ${bringUp.color}" data-tip="${tip(bringUp.detail)}" role="img" aria-label="${escape(bringUp.name)}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="27"/>`);
-      if (x1 - x0 > textWidth(bringUp.label, 9) + 6) parts.push(`<text class="na-bringup-label" x="${x0 + 3}" y="${y + 12}">${escape(bringUp.label)}</text>`);
+      parts.push(`<g class="na-bringup" style="--na-color: ${bringUp.color}" data-tip="${tip(bringUp.detail)}" role="img" aria-label="${escape(bringUp.name)}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="${BAR_Y - 4}"/>`);
+      const labelX = Math.max(x0 + 3, x(bringUp.start) + HEAD_W / 2 + 3);
+      if (x1 - labelX > textWidth(bringUp.label, 9) + 3) parts.push(`<text class="na-bringup-label" x="${labelX}" y="${y + 10}">${escape(bringUp.label)}</text>`);
       parts.push("</g>");
-    }
-
-    const marks = store.marks;
-    const lastX = new Map();
-    const looks = new Map(); // each style's class and colour attributes
-    for (let i = lowerBound(marks, t0, (m) => m.t); i < marks.length && marks[i].t <= t1; i++) {
-      const mark = marks[i];
-      const mx = x(mark.t);
-      const key = `${mark.lane}:${mark.style}`;
-      if (mx - (lastX.get(key) ?? -Infinity) < 2) continue; // same spot as the last one drawn
-      lastX.set(key, mx);
-      const style = styles[mark.style];
-      if (!looks.has(mark.style)) {
-        const [paintClass, colour] = paint(style);
-        looks.set(mark.style, `class="na-mark ${style.css} ${paintClass}" ${colour}`);
-      }
-      const attrs = `${looks.get(mark.style)} data-seq="${mark.seq}" data-tip="${tip(mark.detail)}"`;
-      const row = style.shape === "circle" ? 10 : 22; // messages above, the rest below
-      parts.push(markShape(style.shape, mx, laneY(mark.lane) + row, attrs));
     }
 
     // handoffs: the arrow between the lanes, a dotted lead up to its chip
     for (const { handoff, at, left, w, row } of chips) {
       const y0 = laneY(handoff.from) + LANE_H / 2;
-      const y1 = laneY(handoff.to) + LANE_H / 2 + (handoff.to > handoff.from ? -8 : 8);
+      const down = handoff.to > handoff.from ? 1 : -1;
+      const y1 = laneY(handoff.to) + LANE_H / 2 - 8 * down; // the head's tip
+      const base = y1 - HEAD_L * down;
       const chipY = row * ROW_H + 2;
       const attrs = `class="na-handoff" data-mode="${escape(handoff.mode)}" data-tip="${tip(handoff.detail)}"`;
       parts.push(`<g ${attrs}><line class="na-handoff-lead" x1="${at}" y1="${chipY + CHIP_H}" x2="${at}" y2="${Math.min(y0, y1)}"/>`);
-      parts.push(`<line class="na-handoff-arrow" x1="${at}" y1="${y0}" x2="${at}" y2="${y1}" marker-end="url(#na-arrow)"/>`);
+      parts.push(`<line class="na-handoff-arrow" x1="${at}" y1="${y0}" x2="${at}" y2="${base}"/>`);
+      parts.push(`<path class="na-handoff-head" d="M${at - HEAD_W / 2},${base}L${at},${y1}L${at + HEAD_W / 2},${base}Z"/>`);
       parts.push(`<line class="na-hit" x1="${at}" y1="${y0}" x2="${at}" y2="${y1}"/>`);
       parts.push(`<rect class="na-handoff-chip" fill="${handoff.color}" x="${left}" y="${chipY}" width="${w}" height="${CHIP_H}" rx="3"/>`);
       parts.push(`<text class="na-handoff-label" fill="${handoff.ink}" x="${left + CHIP_PAD}" y="${chipY + 10.5}">${escape(handoff.label)}</text></g>`);
+    }
+
+    // each mark over the arrows, in its row (the kernel's), at its time or, where it would
+    // cover the mark before it, just right of that one; a mark that would have to move
+    // farther is merged with the crowd it falls in
+    const marks = store.marks;
+    const lastX = new Map(); // lane:row -> where the last mark drawn there sits
+    const looks = new Map(); // each style's class and colour attributes
+    for (let i = lowerBound(marks, t0, (m) => m.t); i < marks.length && marks[i].t <= t1; i++) {
+      const mark = marks[i];
+      const style = styles[mark.style];
+      const key = `${mark.lane}:${style.row}`;
+      const at = x(mark.t);
+      const mx = Math.max(at, (lastX.get(key) ?? -Infinity) + MARK_W);
+      if (mx - at > DODGE_MAX || mx > right) continue;
+      lastX.set(key, mx);
+      if (!looks.has(mark.style)) {
+        const [paintClass, colour] = paint(style);
+        looks.set(mark.style, `class="na-mark ${style.css} ${paintClass}" ${colour}`);
+      }
+      const attrs = `${looks.get(mark.style)} data-seq="${mark.seq}" data-tip="${tip(mark.detail)}"`;
+      parts.push(markShape(style.shape, mx, laneY(mark.lane) + ROW_Y[style.row], attrs));
     }
 
     if (scrubT !== null && scrubT >= t0 && scrubT <= t1) {
@@ -378,13 +400,16 @@ function render({ model, el }) {
     }
     svg.setAttribute("width", width);
     svg.setAttribute("height", axisY + AXIS_H);
-    svg.innerHTML = `<defs><marker id="na-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10Z"/></marker></defs>${parts.join("")}`;
+    svg.innerHTML = parts.join("");
     root.querySelector(".na-count").textContent = `${store.seen.size} events`;
     followButton.classList.toggle("na-active", follow);
-    // the scrubber runs along the same axis as the plot: [first event, live edge]
-    scrubber.min = String(Math.floor(axis.u(first()) * 1000) / 1000);
-    // rounded up to the slider's step: the far end must include the last event
-    scrubber.max = String(Math.ceil(Math.max(axis.u(end), axis.u(first()) + 0.001) * 1000) / 1000);
+    // the scrubber is the plot's axis: its thumb's centre runs from the plot's left to its
+    // right edge over the same axis units, so at any x it picks the time the axis shows there
+    scrubber.style.left = `${LABEL_W - THUMB / 2}px`;
+    scrubber.style.width = `${plotW + THUMB}px`;
+    scrubber.min = String(u0);
+    scrubber.max = String(u1);
+    if (scrubT !== null) scrubber.value = String(axis.u(scrubT));
     shown = { u0, u1, axis, plotW };
     root.dataset.renderMs = (performance.now() - started).toFixed(2);
   }
@@ -533,7 +558,7 @@ function render({ model, el }) {
   });
 
   model.on("msg:custom", onMessage);
-  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t"];
+  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t", "change:last_t"];
   for (const name of redrawOn) model.on(name, redraw);
   model.on("change:legend", showLegend);
   model.on("change:scrub_contexts", showContexts);

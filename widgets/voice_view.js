@@ -13,6 +13,12 @@ class Tap extends AudioWorkletProcessor {
 registerProcessor("na-tap", Tap);
 `;
 const CHUNK_S = 0.02; // what the kernel gets at a time: 20 ms, as a microphone delivers
+// the button's label in each mode, closed and open; every one is laid out in the button, only
+// the current one shown, so the button is as wide as the longest and never moves its neighbours
+const LABELS = {
+  push_to_talk: { closed: "hold to talk", open: "listening… let go to send" },
+  open_mic: { closed: "talk", open: "listening… click to stop" },
+};
 
 function pcm16(floats) {
   const out = new Int16Array(floats.length);
@@ -56,6 +62,20 @@ function render({ model, el }) {
   root.className = "na-voice";
   const button = document.createElement("button");
   button.className = "na-voice-button jp-mod-styled";
+  const dot = document.createElement("span");
+  dot.className = "na-voice-dot";
+  const labels = document.createElement("span");
+  labels.className = "na-voice-labels";
+  for (const [mode, texts] of Object.entries(LABELS)) {
+    for (const [state, text] of Object.entries(texts)) {
+      const label = document.createElement("span");
+      label.className = "na-voice-label";
+      label.dataset.key = `${mode}:${state}`;
+      label.textContent = text;
+      labels.append(label);
+    }
+  }
+  button.append(dot, labels);
   const mode = document.createElement("select");
   mode.className = "na-voice-mode jp-mod-styled";
   for (const [value, text] of [["push_to_talk", "push to talk"], ["open_mic", "open mic"]]) {
@@ -121,6 +141,8 @@ function render({ model, el }) {
       microphone = { stream, nodes: [source, analyser, tap, mute], analyser };
       model.set("error", "");
       model.save_changes();
+      // before the first audio (the tap's messages come in later tasks): the turn starts here
+      if (pushToTalk()) model.send({ kind: "pressed" });
       if (!wanted) release();
     } catch (error) {
       microphone = null;
@@ -200,9 +222,8 @@ function render({ model, el }) {
     const open = microphone !== null && !microphone.opening;
     button.disabled = Boolean(ended);
     button.setAttribute("aria-pressed", String(open));
-    button.textContent = open
-      ? pushToTalk() ? "listening… let go to send" : "listening… click to stop"
-      : pushToTalk() ? "hold to talk" : "talk";
+    const key = `${model.get("mode")}:${open ? "open" : "closed"}`;
+    for (const label of labels.children) label.classList.toggle("na-shown", label.dataset.key === key);
     mode.value = model.get("mode");
     mode.disabled = Boolean(ended);
     lines.replaceChildren(

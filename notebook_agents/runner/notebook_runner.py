@@ -39,6 +39,7 @@ from . import _environment, _session_hook
 from ._caller import CallerInput, caller_audio, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
 from ._playback import RealTimeSpeaker, Recording
+from ._push_to_talk import PushToTalk
 from ._real_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError
@@ -111,6 +112,7 @@ class NotebookRunner(StartStop):
         self.recording = Recording()
         """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
         self._microphone: CallerInput | None = None
+        self._talk: PushToTalk | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
         self.trace = Trace()
         self.logs = WorkerLogs()
@@ -247,6 +249,28 @@ class NotebookRunner(StartStop):
         assert loop is not None and microphone is not None
         with contextlib.suppress(RuntimeError):  # the job's loop closed under us: the call ended
             loop.call_soon_threadsafe(microphone.stream, samples, rate)
+
+    def start_turn(self) -> None:
+        """Push-to-talk pressed: the agent is interrupted and the caller's turn lasts until
+        ``end_turn()``, whatever pauses the microphone hears (livekit's push-to-talk: the
+        session's turns committed by hand while held). From any thread; needs ``audio=True``
+        offline, a ready session, and one whose turns livekit ends (not a realtime model's
+        server VAD: ``RunnerError`` says how to start it)."""
+        talk = self._push_to_talk("start_turn()")
+        self._in_job(talk.start(), "start_turn()")
+
+    def end_turn(self) -> concurrent.futures.Future[str]:
+        """Push-to-talk let go: the turn is committed (``AgentSession.commit_user_turn``) and
+        answered; the future gives what was heard."""
+        return self._in_job(self._push_to_talk("end_turn()").end(), "end_turn()")
+
+    def _push_to_talk(self, what: str) -> PushToTalk:
+        self._require_microphone(what)
+        self._require_turns(what)
+        if self._talk is None:
+            self._talk = PushToTalk(self._ready.result())
+        self._talk.check()
+        return self._talk
 
     def on_agent_audio(self, listener: Callable[[np.ndarray | None], object]) -> Callable[[], None]:
         """Call ``listener`` with each reply's samples (int16 mono 24 kHz) as the agent gives

@@ -46,6 +46,12 @@ OTHER_MODE = "#777777"
 """a handoff mode the bench has no colour for"""
 
 
+USER_ROW, AGENT_ROW, OTHER_ROW = 0, 1, 2
+"""a lane's rows of marks, top down: the caller's messages, the agent's, and the rest (tools,
+context, errors). A reply and the next message come milliseconds apart when cells run one
+after another: in rows of their own neither hides the other"""
+
+
 @dataclass(frozen=True)
 class MarkStyle:
     """How one kind of mark is drawn, in the browser and the figure alike."""
@@ -58,28 +64,39 @@ class MarkStyle:
     """outlined in ``color``, filled with the page's colour"""
     css: str
     """the mark's classes in the browser"""
+    row: int
+    """the row of its lane it sits in: ``USER_ROW``, ``AGENT_ROW`` or ``OTHER_ROW``"""
 
 
 MARK_STYLES: dict[str, MarkStyle] = {
-    "user_message": MarkStyle("user", "circle", "#0284c7", False, "na-mark-user_message"),
-    "agent_message": MarkStyle("agent", "circle", "#16a34a", False, "na-mark-agent_message"),
-    "on_enter": MarkStyle(
-        "on_enter", "circle", "#16a34a", True, "na-mark-agent_message na-on-enter"
+    "user_message": MarkStyle("user", "circle", "#0284c7", False, "na-mark-user_message", USER_ROW),
+    "agent_message": MarkStyle(
+        "agent", "circle", "#16a34a", False, "na-mark-agent_message", AGENT_ROW
     ),
-    "tool_call": MarkStyle("tool call", "square", "#d97706", False, "na-mark-tool_call"),
-    "tool_output": MarkStyle("tool output", "square", "#b45309", True, "na-mark-tool_output"),
+    "on_enter": MarkStyle(
+        "on_enter", "circle", "#16a34a", True, "na-mark-agent_message na-on-enter", AGENT_ROW
+    ),
+    "tool_call": MarkStyle("tool call", "square", "#d97706", False, "na-mark-tool_call", OTHER_ROW),
+    "tool_output": MarkStyle(
+        "tool output", "square", "#b45309", True, "na-mark-tool_output", OTHER_ROW
+    ),
     "tool_failed": MarkStyle(
-        "tool output (failed)", "square", "#dc2626", True, "na-mark-tool_output na-failed"
+        "tool output (failed)",
+        "square",
+        "#dc2626",
+        True,
+        "na-mark-tool_output na-failed",
+        OTHER_ROW,
     ),
     "context_changed": MarkStyle(
-        "context", "triangle", "#7c3aed", False, "na-mark-context_changed"
+        "context", "triangle", "#7c3aed", False, "na-mark-context_changed", OTHER_ROW
     ),
-    "error": MarkStyle("error", "cross", "#dc2626", False, "na-mark-error"),
+    "error": MarkStyle("error", "cross", "#dc2626", False, "na-mark-error", OTHER_ROW),
     "context_diverged": MarkStyle(
-        "model apart", "diamond", "#be185d", False, "na-mark-context_diverged"
+        "model apart", "diamond", "#be185d", False, "na-mark-context_diverged", OTHER_ROW
     ),
     "context_converged": MarkStyle(
-        "model agrees", "diamond", "#15803d", True, "na-mark-context_converged"
+        "model agrees", "diamond", "#15803d", True, "na-mark-context_converged", OTHER_ROW
     ),
 }
 """every mark the timeline draws, in the legend's order"""
@@ -158,6 +175,12 @@ class TimelineLayout:
     @property
     def first_t(self) -> float | None:
         return self.analysis.start
+
+    @property
+    def last_t(self) -> float | None:
+        """The last event's time, of any kind: an event not drawn (the caller going away
+        after a long silence) still ends an idle gap and the trace."""
+        return self.analysis.end
 
     @property
     def gaps(self) -> list[dict[str, Any]]:

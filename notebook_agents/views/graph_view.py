@@ -65,7 +65,8 @@ class AgentGraphView(TraceFedView):
     view_box = traitlets.List(traitlets.Float(), [0.0, 0.0, 0.0, 0.0]).tag(sync=True)
     """left, top, width, height of all that is drawn, in the pixels of ``nodes`` and ``edges``"""
     current = traitlets.Unicode("").tag(sync=True)
-    """the id of the active agent, "" before the first handoff event"""
+    """the id of the active agent, "" before the first handoff event and once the session
+    has closed"""
     note = traitlets.Unicode(EMPTY).tag(sync=True)
     """what to say instead of a graph, "" once there is one"""
     colors = traitlets.Dict().tag(sync=True)
@@ -88,11 +89,16 @@ class AgentGraphView(TraceFedView):
             agents = []
         self.trace = trace
         self._graph = HandoffGraph(_as_agents(agents))
+        self._closed = False
+        """the session closed: no agent is on the call any more"""
         self.geometry = graph_layout([], [])
         """what ``nodes``, ``edges`` and ``view_box`` were made of, at the last flush"""
         self._follow(trace)
 
     def _take(self, event: TraceEvent) -> bool:
+        if event.kind == "closed":
+            self._closed = True
+            return True
         return self._graph.apply(event)
 
     def _flush(self) -> None:
@@ -102,7 +108,7 @@ class AgentGraphView(TraceFedView):
             self.nodes = [_node_record(box) for box in layout.nodes]
             self.edges = [_edge_record(route) for route in layout.edges]
             self.view_box = [layout.left, layout.top, layout.width, layout.height]
-            self.current = graph.current
+            self.current = "" if self._closed else graph.current
             self.note = "" if layout.nodes else EMPTY
 
     def to_figure(self) -> Figure:

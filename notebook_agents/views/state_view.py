@@ -21,7 +21,11 @@ STATE_COLORS = {
 """a state's badge colour, agent's and user's alike: white text on each reads at >= 4.5:1,
 each pill at >= 3:1 on the light and the dark theme's page"""
 OTHER_STATE = "#64748b"
-"""the badge of a state without a colour of its own (``idle``)"""
+"""the badge of a state without a colour of its own (``idle``, ``closed``)"""
+CLOSED = "closed"
+"""the agent's state once the session has closed"""
+NO_CALLER = "–"
+"""the user's state once the session has closed (as the agent's badge before there is one)"""
 AGENT_COLOR = "#334155"
 """the agent's badge outside JupyterLab; in it, the theme's inverse colour"""
 
@@ -88,7 +92,9 @@ class StateView(TraceFedView):
         elif event.kind == "handoff" and event.data.get("to"):
             state["agent"] = event.data["to"]
         elif event.kind == "closed":
-            state["closed"] = True
+            # livekit says no last state: the agent's is closed, and no caller is on the line
+            state.update(closed=True, agent_state=CLOSED, agent_state_since=event.t)
+            state.update(user_state=NO_CALLER, user_state_since=event.t)
             if event.data.get("error"):
                 state["failure"] = str(event.data["error"])
         return True

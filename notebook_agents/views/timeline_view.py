@@ -43,6 +43,8 @@ class TimelineView(TraceStreamView):
     """``TimelineLayout.gaps``"""
     first_t = traitlets.Float(None, allow_none=True).tag(sync=True)
     """the first event's time: where the view starts"""
+    last_t = traitlets.Float(None, allow_none=True).tag(sync=True)
+    """``TimelineLayout.last_t``: where a view of the whole trace ends"""
     idle_after = traitlets.Float(IDLE_AFTER).tag(sync=True)
     """seconds without events that make an idle gap: a live view waiting on the caller shows
     at most this much past its last event"""
@@ -67,6 +69,15 @@ class TimelineView(TraceStreamView):
         for name in self._timeline.changed:
             setattr(self, name, getattr(self._timeline, name))
         return record
+
+    def _take(self, event: TraceEvent) -> bool:
+        super()._take(event)
+        return True  # an event not drawn moves the trace's end all the same: flush it
+
+    def _flush(self) -> None:
+        # before the events, so the browser's whole-trace view already reaches them
+        self.last_t = self._timeline.last_t
+        super()._flush()
 
     @property
     def analysis(self) -> TraceAnalysis:

@@ -20,8 +20,6 @@ from ..trace import TraceEvent
 from ._assets import asset
 
 MODES = ("push_to_talk", "open_mic")
-RELEASE_SILENCE_S = 1.0
-"""silence heard after a push-to-talk button is let go: the session's VAD hears the turn end"""
 
 
 class VoiceView(anywidget.AnyWidget):
@@ -65,14 +63,18 @@ class VoiceView(anywidget.AnyWidget):
         super().close()
 
     def _on_front_end(self, _: Any, content: dict[str, Any], buffers: list[bytes]) -> None:
-        """The browser's microphone audio, and push-to-talk let go."""
+        """The browser's microphone audio; push-to-talk pressed (the microphone is open) and
+        let go: the turn lasts from one to the other (``runner.start_turn`` / ``end_turn``)."""
+        kind = content.get("kind")
         try:
-            if content.get("kind") == "microphone":
+            if kind == "microphone":
                 for buffer in buffers:
                     self.runner.hear(np.frombuffer(buffer, np.int16), self.rate)
-            elif content.get("kind") == "released":
-                silence = np.zeros(round(RELEASE_SILENCE_S * self.rate), np.int16)
-                self.runner.hear(silence, self.rate)
+            elif kind == "pressed":
+                self.error = ""
+                self.runner.start_turn()
+            elif kind == "released":
+                self.runner.end_turn()
         except RunnerError as e:
             self.error = str(e)
 

@@ -1,6 +1,6 @@
 """AgentGraphView in JupyterLab in headless chromium, in the light and the dark theme: the graph
-appears and follows a live handoff; a loaded trace alone, with no runner, lights its current
-agent."""
+appears and follows a live handoff, and lights no agent once the call is over; a loaded trace
+alone, with no runner, lights its current agent."""
 
 from __future__ import annotations
 
@@ -90,6 +90,8 @@ def test_graph_view_renders_and_follows_a_handoff(lab: tuple[str, Path], page: P
     assert in_both_themes(page, "svg.na-graph", "graph_view_billing") == []
 
     run_cell(page, "runner.stop()")
+    expect(current).to_have_count(0)  # the call is over: no agent is on it
+    assert in_both_themes(page, "svg.na-graph", "graph_view_closed") == []
     run_cell(page, "emulator.stop()")
 
 
@@ -106,8 +108,8 @@ AgentGraphView(Trace.load("saved_trace.jsonl"))""",
 
 def test_a_loaded_trace_alone_lights_its_current_agent(lab: tuple[str, Path], page: Page) -> None:
     _, root = lab
-    # a session saved earlier: Concierge handed off to Billing, then back, then to Billing;
-    # its handoffs name the agents' classes, defined again in the notebook's __main__
+    # a session saved while the call was up: Concierge handed off to Billing, then back, then
+    # to Billing; its handoffs name the agents' classes, defined again in the notebook's __main__
     concierge, billing = "__main__:Concierge", "__main__:Billing"
     saved_trace(
         root / "saved_trace.jsonl",
@@ -119,7 +121,6 @@ def test_a_loaded_trace_alone_lights_its_current_agent(lab: tuple[str, Path], pa
             ("handoff", "Concierge", {"from": "Billing", "to": "Concierge", "to_class": concierge}),
             ("tool_call", "Concierge", {"name": "transfer_to_billing", "call_id": "c3"}),
             ("handoff", "Billing", {"from": "Concierge", "to": "Billing", "to_class": billing}),
-            ("closed", None, {"reason": "user_initiated"}),
         ],
     )
     run_notebook(page, lab, "graph_view_loaded.ipynb", LOADED)

@@ -6,12 +6,26 @@ import re
 import shutil
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from ..test_notebooks import CALLS_03
 from .conftest import open_notebook, run_all, run_cell, screenshot
 from .lab import ARTIFACTS, REPO
 from .test_benchmark_view_browser import assert_fits_its_output
+from .test_timeline_layout_browser import boxes, overlap
+from .themes import in_both_themes
+
+
+def assert_marks_apart(timeline: Locator) -> None:
+    """No mark on the timeline covers another, nor does a bring-up's label touch an arrow."""
+    marks = boxes(timeline.locator(".na-mark"))
+    for i, a in enumerate(marks):
+        for j, b in enumerate(marks[i + 1 :], i + 1):
+            assert not overlap(a, b), f"marks {i} {a} and {j} {b} overlap"
+    arrows = boxes(timeline.locator(".na-handoff-arrow, .na-handoff-head"))
+    for label in boxes(timeline.locator(".na-bringup-label")):
+        for arrow in arrows:
+            assert not overlap(label, arrow), f"a bring-up label {label} meets an arrow {arrow}"
 
 
 def test_prototype_notebook_shows_every_view_live(lab: tuple[str, Path], page: Page) -> None:
@@ -31,6 +45,18 @@ def test_prototype_notebook_shows_every_view_live(lab: tuple[str, Path], page: P
     expect(timeline.locator(".na-lane-label")).to_have_text(["Concierge", "Billing"])
     expect(timeline.locator(".na-handoff-label")).to_have_text(["reused · empty"])
     screenshot(page, "notebook_01_prototype")
+
+    # at the default zoom every message and tool mark shows, none over another: each reply
+    # and the next message, the tool call and its output, come milliseconds apart
+    run_cell(page, 'print("marked:", len(runner.trace.of_kind('
+             '"user_message", "agent_message", "tool_call", "tool_output")))')  # fmt: skip
+    printed = page.locator(".jp-OutputArea-output").filter(has_text="marked:")
+    expect(printed).to_have_count(1)
+    marked = int(printed.inner_text().split()[-1])
+    timeline.scroll_into_view_if_needed()
+    expect(timeline.locator(".na-mark")).to_have_count(marked)
+    assert_marks_apart(timeline)
+    assert in_both_themes(page, ".na-timeline", "notebook_01_timeline") == []
 
     # after Run All the call is still live: the chat box takes a turn
     chat.locator(".na-chat-input").fill("What is 2 times 3?")
@@ -74,6 +100,9 @@ def test_teaching_notebook_shows_each_handoff_and_failure(
         expect(timeline.locator(".na-mark-error")).to_have_count(1)
     main.scroll_into_view_if_needed()
     screenshot(page, "notebook_03_teaching")
+    # every mark and every bring-up's label clear of the others and of the arrows
+    for timeline in (main, held, failing):
+        assert_marks_apart(timeline)
 
     # each handoff's bring-up band lasts as long as the trace says, in its label and tooltip
     run_cell(

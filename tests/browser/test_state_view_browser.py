@@ -1,5 +1,5 @@
 """StateView in JupyterLab in headless chromium, in the light and the dark theme: it renders,
-follows the live agent, and says how the session ended."""
+follows the live agent, and says how the session ended, with no state left over from it."""
 
 from __future__ import annotations
 
@@ -49,6 +49,11 @@ def test_state_view_renders_and_follows_the_agent(lab: tuple[str, Path], page: P
 
     run_cell(page, "runner.stop()")
     expect(page.locator(".na-state .na-closed")).to_have_text("session closed")
+    # no state left over from the call (livekit's last ones were listening)
+    expect(agent_state).to_have_text("closed")
+    expect(agent_state).to_have_attribute("data-state", "closed")
+    expect(page.locator(".na-state .na-user-state")).to_have_text("–")
+    expect(time_in_state).to_have_text("")
     assert in_both_themes(page, ".na-state", "state_view_closed") == []
     run_cell(page, "emulator.stop()")
 

@@ -3,19 +3,23 @@ inside 1.5 s, a long idle gap and nothing in the first second (what a new user m
 
 Handoff labels never overlap and, like every hover box, stay inside the widget; the view starts
 at the first event and shortens the idle gap visibly; the legend names the agent states and
-handoff modes on show, in the colours they are drawn in; every text reads in both themes.
+handoff modes on show, in the colours they are drawn in; every text reads in both themes. The
+scrubber picks the time the axis shows where it is; an idle gap at the end of the trace is
+labelled whole, inside the view.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
-from ..test_timeline_view import four_handoffs, write_trace
+from ..test_timeline_view import away_after_the_reply, four_handoffs, write_trace
 from .conftest import next_frame, open_notebook, run_all, screenshot, write_notebook
 from .test_theme_browser import MEASURE, problems, set_theme
-from .themes import THEMES
+from .themes import THEMES, in_both_themes
 
 CELLS = [
     """from notebook_agents import Trace
@@ -151,3 +155,90 @@ def test_close_handoffs_read_apart_inside_a_view_fitted_to_the_activity(
     finally:
         set_theme(page, "JupyterLab Light", "white")  # the lab serves the other tests too
     assert found == [], "\n".join(["what does not read or follow the theme:", *found])
+
+
+def replay(lab: tuple[str, Path], page: Page, name: str, records: list[dict[str, Any]]) -> Locator:
+    """A notebook showing a TimelineView of ``records`` (a loaded trace), drawn."""
+    base, root = lab
+    write_trace(root / f"{name}.jsonl", records)
+    cell = f"""from notebook_agents import Trace
+from notebook_agents.views import TimelineView
+
+TimelineView(Trace.load("{name}.jsonl"))"""
+    write_notebook(root / f"{name}.ipynb", [cell])
+    open_notebook(page, base, f"{name}.ipynb")
+    run_all(page)
+    timeline = page.locator(".na-timeline")
+    expect(timeline.locator(".na-mark").first).to_be_visible(timeout=60_000)
+    timeline.scroll_into_view_if_needed()
+    next_frame(page)
+    return timeline
+
+
+def ticks(timeline: Locator) -> list[tuple[float, float]]:
+    """Each tick label's (x on the page, trace seconds)."""
+    found = timeline.locator(".na-tick-label").evaluate_all(
+        "els => els.map(el => { const r = el.getBoundingClientRect();"
+        " return [r.left + r.width / 2, parseFloat(el.textContent)]; })"
+    )
+    return [(float(x), float(t)) for x, t in found]
+
+
+def test_the_scrubber_picks_the_time_the_axis_shows_where_it_is(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    """Clicked anywhere along its track (before, inside and after the shortened idle gap),
+    the scrubber's cursor is drawn where it was clicked, at the time the axis reads there."""
+    timeline = replay(lab, page, "scrub_axis", four_handoffs())
+    scrubber = timeline.locator(".na-scrubber")
+    track = box(scrubber)
+    y = (track[1] + track[3]) / 2
+    gap = box(timeline.locator(".na-gap-band"))
+    marked = ticks(timeline)
+    step = marked[1][1] - marked[0][1]
+    # between two ticks a step apart the axis is linear: a third of the way is a third of a step
+    between = [
+        (x0 + (x1 - x0) / 3, t0 + step / 3, step / (x1 - x0))
+        for (x0, t0), (x1, t1) in itertools.pairwise(marked)
+        if abs(t1 - t0 - step) < 1e-9
+    ]
+    assert len(between) >= 2, f"too few ticks to read the axis: {marked}"
+    cursor = timeline.locator(".na-cursor")
+
+    def scrub(x: float) -> float:
+        """Click the scrubber at ``x``; the cursor is drawn there; the time it picked."""
+        page.mouse.click(x, y)
+        expect(cursor).to_have_count(1)
+        next_frame(page)
+        drawn = box(cursor)
+        assert abs(drawn[0] - x) <= 1, f"scrubber clicked at x={x:.1f}, cursor at {drawn[0]:.1f}"
+        return float(timeline.locator(".na-scrub-time").inner_text().removesuffix(" s"))
+
+    for x, axis_t, seconds_per_px in between:
+        picked = scrub(x)
+        assert abs(picked - axis_t) <= seconds_per_px + 0.001, (
+            f"at x={x:.1f} the axis reads {axis_t:.3f} s, the scrubber {picked:.3f} s"
+        )
+    picked = scrub((gap[0] + gap[2]) / 2)  # the idle gap: somewhere inside it
+    assert 1.9 < picked < 50.0
+    screenshot(page, "timeline_scrubbed_in_the_gap")
+
+
+def test_an_idle_gap_at_the_end_is_labelled_whole_inside_the_view(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    """The caller went away 15 s after the reply (not drawn, but the trace's last event): the
+    gap it ends is in the view, its label whole inside its band, the band inside the plot."""
+    timeline = replay(lab, page, "away", away_after_the_reply())
+    label = timeline.locator(".na-gap-label")
+    expect(label).to_have_text("15.0 s idle")
+    plot = box(timeline.locator("svg.na-timeline-svg"))
+    band = box(timeline.locator(".na-gap-band"))
+    assert inside(band, plot), f"the gap's band {band} leaves the plot {plot}"
+    assert inside(box(label), band), f"the label {box(label)} leaves its band {band}"
+    # the label's glyphs all drawn: as wide as its whole text
+    drawn, whole = label.evaluate(
+        "el => [el.getBoundingClientRect().width, el.getComputedTextLength()]"
+    )
+    assert drawn >= whole - 0.5
+    assert in_both_themes(page, ".na-timeline", "timeline_idle_at_the_end") == []

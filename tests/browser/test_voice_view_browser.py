@@ -1,5 +1,7 @@
 """VoiceView in JupyterLab in headless chromium, with a fake microphone that says "transfer
-to billing please": the spoken request hands the call over, and the agent's reply plays."""
+to billing please": the spoken request hands the call over, and the agent's reply plays. Held
+down, push to talk keeps the turn open through the microphone's pauses until it is let go; its
+button keeps its width whatever it says."""
 
 from __future__ import annotations
 
@@ -136,3 +138,61 @@ def test_a_spoken_request_hands_over_and_the_reply_plays(
 
     button.click()  # open mic: a second click closes it
     expect(button).to_have_attribute("aria-pressed", "false")
+
+
+PUSH_TO_TALK = [
+    CELLS[0],
+    """runner = NotebookRunner(server, audio=True).start()
+await runner.ready()
+VoiceView(runner)""",
+    """from notebook_agents.views import StateView
+
+StateView(runner.trace)""",
+]
+
+
+def width_and_neighbour(page: Page) -> tuple[float, float]:
+    """The push-to-talk button's width and where the control after it starts."""
+    found = page.evaluate(
+        """() => [document.querySelector('.na-voice-button').getBoundingClientRect().width,
+                  document.querySelector('.na-voice-mode').getBoundingClientRect().left]"""
+    )
+    return float(found[0]), float(found[1])
+
+
+def test_push_to_talk_holds_the_turn_through_pauses_until_let_go(
+    lab: tuple[str, Path], voice_page: Page
+) -> None:
+    page = voice_page
+    run_notebook(page, lab, "push_to_talk.ipynb", PUSH_TO_TALK)
+    voice, user = page.locator(".na-voice"), page.locator(".na-state .na-user-state")
+    said, agent = voice.locator(".na-voice-line-said"), voice.locator(".na-voice-line-agent")
+    expect(said).to_contain_text("You are the Concierge.", timeout=60_000)
+    button = voice.locator(".na-voice-button")
+    expect(button).to_have_accessible_name("hold to talk")
+    at_rest = width_and_neighbour(page)
+
+    button.hover()
+    page.mouse.down()
+    expect(button).to_have_attribute("aria-pressed", "true")
+    expect(button).to_have_accessible_name("listening… let go to send")
+    assert width_and_neighbour(page) == at_rest, "the button changed width as its label did"
+    # the request, then 4 s of quiet (the fake microphone's pause, and its next pass), then
+    # the request again: a turn ended by silence would have been answered long before
+    for state in ("speaking", "listening", "speaking"):
+        expect(user).to_have_text(state, timeout=30_000)
+    expect(agent).to_contain_text("Concierge")
+    expect(said).to_contain_text("You are the Concierge.")
+    expect(page.locator(".na-state .na-agent-state")).to_have_text("listening")
+    screenshot(page, "voice_view_push_to_talk_held")
+    page.mouse.up()  # let go: the turn ends here, and is answered
+    expect(button).to_have_attribute("aria-pressed", "false")
+    expect(agent).to_contain_text("Billing", timeout=30_000)
+    expect(said).to_contain_text("You are Billing.", timeout=30_000)
+    assert width_and_neighbour(page) == at_rest
+
+    # open mic says other things: still the same width
+    voice.locator(".na-voice-mode").select_option("open_mic")
+    expect(button).to_have_accessible_name("talk")
+    assert width_and_neighbour(page) == at_rest
+    assert in_both_themes(page, ".na-voice", "voice_view_push_to_talk") == []
