@@ -33,12 +33,13 @@ from notebook_agents import (
     Trace,
     TraceEvent,
     TurnError,
+    check_event_data,
 )
 from notebook_agents import _livekit_internals as livekit
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner._real_room import LiveKitCredentials
 from notebook_agents.runner._worker_logs import WorkerLogs
-from notebook_agents.views import StateView
+from notebook_agents.views import ChatView, StateView, TimelineView
 
 from .conftest import API_KEY
 
@@ -293,6 +294,55 @@ async def test_a_turn_after_which_the_model_lacks_what_livekit_holds_raises(
 
     await wait_for_kind(runner.trace, "context_converged")  # the ack came: whole again
     assert await runner.send_text("hello") == 'You are Ada. You said: "hello".'
+
+
+class Shop(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are Shop.")
+
+    @function_tool
+    async def check_stock(self, item: str) -> str:
+        """Check how many of an item are in stock."""
+        raise RuntimeError("inventory database is down")
+
+
+async def test_a_tool_that_raises_is_an_error_event_and_the_conversation_goes_on(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """livekit tells the model only "An internal error occurred" and logs the exception: the
+    trace records the exception itself, where the views mark errors. The turn is not a
+    TurnError: as in livekit, the model hears of the failure and answers."""
+    runner = NotebookRunner(server_for(emulator.base_url(), Shop))
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+
+    reply = await runner.send_text("check stock item=apples")
+    assert reply == "You are Shop. The tool returned: An internal error occurred"
+    (call,) = runner.trace.of_kind("tool_call")
+    (error,) = runner.trace.of_kind("error")
+    (output,) = runner.trace.of_kind("tool_output")
+    assert error.agent == "Shop" and call.seq < error.seq < output.seq
+    assert error.data == {
+        "message": "the tool check_stock raised RuntimeError: inventory database is down "
+        "(the model was told only that an internal error occurred)",
+        "type": "RuntimeError",
+        "source": "tool",
+        "recoverable": True,
+        "tool": "check_stock",
+        "call_id": call.data["call_id"],
+    }
+    check_event_data("error", error.data)
+    # the chat shows it as a line, the timeline as an error mark at the tool's agent
+    chat = [r for r in ChatView(runner)._sent if r["kind"] == "error"]
+    assert [r["text"] for r in chat] == [error.data["message"]]
+    timeline = TimelineView(runner.trace)
+    (marked,) = [r for r in timeline._sent if r["seq"] == error.seq]
+    lane, style, hover = marked["mark"]
+    assert (timeline.lanes[lane], style) == ("Shop", "error")
+    assert "inventory database is down" in hover
+    assert runner.state is RunnerState.RUNNING
+    assert await runner.send_text("hello") == 'You are Shop. You said: "hello".'
 
 
 # -- 3. a dead session says so --------------------------------------------------------------

@@ -573,7 +573,7 @@ class NotebookRunner(StartStop):
         # the turn is over: the model's conversation should now hold what livekit's does
         self.trace.compare_contexts()
         problems = self.trace.problems_since(started, agent_label(session.current_agent))
-        return [e for e in problems if e.kind != "error" or spoken or _fails_text_turn(e)]
+        return [e for e in problems if e.kind != "error" or _fails_turn(e, spoken=spoken)]
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -654,10 +654,13 @@ async def _settled(result: RunResult[Any]) -> Exception | None:
     return None
 
 
-def _fails_text_turn(error: TraceEvent) -> bool:
-    """An error during a text turn fails it, but speech recognition's: a typed turn never
-    goes through it (an STT that cannot connect offline is traced, not raised)."""
-    return error.data.get("source") != "stt"
+def _fails_turn(error: TraceEvent, *, spoken: bool) -> bool:
+    """An error during a turn fails it, but a tool's (as in livekit, the model is told the
+    tool failed and answers: the turn goes on) and, for a typed turn, speech recognition's
+    (a typed turn never goes through it; an STT that cannot connect offline is traced, not
+    raised)."""
+    source = error.data.get("source")
+    return source != "tool" and (spoken or source != "stt")
 
 
 _THREAD_START_S = 1.0

@@ -26,6 +26,8 @@ from livekit.agents import (
     FunctionToolsExecutedEvent,
     SessionUsageUpdatedEvent,
     SpeechCreatedEvent,
+    StopResponse,
+    ToolError,
     ToolExecutionUpdatedEvent,
     UserInputTranscribedEvent,
     llm,
@@ -46,7 +48,7 @@ from .describe import (
 )
 from .model_side import ModelSide
 from .patching import Patches
-from .recorder import Record, Recorder
+from .recorder import Record, Recorder, error_data
 from .schema import ErrorSource, HandoffData, ModelUsageData, SpeechPhase, SpeechSource
 from .tap import Handler, listen
 
@@ -54,8 +56,9 @@ if TYPE_CHECKING:
     # no public export: the running agent's activity, which handoffs swap
     from livekit.agents.voice.agent_activity import AgentActivity
 
-    # no public export: the names of the session's events, as AgentSession.on takes them
-    from livekit.agents.voice.events import EventTypes
+    # no public export: the names of the session's events, as AgentSession.on takes them,
+    # and a tool call's end (in livekit's tool_execution_updated)
+    from livekit.agents.voice.events import EventTypes, ToolCallEnded
 
 _ERROR_SOURCES: dict[str, ErrorSource] = {
     "stt_error": "stt",
@@ -90,6 +93,8 @@ class SessionReader:
         self._failure: str | None = None
         # when livekit last asked the model to cancel its response (time.time())
         self._cancelled_at = -math.inf
+        # each tool call running: its tool's name and livekit's task running it
+        self._tool_runs: dict[str, tuple[str, asyncio.Task[Any] | None]] = {}
         # where the events are made
         self._seen_calls: set[tuple[str, str]] = set()
         self._usage: list[ModelUsageData] = []
@@ -106,12 +111,12 @@ class SessionReader:
             "agent_state_changed": capturing(_make_state, ("agent_state",)),
             "user_state_changed": capturing(_make_state, ("user_state",)),
             "user_input_transcribed": capturing(_make_transcript, ()),
-            "tool_execution_updated": capturing(self._make_tool_update, ()),
             "session_usage_updated": capturing(self._make_usage, ()),
             "error": self._on_error,
             # events the session's next steps depend on: read at once
             "conversation_item_added": self._on_item_added,
             "speech_created": self._on_speech_created,
+            "tool_execution_updated": self._on_tool_update,
             "function_tools_executed": self._on_tools_executed,
             "close": self._on_close,
         }
@@ -133,6 +138,7 @@ class SessionReader:
             return
         self._stop_listening()
         self.patches.restore()
+        self._tool_runs.clear()
 
     # -- what the runner knows -------------------------------------------------------------
 
@@ -222,6 +228,21 @@ class SessionReader:
             self.model.leaving = activity
         self._recorder.capture(self._make_tools_executed, activity, ev)
 
+    def _on_tool_update(self, ev: ToolExecutionUpdatedEvent) -> None:
+        """A call starting is a ``tool_call``; one ending on an exception an ``error``. livekit's
+        task is taken at the start: it holds the exception, and is gone when the end comes."""
+        update, session = ev.update, self._session
+        activity = livekit.current_activity(session)  # type: ignore[arg-type]
+        if update.type == "tool_call_started":
+            call = update.function_call
+            task = livekit.tool_task(session, call.call_id)  # type: ignore[arg-type]
+            self._tool_runs[call.call_id] = (call.name, task)
+            self._recorder.capture(self._make_tool_calls, activity, ((call, None),), False)
+        elif update.type == "tool_call_ended":
+            name, task = self._tool_runs.pop(update.call_id, ("", None))
+            if update.status == "error":
+                self._recorder.capture_alarm(_make_tool_error, activity, update, name, task)
+
     def _on_error(self, ev: ErrorEvent) -> None:
         self._recorder.capture_alarm(_make_livekit_error, self._activity(), ev)
 
@@ -289,13 +310,6 @@ class SessionReader:
             "metrics": message_metrics(item),
         }
         yield "agent_message", data, activity_label(activity)
-
-    def _make_tool_update(
-        self, activity: AgentActivity | None, ev: ToolExecutionUpdatedEvent
-    ) -> Iterable[Record]:
-        update = ev.update
-        if update.type == "tool_call_started":
-            yield from self._make_tool_calls(activity, ((update.function_call, None),), False)
 
     def _make_tools_executed(
         self, activity: AgentActivity | None, ev: FunctionToolsExecutedEvent
@@ -410,6 +424,38 @@ def _make_context_changed(
     if added or removed:
         data = {"agent": agent_label(agent), "added": added, "removed": removed}
         yield "context_changed", data, activity_label(activity)
+
+
+def _make_tool_error(
+    activity: AgentActivity | None,
+    ended: ToolCallEnded,
+    name: str,
+    task: asyncio.Task[Any] | None,
+) -> Iterable[Record]:
+    """An ``error`` for a tool that raised: livekit tells the model only that an internal
+    error occurred, and logs the exception. A ``ToolError`` is no such failure: its message
+    is the tool's output, what the model was meant to hear."""
+    raised = _raised(task)
+    if isinstance(raised, ToolError | StopResponse):
+        return
+    type_name = type(raised).__name__ if raised is not None else "Exception"
+    text = str(raised) if raised is not None else ended.message or ""
+    message = (
+        f"the tool {name} raised {type_name}: {text} "
+        "(the model was told only that an internal error occurred)"
+    )
+    data = {**error_data(message, type_name, "tool"), "tool": name, "call_id": ended.call_id}
+    yield "error", data, activity_label(activity)
+
+
+def _raised(task: asyncio.Task[Any] | None) -> BaseException | None:
+    """What a finished tool task raised: livekit's task returns the tool's exception."""
+    if task is None or not task.done() or task.cancelled():
+        return None
+    error = task.exception()
+    if error is None and isinstance(result := task.result(), BaseException):
+        error = result
+    return error
 
 
 def _make_livekit_error(activity: AgentActivity | None, ev: ErrorEvent) -> Iterable[Record]:

@@ -37,9 +37,11 @@ EventKind = Literal[
     "closed",
 ]
 """what a ``TraceEvent`` records; its ``data`` is the TypedDict ``EVENT_DATA[kind]``"""
-ErrorSource = Literal["stt", "llm", "tts", "realtime", "session", "agent", "runner", "trace"]
+ErrorSource = Literal[
+    "stt", "llm", "tts", "realtime", "session", "agent", "tool", "runner", "trace"
+]
 """what failed: a model (speech recognition, LLM, speech synthesis, realtime), the session,
-the agent's own code (a hook that raised), the runner's job, or the trace itself"""
+the agent's own code (a hook or a tool that raised), the runner's job, or the trace itself"""
 SpeechSource = Literal["say", "generate_reply", "tool_reply"]
 """how the agent's speech came about: ``session.say``, a generated reply, a reply to a tool"""
 SpeechPhase = Literal["on_enter", "turn", "on_exit"]
@@ -178,6 +180,11 @@ class ErrorData(TypedDict):
     type: str
     source: ErrorSource
     recoverable: bool
+    tool: NotRequired[str]
+    call_id: NotRequired[str]
+
+
+"""``tool`` and ``call_id``: a tool that raised (source ``tool``), and which of its calls"""
 
 
 class ClosedData(TypedDict):
