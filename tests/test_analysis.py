@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from notebook_agents.analysis import (
     BringUp,
@@ -63,59 +64,62 @@ def test_speech_spans_carry_their_words_and_how_long_the_caller_waited() -> None
     ]
 
 
-def _recorded(rows: list[tuple[float, str, dict[str, object]]]) -> list[TraceEvent]:
+Row = tuple[float, EventKind, dict[str, Any]]
+
+
+def _recorded(rows: list[Row]) -> list[TraceEvent]:
     """Events as a real session recorded them (times, kinds and the fields speech reads)."""
     return [TraceEvent(seq, t, kind, "A", data) for seq, (t, kind, data) in enumerate(rows)]
 
 
-def _said(text: str, interrupted: bool = False) -> dict[str, object]:
-    return {"text": text, "interrupted": interrupted}
+def _said(t: float, text: str, interrupted: bool = False) -> Row:
+    return t, "agent_message", {"text": text, "interrupted": interrupted}
 
 
-def _went(kind: str, old: str, new: str) -> tuple[str, dict[str, object]]:
-    return kind, {"old": old, "new": new}
+def _went(t: float, kind: EventKind, old: str, new: str) -> Row:
+    return t, kind, {"old": old, "new": new}
 
 
 # a realtime voice agent spoken over (test_runner_voice's barge-in, as one run recorded it):
-# the caller's "thank you" cuts the reply short and is answered 10 ms after it ended
-BARGE_IN = [
-    (0.706, *_went("user_state", "listening", "speaking")),
-    (2.578, *_went("user_state", "speaking", "listening")),
+# the caller's "thank you" cuts the reply short and is answered 28 ms after it ended
+BARGE_IN: list[Row] = [
+    _went(0.706, "user_state", "listening", "speaking"),
+    _went(2.578, "user_state", "speaking", "listening"),
     (2.616, "user_transcript", {"text": "hello there", "final": True}),
     (2.617, "user_message", {"text": "hello there"}),
-    (2.677, *_went("agent_state", "listening", "speaking")),
-    (3.871, *_went("user_state", "listening", "speaking")),
-    (3.881, *_went("agent_state", "speaking", "listening")),
-    (3.882, "agent_message", _said("You are the", interrupted=True)),
-    (4.883, *_went("user_state", "speaking", "listening")),
+    _went(2.677, "agent_state", "listening", "speaking"),
+    _went(3.871, "user_state", "listening", "speaking"),
+    _went(3.881, "agent_state", "speaking", "listening"),
+    _said(3.882, "You are the", interrupted=True),
+    _went(4.883, "user_state", "speaking", "listening"),
     (4.901, "user_transcript", {"text": "thank you", "final": True}),
     (4.901, "user_message", {"text": "thank you"}),
-    (4.911, *_went("agent_state", "listening", "speaking")),
-    (7.709, *_went("agent_state", "speaking", "listening")),
-    (7.709, "agent_message", _said('You are the Concierge. You said: "thank you".')),
+    _went(4.911, "agent_state", "listening", "speaking"),
+    _went(7.709, "agent_state", "speaking", "listening"),
+    _said(7.709, 'You are the Concierge. You said: "thank you".'),
 ]
 # a cascaded voice agent talked over (silero's VAD): the caller speaks over the end of the
 # reply, which goes on uncut; livekit takes no turn from it (no transcript)
-TALK_OVER = [
-    (1.342, *_went("user_state", "listening", "speaking")),
-    (2.559, *_went("user_state", "speaking", "listening")),
+TALK_OVER: list[Row] = [
+    _went(1.342, "user_state", "listening", "speaking"),
+    _went(2.559, "user_state", "speaking", "listening"),
     (3.289, "user_transcript", {"text": "hello there", "final": True}),
     (4.486, "user_message", {"text": "hello there"}),
-    (4.486, *_went("agent_state", "listening", "thinking")),
-    (4.518, *_went("agent_state", "thinking", "speaking")),
-    (5.835, *_went("user_state", "listening", "speaking")),
-    (7.141, "agent_message", _said('You are the Concierge. You said: "hello there".')),
-    (7.141, *_went("agent_state", "speaking", "listening")),
-    (7.815, *_went("user_state", "speaking", "listening")),
+    _went(4.486, "agent_state", "listening", "thinking"),
+    _went(4.518, "agent_state", "thinking", "speaking"),
+    _went(5.835, "user_state", "listening", "speaking"),
+    _said(7.141, 'You are the Concierge. You said: "hello there".'),
+    _went(7.141, "agent_state", "speaking", "listening"),
+    _went(7.815, "user_state", "speaking", "listening"),
 ]
 
 
 def test_after_a_barge_in_the_caller_waits_from_the_end_of_the_speech_that_cut_in() -> None:
     """Then the agent speaks again on its own (a ``say`` from a background task, 20 s on):
     unprompted, nothing carried over."""
-    later = [
-        (27.0, *_went("agent_state", "listening", "speaking")),
-        (28.0, *_went("agent_state", "speaking", "listening")),
+    later: list[Row] = [
+        _went(27.0, "agent_state", "listening", "speaking"),
+        _went(28.0, "agent_state", "speaking", "listening"),
     ]
     agent = [s for s in TraceAnalysis(_recorded(BARGE_IN + later)).speech if s.speaker == "agent"]
     waits = [round(s.first_audio_s, 3) if s.first_audio_s is not None else None for s in agent]
@@ -126,14 +130,14 @@ def test_after_a_barge_in_the_caller_waits_from_the_end_of_the_speech_that_cut_i
 def test_talking_over_an_agent_that_goes_on_prompts_nothing_later() -> None:
     """The talk-over ended after the reply: a reply spoken later on the agent's own (20 s on)
     is unprompted, and an agent handed to unasked is waited for from its handoff."""
-    speaks = [
-        (27.25, *_went("agent_state", "listening", "speaking")),
-        (28.0, *_went("agent_state", "speaking", "listening")),
+    speaks: list[Row] = [
+        _went(27.25, "agent_state", "listening", "speaking"),
+        _went(28.0, "agent_state", "speaking", "listening"),
     ]
-    handed = [(27.0, "handoff", {"from": "A", "to": "B"})]
+    handed: list[Row] = [(27.0, "handoff", {"from": "A", "to": "B"})]
     for after, wait in ((speaks, None), (handed + speaks, 0.25)):
-        agent = [s for s in TraceAnalysis(_recorded(TALK_OVER + after)).speech]
-        first, later = [s for s in agent if s.speaker == "agent"]
+        said = TraceAnalysis(_recorded(TALK_OVER + after)).speech
+        first, later = [s for s in said if s.speaker == "agent"]
         assert round(first.first_audio_s or 0, 3) == 1.959  # from the end of "hello there"
         assert later.first_audio_s == wait
 

@@ -42,6 +42,7 @@ from notebook_agents.runner._worker_logs import WorkerLogs
 from notebook_agents.views import ChatView, StateView, TimelineView
 
 from .conftest import API_KEY
+from .upstream import greeter_weather
 
 
 def realtime(base_url: str, **options: Any) -> openai.realtime.RealtimeModel:
@@ -274,22 +275,25 @@ class Forecaster(Agent):
         return f"sunny in {city}"
 
 
-async def test_a_turn_after_which_the_model_lacks_what_livekit_holds_raises(
+async def test_a_turn_after_which_the_plugin_lacks_what_livekit_holds_raises(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    # the tool result's ack comes half a second after livekit stopped waiting for it
+    """The tool result's ack comes half a second after livekit stopped waiting for it: the
+    model holds the result (the emulator took it at once), the plugin's view does not, and
+    the plugin's next sync would be made from that view."""
     url = emulator.base_url(ack_delay_ms=5500, ack_delay_items="function_call_output")
     runner = NotebookRunner(server_for(url, Forecaster))
     runners.append(runner)
     runner.start()
     await runner.ready()
 
-    with pytest.raises(TurnError, match="the model lacks 1 item livekit has") as raised:
+    with pytest.raises(TurnError, match="the plugin's view lacks 1 item livekit has") as raised:
         await runner.send_text("get weather city=Oslo")
     assert raised.value.reply == "You are Ada. The tool returned: sunny in Oslo"
     timed_out, parted = raised.value.errors
     assert timed_out.kind == "error" and "update_chat_ctx timed out" in timed_out.data["message"]
-    assert parted.kind == "context_diverged"
+    assert parted.kind == "context_diverged" and parted.data["model_source"] == "plugin"
+    assert "(the model's own agrees)" in parted.data["message"]
     assert [item["text"] for item in parted.data["missing"]] == ["sunny in Oslo"]
 
     await wait_for_kind(runner.trace, "context_converged")  # the ack came: whole again
@@ -343,6 +347,63 @@ async def test_a_tool_that_raises_is_an_error_event_and_the_conversation_goes_on
     assert "inventory database is down" in hover
     assert runner.state is RunnerState.RUNNING
     assert await runner.send_text("hello") == 'You are Shop. You said: "hello".'
+
+
+async def test_a_turn_answered_while_the_model_holds_another_conversation_raises(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """livekit/agents PR #5229's Greeter/Weather agents, unchanged (one shared RealtimeModel,
+    ``on_enter`` replies). The transfer's tool output is acked 6 s late, after livekit gave up
+    at 5 s: the model holds it, livekit's and the plugin's records do not, and agree. The
+    emulator is the model's side (its conversation by the session's id): the next turn,
+    answered from a conversation livekit does not hold, is a TurnError too."""
+    url = emulator.base_url(ack_delay_ms=6000, ack_delay_items="function_call_output")
+    model = openai.realtime.RealtimeModel(base_url=url, api_key=API_KEY, modalities=["text"])
+    runner = NotebookRunner(greeter_weather.make_server(model))
+    runners.append(runner)
+    try:
+        runner.start()
+        await runner.ready()
+        with pytest.raises(TurnError, match="update_chat_ctx timed out"):
+            await runner.send_text("transfer to weather")
+
+        with pytest.raises(TurnError, match="the model holds 1 item livekit lacks") as raised:
+            await runner.send_text("hello")
+        assert raised.value.reply == 'You are a weather agent. You said: "hello".'
+        (parted,) = raised.value.errors
+        assert parted.kind == "context_diverged" and parted.agent == "WeatherAgent"
+        assert parted.data["model_source"] == "server"  # the plugin's view agreed
+        (extra,) = parted.data["extra"]
+        assert (extra["type"], extra["text"]) == ("function_call_output", "")
+        assert parted.data["model"] == emulator.conversations()[-1][: len(parted.data["model"])]
+        assert parted.data["missing"] == [] and not parted.data["order"]
+        check_event_data(parted.kind, parted.data)
+        assert runner.state is RunnerState.RUNNING
+    finally:
+        runner.stop()
+        await model.aclose()
+
+
+async def test_a_session_the_model_refused_to_configure_fails_every_turn(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """The model rejects every ``session.update``: the session runs without the agent's
+    instructions and tools (livekit goes on as if they were set). Each turn raises while it
+    does, not only the first; the runner keeps running, so a fix can be tried on it."""
+    runner = NotebookRunner(server_for(emulator.base_url(error_on="session.update"), Forecaster))
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    for text in ("hello", "get weather city=Oslo", "hello again"):
+        with pytest.raises(TurnError, match=r"the model rejected session\.update") as raised:
+            await runner.send_text(text)
+        assert raised.value.reply == f'You said: "{text}".'  # no instructions, no tool
+        refused = raised.value.errors[-1].data
+        assert (refused["type"], refused["source"]) == ("SessionUpdateRejected", "realtime")
+        assert {"instructions", "tools"} <= set(refused["settings"])
+        assert "runs without its instructions, tools" in refused["message"]
+        check_event_data("error", refused)
+    assert runner.state is RunnerState.RUNNING
 
 
 # -- 3. a dead session says so --------------------------------------------------------------

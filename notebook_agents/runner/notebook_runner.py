@@ -34,10 +34,11 @@ from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
-from ..trace import Trace, TraceEvent, agent_label, error_text
+from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
 from . import _environment, _session_hook
 from ._caller import CallerInput, caller_audio, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
+from ._model_truth import InProcessEmulators
 from ._playback import RealTimeSpeaker, Recording
 from ._real_room import LiveKitCredentials, RealRoom
 from ._worker_logs import WorkerLogs
@@ -83,6 +84,11 @@ class NotebookRunner(StartStop):
 
     Offline the session is text-only; ``audio=True`` gives it a speaker that plays in real
     time, so an agent with a TTS speaks its replies, kept in ``runner.recording``.
+
+    After each turn the agent's chat context is held against its realtime model's
+    conversation: the plugin's view, and the model's own where it can be read
+    (``model_truth``; by default any ``Emulator`` running in this process that serves the
+    session). A turn answered while they disagree raises ``TurnError``.
     """
 
     def __init__(
@@ -96,6 +102,7 @@ class NotebookRunner(StartStop):
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         audio: bool = False,
+        model_truth: ModelTruth | None = None,
     ) -> None:
         self.server = _as_server(server)
         self.room_name = room or f"notebook-{uuid.uuid4().hex[:8]}"
@@ -112,7 +119,9 @@ class NotebookRunner(StartStop):
         """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
         self._microphone: CallerInput | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
-        self.trace = Trace()
+        # after each turn, livekit's chat context is held against the model's conversation
+        # where it can be read (by default: an emulator in this process that serves it)
+        self.trace = Trace(model_truth=model_truth or InProcessEmulators())
         self.logs = WorkerLogs()
         self.real_room: RealRoom | None = None
         self.session: AgentSession[Any] | None = None

@@ -49,7 +49,14 @@ from .describe import (
 from .model_side import ModelSide
 from .patching import Patches
 from .recorder import Record, Recorder, error_data
-from .schema import ErrorSource, HandoffData, ModelUsageData, SpeechPhase, SpeechSource
+from .schema import (
+    ErrorData,
+    ErrorSource,
+    HandoffData,
+    ModelUsageData,
+    SpeechPhase,
+    SpeechSource,
+)
 from .tap import Handler, listen
 
 if TYPE_CHECKING:
@@ -244,7 +251,11 @@ class SessionReader:
                 self._recorder.capture_alarm(_make_tool_error, activity, update, name, task)
 
     def _on_error(self, ev: ErrorEvent) -> None:
-        self._recorder.capture_alarm(_make_livekit_error, self._activity(), ev)
+        # a refused session.update: the plugin has just read the server's error (its protocol
+        # events come first), so what the session now runs without is known
+        event_id = _client_event_id(ev.error)
+        lacking = self.model.refused(event_id) if event_id is not None else None
+        self._recorder.capture_alarm(_make_livekit_error, self._activity(), ev, lacking)
 
     def _on_close(self, ev: Any) -> None:
         self.record_closed(str(getattr(ev.reason, "value", ev.reason)), ev.error)
@@ -458,16 +469,43 @@ def _raised(task: asyncio.Task[Any] | None) -> BaseException | None:
     return error
 
 
-def _make_livekit_error(activity: AgentActivity | None, ev: ErrorEvent) -> Iterable[Record]:
+def _make_livekit_error(
+    activity: AgentActivity | None, ev: ErrorEvent, lacking: list[str] | None
+) -> Iterable[Record]:
+    """livekit's error event; a refused ``session.update`` says what the session runs
+    without (``lacking``): livekit goes on as if the update had applied."""
     reported = ev.error
     error = getattr(reported, "error", reported)
-    data = {
+    data: ErrorData = {
         "message": error_text(reported),
         "type": type(error).__name__,
         "source": _ERROR_SOURCES.get(getattr(reported, "type", ""), "session"),
         "recoverable": bool(getattr(reported, "recoverable", False)),
     }
+    if lacking is not None:
+        data["type"], data["settings"] = "SessionUpdateRejected", lacking
+        data["message"] = (
+            f"the model rejected session.update: the session runs without its "
+            f"{', '.join(_first_named(lacking))} until an update setting them is accepted "
+            f"({data['message']})"
+        )
     yield "error", data, activity_label(activity)
+
+
+def _first_named(settings: list[str]) -> list[str]:
+    """The session's settings, what an agent brings first: its instructions and tools."""
+    return sorted(settings, key=lambda name: _AGENTS_OWN.get(name, len(_AGENTS_OWN)))
+
+
+_AGENTS_OWN = {"instructions": 0, "tools": 1}
+
+
+def _client_event_id(reported: object) -> str | None:
+    """The ``event_id`` of the client event a model's error answers, if it names one (the
+    plugin keeps the server's error as the body of its ``APIError``)."""
+    body = getattr(getattr(reported, "error", reported), "body", None)
+    event_id = body.get("event_id") if isinstance(body, dict) else getattr(body, "event_id", None)
+    return event_id if isinstance(event_id, str) else None
 
 
 def _make_closed(

@@ -141,6 +141,11 @@ class ContextChangedData(TypedDict):
     removed: list[ChatItemData]
 
 
+ModelSource = Literal["server", "plugin"]
+"""where the model's side of a conversation was read: its server (an ``Emulator`` in this
+process, or a ``ModelTruth`` given), or the realtime plugin's view of it (from the acks)"""
+
+
 class ContextDivergedData(TypedDict):
     agent: str
     message: str
@@ -149,6 +154,7 @@ class ContextDivergedData(TypedDict):
     order: bool
     livekit: list[ChatItemData]
     model: list[ChatItemData]
+    model_source: NotRequired[ModelSource]
 
 
 class ContextConvergedData(TypedDict):
@@ -182,9 +188,12 @@ class ErrorData(TypedDict):
     recoverable: bool
     tool: NotRequired[str]
     call_id: NotRequired[str]
+    settings: NotRequired[list[str]]
 
 
-"""``tool`` and ``call_id``: a tool that raised (source ``tool``), and which of its calls"""
+"""``tool`` and ``call_id``: a tool that raised (source ``tool``), and which of its calls;
+``settings``: a ``session.update`` the model refused (type ``SessionUpdateRejected``), the
+settings it set, which the session runs without"""
 
 
 class ClosedData(TypedDict):
