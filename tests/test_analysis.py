@@ -114,6 +114,33 @@ TALK_OVER: list[Row] = [
 ]
 
 
+# the same spoken over with livekit's false-interruption pause (cascaded, no echo warm-up):
+# the caller's noise pauses the reply, nothing is heard in it, and the reply resumes 2 s later
+FALSE_INTERRUPTION: list[Row] = [
+    _went(0.835, "user_state", "listening", "speaking"),
+    _went(2.055, "user_state", "speaking", "listening"),
+    (3.474, "user_transcript", {"text": "hello there", "final": True}),
+    (3.981, "user_message", {"text": "hello there"}),
+    _went(3.982, "agent_state", "listening", "thinking"),
+    _went(4.103, "agent_state", "thinking", "speaking"),
+    _went(5.468, "user_state", "listening", "speaking"),
+    _went(5.915, "agent_state", "speaking", "listening"),
+    _went(6.631, "user_state", "speaking", "listening"),
+    _went(8.639, "agent_state", "listening", "speaking"),
+    _said(9.454, 'You are the Concierge. You said: "hello there".'),
+    _went(9.454, "agent_state", "speaking", "listening"),
+]
+
+
+def test_a_reply_resumed_after_a_false_interruption_answers_nothing() -> None:
+    paused, resumed = [
+        s for s in TraceAnalysis(_recorded(FALSE_INTERRUPTION)).speech if s.speaker == "agent"
+    ]
+    assert round(paused.first_audio_s or 0, 3) == 2.048  # from the end of "hello there"
+    assert resumed.first_audio_s is None  # not an answer to the noise that paused it
+    assert resumed.text.endswith('You said: "hello there".')
+
+
 def test_after_a_barge_in_the_caller_waits_from_the_end_of_the_speech_that_cut_in() -> None:
     """Then the agent speaks again on its own (a ``say`` from a background task, 20 s on):
     unprompted, nothing carried over."""
