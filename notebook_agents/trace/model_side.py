@@ -2,14 +2,14 @@
 
 A realtime plugin keeps its own view of the model's conversation, built from the server's
 acks. When the two no longer hold the same items in the same order, the trace records
-``context_diverged`` (once, while they stay apart) and ``context_converged`` when they agree
-again; an item the model rejected during a sync is an ``error``. Where the model's server can
-be asked (``truth``: an emulator in this process), livekit's context is held against the
-model's own conversation as well: a late ack can leave the plugin's view agreeing with livekit
-while the model answers from another conversation. The checks compare ids on the session's
-thread, where the sides are (a few microseconds; a cross-thread read of the server's side with
-a truth), and capture only what they find: a parting, a coming together, a rejected item.
-What the runner looks for after each turn is then known without making any event
+``context_diverged`` (again only if what parts them changes) and ``context_converged`` when
+they agree again; an item the model rejected during a sync is an ``error``. Where the model's
+server can be asked (``truth``: an emulator in this process), livekit's context is held
+against the model's own conversation as well: a late ack can leave the plugin's view agreeing
+with livekit while the model answers from another conversation. The checks compare ids on the
+session's thread, where the sides are (a few microseconds; a cross-thread read of the server's
+side with a truth), and capture only what they find: a parting, a coming together, a rejected
+item. What the runner looks for after each turn is then known without making any event
 (``Recorder.last_alarm``, ``parted``, ``lacking``).
 """
 
@@ -55,8 +55,8 @@ class ModelSide:
         self._compare_pending = False
         self._asked: llm.RealtimeSession[Any] | None = None  # the last asked, and its answer
         self._item_by_item = False
-        self.parted: set[str] = set()
-        """the agents whose two sides were apart at their last comparison"""
+        self.parted: dict[str, Apart] = {}
+        """the agents whose sides were apart at their last comparison, and what parted them"""
         self.truth: ModelTruth | None = None
         """where the model's own conversation can be read; None: the plugin's view stands in"""
         self._protocols: weakref.WeakKeyDictionary[llm.RealtimeSession[Any], RealtimeProtocol] = (
@@ -145,16 +145,17 @@ class ModelSide:
                 if item.id in held or (syncs_to_model(item) and not empty_message(item))
             ]
             if our_ids != their_ids:
-                if label not in self.parted:
-                    self.parted.add(label)
-                    kept = set(our_ids)
+                kept = set(our_ids)
+                order = [i for i in our_ids if i in held] != [i for i in their_ids if i in kept]
+                apart = (source, kept - held, held - kept, order)
+                if self.parted.get(label) != apart:  # parted, or parted otherwise than before
+                    self.parted[label] = apart
                     ours = [item for item in ours if item.id in kept]
                     known = len(sides) > 1  # the server was read: the plugin's view is a view
                     self._recorder.capture_alarm(_diverged, label, ours, theirs, source, known)
                 return
             held_alike = len(our_ids)
-        if label in self.parted:
-            self.parted.discard(label)
+        if self.parted.pop(label, None) is not None:
             data = {"agent": label, "items": held_alike}
             self._recorder.capture(given, "context_converged", data, label)
 
@@ -233,6 +234,8 @@ class ModelSide:
 # -- where the events are made ---------------------------------------------------------------
 
 
+Apart = tuple[ModelSource, set[str], set[str], bool]
+"""what parts two sides: which side, the ids only livekit holds, only the model, the order"""
 Item = llm.ChatItem | ChatItemData
 """an item of the model's side: the plugin's (livekit's type) or the server's (described)"""
 
