@@ -21,7 +21,7 @@ from livekit.agents import AgentServer, AgentSession, RunResult, SpeechCreatedEv
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import get_job_context
 from livekit.agents.types import NOT_GIVEN
-from livekit.agents.voice import agent_activity, room_io
+from livekit.agents.voice import agent_activity, room_io, tool_executor
 from livekit.agents.voice.speech_handle import SpeechHandle
 
 SERVER_OPTIONS = (
@@ -53,6 +53,8 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     llm.RealtimeSession: ("_update_session",),
     mock_room: ("create_mock_room",),
     RunResult: ("_watch_handle",),
+    tool_executor: ("_RunningTasks",),
+    tool_executor._RunningTask: ("exe_task",),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
 RUN_WRITES_ENV = {
@@ -208,6 +210,18 @@ speech_of_this_task: Callable[[], SpeechHandle | None] = functools.partial(
 )
 """The speech the running task generates (what a message added now belongs to). (C calls
 only: the trace asks on every message.)"""
+
+
+def tool_task(session: AgentSession[Any], call_id: str) -> asyncio.Task[Any] | None:
+    """The task running ``session``'s tool call ``call_id``, while it runs.
+
+    livekit reports a tool that raised only as ``str(exception)`` (``ToolCallEnded.message``)
+    and a log line, and tells the model "An internal error occurred"; the task's result is
+    the exception itself, which the trace records. livekit registers the task just before it
+    announces the call (``tool_call_started``) and drops it just before announcing its end.
+    """
+    running = tool_executor._RunningTasks.get(session, {}).get(call_id)
+    return running.exe_task if running is not None else None
 
 
 def room_options(kwargs: dict[str, Any]) -> room_io.RoomOptions:

@@ -112,8 +112,10 @@ class Speech:
     """the user's final transcript; the agent's reply as far as it was heard"""
     first_audio_s: float | None = None
     """an agent's: how long the caller waited for its first audio, from the end of the
-    caller's speech (a handoff in between included), else from the handoff to it; None when
-    it spoke unprompted"""
+    caller's speech it answers (a handoff in between included; after a barge-in, the end of
+    the speech that cut the agent short), else from an unasked handoff to it; None when it
+    spoke unprompted: nothing was said since its last speech began but talk-over (the caller
+    spoke over it and did not cut it short), or it resumed after a false interruption"""
     interrupted: bool = False
     """an agent's reply the user spoke over (barge-in): ``text`` is what was heard"""
 
@@ -153,8 +155,20 @@ class TraceAnalysis:
         self._arriving: Handoff | None = None
         self._speaking: dict[str, Speech] = {}
         """speaker -> the speech still open"""
-        self._prompted_at: float | None = None
-        """when what the next agent speech answers ended (the user's speech, else a handoff)"""
+        self._prompt: _Prompt | None = None
+        """what the next agent speech answers: the caller's speech, else an unasked handoff"""
+        self._over: float | None = None
+        """the open user speech began over the agent speech that started then"""
+        self._overlapped = False
+        """an agent speech started while the open user speech went on: it answered that
+        speech (whose end was recorded late) or spoke over it; either way no later one does"""
+        self._unsaid = False
+        """the last agent speech's words have not come yet"""
+        self._paused = False
+        """the last agent speech stopped while the caller spoke, before its words came: livekit
+        paused it on a possible false interruption, and the next one may be it resuming"""
+        self._said: tuple[float, bool] | None = None
+        """the start of the last agent speech that got its words, and whether it was cut"""
         for event in events:
             self.add(event)
 
@@ -209,8 +223,8 @@ class TraceAnalysis:
             self.lane(handoff.target)
             self._switch(handoff.target, event.t)
             self._arriving = handoff if handoff.source else None
-            if handoff.source and self._prompted_at is None:  # an agent handing over unasked
-                self._prompted_at = event.t
+            if handoff.source and self._prompt is None:  # an agent handing over unasked
+                self._prompt = _Prompt(event.t, None)
         elif event.kind == "closed":
             self._switch(None, event.t)
             self._arriving = None
@@ -221,20 +235,48 @@ class TraceAnalysis:
         if event.kind in ("user_state", "agent_state"):
             speaker: Literal["user", "agent"] = "user" if event.kind == "user_state" else "agent"
             if data["new"] == "speaking" and speaker not in self._speaking:
-                prompted = self._prompted_at if speaker == "agent" else None
-                first_audio = event.t - prompted if prompted is not None else None
+                first_audio = self._agent_began(event.t) if speaker == "agent" else None
+                if speaker == "user":
+                    self._user_began()
                 self._speaking[speaker] = Speech(speaker, agent, event.t, event.t, "", first_audio)
-                if speaker == "agent":
-                    self._prompted_at = None
             elif data["old"] == "speaking" and speaker in self._speaking:
                 opened = self._speaking.pop(speaker)
                 self.speech.append(dataclasses.replace(opened, end=event.t))
                 if speaker == "user":
-                    self._prompted_at = event.t
+                    self._user_ended(event.t)
+                else:  # stopped while the caller speaks, not yet done: paused, not cut
+                    self._paused = "user" in self._speaking and self._unsaid
         elif event.kind == "user_transcript" and data["final"]:
             self._give_words("user", data["text"], False)
         elif event.kind == "agent_message":
             self._give_words("agent", data["text"], bool(data.get("interrupted")))
+
+    def _agent_began(self, t: float) -> float | None:
+        """An agent speech starts at ``t``: how long the caller waited for it, if it answers."""
+        prompt, resumed = self._prompt, self._paused
+        self._prompt, self._paused, self._unsaid = None, False, True
+        if "user" in self._speaking:
+            self._overlapped = True
+        return t - prompt.end if prompt is not None and not resumed else None
+
+    def _user_began(self) -> None:
+        agent = self._speaking.get("agent")
+        self._over, self._overlapped = (agent.start if agent else None), False
+
+    def _user_ended(self, t: float) -> None:
+        """The caller stopped at ``t``: what the next agent speech answers, unless an agent
+        speech began meanwhile, or the caller only talked over one that went on uncut."""
+        over = self._over
+        if self._overlapped or (over is not None and self._said == (over, False)):
+            return
+        self._prompt = _Prompt(t, over)
+
+    def _agent_said(self, start: float, interrupted: bool) -> None:
+        """The words of the agent speech that began at ``start`` came: whether it was cut."""
+        self._said, self._unsaid, self._paused = (start, interrupted), False, False
+        prompt = self._prompt
+        if prompt is not None and prompt.over == start and not interrupted:
+            self._prompt = None  # the caller talked over it: it went on, nothing to answer
 
     def _give_words(self, speaker: str, text: str, interrupted: bool) -> None:
         """The words of ``speaker``'s open speech, else of their last one still without."""
@@ -243,12 +285,16 @@ class TraceAnalysis:
             self._speaking[speaker] = dataclasses.replace(
                 opened, text=text, interrupted=interrupted
             )
+            if speaker == "agent":
+                self._agent_said(opened.start, interrupted)
             return
         for i in range(len(self.speech) - 1, -1, -1):
             said = self.speech[i]
             if said.speaker == speaker:
                 if not said.text:
                     self.speech[i] = dataclasses.replace(said, text=text, interrupted=interrupted)
+                    if speaker == "agent":
+                        self._agent_said(said.start, interrupted)
                 return
 
     def _switch(self, agent: str | None, t: float) -> None:
@@ -257,6 +303,16 @@ class TraceAnalysis:
         if opened is not None and t > opened.start:
             self.spans.append(Span(opened.agent, opened.start, t, opened.state))
         self.opened = Opened(agent, t, self._state) if agent else None
+
+
+class _Prompt(NamedTuple):
+    """What an agent speech may answer: a stretch of the caller's speech, or a handoff."""
+
+    end: float
+    """when it ended: the caller's wait for the answer counts from here"""
+    over: float | None
+    """the start of the agent speech the caller began speaking over (a barge-in if it was
+    cut short, talk-over if it went on)"""
 
 
 _SPEECH_KINDS = frozenset({"user_state", "agent_state", "user_transcript", "agent_message"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from notebook_agents.analysis import (
     BringUp,
@@ -61,6 +62,111 @@ def test_speech_spans_carry_their_words_and_how_long_the_caller_waited() -> None
         Speech("agent", "A", 6.5, 7.0, "", 0.5),
         Speech("agent", "A", 8.0, 8.5),  # unprompted
     ]
+
+
+Row = tuple[float, EventKind, dict[str, Any]]
+
+
+def _recorded(rows: list[Row]) -> list[TraceEvent]:
+    """Events as a real session recorded them (times, kinds and the fields speech reads)."""
+    return [TraceEvent(seq, t, kind, "A", data) for seq, (t, kind, data) in enumerate(rows)]
+
+
+def _said(t: float, text: str, interrupted: bool = False) -> Row:
+    return t, "agent_message", {"text": text, "interrupted": interrupted}
+
+
+def _went(t: float, kind: EventKind, old: str, new: str) -> Row:
+    return t, kind, {"old": old, "new": new}
+
+
+# a realtime voice agent spoken over (test_runner_voice's barge-in, as one run recorded it):
+# the caller's "thank you" cuts the reply short and is answered 28 ms after it ended
+BARGE_IN: list[Row] = [
+    _went(0.706, "user_state", "listening", "speaking"),
+    _went(2.578, "user_state", "speaking", "listening"),
+    (2.616, "user_transcript", {"text": "hello there", "final": True}),
+    (2.617, "user_message", {"text": "hello there"}),
+    _went(2.677, "agent_state", "listening", "speaking"),
+    _went(3.871, "user_state", "listening", "speaking"),
+    _went(3.881, "agent_state", "speaking", "listening"),
+    _said(3.882, "You are the", interrupted=True),
+    _went(4.883, "user_state", "speaking", "listening"),
+    (4.901, "user_transcript", {"text": "thank you", "final": True}),
+    (4.901, "user_message", {"text": "thank you"}),
+    _went(4.911, "agent_state", "listening", "speaking"),
+    _went(7.709, "agent_state", "speaking", "listening"),
+    _said(7.709, 'You are the Concierge. You said: "thank you".'),
+]
+# a cascaded voice agent talked over (silero's VAD): the caller speaks over the end of the
+# reply, which goes on uncut; livekit takes no turn from it (no transcript)
+TALK_OVER: list[Row] = [
+    _went(1.342, "user_state", "listening", "speaking"),
+    _went(2.559, "user_state", "speaking", "listening"),
+    (3.289, "user_transcript", {"text": "hello there", "final": True}),
+    (4.486, "user_message", {"text": "hello there"}),
+    _went(4.486, "agent_state", "listening", "thinking"),
+    _went(4.518, "agent_state", "thinking", "speaking"),
+    _went(5.835, "user_state", "listening", "speaking"),
+    _said(7.141, 'You are the Concierge. You said: "hello there".'),
+    _went(7.141, "agent_state", "speaking", "listening"),
+    _went(7.815, "user_state", "speaking", "listening"),
+]
+
+
+# the same spoken over with livekit's false-interruption pause (cascaded, no echo warm-up):
+# the caller's noise pauses the reply, nothing is heard in it, and the reply resumes 2 s later
+FALSE_INTERRUPTION: list[Row] = [
+    _went(0.835, "user_state", "listening", "speaking"),
+    _went(2.055, "user_state", "speaking", "listening"),
+    (3.474, "user_transcript", {"text": "hello there", "final": True}),
+    (3.981, "user_message", {"text": "hello there"}),
+    _went(3.982, "agent_state", "listening", "thinking"),
+    _went(4.103, "agent_state", "thinking", "speaking"),
+    _went(5.468, "user_state", "listening", "speaking"),
+    _went(5.915, "agent_state", "speaking", "listening"),
+    _went(6.631, "user_state", "speaking", "listening"),
+    _went(8.639, "agent_state", "listening", "speaking"),
+    _said(9.454, 'You are the Concierge. You said: "hello there".'),
+    _went(9.454, "agent_state", "speaking", "listening"),
+]
+
+
+def test_a_reply_resumed_after_a_false_interruption_answers_nothing() -> None:
+    paused, resumed = [
+        s for s in TraceAnalysis(_recorded(FALSE_INTERRUPTION)).speech if s.speaker == "agent"
+    ]
+    assert round(paused.first_audio_s or 0, 3) == 2.048  # from the end of "hello there"
+    assert resumed.first_audio_s is None  # not an answer to the noise that paused it
+    assert resumed.text.endswith('You said: "hello there".')
+
+
+def test_after_a_barge_in_the_caller_waits_from_the_end_of_the_speech_that_cut_in() -> None:
+    """Then the agent speaks again on its own (a ``say`` from a background task, 20 s on):
+    unprompted, nothing carried over."""
+    later: list[Row] = [
+        _went(27.0, "agent_state", "listening", "speaking"),
+        _went(28.0, "agent_state", "speaking", "listening"),
+    ]
+    agent = [s for s in TraceAnalysis(_recorded(BARGE_IN + later)).speech if s.speaker == "agent"]
+    waits = [round(s.first_audio_s, 3) if s.first_audio_s is not None else None for s in agent]
+    assert waits == [0.099, 0.028, None]  # from "hello there", from "thank you", unprompted
+    assert [s.interrupted for s in agent] == [True, False, False]
+
+
+def test_talking_over_an_agent_that_goes_on_prompts_nothing_later() -> None:
+    """The talk-over ended after the reply: a reply spoken later on the agent's own (20 s on)
+    is unprompted, and an agent handed to unasked is waited for from its handoff."""
+    speaks: list[Row] = [
+        _went(27.25, "agent_state", "listening", "speaking"),
+        _went(28.0, "agent_state", "speaking", "listening"),
+    ]
+    handed: list[Row] = [(27.0, "handoff", {"from": "A", "to": "B"})]
+    for after, wait in ((speaks, None), (handed + speaks, 0.25)):
+        said = TraceAnalysis(_recorded(TALK_OVER + after)).speech
+        first, later = [s for s in said if s.speaker == "agent"]
+        assert round(first.first_audio_s or 0, 3) == 1.959  # from the end of "hello there"
+        assert later.first_audio_s == wait
 
 
 def test_state_spans_follow_the_session_state_across_a_handoff() -> None:

@@ -33,14 +33,16 @@ from notebook_agents import (
     Trace,
     TraceEvent,
     TurnError,
+    check_event_data,
 )
 from notebook_agents import _livekit_internals as livekit
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner._real_room import LiveKitCredentials
 from notebook_agents.runner._worker_logs import WorkerLogs
-from notebook_agents.views import StateView
+from notebook_agents.views import ChatView, StateView, TimelineView
 
 from .conftest import API_KEY
+from .upstream import greeter_weather
 
 
 def realtime(base_url: str, **options: Any) -> openai.realtime.RealtimeModel:
@@ -273,26 +275,136 @@ class Forecaster(Agent):
         return f"sunny in {city}"
 
 
-async def test_a_turn_after_which_the_model_lacks_what_livekit_holds_raises(
+async def test_a_turn_after_which_the_plugin_lacks_what_livekit_holds_raises(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    # the tool result's ack comes half a second after livekit stopped waiting for it
+    """The tool result's ack comes half a second after livekit stopped waiting for it: the
+    model holds the result (the emulator took it at once), the plugin's view does not, and
+    the plugin's next sync would be made from that view."""
     url = emulator.base_url(ack_delay_ms=5500, ack_delay_items="function_call_output")
     runner = NotebookRunner(server_for(url, Forecaster))
     runners.append(runner)
     runner.start()
     await runner.ready()
 
-    with pytest.raises(TurnError, match="the model lacks 1 item livekit has") as raised:
+    with pytest.raises(TurnError, match="the plugin's view lacks 1 item livekit has") as raised:
         await runner.send_text("get weather city=Oslo")
     assert raised.value.reply == "You are Ada. The tool returned: sunny in Oslo"
     timed_out, parted = raised.value.errors
     assert timed_out.kind == "error" and "update_chat_ctx timed out" in timed_out.data["message"]
-    assert parted.kind == "context_diverged"
+    assert parted.kind == "context_diverged" and parted.data["model_source"] == "plugin"
+    assert "(the model's own agrees)" in parted.data["message"]
     assert [item["text"] for item in parted.data["missing"]] == ["sunny in Oslo"]
 
     await wait_for_kind(runner.trace, "context_converged")  # the ack came: whole again
     assert await runner.send_text("hello") == 'You are Ada. You said: "hello".'
+
+
+class Shop(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are Shop.")
+
+    @function_tool
+    async def check_stock(self, item: str) -> str:
+        """Check how many of an item are in stock."""
+        raise RuntimeError("inventory database is down")
+
+
+async def test_a_tool_that_raises_is_an_error_event_and_the_conversation_goes_on(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """livekit tells the model only "An internal error occurred" and logs the exception: the
+    trace records the exception itself, where the views mark errors. The turn is not a
+    TurnError: as in livekit, the model hears of the failure and answers."""
+    runner = NotebookRunner(server_for(emulator.base_url(), Shop))
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+
+    reply = await runner.send_text("check stock item=apples")
+    assert reply == "You are Shop. The tool returned: An internal error occurred"
+    (call,) = runner.trace.of_kind("tool_call")
+    (error,) = runner.trace.of_kind("error")
+    (output,) = runner.trace.of_kind("tool_output")
+    assert error.agent == "Shop" and call.seq < error.seq < output.seq
+    assert error.data == {
+        "message": "the tool check_stock raised RuntimeError: inventory database is down "
+        "(the model was told only that an internal error occurred)",
+        "type": "RuntimeError",
+        "source": "tool",
+        "recoverable": True,
+        "tool": "check_stock",
+        "call_id": call.data["call_id"],
+    }
+    check_event_data("error", error.data)
+    # the chat shows it as a line, the timeline as an error mark at the tool's agent
+    chat = [r for r in ChatView(runner)._sent if r["kind"] == "error"]
+    assert [r["text"] for r in chat] == [error.data["message"]]
+    timeline = TimelineView(runner.trace)
+    (marked,) = [r for r in timeline._sent if r["seq"] == error.seq]
+    lane, style, hover = marked["mark"]
+    assert (timeline.lanes[lane], style) == ("Shop", "error")
+    assert "inventory database is down" in hover
+    assert runner.state is RunnerState.RUNNING
+    assert await runner.send_text("hello") == 'You are Shop. You said: "hello".'
+
+
+async def test_a_turn_answered_while_the_model_holds_another_conversation_raises(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """livekit/agents PR #5229's Greeter/Weather agents, unchanged (one shared RealtimeModel,
+    ``on_enter`` replies). The transfer's tool output is acked 6 s late, after livekit gave up
+    at 5 s: the model holds it, livekit's and the plugin's records do not, and agree. The
+    emulator is the model's side (its conversation by the session's id): the next turn,
+    answered from a conversation livekit does not hold, is a TurnError too."""
+    url = emulator.base_url(ack_delay_ms=6000, ack_delay_items="function_call_output")
+    model = openai.realtime.RealtimeModel(base_url=url, api_key=API_KEY, modalities=["text"])
+    runner = NotebookRunner(greeter_weather.make_server(model))
+    runners.append(runner)
+    try:
+        runner.start()
+        await runner.ready()
+        with pytest.raises(TurnError, match="update_chat_ctx timed out") as handoff:
+            await runner.send_text("transfer to weather")
+        timed_out, parted = handoff.value.errors  # the model already held it
+        assert (timed_out.kind, parted.kind) == ("error", "context_diverged")
+
+        with pytest.raises(TurnError, match="the model holds 1 item livekit lacks") as raised:
+            await runner.send_text("hello")
+        assert raised.value.reply == 'You are a weather agent. You said: "hello".'
+        assert raised.value.errors == [parted] and parted.agent == "WeatherAgent"
+        assert parted.data["model_source"] == "server"  # the plugin's view agreed
+        (extra,) = parted.data["extra"]
+        assert (extra["type"], extra["text"]) == ("function_call_output", "")
+        assert parted.data["model"] == emulator.conversations()[-1][: len(parted.data["model"])]
+        assert parted.data["missing"] == [] and not parted.data["order"]
+        check_event_data(parted.kind, parted.data)
+        assert runner.state is RunnerState.RUNNING
+    finally:
+        runner.stop()
+        await model.aclose()
+
+
+async def test_a_session_the_model_refused_to_configure_fails_every_turn(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """The model rejects every ``session.update``: the session runs without the agent's
+    instructions and tools (livekit goes on as if they were set). Each turn raises while it
+    does, not only the first; the runner keeps running, so a fix can be tried on it."""
+    runner = NotebookRunner(server_for(emulator.base_url(error_on="session.update"), Forecaster))
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    for text in ("hello", "get weather city=Oslo", "hello again"):
+        with pytest.raises(TurnError, match=r"the model rejected session\.update") as raised:
+            await runner.send_text(text)
+        assert raised.value.reply == f'You said: "{text}".'  # no instructions, no tool
+        refused = raised.value.errors[-1].data
+        assert (refused["type"], refused["source"]) == ("SessionUpdateRejected", "realtime")
+        assert {"instructions", "tools"} <= set(refused["settings"])
+        assert "runs without its instructions, tools" in refused["message"]
+        check_event_data("error", refused)
+    assert runner.state is RunnerState.RUNNING
 
 
 # -- 3. a dead session says so --------------------------------------------------------------

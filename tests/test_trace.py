@@ -29,6 +29,7 @@ from notebook_agents.emulator import Emulator
 from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent, check_event_data, reading
 from notebook_agents.trace import recorder as recorder_module
 from notebook_agents.trace.describe import conversation_items
+from notebook_agents.trace.realtime_protocol import RealtimeProtocol
 
 from .conftest import MakeModel, realtime_model
 
@@ -664,7 +665,7 @@ def test_load_reads_a_trace_saved_in_the_earlier_format(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     loaded = Trace.load(path)
     assert [e.data for e in loaded.events] == [old_metrics, {"reason": "user"}]
-    assert TRACE_FORMAT == "notebook-agents.trace/3"
+    assert TRACE_FORMAT == "notebook-agents.trace/4"
 
 
 def test_load_reads_a_version_2_trace_whose_messages_say_nothing_of_interruptions(
@@ -1107,3 +1108,42 @@ async def model_receives_output(session: AgentSession[None], call_id: str) -> No
         await asyncio.wait_for(arrived.wait(), 10)  # a bound on failure, not a sync
     finally:
         rt_session.off("remote_item_added", on_item)
+
+
+def test_a_refused_session_update_stands_until_one_setting_the_same_is_accepted() -> None:
+    """The OpenAI protocol as the plugin emits it: each session.update is answered in order by
+    session.updated, or by an error naming its event_id."""
+    protocol = RealtimeProtocol()
+    handlers = protocol.handlers()
+    sending, received = (
+        handlers["openai_client_event_queued"],
+        handlers["openai_server_event_received"],
+    )
+
+    def update(event_id: str, **settings: object) -> None:
+        sending({"type": "session.update", "event_id": event_id,
+                 "session": {"type": "realtime", **settings}})  # fmt: skip
+
+    received({"type": "session.created", "event_id": "e0", "session": {"id": "sess_1"}})
+    update("u1", instructions="You are Ada.", output_modalities=["text"])
+    update("u2", tools=[{"type": "function", "name": "get_weather"}])
+    sending({"type": "response.create", "event_id": "r1"})
+    refusal = {"type": "invalid_request_error", "message": "no", "event_id": "u1"}
+    received({"type": "error", "event_id": "e1", "error": refusal})
+    received({"type": "session.updated", "event_id": "e2", "session": {}})  # u2's answer
+    assert (protocol.session_id, list(protocol.lacking)) == (
+        "sess_1",
+        ["instructions", "output_modalities"],
+    )
+    assert protocol.refused == {"u1": ("instructions", "output_modalities")}
+    update("u3", instructions="You are Ada, briefly.")  # the agent's update_instructions
+    received({"type": "session.updated", "event_id": "e3", "session": {}})
+    assert list(protocol.lacking) == ["output_modalities"]
+    # another error (not an update's) changes nothing
+    received({"type": "error", "event_id": "e4", "error": {**refusal, "event_id": "r1"}})
+    assert list(protocol.lacking) == ["output_modalities"]
+
+
+def test_a_model_truth_without_a_conversation_is_refused_naming_the_fix() -> None:
+    with pytest.raises(TypeError, match=r"needs an object with conversation\(session_id\)"):
+        Trace(model_truth="http://127.0.0.1:8000")  # type: ignore[arg-type]

@@ -30,6 +30,8 @@ class ConnectionLog:
     """(perf_counter, "in" | "out", event type) as seen by the server; the latest 10,000"""
     conversation: Conversation | None = None
     """a Realtime connection's conversation, as the model sees it"""
+    session_id: str | None = None
+    """a Realtime connection's session id, as its ``session.created`` gave it"""
 
     def record(self, direction: str, event_type: str) -> None:
         self.events.append((time.perf_counter(), direction, event_type))

@@ -229,7 +229,7 @@ class RealtimeConnection:
         self.faults = log.faults
         self.session = default_session(model)
         self.conversation = Conversation()
-        log.conversation = self.conversation
+        log.conversation, log.session_id = self.conversation, self.session["id"]
         self._audio = bytearray()
         self._audio_start_ms = 0  # where the input buffer begins in the session's input audio
         self._vad: ServerVad | None = None

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import errno
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from typing_extensions import Self
@@ -33,6 +34,7 @@ _SNAPSHOT_TIMEOUT_S = 5.0
 """how long ``conversations()`` waits for the server's loop, busy at worst for a few events"""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+T = TypeVar("T")
 
 
 # The openai SDK appends the endpoint after a base_url's query string
@@ -150,6 +152,10 @@ def base_url(root: str, **overrides: Any) -> str:
     return f"{root}/v1" + (f"?{query}" if query else "")
 
 
+_RUNNING: weakref.WeakKeyDictionary[Emulator, None] = weakref.WeakKeyDictionary()
+"""the emulators started and not stopped in this process, in the order they started"""
+
+
 class Emulator(StartStop):
     """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline.
 
@@ -218,15 +224,31 @@ class Emulator(StartStop):
         (``id``, ``type``, ``role``, ``name``, ``text``). The ground truth to hold a client's
         view against: ``ContextTable.compare({"livekit": ..., "server": ...})``."""
         conversations = [c for log in self.connections if (c := log.conversation) is not None]
+        return self._snapshot(lambda: [c.described() for c in conversations])
+
+    def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
+        """The conversation of the realtime session ``session_id`` (its ``session.created``
+        id), described as ``conversations()`` does; None if this emulator did not serve it.
+        A ``ModelTruth`` for the trace: the runner holds livekit's chat context against it."""
+        found = [log.conversation for log in self.connections if log.session_id == session_id]
+        conversation = found[-1] if found else None
+        return self._snapshot(conversation.described) if conversation is not None else None
+
+    def _snapshot(self, read: Callable[[], T]) -> T:
+        """``read()`` on the server's loop: no conversation changes half-way through."""
         loop = self._loop
         if loop is None or not loop.is_running() or threading.current_thread() is self._thread:
-            return [conversation.described() for conversation in conversations]
+            return read()
 
-        async def snapshot() -> list[list[dict[str, Any]]]:
-            # on the server's loop: no conversation changes half-way through being read
-            return [conversation.described() for conversation in conversations]
+        async def snapshot() -> T:
+            return read()
 
         return asyncio.run_coroutine_threadsafe(snapshot(), loop).result(_SNAPSHOT_TIMEOUT_S)
+
+    @staticmethod
+    def in_this_process() -> list[Emulator]:
+        """The emulators running in this process (started and not stopped), oldest first."""
+        return [emulator for emulator in list(_RUNNING) if emulator.running]
 
     @property
     def running(self) -> bool:
@@ -250,6 +272,7 @@ class Emulator(StartStop):
         if caller is not None:
             _cells.replace_earlier_run(*caller)
         self._start_thread()
+        _RUNNING[self] = None
         if caller is not None:
             self._site = caller[0]
             _cells.record(*caller, self)
@@ -290,6 +313,7 @@ class Emulator(StartStop):
             )
         self._thread = None
         self._port = None
+        _RUNNING.pop(self, None)
         if self._site is not None:
             _cells.forget(self._site, self)
             self._site = None

@@ -34,10 +34,11 @@ from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
-from ..trace import Trace, TraceEvent, agent_label, error_text
+from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
 from . import _environment, _session_hook
 from ._caller import CallerInput, caller_audio, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
+from ._model_truth import InProcessEmulators
 from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
 from ._real_room import LiveKitCredentials, RealRoom
@@ -84,6 +85,11 @@ class NotebookRunner(StartStop):
 
     Offline the session is text-only; ``audio=True`` gives it a speaker that plays in real
     time, so an agent with a TTS speaks its replies, kept in ``runner.recording``.
+
+    After each turn the agent's chat context is held against its realtime model's
+    conversation: the plugin's view, and the model's own where it can be read
+    (``model_truth``; by default any ``Emulator`` running in this process that serves the
+    session). A turn answered while they disagree raises ``TurnError``.
     """
 
     def __init__(
@@ -97,6 +103,7 @@ class NotebookRunner(StartStop):
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         audio: bool = False,
+        model_truth: ModelTruth | None = None,
     ) -> None:
         self.server = _as_server(server)
         self.room_name = room or f"notebook-{uuid.uuid4().hex[:8]}"
@@ -114,7 +121,9 @@ class NotebookRunner(StartStop):
         self._microphone: CallerInput | None = None
         self._talk: PushToTalk | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
-        self.trace = Trace()
+        # after each turn, livekit's chat context is held against the model's conversation
+        # where it can be read (by default: an emulator in this process that serves it)
+        self.trace = Trace(model_truth=model_truth or InProcessEmulators())
         self.logs = WorkerLogs()
         self.real_room: RealRoom | None = None
         self.session: AgentSession[Any] | None = None
@@ -597,7 +606,7 @@ class NotebookRunner(StartStop):
         # the turn is over: the model's conversation should now hold what livekit's does
         self.trace.compare_contexts()
         problems = self.trace.problems_since(started, agent_label(session.current_agent))
-        return [e for e in problems if e.kind != "error" or spoken or _fails_text_turn(e)]
+        return [e for e in problems if e.kind != "error" or _fails_turn(e, spoken=spoken)]
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -678,10 +687,13 @@ async def _settled(result: RunResult[Any]) -> Exception | None:
     return None
 
 
-def _fails_text_turn(error: TraceEvent) -> bool:
-    """An error during a text turn fails it, but speech recognition's: a typed turn never
-    goes through it (an STT that cannot connect offline is traced, not raised)."""
-    return error.data.get("source") != "stt"
+def _fails_turn(error: TraceEvent, *, spoken: bool) -> bool:
+    """An error during a turn fails it, but a tool's (as in livekit, the model is told the
+    tool failed and answers: the turn goes on) and, for a typed turn, speech recognition's
+    (a typed turn never goes through it; an STT that cannot connect offline is traced, not
+    raised)."""
+    source = error.data.get("source")
+    return source != "tool" and (spoken or source != "stt")
 
 
 _THREAD_START_S = 1.0

@@ -5,7 +5,9 @@ schema (``schema.py``, and docs/trace-format.md for the JSON Lines file). The pi
 ``store`` (events in order, save and load), ``recorder`` (cheap capture on the session's thread,
 events made later in order), ``delivery`` (subscribers on their own loop), ``reading`` (livekit's
 session events), ``describe`` (livekit objects as plain data), ``patching`` (what the trace wraps
-on agents and realtime sessions), ``model_side`` (livekit's context against the model's) and
+on agents and realtime sessions), ``model_side`` (livekit's context against the model's, as the
+plugin sees it and, with a ``truth``, as the model's server holds it), ``realtime_protocol``
+(what a realtime session's own events say: its server session, the settings it was refused) and
 ``contexts`` (each agent's context rebuilt from the events).
 """
 
@@ -25,6 +27,7 @@ from .schema import (
     EventKind,
     HandoffData,
     MetricsData,
+    ModelSource,
     ModelUsageData,
     SpeechPhase,
     SpeechSource,
@@ -37,6 +40,7 @@ from .schema import (
 )
 from .store import TRACE_FORMAT, TraceEvent
 from .trace import Trace
+from .truth import ModelTruth
 
 __all__ = [
     "DELIVERY_INTERVAL_S",
@@ -54,6 +58,8 @@ __all__ = [
     "EventKind",
     "HandoffData",
     "MetricsData",
+    "ModelSource",
+    "ModelTruth",
     "ModelUsageData",
     "SpeechPhase",
     "SpeechSource",

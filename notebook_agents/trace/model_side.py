@@ -2,19 +2,24 @@
 
 A realtime plugin keeps its own view of the model's conversation, built from the server's
 acks. When the two no longer hold the same items in the same order, the trace records
-``context_diverged`` (once, while they stay apart) and ``context_converged`` when they agree
-again; an item the model rejected during a sync is an ``error``. Both checks compare ids on
-the session's thread, where the two sides are (a few microseconds), and capture only what they
-find: a parting, a coming together, a rejected item. What the runner looks for after each turn
-is then known without making any event (``Recorder.last_alarm``, ``parted``).
+``context_diverged`` (again only if what parts them changes) and ``context_converged`` when
+they agree again; an item the model rejected during a sync is an ``error``. Where the model's
+server can be asked (``truth``: an emulator in this process), livekit's context is held
+against the model's own conversation as well: a late ack can leave the plugin's view agreeing
+with livekit while the model answers from another conversation. The checks compare ids on the
+session's thread, where the sides are (a few microseconds; a cross-thread read of the server's
+side with a truth), and capture only what they find: a parting, a coming together, a rejected
+item. What the runner looks for after each turn is then known without making any event
+(``Recorder.last_alarm``, ``parted``, ``lacking``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from livekit.agents import Agent, AgentSession, llm
 
@@ -26,8 +31,11 @@ from .describe import (
     empty_message,
     syncs_to_model,
 )
+from .realtime_protocol import RealtimeProtocol
 from .recorder import Record, Recorder, error_data, given
-from .schema import ContextDivergedData
+from .schema import ChatItemData, ContextDivergedData, ModelSource
+from .tap import Handler
+from .truth import ModelTruth
 
 if TYPE_CHECKING:
     # no public export: the running agent's activity holds its realtime session
@@ -47,8 +55,13 @@ class ModelSide:
         self._compare_pending = False
         self._asked: llm.RealtimeSession[Any] | None = None  # the last asked, and its answer
         self._item_by_item = False
-        self.parted: set[str] = set()
-        """the agents whose two sides were apart at their last comparison"""
+        self.parted: dict[str, Apart] = {}
+        """the agents whose sides were apart at their last comparison, and what parted them"""
+        self.truth: ModelTruth | None = None
+        """where the model's own conversation can be read; None: the plugin's view stands in"""
+        self._protocols: weakref.WeakKeyDictionary[llm.RealtimeSession[Any], RealtimeProtocol] = (
+            weakref.WeakKeyDictionary()
+        )
         self._comparing = threading.Lock()  # the session's loop, and a caller's compare
 
     # -- on the session's thread -----------------------------------------------------------
@@ -100,35 +113,93 @@ class ModelSide:
                 self._asked, self._item_by_item = rt_session, capabilities.mutable_chat_context
             if not self._item_by_item:
                 return  # no item-by-item conversation on the model's side to hold livekit's to
-            # both are copies made now: livekit's read-only context, the plugin's rebuilt one
-            ours, theirs = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
+            # copies made now: livekit's read-only context, the plugin's rebuilt one, and the
+            # server's (read first: it may wait on the server's thread, never on a lock here)
+            server = self._server_side(rt_session)
+            ours, plugin = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
+            sides: list[tuple[Sequence[Item], ModelSource]] = []
+            if server is not None:
+                sides.append((server, "server"))
+            sides.append(([item for item in plugin if syncs_to_model(item)], "plugin"))
             with self._comparing:
-                self._compare(activity.agent, ours, theirs)
+                self._compare(activity.agent, ours, sides)
         except Exception as e:  # a trace must never break the session it observes
             self._recorder.capture_failure(e)
 
-    def _compare(self, agent: Agent, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]) -> None:
-        their_ids = [item.id for item in theirs if syncs_to_model(item)]
-        held = set(their_ids)
-        # what livekit would send: an empty message it keeps only for itself is not synced
-        # (an item the model holds is one it was sent: no need to ask)
-        our_ids = [
-            item.id
-            for item in ours
-            if item.id in held or (syncs_to_model(item) and not empty_message(item))
+    def _compare(
+        self,
+        agent: Agent,
+        ours: list[llm.ChatItem],
+        sides: list[tuple[Sequence[Item], ModelSource]],
+    ) -> None:
+        """Parted if livekit's ids differ from either side's (the server's first)."""
+        label, held_alike = agent_label(agent), 0
+        for theirs, source in sides:
+            their_ids = [_item_id(item) for item in theirs]
+            held = set(their_ids)
+            # what livekit would send: an empty message it keeps only for itself is not synced
+            # (an item the model holds is one it was sent: no need to ask)
+            our_ids = [
+                item.id
+                for item in ours
+                if item.id in held or (syncs_to_model(item) and not empty_message(item))
+            ]
+            if our_ids != their_ids:
+                kept = set(our_ids)
+                order = [i for i in our_ids if i in held] != [i for i in their_ids if i in kept]
+                apart = (source, kept - held, held - kept, order)
+                if self.parted.get(label) != apart:  # parted, or parted otherwise than before
+                    self.parted[label] = apart
+                    ours = [item for item in ours if item.id in kept]
+                    known = len(sides) > 1  # the server was read: the plugin's view is a view
+                    self._recorder.capture_alarm(_diverged, label, ours, theirs, source, known)
+                return
+            held_alike = len(our_ids)
+        if self.parted.pop(label, None) is not None:
+            data = {"agent": label, "items": held_alike}
+            self._recorder.capture(given, "context_converged", data, label)
+
+    def _server_side(self, rt_session: llm.RealtimeSession[Any]) -> list[ChatItemData] | None:
+        """The model's items as its server holds them, if a truth serves this session."""
+        truth, protocol = self.truth, self._protocols.get(rt_session)
+        if truth is None or protocol is None or protocol.session_id is None:
+            return None
+        items = truth.conversation(protocol.session_id)
+        if items is None:
+            return None
+        # what livekit's side holds too: messages of the caller and the model, tool items
+        kept = [
+            item
+            for item in items
+            if item.get("role") in ("user", "assistant")
+            or item.get("type") in ("function_call", "function_call_output")
         ]
-        label = agent_label(agent)
-        if our_ids == their_ids:
-            if label in self.parted:
-                self.parted.discard(label)
-                data = {"agent": label, "items": len(our_ids)}
-                self._recorder.capture(given, "context_converged", data, label)
-        elif label not in self.parted:
-            self.parted.add(label)
-            kept, synced = set(our_ids), set(their_ids)
-            ours = [item for item in ours if item.id in kept]
-            theirs = [item for item in theirs if item.id in synced]
-            self._recorder.capture_alarm(_diverged, label, ours, theirs)
+        return cast(list[ChatItemData], kept)  # described as the trace describes items
+
+    # -- what each realtime session's protocol says (its own events) -----------------------
+
+    def session_handlers(self, rt_session: llm.RealtimeSession[Any]) -> dict[str, Handler]:
+        """The handlers of ``rt_session``'s protocol events: its server session, its
+        refused settings."""
+        protocol = self._protocols.setdefault(rt_session, RealtimeProtocol())
+        return protocol.handlers()
+
+    def lacking(self) -> list[str]:
+        """The settings the active agent's realtime session runs without (a refused
+        ``session.update`` set them and none since was accepted)."""
+        session = self.session
+        activity = livekit.current_activity(session) if session is not None else None
+        rt_session = activity.realtime_llm_session if activity is not None else None
+        protocol = self._protocols.get(rt_session) if rt_session is not None else None
+        return list(protocol.lacking) if protocol is not None else []
+
+    def refused(self, event_id: str) -> list[str] | None:
+        """If ``event_id`` is a ``session.update`` the model refused: what its session runs
+        without now (that update's settings and those of earlier refused ones)."""
+        for protocol in list(self._protocols.values()):
+            if event_id in protocol.refused:
+                return list(protocol.lacking)
+        return None
 
     # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
 
@@ -163,8 +234,28 @@ class ModelSide:
 # -- where the events are made ---------------------------------------------------------------
 
 
-def _diverged(label: str, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]) -> Iterable[Record]:
-    yield "context_diverged", divergence(label, ours, theirs), label
+Apart = tuple[ModelSource, set[str], set[str], bool]
+"""what parts two sides: which side, the ids only livekit holds, only the model, the order"""
+Item = llm.ChatItem | ChatItemData
+"""an item of the model's side: the plugin's (livekit's type) or the server's (described)"""
+
+
+def _item_id(item: Item) -> str:
+    return item["id"] if isinstance(item, dict) else item.id
+
+
+def _described(item: Item) -> ChatItemData:
+    return item if isinstance(item, dict) else describe_item(item)
+
+
+def _diverged(
+    label: str,
+    ours: list[llm.ChatItem],
+    theirs: Sequence[Item],
+    source: ModelSource,
+    server_known: bool,
+) -> Iterable[Record]:
+    yield "context_diverged", divergence(label, ours, theirs, source, server_known), label
 
 
 def _rejected(activity: AgentActivity | None, rejected: list[llm.ChatItem]) -> Iterable[Record]:
@@ -181,28 +272,41 @@ def _rejected(activity: AgentActivity | None, rejected: list[llm.ChatItem]) -> I
 
 
 def divergence(
-    agent: str, ours: list[llm.ChatItem], theirs: list[llm.ChatItem]
+    agent: str,
+    ours: list[llm.ChatItem],
+    theirs: Sequence[Item],
+    source: ModelSource = "plugin",
+    server_known: bool = False,
 ) -> ContextDivergedData:
     """``context_diverged``'s data: what each side holds that the other lacks, and whether
-    the items both hold are in the same order."""
-    our_ids, their_ids = {item.id for item in ours}, {item.id for item in theirs}
+    the items both hold are in the same order. ``source``: where the model's side was read;
+    ``server_known``: the plugin's view parted while the server's agrees with livekit."""
+    our_ids, their_ids = {item.id for item in ours}, {_item_id(item) for item in theirs}
     missing = [describe_item(item) for item in ours if item.id not in their_ids]
-    extra = [describe_item(item) for item in theirs if item.id not in our_ids]
-    order = [i.id for i in ours if i.id in their_ids] != [i.id for i in theirs if i.id in our_ids]
+    extra = [_described(item) for item in theirs if _item_id(item) not in our_ids]
+    order = [i.id for i in ours if i.id in their_ids] != [
+        _item_id(i) for i in theirs if _item_id(i) in our_ids
+    ]
+    side = "the model" if source == "server" or not server_known else "the plugin's view"
     parts = [
-        f"the model lacks {_items(len(missing))} livekit has" if missing else "",
-        f"the model holds {_items(len(extra))} livekit lacks" if extra else "",
+        f"{side} lacks {_items(len(missing))} livekit has" if missing else "",
+        f"{side} holds {_items(len(extra))} livekit lacks" if extra else "",
         "the items both hold are in another order" if order else "",
     ]
+    if side == "the model":
+        what = "the model's conversation"
+    else:  # the model itself is in step: what the plugin does next is based on a wrong view
+        what = "the realtime plugin's view of the model's conversation (the model's own agrees)"
     return {
         "agent": agent,
-        "message": f"{agent}'s chat context and the model's conversation diverged: "
+        "message": f"{agent}'s chat context and {what} diverged: "
         + "; ".join(part for part in parts if part),
         "missing": missing,
         "extra": extra,
         "order": order,
         "livekit": [describe_item(item) for item in ours],
-        "model": [describe_item(item) for item in theirs],
+        "model": [_described(item) for item in theirs],
+        "model_source": source,
     }
 
 

@@ -41,7 +41,10 @@ class Watcher(Protocol):
 
 
 class SyncWatcher(Protocol):
-    """What the wrappers tell about realtime context syncs (the trace's model side)."""
+    """What the wrappers tell about realtime context syncs (the trace's model side), and
+    what it listens to on each realtime session of its own."""
+
+    def session_handlers(self, rt_session: llm.RealtimeSession[Any]) -> dict[str, Handler]: ...
 
     def sync_started(self) -> None: ...
 
@@ -179,5 +182,6 @@ class Patches:
 
         self._wrap(rt_session, "interrupt", wrapped_interrupt)
         if not any(emitter is rt_session for emitter, _ in self._listening):
-            stop = listen(rt_session, self._watcher.realtime_handlers, self._watcher.failed)
+            handlers = {**self._watcher.realtime_handlers, **syncs.session_handlers(rt_session)}
+            stop = listen(rt_session, handlers, self._watcher.failed)
             self._listening.append((rt_session, stop))

@@ -26,6 +26,8 @@ from livekit.agents import (
     FunctionToolsExecutedEvent,
     SessionUsageUpdatedEvent,
     SpeechCreatedEvent,
+    StopResponse,
+    ToolError,
     ToolExecutionUpdatedEvent,
     UserInputTranscribedEvent,
     llm,
@@ -46,16 +48,24 @@ from .describe import (
 )
 from .model_side import ModelSide
 from .patching import Patches
-from .recorder import Record, Recorder
-from .schema import ErrorSource, HandoffData, ModelUsageData, SpeechPhase, SpeechSource
+from .recorder import Record, Recorder, error_data
+from .schema import (
+    ErrorData,
+    ErrorSource,
+    HandoffData,
+    ModelUsageData,
+    SpeechPhase,
+    SpeechSource,
+)
 from .tap import Handler, listen
 
 if TYPE_CHECKING:
     # no public export: the running agent's activity, which handoffs swap
     from livekit.agents.voice.agent_activity import AgentActivity
 
-    # no public export: the names of the session's events, as AgentSession.on takes them
-    from livekit.agents.voice.events import EventTypes
+    # no public export: the names of the session's events, as AgentSession.on takes them,
+    # and a tool call's end (in livekit's tool_execution_updated)
+    from livekit.agents.voice.events import EventTypes, ToolCallEnded
 
 _ERROR_SOURCES: dict[str, ErrorSource] = {
     "stt_error": "stt",
@@ -90,6 +100,8 @@ class SessionReader:
         self._failure: str | None = None
         # when livekit last asked the model to cancel its response (time.time())
         self._cancelled_at = -math.inf
+        # each tool call running: its tool's name and livekit's task running it
+        self._tool_runs: dict[str, tuple[str, asyncio.Task[Any] | None]] = {}
         # where the events are made
         self._seen_calls: set[tuple[str, str]] = set()
         self._usage: list[ModelUsageData] = []
@@ -106,12 +118,12 @@ class SessionReader:
             "agent_state_changed": capturing(_make_state, ("agent_state",)),
             "user_state_changed": capturing(_make_state, ("user_state",)),
             "user_input_transcribed": capturing(_make_transcript, ()),
-            "tool_execution_updated": capturing(self._make_tool_update, ()),
             "session_usage_updated": capturing(self._make_usage, ()),
             "error": self._on_error,
             # events the session's next steps depend on: read at once
             "conversation_item_added": self._on_item_added,
             "speech_created": self._on_speech_created,
+            "tool_execution_updated": self._on_tool_update,
             "function_tools_executed": self._on_tools_executed,
             "close": self._on_close,
         }
@@ -133,6 +145,7 @@ class SessionReader:
             return
         self._stop_listening()
         self.patches.restore()
+        self._tool_runs.clear()
 
     # -- what the runner knows -------------------------------------------------------------
 
@@ -222,8 +235,27 @@ class SessionReader:
             self.model.leaving = activity
         self._recorder.capture(self._make_tools_executed, activity, ev)
 
+    def _on_tool_update(self, ev: ToolExecutionUpdatedEvent) -> None:
+        """A call starting is a ``tool_call``; one ending on an exception an ``error``. livekit's
+        task is taken at the start: it holds the exception, and is gone when the end comes."""
+        update, session = ev.update, self._session
+        activity = livekit.current_activity(session)  # type: ignore[arg-type]
+        if update.type == "tool_call_started":
+            call = update.function_call
+            task = livekit.tool_task(session, call.call_id)  # type: ignore[arg-type]
+            self._tool_runs[call.call_id] = (call.name, task)
+            self._recorder.capture(self._make_tool_calls, activity, ((call, None),), False)
+        elif update.type == "tool_call_ended":
+            name, task = self._tool_runs.pop(update.call_id, ("", None))
+            if update.status == "error":
+                self._recorder.capture_alarm(_make_tool_error, activity, update, name, task)
+
     def _on_error(self, ev: ErrorEvent) -> None:
-        self._recorder.capture_alarm(_make_livekit_error, self._activity(), ev)
+        # a refused session.update: the plugin has just read the server's error (its protocol
+        # events come first), so what the session now runs without is known
+        event_id = _client_event_id(ev.error)
+        lacking = self.model.refused(event_id) if event_id is not None else None
+        self._recorder.capture_alarm(_make_livekit_error, self._activity(), ev, lacking)
 
     def _on_close(self, ev: Any) -> None:
         self.record_closed(str(getattr(ev.reason, "value", ev.reason)), ev.error)
@@ -289,13 +321,6 @@ class SessionReader:
             "metrics": message_metrics(item),
         }
         yield "agent_message", data, activity_label(activity)
-
-    def _make_tool_update(
-        self, activity: AgentActivity | None, ev: ToolExecutionUpdatedEvent
-    ) -> Iterable[Record]:
-        update = ev.update
-        if update.type == "tool_call_started":
-            yield from self._make_tool_calls(activity, ((update.function_call, None),), False)
 
     def _make_tools_executed(
         self, activity: AgentActivity | None, ev: FunctionToolsExecutedEvent
@@ -412,16 +437,75 @@ def _make_context_changed(
         yield "context_changed", data, activity_label(activity)
 
 
-def _make_livekit_error(activity: AgentActivity | None, ev: ErrorEvent) -> Iterable[Record]:
+def _make_tool_error(
+    activity: AgentActivity | None,
+    ended: ToolCallEnded,
+    name: str,
+    task: asyncio.Task[Any] | None,
+) -> Iterable[Record]:
+    """An ``error`` for a tool that raised: livekit tells the model only that an internal
+    error occurred, and logs the exception. A ``ToolError`` is no such failure: its message
+    is the tool's output, what the model was meant to hear."""
+    raised = _raised(task)
+    if isinstance(raised, ToolError | StopResponse):
+        return
+    type_name = type(raised).__name__ if raised is not None else "Exception"
+    text = str(raised) if raised is not None else ended.message or ""
+    message = (
+        f"the tool {name} raised {type_name}: {text} "
+        "(the model was told only that an internal error occurred)"
+    )
+    data = {**error_data(message, type_name, "tool"), "tool": name, "call_id": ended.call_id}
+    yield "error", data, activity_label(activity)
+
+
+def _raised(task: asyncio.Task[Any] | None) -> BaseException | None:
+    """What a finished tool task raised: livekit's task returns the tool's exception."""
+    if task is None or not task.done() or task.cancelled():
+        return None
+    error = task.exception()
+    if error is None and isinstance(result := task.result(), BaseException):
+        error = result
+    return error
+
+
+def _make_livekit_error(
+    activity: AgentActivity | None, ev: ErrorEvent, lacking: list[str] | None
+) -> Iterable[Record]:
+    """livekit's error event; a refused ``session.update`` says what the session runs
+    without (``lacking``): livekit goes on as if the update had applied."""
     reported = ev.error
     error = getattr(reported, "error", reported)
-    data = {
+    data: ErrorData = {
         "message": error_text(reported),
         "type": type(error).__name__,
         "source": _ERROR_SOURCES.get(getattr(reported, "type", ""), "session"),
         "recoverable": bool(getattr(reported, "recoverable", False)),
     }
+    if lacking is not None:
+        data["type"], data["settings"] = "SessionUpdateRejected", lacking
+        data["message"] = (
+            f"the model rejected session.update: the session runs without its "
+            f"{', '.join(_first_named(lacking))} until an update setting them is accepted "
+            f"({data['message']})"
+        )
     yield "error", data, activity_label(activity)
+
+
+def _first_named(settings: list[str]) -> list[str]:
+    """The session's settings, what an agent brings first: its instructions and tools."""
+    return sorted(settings, key=lambda name: _AGENTS_OWN.get(name, len(_AGENTS_OWN)))
+
+
+_AGENTS_OWN = {"instructions": 0, "tools": 1}
+
+
+def _client_event_id(reported: object) -> str | None:
+    """The ``event_id`` of the client event a model's error answers, if it names one (the
+    plugin keeps the server's error as the body of its ``APIError``)."""
+    body = getattr(getattr(reported, "error", reported), "body", None)
+    event_id = body.get("event_id") if isinstance(body, dict) else getattr(body, "event_id", None)
+    return event_id if isinstance(event_id, str) else None
 
 
 def _make_closed(

@@ -37,9 +37,11 @@ EventKind = Literal[
     "closed",
 ]
 """what a ``TraceEvent`` records; its ``data`` is the TypedDict ``EVENT_DATA[kind]``"""
-ErrorSource = Literal["stt", "llm", "tts", "realtime", "session", "agent", "runner", "trace"]
+ErrorSource = Literal[
+    "stt", "llm", "tts", "realtime", "session", "agent", "tool", "runner", "trace"
+]
 """what failed: a model (speech recognition, LLM, speech synthesis, realtime), the session,
-the agent's own code (a hook that raised), the runner's job, or the trace itself"""
+the agent's own code (a hook or a tool that raised), the runner's job, or the trace itself"""
 SpeechSource = Literal["say", "generate_reply", "tool_reply"]
 """how the agent's speech came about: ``session.say``, a generated reply, a reply to a tool"""
 SpeechPhase = Literal["on_enter", "turn", "on_exit"]
@@ -139,6 +141,11 @@ class ContextChangedData(TypedDict):
     removed: list[ChatItemData]
 
 
+ModelSource = Literal["server", "plugin"]
+"""where the model's side of a conversation was read: its server (an ``Emulator`` in this
+process, or a ``ModelTruth`` given), or the realtime plugin's view of it (from the acks)"""
+
+
 class ContextDivergedData(TypedDict):
     agent: str
     message: str
@@ -147,6 +154,7 @@ class ContextDivergedData(TypedDict):
     order: bool
     livekit: list[ChatItemData]
     model: list[ChatItemData]
+    model_source: NotRequired[ModelSource]
 
 
 class ContextConvergedData(TypedDict):
@@ -178,6 +186,14 @@ class ErrorData(TypedDict):
     type: str
     source: ErrorSource
     recoverable: bool
+    tool: NotRequired[str]
+    call_id: NotRequired[str]
+    settings: NotRequired[list[str]]
+
+
+"""``tool`` and ``call_id``: a tool that raised (source ``tool``), and which of its calls;
+``settings``: a ``session.update`` the model refused (type ``SessionUpdateRejected``), the
+settings it set, which the session runs without"""
 
 
 class ClosedData(TypedDict):

@@ -17,9 +17,11 @@ from typing import Any
 from .._records import FieldError, build, not_utf8, value
 from .schema import EventKind
 
-TRACE_FORMAT = "notebook-agents.trace/3"
+TRACE_FORMAT = "notebook-agents.trace/4"
 """the first line of a saved trace, so an unrelated or newer file is refused clearly"""
 EARLIER_FORMATS = {
+    "notebook-agents.trace/3": "no tool errors, refused session updates or model_source of "
+    "a divergence (the plugin's view)",
     "notebook-agents.trace/2": "no user_transcript events; agent messages do not say whether "
     "they were interrupted",
     "notebook-agents.trace/1": "its metrics events hold livekit's metrics of one model call, "

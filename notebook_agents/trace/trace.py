@@ -22,6 +22,7 @@ from .reading import SessionReader
 from .recorder import Recorder, given
 from .schema import EventKind
 from .store import EventLog, TraceEvent
+from .truth import ModelTruth
 
 
 class Trace:
@@ -31,15 +32,34 @@ class Trace:
     event on the subscriber's loop. ``save``/``load`` round-trip through JSON Lines.
     """
 
-    def __init__(self, session: AgentSession[Any] | None = None) -> None:
+    def __init__(
+        self, session: AgentSession[Any] | None = None, *, model_truth: ModelTruth | None = None
+    ) -> None:
         self._log = EventLog()
         self._delivery = Delivery(self._flush)
         self._recorder = Recorder(self._log, self._delivery)
         self._reader = SessionReader(self._recorder)
+        self.model_truth = model_truth
         self.loaded = False
         """True for a trace read by ``load``: a replay, it will not grow"""
         if session is not None:
             self.attach(session)
+
+    @property
+    def model_truth(self) -> ModelTruth | None:
+        """Where each realtime session's conversation can be read as the model holds it (an
+        ``Emulator`` does for the sessions it serves): livekit's chat context is then held
+        against it as well as against the plugin's view. None: the plugin's view only."""
+        return self._reader.model.truth
+
+    @model_truth.setter
+    def model_truth(self, truth: ModelTruth | None) -> None:
+        if truth is not None and not callable(getattr(truth, "conversation", None)):
+            raise TypeError(
+                f"model_truth= needs an object with conversation(session_id), such as an "
+                f"Emulator, not {type(truth).__name__}"
+            )
+        self._reader.model.truth = truth
 
     @property
     def started_at(self) -> float:
@@ -76,20 +96,27 @@ class Trace:
         return time.perf_counter() - self._log.t0
 
     def problems_since(self, t: float, agent: str | None) -> list[TraceEvent]:
-        """The ``error`` events from trace time ``t`` on, and ``agent``'s ``context_diverged``
-        while its chat context and its model's conversation are apart, in order.
+        """The ``error`` events from trace time ``t`` on, ``agent``'s ``context_diverged``
+        while its chat context and its model's conversation are apart, and the refused
+        ``session.update`` while the active realtime session runs without what it set, in
+        order.
 
         Makes the events only when one of these may be among them, so asking after every turn
         (the notebook runner does) costs the session next to nothing."""
+        model = self._reader.model
         alarmed = self._recorder.last_alarm - self._log.t0 >= t
-        if not alarmed and agent not in self._reader.model.parted:
+        unconfigured = bool(model.lacking())
+        if not alarmed and agent not in model.parted and not unconfigured:
             return []
         events = self.events
         first = bisect.bisect_left(events, t, key=lambda event: event.t)
         found = [e for e in events[first:] if e.kind == "error"]
-        apart = divergences(events).get(agent) if agent is not None else None
-        if apart is not None:
-            found = sorted([*found, apart], key=lambda event: event.seq)
+        standing = [divergences(events).get(agent) if agent is not None else None]
+        if unconfigured:  # the refusal that left the session without its settings stands
+            standing.append(next(filter(_refused_update, reversed(events)), None))
+        for event in standing:
+            if event is not None and event not in found:
+                found = sorted([*found, event], key=lambda event: event.seq)
         return found
 
     def contexts_at(self, t: float | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -164,3 +191,7 @@ class Trace:
             self._recorder.capture_alarm(given, kind, data, agent)
         else:
             self._recorder.capture(given, kind, data, agent)
+
+
+def _refused_update(event: TraceEvent) -> bool:
+    return event.kind == "error" and event.data.get("type") == "SessionUpdateRejected"

@@ -1,0 +1,20 @@
+"""The model's side of a realtime session, read from where it is kept: the model's server.
+
+A realtime plugin keeps a record of the model's conversation built from the server's acks;
+an ack that comes late (or never) leaves that record and the model apart, and the two can then
+agree with livekit while the model answers from another conversation. Where the server can be
+asked, that question is settled: ``Emulator`` answers it for the sessions it serves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class ModelTruth(Protocol):
+    """Where a realtime session's conversation can be read as the model holds it."""
+
+    def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
+        """The items the model holds in session ``session_id`` (its ``session.created`` id),
+        in order, described as the trace describes chat items; None if it is not known here."""
+        ...
