@@ -9,9 +9,11 @@ barge-in cancels the running response, ``turn_detected``), speech_stopped, then 
 committed and added without words, heard by pocketsphinx in the words of the session's tools,
 and its transcript sent (``input_audio_transcription.completed`` if asked, and
 ``conversation.item.done``); the reply rules answer the transcript as the caller's text.
-Audio out: a reply in the ``audio`` modality is eSpeak's voice, streamed ``SPEECH_CHUNK_MS``
-a delta at the pace it plays with its words' transcript deltas alongside; a truncate cuts the
-words to the share of the audio heard, and stops a reply still streaming.
+Audio out: a reply in the ``audio`` modality is eSpeak's voice, sent as fast as the latency
+model says its text would be (a token's words and their audio together, ``token_ms`` apart),
+faster than it plays, as the service sends it; the client's speaker plays it in real time and
+truncates what it did not play: a truncate cuts the words to the share of the audio heard
+(and stops a reply still being sent).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ import contextlib
 import copy
 import json
 import logging
-import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
 from .errors import ServiceError, http_error
-from .latency import DelayedPipe, precise_sleep, sleep_until
+from .latency import DelayedPipe, precise_sleep
 from .listening import ServerVad
 from .protocol import check_server_event, new_id, parse_client_event
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
@@ -43,8 +43,6 @@ from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
 logger = logging.getLogger(__name__)
 
 SAMPLE_RATE = 24_000
-SPEECH_CHUNK_MS = 100
-"""each audio delta carries this much of a spoken reply, sent as the previous one has played"""
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 OPEN_CONNECTIONS_KEY = web.AppKey(
     "realtime_connections", set["RealtimeConnection | RefusedConnection"]
@@ -670,7 +668,7 @@ class _ResponseRun:
             if isinstance(reply, ToolCallReply):
                 self._function_call(reply)
             elif speech is not None:
-                await self._spoken_message(reply, await speech)
+                await self._spoken_message(reply, await speech, latency.token_ms / 1000.0)
             else:
                 await self._message(reply, latency.token_ms / 1000.0)
         finally:
@@ -779,34 +777,31 @@ class _ResponseRun:
         self._conn.send({"type": "response.content_part.done", "part": done, **where})
         self._close_item("completed")
 
-    async def _spoken_message(self, reply: TextReply, speech: np.ndarray) -> None:
-        """The reply spoken, streamed at the pace it plays: each ``SPEECH_CHUNK_MS`` of audio
-        leaves when the previous has played, its words' transcript deltas with it.
+    async def _spoken_message(self, reply: TextReply, speech: np.ndarray, token_s: float) -> None:
+        """The reply spoken, sent as its text would stream: each token's words and their
+        share of the audio leave together, ``token_s`` apart.
 
-        The part's audio is what has been sent (a cancelled reply's is shorter), so a
-        truncate can only cut what the client has; a truncate while it streams stops it
-        (the service would have sent it all by then: it speaks faster than real time).
+        OpenAI's reference (``conversation.item.truncate``): "The server will produce audio
+        faster than realtime"; the client plays it at real-time pace and truncates what it
+        did not play, by ``audio_end_ms``. The part's audio is what has been sent (a
+        cancelled reply's is shorter), so a truncate can only cut what the client has; a
+        truncate while the reply is still being sent stops it there.
         """
         part, where = self._open_message({"type": "output_audio", "transcript": "", "_audio_ms": 0})
         words = tokens(reply.text)
-        step = SAMPLE_RATE * SPEECH_CHUNK_MS // 1000
-        chunks = max(1, math.ceil(speech.size / step))
-        began, said = time.perf_counter(), 0
-        for index in range(chunks):
-            await sleep_until(began + index * SPEECH_CHUNK_MS / 1000.0)
+        for index, word in enumerate(words):
+            if index:
+                await precise_sleep(token_s)
             if part.get("_truncated"):
                 break
-            due = math.ceil(len(words) * (index + 1) / chunks)
-            for word in words[said:due]:
-                self._output_tokens += 1
-                part["transcript"] += word
-                self._conn.send(
-                    {"type": "response.output_audio_transcript.delta", "delta": word, **where}
-                )
-            said = due
-            chunk = speech[index * step : (index + 1) * step]
-            part["_audio_ms"] = (index * step + chunk.size) * 1000 // SAMPLE_RATE
-            delta = base64.b64encode(chunk.astype("<i2").tobytes()).decode()
+            self._output_tokens += 1
+            part["transcript"] += word
+            self._conn.send(
+                {"type": "response.output_audio_transcript.delta", "delta": word, **where}
+            )
+            begin, end = (speech.size * i // len(words) for i in (index, index + 1))
+            part["_audio_ms"] = end * 1000 // SAMPLE_RATE
+            delta = base64.b64encode(speech[begin:end].astype("<i2").tobytes()).decode()
             self._conn.send({"type": "response.output_audio.delta", "delta": delta, **where})
         # the service's order: the audio ends, then its transcript, then the part
         self._conn.send({"type": "response.output_audio.done", **where})
