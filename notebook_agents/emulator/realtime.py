@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextlib
 import copy
 import json
@@ -318,6 +319,11 @@ class RealtimeConnection:
 
     # -- receiving -------------------------------------------------------------------------
 
+    @property
+    def buffered_ms(self) -> int:
+        """How much input audio the buffer holds."""
+        return _ms(len(self._audio))
+
     def _close_budget_s(self) -> float:
         return 2 * self.latency.rtt_ms / 1000.0 + 5.0
 
@@ -328,6 +334,10 @@ class RealtimeConnection:
             self._outbound.put(None)
             return
         self._client_events += 1
+        event: dict[str, Any] = {}
+        # OpenAI's reference for the ``error`` server event: "Most errors are recoverable and
+        # the session will stay open": whatever goes wrong with one event is that event's
+        # error, and the next is handled as usual
         try:
             event = parse_client_event(raw, validate=self.settings.validate)
             self._log.record("in", event["type"])
@@ -341,6 +351,16 @@ class RealtimeConnection:
             await self._dispatch(event)
         except ServiceError as e:
             self.send(e.to_event())
+        except Exception as e:  # the emulator's own failure, named with its traceback
+            logger.exception("the realtime emulator failed on %s", event.get("type"))
+            self.send(
+                ServiceError(
+                    f"The emulator failed on {event.get('type')}: {e!r} (its log has the "
+                    "traceback). The session stays open.",
+                    type="server_error",
+                    event_id=event.get("event_id"),
+                ).to_event()
+            )
         if self.faults.drop_after is not None and self._client_events >= self.faults.drop_after:
             self._drop()
 
@@ -379,7 +399,7 @@ class RealtimeConnection:
                 )
             self.send({"type": "conversation.item.retrieved", "item": public(item)})
         elif kind == "input_audio_buffer.append":
-            chunk = base64.b64decode(event["audio"])
+            chunk = _pcm16(event["audio"], event_id)
             self._audio.extend(chunk)
             await self._listen(np.frombuffer(chunk, "<i2"))
         elif kind == "input_audio_buffer.commit":
@@ -448,10 +468,11 @@ class RealtimeConnection:
         if self._vad is None:
             fed_ms = self._audio_start_ms + _ms(len(self._audio) - samples.nbytes)
             self._vad = ServerVad(SAMPLE_RATE, turn, fed_ms)
-        for heard in self._vad.feed(samples):
+        vad = self._vad
+        for heard in vad.feed(samples):
             if heard.kind == "started":
                 self._speech_item_id = new_id("item_")
-                started = max(heard.ms - self._vad.prefix_ms, self._audio_start_ms)
+                started = max(heard.ms - vad.prefix_ms, self._audio_start_ms)
                 self.send(
                     {
                         "type": "input_audio_buffer.speech_started",
@@ -470,14 +491,25 @@ class RealtimeConnection:
                     }
                 )
                 spoken = (heard.ms - self._audio_start_ms) * SAMPLE_RATE * 2 // 1000
-                await self._commit_audio(None, spoken, self._speech_item_id)
-                if turn.get("create_response", True) and self._response is None:
+                understood = await self._commit_audio(None, spoken, self._speech_item_id)
+                if understood and turn.get("create_response", True) and self._response is None:
                     self._create_response({}, None)
+        self._forget_silence(vad)
+
+    def _forget_silence(self, vad: ServerVad) -> None:
+        """Drop the input audio no turn will hold: an open microphone's silence would
+        otherwise pile up (48 kB a second) for as long as the call lasts."""
+        needed_ms = vad.needed_from_ms()
+        if needed_ms is None or needed_ms <= self._audio_start_ms:
+            return
+        del self._audio[: (needed_ms - self._audio_start_ms) * SAMPLE_RATE * 2 // 1000]
+        self._audio_start_ms = needed_ms
 
     async def _commit_audio(
         self, event_id: str | None, size: int, item_id: str | None = None
-    ) -> None:
-        """The first ``size`` bytes of the input buffer become a user item, then are heard.
+    ) -> bool:
+        """The first ``size`` bytes of the input buffer become a user item, then are heard
+        (False: the recognizer failed on them, which was answered as their error).
 
         As the service does, the item is committed and added at once with no transcript (the
         transcription runs after the commit); the transcript follows in
@@ -520,7 +552,11 @@ class RealtimeConnection:
         )
         tools = [t["name"] for t in self.session.get("tools") or [] if t.get("type") == "function"]
         # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
-        transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
+        try:
+            transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
+        except Exception as e:
+            self._not_heard(stored, previous, e, event_id)
+            return False
         if self.session["audio"]["input"].get("transcription"):
             part["transcript"] = transcript
             self.send(
@@ -535,9 +571,51 @@ class RealtimeConnection:
         else:
             # the model hears the words even when nobody asked for them written down
             part["_heard"] = transcript
+        self._item_done(stored, previous)
+        return True
+
+    def _item_done(self, stored: dict[str, Any], previous: str | None) -> None:
         # held back with its item's added event by ack_delay_ms, so it never overtakes it
         done = {"type": "conversation.item.done", "item": public(stored)}
         self._ack({**done, "previous_item_id": previous}, stored["type"])
+
+    def _not_heard(
+        self,
+        stored: dict[str, Any],
+        previous: str | None,
+        failure: Exception,
+        event_id: str | None,
+    ) -> None:
+        """The recognizer failed on a committed turn: the turn stays, without words, and the
+        failure is its error (the service's event for a failed transcription, if one was
+        asked for, and an ``error``); it is not answered, and the next turn is heard anew."""
+        logger.warning("speech recognition failed on %s", stored["id"], exc_info=failure)
+        cause = f"{type(failure).__name__}: {failure}"
+        if self.session["audio"]["input"].get("transcription"):
+            self.send(
+                {
+                    "type": "conversation.item.input_audio_transcription.failed",
+                    "item_id": stored["id"],
+                    "content_index": 0,
+                    "error": {
+                        "type": "server_error",
+                        "code": "transcription_failed",
+                        "message": cause,
+                        "param": None,
+                    },
+                }
+            )
+        self._item_done(stored, previous)
+        self.send(
+            ServiceError(
+                f"The emulator's speech recognizer failed on the turn {stored['id']} ({cause}): "
+                "it was not heard or answered. Later turns are heard as usual; the emulator's "
+                "log has the traceback.",
+                type="server_error",
+                code="transcription_failed",
+                event_id=event_id,
+            ).to_event()
+        )
 
     # -- responses -------------------------------------------------------------------------
 
@@ -817,6 +895,34 @@ class _ResponseRun:
         """Close whatever is open and send ``response.done`` with ``status``."""
         self._close_item("completed" if status == "completed" else "incomplete")
         self._conn.send({"type": "response.done", "response": self._body(status, status_details)})
+
+
+def _pcm16(audio: str, event_id: str | None) -> bytes:
+    """An append's audio, or the error the service answers an invalid client event with.
+
+    OpenAI's reference (``input_audio_buffer.append``): "Base64-encoded audio bytes. This
+    must be in the format specified by the input_audio_format field in the session
+    configuration", here PCM16 mono 24 kHz: whole 2-byte samples.
+    """
+    fix = "Send base64-encoded PCM16 audio: 16-bit little-endian mono samples at 24 kHz."
+    try:
+        chunk = base64.b64decode(audio, validate=True)
+    except binascii.Error as e:
+        raise ServiceError(
+            f"Invalid 'audio': it is not base64 ({e}). {fix}",
+            code="invalid_value",
+            param="audio",
+            event_id=event_id,
+        ) from None
+    if len(chunk) % 2:
+        raise ServiceError(
+            f"Invalid 'audio': {len(chunk)} bytes is not a whole number of PCM16 samples "
+            f"(2 bytes each). {fix}",
+            code="invalid_value",
+            param="audio",
+            event_id=event_id,
+        )
+    return chunk
 
 
 def _ms(size: int) -> int:
