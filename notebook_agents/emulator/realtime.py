@@ -1,14 +1,17 @@
 """The Realtime websocket (``/v1/realtime``): one ``RealtimeConnection`` per client.
 
 Events from the client arrive half a round trip late and are handled in order; replies leave
-half a round trip late, in order. Responses run as tasks so a cancel can overtake them.
+half a round trip late, in order. Responses run as tasks so a cancel can overtake them. An
+event that cannot be served is answered with its ``error``; the session stays open.
 
 Audio in: appended PCM16 24 kHz goes through a loudness VAD (``listening.ServerVad``) when the
 session has turn detection (``semantic_vad`` is heard as server VAD): speech_started (a
 barge-in cancels the running response, ``turn_detected``), speech_stopped, then the turn is
 committed and added without words, heard by pocketsphinx in the words of the session's tools,
 and its transcript sent (``input_audio_transcription.completed`` if asked, and
-``conversation.item.done``); the reply rules answer the transcript as the caller's text.
+``conversation.item.done``); the reply rules answer the transcript as the caller's text (a
+turn the recognizer fails on is not answered: its error is sent instead). Silence before the
+prefix padding of where speech may begin is dropped: an open microphone does not pile up.
 Audio out: a reply in the ``audio`` modality is eSpeak's voice, sent as fast as the latency
 model says its text would be (a token's words and their audio together, ``token_ms`` apart),
 faster than it plays, as the service sends it; the client's speaker plays it in real time and
