@@ -1,7 +1,10 @@
 """Soak: N start -> turn -> stop cycles of one agent in one real ipykernel, and what is left.
 
 The agent is production-style (a realtime model per job) against the emulator, which runs in
-a process of its own so that only the runner, the trace and livekit count.
+a process of its own so that only the runner, the trace and livekit count; ``--emulator
+kernel`` runs it in the kernel, as the notebooks do, so that what it keeps of each connection
+counts too. ``--spoken`` makes each turn a spoken one (``send_audio``, the model hears and
+speaks) instead of a typed one.
 
 After a warm-up (the first ~100 jobs grow RSS by ~2.5 MB while livekit's lazy parts, the
 protobuf and line caches and the allocator's arenas fill; flat after that), every ``--every``
@@ -10,6 +13,8 @@ on livekit's cached offline room and RSS (after a full GC and ``malloc_trim``: m
 held, not freed heap pages glibc has yet to return). The goal: 500 cycles grow RSS < 2 MB.
 
     .venv/bin/python benchmarks/soak.py --cycles 500
+    .venv/bin/python benchmarks/soak.py --cycles 500 --emulator kernel
+    .venv/bin/python benchmarks/soak.py --cycles 200 --spoken
 """
 
 from __future__ import annotations
@@ -29,13 +34,36 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 from notebook_agents import NotebookRunner
 from notebook_agents import _livekit_internals as livekit
+from notebook_agents.emulator import Emulator
 from notebook_agents.emulator.process import emulator_process
 from notebook_agents.emulator.server import base_url
+from notebook_agents.speech import synthesize
+
+server = AgentServer()
+"""
 
 # the emulator in a process of its own: its connection log is not the runner's memory
+IN_PROCESS = """
 emulator = emulator_process(validate=False)
 EMULATOR_URL = base_url(await emulator.__aenter__())
-server = AgentServer()
+"""
+IN_KERNEL = """
+in_kernel = Emulator().start()
+EMULATOR_URL = in_kernel.base_url()
+"""
+
+TYPED = """
+async def turn(runner):
+    assert await runner.send_text("hello") == 'You are Ada. You said: "hello".'
+"""
+SPOKEN = """
+HELLO = synthesize("hello there")
+
+async def turn(runner):
+    assert await runner.send_audio(HELLO) == 'You are Ada. You said: "hello there".'
+"""
+
+CYCLES = """
 
 @server.rtc_session()
 async def entrypoint(ctx: JobContext) -> None:
@@ -43,11 +71,11 @@ async def entrypoint(ctx: JobContext) -> None:
     session = AgentSession(llm=model)
     await session.start(agent=Agent(instructions="You are Ada."), room=ctx.room)
 
-async def cycles(n):
+async def cycles(n, audio):
     for _ in range(n):
-        runner = NotebookRunner(server).start()
+        runner = NotebookRunner(server, audio=audio).start()
         await runner.ready()
-        assert await runner.send_text("hello") == 'You are Ada. You said: "hello".'
+        await turn(runner)
         runner.stop()
 
 _libc = ctypes.CDLL("libc.so.6")
@@ -76,11 +104,21 @@ def main() -> None:
     parser.add_argument(
         "--warmup", type=int, default=100, help="cycles before the baseline (default 100)"
     )
+    parser.add_argument(
+        "--emulator",
+        choices=("process", "kernel"),
+        default="process",
+        help="where the emulator runs: its own process (default), or the kernel as in notebooks",
+    )
+    parser.add_argument("--spoken", action="store_true", help="spoken turns, not typed ones")
     args = parser.parse_args()
+    in_kernel = args.emulator == "kernel"
+    setup = SETUP + (IN_KERNEL if in_kernel else IN_PROCESS) + (SPOKEN if args.spoken else TYPED)
+    run = f"await cycles({{}}, audio={args.spoken})"
 
     with Kernel() as kernel:
-        kernel.run_ok(SETUP, timeout=120)
-        kernel.run_ok(f"await cycles({args.warmup})", timeout=600)
+        kernel.run_ok(setup + CYCLES, timeout=120)
+        kernel.run_ok(run.format(args.warmup), timeout=3600)
         base = kernel.eval("held()")
         print(
             f"{'cycles':>7} "
@@ -91,12 +129,14 @@ def main() -> None:
         done, started = 0, time.perf_counter()
         while done < args.cycles:
             batch = min(args.every, args.cycles - done)
-            kernel.run_ok(f"await cycles({batch})", timeout=600)
+            kernel.run_ok(run.format(batch), timeout=3600)
             done += batch
             print(_row(done, kernel.eval("held()"), base), flush=True)
         elapsed = time.perf_counter() - started
         end = kernel.eval("held()")
-        kernel.run_ok("await emulator.__aexit__(None, None, None)")
+        kernel.run_ok(
+            "in_kernel.stop()" if in_kernel else "await emulator.__aexit__(None, None, None)"
+        )
     growth = (end["rss"] - base["rss"]) / 2**20
     per_500 = growth * 500 / args.cycles
     print(

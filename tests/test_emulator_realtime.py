@@ -18,6 +18,7 @@ from openai.types.realtime import ResponseCancelEvent
 
 from notebook_agents.bench.scenario import history
 from notebook_agents.emulator import Emulator
+from notebook_agents.emulator._settings import CONNECTIONS_KEPT
 from notebook_agents.emulator.latency import query_to_str
 
 from .conftest import API_KEY
@@ -314,3 +315,19 @@ async def test_a_close_frame_is_answered_a_round_trip_later(emulator: Emulator) 
         assert time.perf_counter() - started >= 0.06
     # the connection's events were all handled before the close was answered
     assert emulator.connections[-1].types("out")[-1] == "session.created"
+
+
+async def test_the_emulator_keeps_the_logs_of_its_latest_connections_only(
+    emulator: Emulator,
+) -> None:
+    """A kernel that runs call after call keeps a bounded log of them, not one per call."""
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    async with aiohttp.ClientSession() as http:
+        for _ in range(CONNECTIONS_KEPT + 5):
+            async with http.ws_connect(realtime_ws_url(emulator), headers=headers) as ws:
+                assert (await ws.receive_json())["type"] == "session.created"
+    logs = emulator.connections
+    assert len(logs) == CONNECTIONS_KEPT
+    assert len(emulator.conversations()) == CONNECTIONS_KEPT
+    # each holds its own events, a bounded number of them
+    assert all(log.events.maxlen is not None and len(log.events) == 1 for log in logs)

@@ -1,6 +1,6 @@
 """The Realtime websocket hears and speaks: server VAD on the appended audio, a real
-transcript (pocketsphinx), and the reply spoken by eSpeak, streamed at the pace it plays,
-all through livekit's own realtime plugin, unmodified."""
+transcript (pocketsphinx), and the reply spoken by eSpeak, sent as fast as its text would be
+(faster than it plays), all through livekit's own realtime plugin, unmodified."""
 
 from __future__ import annotations
 
@@ -13,12 +13,17 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+import pytest
 from livekit import rtc
-from livekit.agents import llm
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext, llm
 from livekit.agents.llm import function_tool
+from livekit.plugins import openai
 
+from notebook_agents import NotebookRunner
 from notebook_agents.emulator import Emulator
+from notebook_agents.emulator.latency import LatencyModel
 from notebook_agents.emulator.listening import ServerVad
+from notebook_agents.emulator.replies import tokens
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 
 from .conftest import API_KEY
@@ -59,14 +64,17 @@ class RawClient:
     async def send(self, event: dict[str, Any]) -> None:
         await self.ws.send_json(event)
 
-    async def until(self, event_type: str, timeout: float = 10.0) -> dict[str, Any]:
-        """Receive events until one of ``event_type`` (an ``error`` fails the test)."""
+    async def until(
+        self, event_type: str, timeout: float = 10.0, *, errors: bool = False
+    ) -> dict[str, Any]:
+        """Receive events until one of ``event_type`` (an ``error`` fails the test, unless
+        ``errors``)."""
         async with asyncio.timeout(timeout):
             while True:
                 event: dict[str, Any] = await self.ws.receive_json()
                 self.arrived.append(time.perf_counter())
                 self.events.append(event)
-                assert event["type"] != "error", event
+                assert errors or event["type"] != "error", event
                 if event["type"] == event_type:
                     return event
 
@@ -151,7 +159,9 @@ async def test_a_spoken_request_is_heard_transcribed_and_answered_with_a_tool_ca
         assert call["name"] == "transfer_to_billing"
 
 
-async def test_the_reply_is_spoken_and_streamed_at_the_pace_it_plays(emulator: Emulator) -> None:
+async def test_the_reply_is_spoken_whole_and_sent_faster_than_it_plays(
+    emulator: Emulator,
+) -> None:
     async with realtime_session(emulator, listening=True) as sess:
         events = ServerEvents(sess)
         arrived: list[float] = []
@@ -172,12 +182,44 @@ async def test_the_reply_is_spoken_and_streamed_at_the_pace_it_plays(emulator: E
         expected = synthesize(text)
         assert abs(spoken.size - expected.size) < 0.1 * expected.size
         assert envelope_match(spoken, expected) > 0.9  # eSpeak saying the reply
-        # paced: the deltas arrive over about as long as the speech lasts
-        assert arrived[-1] - arrived[0] > 0.7 * spoken.size / SAMPLE_RATE
+        # all of it, faster than it plays: the client's speaker plays it in real time
+        assert arrived[-1] - arrived[0] < 0.5 * spoken.size / SAMPLE_RATE
+
+
+async def test_a_typed_turn_to_a_speaking_agent_costs_its_tokens_not_its_speech(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """An agent as deployed (livekit's default modalities: it speaks), typed to: the turn
+    ends when the model has sent the reply, which it does faster than the reply plays."""
+    latency = LatencyModel(rtt_ms=20, first_token_ms=150, token_ms=10)
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        model = openai.realtime.RealtimeModel(
+            base_url=emulator.base_url(**latency.as_query()), api_key=API_KEY
+        )
+        session: AgentSession[None] = AgentSession(llm=model)
+        await session.start(agent=Agent(instructions="You are Ada."), room=ctx.room)
+
+    runner = NotebookRunner(server)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    await runner.send_text("hello")  # warm
+    started = time.perf_counter()
+    reply = await runner.send_text("tell me about the weather in Paris this week")
+    took = time.perf_counter() - started
+    assert reply == 'You are Ada. You said: "tell me about the weather in Paris this week".'
+    # the caller's item, acked, then the response: the latency model's truth
+    truth = latency.item_ack_s() + latency.response_s(len(tokens(reply)))
+    assert took >= truth
+    assert took < 0.5 * synthesize(reply).size / SAMPLE_RATE  # ~4 s to say
 
 
 async def test_speaking_over_the_reply_cancels_it(emulator: Emulator) -> None:
-    async with realtime_session(emulator, listening=True) as sess:
+    # a reply the model is still producing (300 ms a token): a barge-in cancels the rest
+    async with realtime_session(emulator, listening=True, token_ms=300) as sess:
         events = ServerEvents(sess)
         say(sess, "hello there")
         await events.wait_for("response.output_audio.delta", timeout=10)
@@ -267,9 +309,7 @@ async def test_a_held_back_ack_holds_the_turns_done_event_behind_it(emulator: Em
     assert "conversation.item.added" in types  # before the done event that ended the wait
 
 
-async def test_the_spoken_reply_streams_in_the_services_order_at_the_pace_it_plays(
-    emulator: Emulator,
-) -> None:
+async def test_the_spoken_reply_streams_in_the_services_order(emulator: Emulator) -> None:
     async with raw_session(
         emulator,
         output_modalities=["audio"],
@@ -309,34 +349,101 @@ async def test_the_spoken_reply_streams_in_the_services_order_at_the_pace_it_pla
     expected = synthesize(text)
     assert abs(audio.size - expected.size) < 0.1 * expected.size
     assert np.sqrt(np.mean(audio.astype(np.float64) ** 2)) > 300  # speech, not silence
-    # paced: from its first delta to its last, the audio took about as long as it plays
-    times = [
-        t
-        for t, e in zip(client.arrived, client.events, strict=True)
-        if e["type"] == "response.output_audio.delta"
-    ]
-    assert times[-1] - times[0] > 0.7 * audio.size / SAMPLE_RATE
+
+
+async def ask(client: RawClient, said: str) -> float:
+    """Add ``said`` as the caller's text and ask for a response; when it was asked."""
+    await client.send(
+        {
+            "type": "conversation.item.create",
+            "item": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": said}],
+            },
+        }
+    )
+    await client.until("conversation.item.added")
+    asked = time.perf_counter()
+    await client.send({"type": "response.create"})
+    return asked
+
+
+async def test_a_spoken_reply_costs_the_time_of_its_tokens_not_of_its_speech(
+    emulator: Emulator,
+) -> None:
+    latency = LatencyModel(rtt_ms=10, first_token_ms=100, token_ms=20)
+    async with raw_session(
+        emulator,
+        query=latency.as_query(),
+        output_modalities=["audio"],
+        audio={"input": {"turn_detection": None}},
+    ) as client:
+        asked = await ask(client, "tell me about the weather in Paris this week")
+        await client.until("response.done")
+    arrived = dict(zip((id(e) for e in client.events), client.arrived, strict=True))
+    reply = [e for e in client.events if e["type"].startswith("response.")]
+    text = client.first("response.output_audio_transcript.done")["transcript"]
+    audio_s = audio_of(reply).size / SAMPLE_RATE
+    assert audio_s == pytest.approx(synthesize(text).size / SAMPLE_RATE, rel=0.1)
+    # each token leaves with its words and their audio, as its text would: the latency
+    # model's truth, the first audio where the first text would be
+    words = tokens(text)
+    first_audio = client.first("response.output_audio.delta")
+    assert [e["delta"] for e in reply if e["type"].endswith("transcript.delta")] == words
+    assert [e["type"] for e in reply].count("response.output_audio.delta") == len(words)
+    assert arrived[id(first_audio)] - asked >= latency.first_token_s()
+    done = arrived[id(client.first("response.done"))] - asked
+    assert done >= latency.response_s(len(words))
+    # and not at the pace it plays: "The server will produce audio faster than realtime"
+    assert done < 0.5 * audio_s
+
+
+async def test_a_truncate_cuts_a_reply_sent_whole_to_what_was_played(
+    emulator: Emulator,
+) -> None:
+    said = "one two three four five six seven eight nine ten"
+    async with raw_session(
+        emulator, output_modalities=["audio"], audio={"input": {"turn_detection": None}}
+    ) as client:
+        await ask(client, said)
+        done = await client.until("response.done")
+        item = done["response"]["output"][0]
+        whole = item["content"][0]["transcript"]
+        assert whole == f'You said: "{said}".'
+        whole_ms = audio_of(client.events).size * 1000 // SAMPLE_RATE
+        await client.send(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item["id"],
+                "content_index": 0,
+                "audio_end_ms": 600,
+            }
+        )
+        truncated = await client.until("conversation.item.truncated")
+        await client.send({"type": "conversation.item.retrieve", "item_id": item["id"]})
+        retrieved = (await client.until("conversation.item.retrieved"))["item"]
+    assert truncated["audio_end_ms"] == 600
+    # the words of the first 600 ms played, by their share of the whole reply
+    words = whole.split()
+    kept = round(len(words) * 600 / whole_ms)
+    assert 0 < kept < len(words)
+    assert retrieved["content"][0]["transcript"] == " ".join(words[:kept])
+    assert emulator_item(emulator, item["id"])["content"][0]["_audio_ms"] == 600
 
 
 async def test_a_truncate_while_the_reply_streams_cuts_its_words_and_stops_its_audio(
     emulator: Emulator,
 ) -> None:
     async with raw_session(
-        emulator, output_modalities=["audio"], audio={"input": {"turn_detection": None}}
+        emulator,
+        query={"token_ms": 200},  # a reply the model is still producing
+        output_modalities=["audio"],
+        audio={"input": {"turn_detection": None}},
     ) as client:
         said = "one two three four five six seven eight nine ten"
-        await client.send(
-            {
-                "type": "conversation.item.create",
-                "item": {
-                    "type": "message",
-                    "role": "user",
-                    "content": [{"type": "input_text", "text": said}],
-                },
-            }
-        )
-        await client.send({"type": "response.create"})
-        for _ in range(8):  # 800 ms of the reply have arrived
+        await ask(client, said)
+        for _ in range(3):  # three words and their audio have arrived
             delta = await client.until("response.output_audio.delta")
         item_id = delta["item_id"]
         await client.send(
@@ -344,24 +451,24 @@ async def test_a_truncate_while_the_reply_streams_cuts_its_words_and_stops_its_a
                 "type": "conversation.item.truncate",
                 "item_id": item_id,
                 "content_index": 0,
-                "audio_end_ms": 600,
+                "audio_end_ms": 300,
             }
         )
         truncated = await client.until("conversation.item.truncated")
         cut_at = len(client.events)
         done = await client.until("response.done")
-    assert truncated["audio_end_ms"] == 600
+    assert truncated["audio_end_ms"] == 300
     after = client.types()[cut_at:]
     assert "response.output_audio.delta" not in after
     full = f'You said: "{said}".'
     assert audio_of(client.events).size < 0.5 * synthesize(full).size
-    # the words of the first 600 ms, by their share of what was sent, and nothing after
+    # the words of the first 300 ms, by their share of what was sent, and nothing after
     transcript = client.first("response.output_audio_transcript.done")["transcript"]
     words = transcript.split()
     assert 0 < len(words) < len(full.split()) and full.split()[: len(words)] == words
     assert done["response"]["status"] == "completed"
     assert done["response"]["output"][0]["content"][0]["transcript"] == transcript
-    assert emulator_item(emulator, item_id)["content"][0]["_audio_ms"] == 600
+    assert emulator_item(emulator, item_id)["content"][0]["_audio_ms"] == 300
 
 
 async def test_the_plugin_holds_the_callers_words_once(emulator: Emulator) -> None:

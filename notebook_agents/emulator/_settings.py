@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -16,6 +17,10 @@ from .faults import Faults
 from .latency import LatencyModel
 from .models import ModelCatalog
 from .replies import ReplyRules
+
+CONNECTIONS_KEPT = 100
+"""connections whose logs an emulator keeps: a kernel running call after call for hours holds
+~10 kB for each typed call's log, so 1,000 kept grew a notebook by ~10 MB"""
 
 
 @dataclass
@@ -34,7 +39,8 @@ class ConnectionLog:
     """a Realtime connection's session id, as its ``session.created`` gave it"""
 
     def record(self, direction: str, event_type: str) -> None:
-        self.events.append((time.perf_counter(), direction, event_type))
+        # interned: the types are few, a long call's records many
+        self.events.append((time.perf_counter(), direction, sys.intern(event_type)))
 
     def types(self, direction: str) -> list[str]:
         return [kind for _, d, kind in self.events if d == direction]
@@ -50,8 +56,10 @@ class EmulatorSettings:
     models: ModelCatalog = field(default_factory=ModelCatalog)
     validate: bool = True
     """check every event both ways against the ``openai`` package's realtime types"""
-    connections: deque[ConnectionLog] = field(default_factory=lambda: deque(maxlen=1_000))
-    """the latest 1,000 connections, newest last"""
+    connections: deque[ConnectionLog] = field(
+        default_factory=lambda: deque(maxlen=CONNECTIONS_KEPT)
+    )
+    """the latest ``CONNECTIONS_KEPT`` connections, newest last"""
     tool_names: dict[str, None] = field(default_factory=dict)
     """every function tool offered to a model here, first offered first: what speech
     recognition listens for (a cascaded session's STT request does not name its LLM's tools)"""

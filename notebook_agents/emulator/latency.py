@@ -56,9 +56,11 @@ class LatencyModel:
     item_ms: float = _parameter("processing time of each conversation item before its ack")
     created_ms: float = _parameter("from a response request to response.created leaving")
     first_token_ms: float = _parameter(
-        "from response.created to the first content delta or tool call"
+        "from response.created to the first content delta (text or audio) or tool call"
     )
-    token_ms: float = _parameter("between consecutive content deltas")
+    token_ms: float = _parameter(
+        "between consecutive content deltas (a spoken reply's words go with their audio)"
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -112,7 +114,8 @@ class LatencyModel:
         return self.response_created_s() + self.first_token_ms / 1000.0
 
     def response_s(self, tokens: int) -> float:
-        """``response.create`` -> ``response.done`` for a reply of ``tokens`` deltas."""
+        """``response.create`` -> ``response.done`` for a reply of ``tokens`` deltas, written
+        or spoken (the service sends audio faster than it plays)."""
         return self.first_token_s() + max(tokens - 1, 0) * self.token_ms / 1000.0
 
     def http_first_byte_s(self, *, new_connection: bool) -> float:

@@ -46,6 +46,14 @@ class ServerVad:
         )
         self.started_ms = 0
 
+    def needed_from_ms(self) -> int | None:
+        """Where the audio a turn may still need begins, while nobody speaks: the prefix
+        padding before the frames in which speech may be starting (None while speaking:
+        the turn's audio since it began). What comes before is silence no turn will hold."""
+        if self.speaking:
+            return None
+        return self._heard_ms - START_MS - self.prefix_ms
+
     def feed(self, samples: np.ndarray) -> Iterator[Heard]:
         """Take appended audio; yield where speech started or stopped in it."""
         audio = np.concatenate([self._pending, samples])

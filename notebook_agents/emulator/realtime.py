@@ -1,29 +1,33 @@
 """The Realtime websocket (``/v1/realtime``): one ``RealtimeConnection`` per client.
 
 Events from the client arrive half a round trip late and are handled in order; replies leave
-half a round trip late, in order. Responses run as tasks so a cancel can overtake them.
+half a round trip late, in order. Responses run as tasks so a cancel can overtake them. An
+event that cannot be served is answered with its ``error``; the session stays open.
 
 Audio in: appended PCM16 24 kHz goes through a loudness VAD (``listening.ServerVad``) when the
 session has turn detection (``semantic_vad`` is heard as server VAD): speech_started (a
 barge-in cancels the running response, ``turn_detected``), speech_stopped, then the turn is
 committed and added without words, heard by pocketsphinx in the words of the session's tools,
 and its transcript sent (``input_audio_transcription.completed`` if asked, and
-``conversation.item.done``); the reply rules answer the transcript as the caller's text.
-Audio out: a reply in the ``audio`` modality is eSpeak's voice, streamed ``SPEECH_CHUNK_MS``
-a delta at the pace it plays with its words' transcript deltas alongside; a truncate cuts the
-words to the share of the audio heard, and stops a reply still streaming.
+``conversation.item.done``); the reply rules answer the transcript as the caller's text (a
+turn the recognizer fails on is not answered: its error is sent instead). Silence before the
+prefix padding of where speech may begin is dropped: an open microphone does not pile up.
+Audio out: a reply in the ``audio`` modality is eSpeak's voice, sent as fast as the latency
+model says its text would be (a token's words and their audio together, ``token_ms`` apart),
+faster than it plays, as the service sends it; the client's speaker plays it in real time and
+truncates what it did not play: a truncate cuts the words to the share of the audio heard
+(and stops a reply still being sent).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import contextlib
 import copy
 import json
 import logging
-import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +39,7 @@ from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
 from .errors import ServiceError, http_error
-from .latency import DelayedPipe, precise_sleep, sleep_until
+from .latency import DelayedPipe, precise_sleep
 from .listening import ServerVad
 from .protocol import check_server_event, new_id, parse_client_event
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
@@ -43,8 +47,6 @@ from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
 logger = logging.getLogger(__name__)
 
 SAMPLE_RATE = 24_000
-SPEECH_CHUNK_MS = 100
-"""each audio delta carries this much of a spoken reply, sent as the previous one has played"""
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 OPEN_CONNECTIONS_KEY = web.AppKey(
     "realtime_connections", set["RealtimeConnection | RefusedConnection"]
@@ -320,6 +322,11 @@ class RealtimeConnection:
 
     # -- receiving -------------------------------------------------------------------------
 
+    @property
+    def buffered_ms(self) -> int:
+        """How much input audio the buffer holds."""
+        return _ms(len(self._audio))
+
     def _close_budget_s(self) -> float:
         return 2 * self.latency.rtt_ms / 1000.0 + 5.0
 
@@ -330,6 +337,10 @@ class RealtimeConnection:
             self._outbound.put(None)
             return
         self._client_events += 1
+        event: dict[str, Any] = {}
+        # OpenAI's reference for the ``error`` server event: "Most errors are recoverable and
+        # the session will stay open": whatever goes wrong with one event is that event's
+        # error, and the next is handled as usual
         try:
             event = parse_client_event(raw, validate=self.settings.validate)
             self._log.record("in", event["type"])
@@ -343,6 +354,16 @@ class RealtimeConnection:
             await self._dispatch(event)
         except ServiceError as e:
             self.send(e.to_event())
+        except Exception as e:  # the emulator's own failure, named with its traceback
+            logger.exception("the realtime emulator failed on %s", event.get("type"))
+            self.send(
+                ServiceError(
+                    f"The emulator failed on {event.get('type')}: {e!r} (its log has the "
+                    "traceback). The session stays open.",
+                    type="server_error",
+                    event_id=event.get("event_id"),
+                ).to_event()
+            )
         if self.faults.drop_after is not None and self._client_events >= self.faults.drop_after:
             self._drop()
 
@@ -381,7 +402,7 @@ class RealtimeConnection:
                 )
             self.send({"type": "conversation.item.retrieved", "item": public(item)})
         elif kind == "input_audio_buffer.append":
-            chunk = base64.b64decode(event["audio"])
+            chunk = _pcm16(event["audio"], event_id)
             self._audio.extend(chunk)
             await self._listen(np.frombuffer(chunk, "<i2"))
         elif kind == "input_audio_buffer.commit":
@@ -450,10 +471,11 @@ class RealtimeConnection:
         if self._vad is None:
             fed_ms = self._audio_start_ms + _ms(len(self._audio) - samples.nbytes)
             self._vad = ServerVad(SAMPLE_RATE, turn, fed_ms)
-        for heard in self._vad.feed(samples):
+        vad = self._vad
+        for heard in vad.feed(samples):
             if heard.kind == "started":
                 self._speech_item_id = new_id("item_")
-                started = max(heard.ms - self._vad.prefix_ms, self._audio_start_ms)
+                started = max(heard.ms - vad.prefix_ms, self._audio_start_ms)
                 self.send(
                     {
                         "type": "input_audio_buffer.speech_started",
@@ -472,14 +494,25 @@ class RealtimeConnection:
                     }
                 )
                 spoken = (heard.ms - self._audio_start_ms) * SAMPLE_RATE * 2 // 1000
-                await self._commit_audio(None, spoken, self._speech_item_id)
-                if turn.get("create_response", True) and self._response is None:
+                understood = await self._commit_audio(None, spoken, self._speech_item_id)
+                if understood and turn.get("create_response", True) and self._response is None:
                     self._create_response({}, None)
+        self._forget_silence(vad)
+
+    def _forget_silence(self, vad: ServerVad) -> None:
+        """Drop the input audio no turn will hold: an open microphone's silence would
+        otherwise pile up (48 kB a second) for as long as the call lasts."""
+        needed_ms = vad.needed_from_ms()
+        if needed_ms is None or needed_ms <= self._audio_start_ms:
+            return
+        del self._audio[: (needed_ms - self._audio_start_ms) * SAMPLE_RATE * 2 // 1000]
+        self._audio_start_ms = needed_ms
 
     async def _commit_audio(
         self, event_id: str | None, size: int, item_id: str | None = None
-    ) -> None:
-        """The first ``size`` bytes of the input buffer become a user item, then are heard.
+    ) -> bool:
+        """The first ``size`` bytes of the input buffer become a user item, then are heard
+        (False: the recognizer failed on them, which was answered as their error).
 
         As the service does, the item is committed and added at once with no transcript (the
         transcription runs after the commit); the transcript follows in
@@ -522,7 +555,11 @@ class RealtimeConnection:
         )
         tools = [t["name"] for t in self.session.get("tools") or [] if t.get("type") == "function"]
         # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
-        transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
+        try:
+            transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
+        except Exception as e:
+            self._not_heard(stored, previous, e, event_id)
+            return False
         if self.session["audio"]["input"].get("transcription"):
             part["transcript"] = transcript
             self.send(
@@ -537,9 +574,51 @@ class RealtimeConnection:
         else:
             # the model hears the words even when nobody asked for them written down
             part["_heard"] = transcript
+        self._item_done(stored, previous)
+        return True
+
+    def _item_done(self, stored: dict[str, Any], previous: str | None) -> None:
         # held back with its item's added event by ack_delay_ms, so it never overtakes it
         done = {"type": "conversation.item.done", "item": public(stored)}
         self._ack({**done, "previous_item_id": previous}, stored["type"])
+
+    def _not_heard(
+        self,
+        stored: dict[str, Any],
+        previous: str | None,
+        failure: Exception,
+        event_id: str | None,
+    ) -> None:
+        """The recognizer failed on a committed turn: the turn stays, without words, and the
+        failure is its error (the service's event for a failed transcription, if one was
+        asked for, and an ``error``); it is not answered, and the next turn is heard anew."""
+        logger.warning("speech recognition failed on %s", stored["id"], exc_info=failure)
+        cause = f"{type(failure).__name__}: {failure}"
+        if self.session["audio"]["input"].get("transcription"):
+            self.send(
+                {
+                    "type": "conversation.item.input_audio_transcription.failed",
+                    "item_id": stored["id"],
+                    "content_index": 0,
+                    "error": {
+                        "type": "server_error",
+                        "code": "transcription_failed",
+                        "message": cause,
+                        "param": None,
+                    },
+                }
+            )
+        self._item_done(stored, previous)
+        self.send(
+            ServiceError(
+                f"The emulator's speech recognizer failed on the turn {stored['id']} ({cause}): "
+                "it was not heard or answered. Later turns are heard as usual; the emulator's "
+                "log has the traceback.",
+                type="server_error",
+                code="transcription_failed",
+                event_id=event_id,
+            ).to_event()
+        )
 
     # -- responses -------------------------------------------------------------------------
 
@@ -670,7 +749,7 @@ class _ResponseRun:
             if isinstance(reply, ToolCallReply):
                 self._function_call(reply)
             elif speech is not None:
-                await self._spoken_message(reply, await speech)
+                await self._spoken_message(reply, await speech, latency.token_ms / 1000.0)
             else:
                 await self._message(reply, latency.token_ms / 1000.0)
         finally:
@@ -779,34 +858,31 @@ class _ResponseRun:
         self._conn.send({"type": "response.content_part.done", "part": done, **where})
         self._close_item("completed")
 
-    async def _spoken_message(self, reply: TextReply, speech: np.ndarray) -> None:
-        """The reply spoken, streamed at the pace it plays: each ``SPEECH_CHUNK_MS`` of audio
-        leaves when the previous has played, its words' transcript deltas with it.
+    async def _spoken_message(self, reply: TextReply, speech: np.ndarray, token_s: float) -> None:
+        """The reply spoken, sent as its text would stream: each token's words and their
+        share of the audio leave together, ``token_s`` apart.
 
-        The part's audio is what has been sent (a cancelled reply's is shorter), so a
-        truncate can only cut what the client has; a truncate while it streams stops it
-        (the service would have sent it all by then: it speaks faster than real time).
+        OpenAI's reference (``conversation.item.truncate``): "The server will produce audio
+        faster than realtime"; the client plays it at real-time pace and truncates what it
+        did not play, by ``audio_end_ms``. The part's audio is what has been sent (a
+        cancelled reply's is shorter), so a truncate can only cut what the client has; a
+        truncate while the reply is still being sent stops it there.
         """
         part, where = self._open_message({"type": "output_audio", "transcript": "", "_audio_ms": 0})
         words = tokens(reply.text)
-        step = SAMPLE_RATE * SPEECH_CHUNK_MS // 1000
-        chunks = max(1, math.ceil(speech.size / step))
-        began, said = time.perf_counter(), 0
-        for index in range(chunks):
-            await sleep_until(began + index * SPEECH_CHUNK_MS / 1000.0)
+        for index, word in enumerate(words):
+            if index:
+                await precise_sleep(token_s)
             if part.get("_truncated"):
                 break
-            due = math.ceil(len(words) * (index + 1) / chunks)
-            for word in words[said:due]:
-                self._output_tokens += 1
-                part["transcript"] += word
-                self._conn.send(
-                    {"type": "response.output_audio_transcript.delta", "delta": word, **where}
-                )
-            said = due
-            chunk = speech[index * step : (index + 1) * step]
-            part["_audio_ms"] = (index * step + chunk.size) * 1000 // SAMPLE_RATE
-            delta = base64.b64encode(chunk.astype("<i2").tobytes()).decode()
+            self._output_tokens += 1
+            part["transcript"] += word
+            self._conn.send(
+                {"type": "response.output_audio_transcript.delta", "delta": word, **where}
+            )
+            begin, end = (speech.size * i // len(words) for i in (index, index + 1))
+            part["_audio_ms"] = end * 1000 // SAMPLE_RATE
+            delta = base64.b64encode(speech[begin:end].astype("<i2").tobytes()).decode()
             self._conn.send({"type": "response.output_audio.delta", "delta": delta, **where})
         # the service's order: the audio ends, then its transcript, then the part
         self._conn.send({"type": "response.output_audio.done", **where})
@@ -822,6 +898,34 @@ class _ResponseRun:
         """Close whatever is open and send ``response.done`` with ``status``."""
         self._close_item("completed" if status == "completed" else "incomplete")
         self._conn.send({"type": "response.done", "response": self._body(status, status_details)})
+
+
+def _pcm16(audio: str, event_id: str | None) -> bytes:
+    """An append's audio, or the error the service answers an invalid client event with.
+
+    OpenAI's reference (``input_audio_buffer.append``): "Base64-encoded audio bytes. This
+    must be in the format specified by the input_audio_format field in the session
+    configuration", here PCM16 mono 24 kHz: whole 2-byte samples.
+    """
+    fix = "Send base64-encoded PCM16 audio: 16-bit little-endian mono samples at 24 kHz."
+    try:
+        chunk = base64.b64decode(audio, validate=True)
+    except binascii.Error as e:
+        raise ServiceError(
+            f"Invalid 'audio': it is not base64 ({e}). {fix}",
+            code="invalid_value",
+            param="audio",
+            event_id=event_id,
+        ) from None
+    if len(chunk) % 2:
+        raise ServiceError(
+            f"Invalid 'audio': {len(chunk)} bytes is not a whole number of PCM16 samples "
+            f"(2 bytes each). {fix}",
+            code="invalid_value",
+            param="audio",
+            event_id=event_id,
+        )
+    return chunk
 
 
 def _ms(size: int) -> int:

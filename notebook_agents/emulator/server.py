@@ -215,7 +215,7 @@ class Emulator(StartStop):
 
     @property
     def connections(self) -> list[ConnectionLog]:
-        """Connections served so far (latest 1,000), newest last."""
+        """Connections served so far (the latest 100: ``CONNECTIONS_KEPT``), newest last."""
         return list(self.settings.connections)
 
     def conversations(self) -> list[list[dict[str, Any]]]:
