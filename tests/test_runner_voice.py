@@ -16,9 +16,10 @@ from livekit.plugins import openai, silero
 
 from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError, TurnStopped
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner._spoken_turn import why_unanswered
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
-from notebook_agents.trace import TraceEvent
+from notebook_agents.trace import EventKind, TraceEvent
 
 from .conftest import API_KEY
 from .handoff_agents import Concierge
@@ -348,6 +349,25 @@ async def test_a_timed_out_turn_says_where_it_stood(
     runner = await started(NotebookRunner(server, audio=True), runners)
     with pytest.raises(RunnerError, match=said):
         await runner.send_audio(synthesize("hello there"), timeout=5.0)
+
+
+def test_a_timeout_after_the_speech_ended_or_while_the_reply_plays_says_so() -> None:
+    """The turns' stages the end-to-end tests above cannot stop at on cue, from their events."""
+
+    def state(kind: EventKind, old: str, new: str) -> TraceEvent:
+        return TraceEvent(0, 0.0, kind, "Concierge", {"old": old, "new": new})
+
+    speech_began = [state("user_state", "listening", "speaking")]
+    assert "the caller's speech had not ended" in why_unanswered(speech_began, 8, 2.0, 0.0)
+    heard = TraceEvent(0, 0.0, "user_transcript", "Concierge", {"text": "hi", "final": True})
+    replying = [
+        *speech_began,
+        state("user_state", "speaking", "listening"),
+        heard,
+        state("agent_state", "listening", "thinking"),
+        state("agent_state", "thinking", "speaking"),
+    ]
+    assert "the agent's reply was still playing" in why_unanswered(replying, 8, 2.0, 0.0)
 
 
 @pytest.fixture
