@@ -4,7 +4,16 @@ from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import Speech, TraceAnalysis, bring_ups
 from .devices import DeviceError, LocalDevices
 from .emulator import Emulator, Faults, LatencyModel, ReplyRules
-from .runner import NotebookRunner, Recording, RunnerError, RunnerState, TurnError, run_app
+from .runner import (
+    AudioError,
+    NotebookRunner,
+    Recording,
+    RunnerError,
+    RunnerState,
+    TurnError,
+    TurnStopped,
+    run_app,
+)
 from .trace import (
     EVENT_DATA,
     AgentMessageData,
@@ -34,6 +43,7 @@ __all__ = [
     "EVENT_DATA",
     "AgentMessageData",
     "AgentStateData",
+    "AudioError",
     "ChatItemData",
     "ClosedData",
     "ContextChangedData",
@@ -63,6 +73,7 @@ __all__ = [
     "TraceAnalysis",
     "TraceEvent",
     "TurnError",
+    "TurnStopped",
     "UserMessageData",
     "UserStateData",
     "UserTranscriptData",

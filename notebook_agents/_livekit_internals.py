@@ -14,10 +14,18 @@ import functools
 import operator
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 from unittest import mock
 
-from livekit.agents import AgentServer, AgentSession, RunResult, SpeechCreatedEvent, llm
+from livekit.agents import (
+    AgentServer,
+    AgentSession,
+    ConversationItemAddedEvent,
+    RunResult,
+    SpeechCreatedEvent,
+    UserStateChangedEvent,
+    llm,
+)
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import get_job_context
 from livekit.agents.types import NOT_GIVEN
@@ -154,27 +162,67 @@ def forget_stale_run(session: AgentSession[Any]) -> None:
         session._global_run_state = None
 
 
-def capture_spoken_turn(session: AgentSession[Any]) -> tuple[RunResult[Any], Callable[[], None]]:
+class SpokenTurnCapture(NamedTuple):
+    """A spoken turn's run, as ``capture_spoken_turn`` registers it."""
+
+    run: RunResult[Any]
+    speeches: list[SpeechHandle]
+    """the speeches the run watches: the turn's replies, to cut if the turn is given up"""
+    stop: Callable[[], None]
+    """stops capturing and forgets the run if it is still open"""
+
+
+def capture_spoken_turn(session: AgentSession[Any]) -> SpokenTurnCapture:
     """A run that collects the next spoken turn's replies as ``session.run`` collects a typed
-    one's, and the call that stops capturing.
+    one's.
 
     ``session.run`` takes text only; a turn heard from audio starts its reply on its own, so the
     run is registered as the session's current one (tool replies and handoffs then join it, as
-    in a text run) and each speech created meanwhile is watched by it.
+    in a text run) and each speech created meanwhile is watched by it. Only once the caller is
+    heard in this turn (the user starts speaking, or their words arrive): a reply still coming
+    for an earlier turn that was given up is not this turn's.
     """
     run: RunResult[Any] = RunResult(output_type=None, session=session)
-    session._global_run_state = run
+    speeches: list[SpeechHandle] = []
+    heard = False
+
+    def begin() -> None:
+        nonlocal heard
+        if not heard:
+            heard = True
+            session._global_run_state = run
+
+    def on_user_state(event: UserStateChangedEvent) -> None:
+        if event.new_state == "speaking":
+            begin()
+
+    def on_item(event: ConversationItemAddedEvent) -> None:
+        if getattr(event.item, "role", None) == "user":
+            begin()
 
     def watch(event: SpeechCreatedEvent) -> None:
-        run._watch_handle(event.speech_handle)
+        if heard:
+            run._watch_handle(event.speech_handle)
+            speeches.append(event.speech_handle)
 
-    session.on("speech_created", watch)
+    listeners: dict[Any, Callable[[Any], None]] = {
+        "user_state_changed": on_user_state,
+        "user_input_transcribed": lambda _: begin(),
+        "conversation_item_added": on_item,
+        "speech_created": watch,
+    }
+    for name, listener in listeners.items():
+        session.on(name, listener)
+    if session.user_state == "speaking":
+        begin()
 
     def stop() -> None:
-        session.off("speech_created", watch)
-        forget_stale_run(session)
+        for name, listener in listeners.items():
+            session.off(name, listener)
+        if session._global_run_state is run and not run.done():
+            session._global_run_state = None
 
-    return run, stop
+    return SpokenTurnCapture(run, speeches, stop)
 
 
 current_activity: Callable[[AgentSession[Any]], agent_activity.AgentActivity | None] = (

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner
+from notebook_agents import AudioError, NotebookRunner
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech.wav import wav_bytes
 from notebook_agents.trace import TraceEvent
 
 from .conftest import API_KEY
@@ -101,3 +106,63 @@ async def test_without_audio_the_offline_session_stays_text_only(
     assert await runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
     assert runner.recording.replies == []
     assert "nothing aloud" in runner.recording._repr_html_()
+
+
+# -- audio the runner cannot take: a clear error first, and the runner still works --------------
+
+SPEECH = synthesize("hello there")
+FLOAT_SPEECH = SPEECH / 32768.0
+
+BAD_AUDIO: dict[str, tuple[Any, Any, str]] = {
+    # what is given, its rate, what the error says
+    "all inf": (np.full(SAMPLE_RATE, np.inf), None, r"contain NaN/inf .* np\.nan_to_num"),
+    "a NaN": (np.where(np.arange(SPEECH.size) == 100, np.nan, FLOAT_SPEECH), None, "at frame 100"),
+    "float at int16 scale": (SPEECH.astype(np.float32), None, r"full scale at 1\.0"),
+    "int32 PCM": (
+        SPEECH.astype(np.int32) << 16,
+        None,
+        r"outside int16's range: pass int16 PCM \(32-bit PCM >> 16\)",
+    ),
+    "rate=0": (SPEECH, 0, "rate=0 is no sample rate: give the samples' rate in Hz"),
+    "rate=-1": (SPEECH, -1, "rate=-1 is no sample rate"),
+    "a fractional rate": (SPEECH, 22050.5, "rate=22050.5 is no sample rate"),
+    "which axis is channels": (np.zeros((4, 4), np.int16), None, "which axis holds the channels"),
+    "3-D": (np.zeros((2, 2, 480), np.int16), None, r"pass mono samples, or \(frames, channels\)"),
+    "no samples": (np.zeros(0, np.int16), None, "has no samples"),
+    "bytes": (wav_bytes(SPEECH, SAMPLE_RATE), None, "pass a numpy array .* or a WAV file's path"),
+}
+
+
+@pytest.fixture
+async def speaking_runner(emulator: Emulator, runners: list[NotebookRunner]) -> NotebookRunner:
+    runner = NotebookRunner(speaking_server(emulator), audio=True)
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    return runner
+
+
+@pytest.mark.parametrize(("audio", "rate", "says"), BAD_AUDIO.values(), ids=BAD_AUDIO.keys())
+async def test_audio_that_cannot_be_spoken_is_refused_naming_the_fix(
+    speaking_runner: NotebookRunner, audio: Any, rate: Any, says: str
+) -> None:
+    with pytest.raises(AudioError, match=says):
+        await speaking_runner.send_audio(audio, rate)
+    with pytest.raises(AudioError, match=says):
+        speaking_runner.hear(audio, SAMPLE_RATE if rate is None else rate)
+    # before: rate=-1 left the turn's listener on the session, and every later turn failed
+    assert (
+        await speaking_runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
+    )
+
+
+async def test_a_wav_file_that_is_cut_short_is_refused_naming_the_fix(
+    speaking_runner: NotebookRunner, tmp_path: Path
+) -> None:
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(wav_bytes(SPEECH, SAMPLE_RATE)[:-1])  # an odd number of data bytes
+    with pytest.raises(AudioError, match=r"cut\.wav is not a PCM16 WAV file .* convert it"):
+        await speaking_runner.send_audio(cut)
+    assert (
+        await speaking_runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
+    )

@@ -5,18 +5,21 @@ real cascaded pipeline: silero's VAD, livekit's ``openai.STT``, ``openai.LLM`` a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import numpy as np
 import pytest
+from aiohttp import web
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai, silero
 
-from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis
+from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError, TurnStopped
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner._spoken_turn import why_unanswered
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
-from notebook_agents.trace import TraceEvent
+from notebook_agents.trace import EventKind, TraceEvent
 
 from .conftest import API_KEY
 from .handoff_agents import Concierge
@@ -28,16 +31,23 @@ class GreetingConcierge(Concierge):
         self.session.generate_reply()
 
 
-def voice_server(emulator: Emulator, first: Callable[[], Agent] = Concierge) -> AgentServer:
-    """The Concierge/Billing pair as a cascaded voice agent, every model the emulator."""
+def voice_server(
+    emulator: Emulator,
+    first: Callable[[], Agent] = Concierge,
+    *,
+    stt_url: str | None = None,
+    llm_url: str | None = None,
+) -> AgentServer:
+    """The Concierge/Billing pair as a cascaded voice agent, every model the emulator (the
+    STT's and the LLM's at ``stt_url`` / ``llm_url`` if given: a slow or failing one)."""
     server = AgentServer()
 
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
         session: AgentSession[None] = AgentSession(
             vad=silero.VAD.load(),
-            stt=openai.STT(base_url=emulator.base_url(), api_key=API_KEY),
-            llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
+            stt=openai.STT(base_url=stt_url or emulator.base_url(), api_key=API_KEY),
+            llm=openai.LLM(base_url=llm_url or emulator.base_url(), api_key=API_KEY),
             tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
         )
         await session.start(agent=first(), room=ctx.room)
@@ -46,15 +56,16 @@ def voice_server(emulator: Emulator, first: Callable[[], Agent] = Concierge) -> 
 
 
 def realtime_voice_server(
-    emulator: Emulator, aec_warmup_duration: float | None = 3.0
+    emulator: Emulator, aec_warmup_duration: float | None = 3.0, **faults: Any
 ) -> AgentServer:
-    """The Concierge/Billing pair on a realtime model that hears and speaks. livekit ignores
-    the caller for ``aec_warmup_duration`` seconds of the agent's first speech (echo)."""
+    """The Concierge/Billing pair on a realtime model that hears and speaks (with ``faults``
+    on its connection). livekit ignores the caller for ``aec_warmup_duration`` seconds of the
+    agent's first speech (echo)."""
     server = AgentServer()
 
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
-        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(**faults), api_key=API_KEY)
         session: AgentSession[None] = AgentSession(
             llm=model, aec_warmup_duration=aec_warmup_duration
         )
@@ -126,7 +137,7 @@ async def test_the_caller_lets_the_agent_finish_its_greeting_before_speaking(
 async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(
     voice_runner: NotebookRunner,
 ) -> None:
-    with pytest.raises(RunnerError, match="heard no turn end"):
+    with pytest.raises(RunnerError, match="no speech was detected in the audio"):
         await voice_runner.send_audio(np.zeros(SAMPLE_RATE, np.int16), timeout=3.0)
     # the microphone is closed and the runner takes the next turn
     assert await voice_runner.send_audio(synthesize("thank you")) == (
@@ -134,10 +145,12 @@ async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(
     )
 
 
+@pytest.mark.parametrize("samples", ["int16 mono", "float stereo"])
 async def test_a_live_microphone_is_heard_and_the_reply_reaches_a_listener(
-    voice_runner: NotebookRunner,
+    voice_runner: NotebookRunner, samples: str
 ) -> None:
-    """As a browser's microphone streams: 20 ms chunks as they are spoken, at 48 kHz."""
+    """As a browser's microphone streams: 20 ms chunks as they are spoken, at 48 kHz; or as a
+    sound card's does, float frames x channels (before: float was heard as silence)."""
     answered = asyncio.Event()
 
     def on_event(event: TraceEvent) -> None:
@@ -148,8 +161,10 @@ async def test_a_live_microphone_is_heard_and_the_reply_reaches_a_listener(
     played: list[np.ndarray | None] = []
     stop_listening = voice_runner.on_agent_audio(played.append)
     quiet = np.zeros(SAMPLE_RATE, np.int16)
-    spoken = np.repeat(np.concatenate([quiet, synthesize("hello there"), quiet]), 2)
-    for chunk in np.array_split(spoken, spoken.size // 960):
+    spoken: np.ndarray = np.repeat(np.concatenate([quiet, synthesize("hello there"), quiet]), 2)
+    if samples == "float stereo":
+        spoken = np.stack([spoken / 32768, spoken / 32768], axis=1)
+    for chunk in np.array_split(spoken, len(spoken) // 960):
         voice_runner.hear(chunk, 48_000)
         await asyncio.sleep(0.02)  # the pace a microphone delivers at, not a synchronization
     await asyncio.wait_for(answered.wait(), 30)
@@ -159,6 +174,13 @@ async def test_a_live_microphone_is_heard_and_the_reply_reaches_a_listener(
     given = np.concatenate([p for p in played if p is not None])
     (recorded,) = voice_runner.recording.replies
     assert np.array_equal(given, recorded)  # the listener got the reply as it was played
+
+
+async def test_stereo_given_channels_first_is_heard_as_said(voice_runner: NotebookRunner) -> None:
+    """librosa's and torchaudio's (channels, frames): before, (2, N) was taken as 2 samples."""
+    speech = synthesize("hello there") / 32768
+    reply = await voice_runner.send_audio(np.stack([speech, speech]))
+    assert reply == 'You are the Concierge. You said: "hello there".'
 
 
 async def test_send_audio_without_a_microphone_names_the_fix(
@@ -228,3 +250,195 @@ async def test_speaking_over_the_agent_cuts_it_and_the_trace_says_what_was_heard
     cut, _ = [s for s in TraceAnalysis(runner.trace.events).speech if s.speaker == "agent"]
     assert cut.interrupted and cut.text == cut_short
     assert runner.recording.replies[0].size < 0.9 * synthesize(whole).size  # heard so far only
+
+
+# -- turns given up: each leaves the microphone, the session and the model ready ---------------
+
+
+async def started(runner: NotebookRunner, runners: list[NotebookRunner]) -> NotebookRunner:
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    return runner
+
+
+def when(runner: NotebookRunner, kind: str, **data: object) -> asyncio.Event:
+    """Set once the runner's trace records a ``kind`` event whose data has ``data``."""
+    happened = asyncio.Event()
+
+    def on_event(event: TraceEvent) -> None:
+        if event.kind == kind and all(event.data.get(k) == v for k, v in data.items()):
+            happened.set()
+
+    runner.trace.subscribe(on_event)
+    return happened
+
+
+LONG_SPEECH = [synthesize("hello there, how are you doing today")] * 4
+"""about 10 s of speech"""
+
+
+@pytest.mark.parametrize("pipeline", ["cascaded", "realtime"])
+async def test_a_turn_that_timed_out_mid_speech_is_withdrawn_and_the_next_ones_heard_alone(
+    emulator: Emulator, runners: list[NotebookRunner], pipeline: str
+) -> None:
+    make = voice_server if pipeline == "cascaded" else realtime_voice_server
+    runner = await started(NotebookRunner(make(emulator), audio=True), runners)
+    with pytest.raises(RunnerError, match=r"still being spoken .* pass a timeout longer"):
+        await runner.send_audio(np.concatenate(LONG_SPEECH), timeout=3.0)
+    # before: the model still heard the caller speak, and took the next words as the rest
+    for words in ("thank you", "hello there"):
+        reply = await runner.send_audio(synthesize(words))
+        assert reply == f'You are the Concierge. You said: "{words}".'
+    # the withdrawn turn reached neither livekit's conversation nor the model's
+    assert [e.data["text"] for e in runner.trace.of_kind("user_message")] == [
+        "thank you",
+        "hello there",
+    ]
+
+
+async def test_an_interrupted_spoken_turn_says_so_and_the_next_one_is_heard_alone(
+    voice_runner: NotebookRunner,
+) -> None:
+    speaking = when(voice_runner, "user_state", new="speaking")
+    turn = asyncio.ensure_future(voice_runner.send_audio(np.concatenate(LONG_SPEECH)))
+    await asyncio.wait_for(speaking.wait(), 30)
+    turn.cancel()  # what a kernel interrupt does to the cell awaiting it
+    with pytest.raises(asyncio.CancelledError, match=r"interrupted.*ready for the next turn"):
+        await turn
+    assert await voice_runner.send_audio(synthesize("thank you")) == (
+        'You are the Concierge. You said: "thank you".'
+    )
+    assert [e.data["text"] for e in voice_runner.trace.of_kind("user_message")] == ["thank you"]
+
+
+async def test_stopping_the_runner_mid_reply_fails_the_turn_with_the_reply_so_far(
+    voice_runner: NotebookRunner,
+) -> None:
+    speaking = when(voice_runner, "agent_state", new="speaking")
+    turn = asyncio.ensure_future(voice_runner.send_audio(synthesize("hello there")))
+    await asyncio.wait_for(speaking.wait(), 30)
+    # the caller listens for a second of the reply, then the runner is stopped
+    for chunk in np.array_split(np.zeros(SAMPLE_RATE, np.int16), 50):
+        voice_runner.hear(chunk, SAMPLE_RATE)
+        await asyncio.sleep(0.02)  # the pace a microphone delivers at, not a synchronization
+    voice_runner.stop()
+    # before: the turn returned what had been said so far as if it were the reply
+    with pytest.raises(TurnStopped, match="the runner was stopped mid-reply") as stopped:
+        await turn
+    whole = 'You are the Concierge. You said: "hello there".'
+    assert stopped.value.reply and whole.startswith(stopped.value.reply)
+    assert stopped.value.reply != whole
+
+
+@pytest.mark.parametrize(
+    ("slow", "said"),
+    [
+        ("stt", r"speech was heard but no transcript came"),
+        ("llm", r"heard saying 'hello there' but the agent had not begun to reply"),
+    ],
+)
+async def test_a_timed_out_turn_says_where_it_stood(
+    emulator: Emulator, runners: list[NotebookRunner], slow: str, said: str
+) -> None:
+    late = emulator.base_url(first_token_ms=8000)  # past the turn's timeout
+    if slow == "stt":
+        server = voice_server(emulator, stt_url=late)
+    else:
+        server = voice_server(emulator, llm_url=late)
+    runner = await started(NotebookRunner(server, audio=True), runners)
+    with pytest.raises(RunnerError, match=said):
+        await runner.send_audio(synthesize("hello there"), timeout=5.0)
+
+
+def test_a_timeout_after_the_speech_ended_or_while_the_reply_plays_says_so() -> None:
+    """The turns' stages the end-to-end tests above cannot stop at on cue, from their events."""
+
+    def state(kind: EventKind, old: str, new: str) -> TraceEvent:
+        return TraceEvent(0, 0.0, kind, "Concierge", {"old": old, "new": new})
+
+    speech_began = [state("user_state", "listening", "speaking")]
+    assert "the caller's speech had not ended" in why_unanswered(speech_began, 8, 2.0, 0.0)
+    heard = TraceEvent(0, 0.0, "user_transcript", "Concierge", {"text": "hi", "final": True})
+    replying = [
+        *speech_began,
+        state("user_state", "speaking", "listening"),
+        heard,
+        state("agent_state", "listening", "thinking"),
+        state("agent_state", "thinking", "speaking"),
+    ]
+    assert "the agent's reply was still playing" in why_unanswered(replying, 8, 2.0, 0.0)
+
+
+@pytest.fixture
+async def failing_stt() -> AsyncIterator[str]:
+    """A transcription endpoint on 127.0.0.1 whose recognizer fails: every request a 500."""
+
+    async def fail(_: web.Request) -> web.Response:
+        body = {"error": {"message": "the recognizer failed", "type": "server_error"}}
+        return web.json_response(body, status=500)
+
+    app = web.Application()
+    app.router.add_post("/v1/audio/transcriptions", fail)
+    site_runner = web.AppRunner(app)
+    await site_runner.setup()
+    site = web.TCPSite(site_runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}/v1"
+    await site_runner.cleanup()
+
+
+async def test_a_recognizer_failure_fails_the_spoken_turn_at_once(
+    emulator: Emulator, runners: list[NotebookRunner], failing_stt: str
+) -> None:
+    runner = await started(
+        NotebookRunner(voice_server(emulator, stt_url=failing_stt), audio=True), runners
+    )
+    # before: the turn waited out its timeout and blamed "no turn end"
+    with pytest.raises(TurnError, match="the recognizer failed") as failed:
+        await runner.send_audio(synthesize("hello there"), timeout=60.0)
+    assert failed.value.errors[0].data["source"] == "stt"
+
+
+async def test_a_realtime_model_error_fails_the_spoken_turn_at_once(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    server = realtime_voice_server(emulator, error_on="input_audio_buffer.append")
+    runner = await started(NotebookRunner(server, audio=True), runners)
+    with pytest.raises(TurnError, match="Injected fault") as failed:
+        await runner.send_audio(synthesize("hello there"), timeout=60.0)
+    assert failed.value.errors[0].data["source"] == "realtime"
+
+
+# -- stopping --------------------------------------------------------------------------------
+
+
+async def test_stopping_a_quiet_voice_session_skips_livekits_wait_for_a_transcript(
+    voice_runner: NotebookRunner,
+) -> None:
+    """livekit's close waits ``session_close_transcript_timeout`` (2 s) for a final transcript
+    of speech it may still be transcribing; with nothing heard and untranscribed, none comes."""
+    await voice_runner.send_audio(synthesize("hello there"))
+    session = voice_runner.session
+    assert session is not None and session.options.session_close_transcript_timeout == 2.0
+    voice_runner.stop()
+    assert session.options.session_close_transcript_timeout == 0.0
+    (closed,) = voice_runner.trace.of_kind("closed")
+    assert closed.data == {"reason": "user_initiated", "error": None}
+
+
+async def test_stopping_while_the_caller_speaks_keeps_livekits_wait_for_their_words(
+    voice_runner: NotebookRunner,
+) -> None:
+    speaking = when(voice_runner, "user_state", new="speaking")
+    turn = asyncio.ensure_future(voice_runner.send_audio(synthesize("hello there")))
+    await asyncio.wait_for(speaking.wait(), 30)
+    session = voice_runner.session
+    assert session is not None
+    voice_runner.stop()
+    assert session.options.session_close_transcript_timeout == 2.0
+    with pytest.raises(TurnStopped, match="the runner was stopped"):
+        await turn
+    # livekit transcribed what the caller had said as the session closed
+    assert [e.data["final"] for e in voice_runner.trace.of_kind("user_transcript")] == [True]

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import time
-import wave
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +23,6 @@ from livekit.agents.voice import io
 
 from ..speech import SAMPLE_RATE
 from ..speech.synthesis import _resample_to
-from ..speech.wav import wav_samples
 
 FRAME_S = 0.02
 _FRAME_SAMPLES = int(SAMPLE_RATE * FRAME_S)
@@ -49,6 +45,15 @@ class CallerInput(io.AudioInput):
         audio = _resample_to(np.asarray(samples, np.int16), rate, SAMPLE_RATE)
         padded = np.concatenate([audio, np.zeros(-audio.size % _FRAME_SAMPLES, np.int16)])
         self._frames.extend(padded.reshape(-1, _FRAME_SAMPLES))
+        self._open_now()
+
+    def withdraw(self) -> None:
+        """Stop the turn mid-word, as a caller who breaks off: what is left of it is dropped
+        and silence follows, so a VAD hears the speech end."""
+        self._frames.clear()
+        self._open_now()
+
+    def _open_now(self) -> None:
         if not self._open.is_set():
             self._due = time.perf_counter()
             self._open.set()
@@ -65,9 +70,9 @@ class CallerInput(io.AudioInput):
         self._open.clear()
 
     @property
-    def speaking(self) -> bool:
-        """True while a queued turn is still being streamed."""
-        return bool(self._frames)
+    def unspoken_s(self) -> float:
+        """Seconds of the queued turn not streamed yet."""
+        return len(self._frames) * FRAME_S
 
     async def __anext__(self) -> rtc.AudioFrame:
         while not self._open.is_set() and not self._live:
@@ -88,35 +93,6 @@ class CallerInput(io.AudioInput):
         now = time.perf_counter()
         self._due = max(self._due, now - 10 * FRAME_S) + samples.size / SAMPLE_RATE
         return rtc.AudioFrame(samples.tobytes(), SAMPLE_RATE, 1, samples.size)
-
-
-def caller_audio(
-    audio: str | os.PathLike[str] | np.ndarray, rate: int | None
-) -> tuple[np.ndarray, int]:
-    """What ``send_audio`` was given as int16 mono samples and their rate: a PCM16 WAV file's
-    (its own rate), or samples (int16, or float in [-1, 1]; mono, or frames x channels) at
-    ``rate``, 24 kHz (``synthesize``'s) unless given. A ``ValueError`` names what is wrong."""
-    if isinstance(audio, (str, os.PathLike)):
-        path = Path(audio)
-        try:
-            samples, file_rate = wav_samples(path.read_bytes())
-        except (wave.Error, EOFError) as e:
-            raise ValueError(
-                f"{path} is not a PCM16 WAV file ({e}): convert it, e.g. with sox"
-            ) from None
-        if rate is not None and rate != file_rate:
-            raise ValueError(f"{path} is at {file_rate} Hz, not rate={rate}: leave out rate=")
-        return samples, file_rate
-    samples = np.asarray(audio)
-    if samples.ndim == 2:
-        samples = samples.mean(axis=1)
-    if samples.ndim != 1 or samples.size == 0:
-        raise ValueError(
-            f"audio samples must be mono or frames x channels, not shape {np.shape(audio)}"
-        )
-    if samples.dtype.kind == "f":
-        samples = np.clip(samples, -1.0, 1.0) * 32767
-    return samples.astype(np.int16), rate or SAMPLE_RATE
 
 
 async def _first(*waits: Coroutine[Any, Any, object]) -> None:
@@ -148,6 +124,23 @@ async def until_the_agent_is_quiet(session: AgentSession[Any]) -> None:
                 await changed.wait()
     finally:
         session.off("agent_state_changed", on_change)
+
+
+async def until_the_caller_is_heard_out(session: AgentSession[Any]) -> None:
+    """Wait until the session no longer hears the caller speak: its VAD (or the realtime
+    model's) has heard their speech end."""
+    changed = asyncio.Event()
+
+    def on_change(_: object) -> None:
+        changed.set()
+
+    session.on("user_state_changed", on_change)
+    try:
+        while session.user_state == "speaking":
+            changed.clear()
+            await changed.wait()
+    finally:
+        session.off("user_state_changed", on_change)
 
 
 _QUIET = ("listening", "idle")

@@ -29,3 +29,18 @@ class TurnError(RunnerError):
             what.insert(0, f"{type(raised).__name__}: {raised}")
         said = f" (the agent still replied {reply!r})" if reply else " (no reply)"
         super().__init__(f"the turn went wrong: {'; '.join(what)}{said}")
+
+
+class TurnStopped(TurnError):
+    """The runner was stopped during the turn; ``reply`` is what the agent had said by then
+    (cut where it was stopped)."""
+
+    def __init__(self, reply: str) -> None:
+        said = f"mid-reply: the agent had said {reply!r}" if reply else "before the agent replied"
+        RunnerError.__init__(self, f"the runner was stopped {said}")
+        self.reply, self.errors = reply, []
+
+
+class AudioError(ValueError):
+    """Audio the runner cannot take (``send_audio``, ``hear``); the message says what is wrong
+    and how to fix it. Raised before anything starts: the runner is ready for the next turn."""

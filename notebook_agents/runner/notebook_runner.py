@@ -36,14 +36,17 @@ from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
 from . import _environment, _session_hook
-from ._caller import CallerInput, caller_audio, until_the_agent_is_quiet
+from ._caller import CallerInput, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
+from ._closing import PendingWords
 from ._model_truth import InProcessEmulators
 from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
 from ._real_room import LiveKitCredentials, RealRoom
+from ._samples import checked_rate, mono_int16, spoken_audio
+from ._spoken_turn import SpokenTurn, why_unanswered
 from ._worker_logs import WorkerLogs
-from .errors import RunnerError, TurnError
+from .errors import RunnerError, TurnError, TurnStopped
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
@@ -120,6 +123,7 @@ class NotebookRunner(StartStop):
         """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
         self._microphone: CallerInput | None = None
         self._talk: PushToTalk | None = None
+        self._pending_words: PendingWords | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
         # after each turn, livekit's chat context is held against the model's conversation
         # where it can be read (by default: an emulator in this process that serves it)
@@ -237,27 +241,52 @@ class NotebookRunner(StartStop):
         turn ends. Returns the reply text,
         as ``send_text`` does; with a TTS the reply is heard into ``runner.recording``.
 
+        Samples are int16, or float at full scale 1.0; mono, or stereo either way round
+        ((frames, channels) as soundfile gives, (channels, frames) as librosa does), mixed
+        down. Audio that cannot be spoken (NaN, a bad rate or shape) is an ``AudioError``
+        (a ``ValueError``) naming the fix, raised before anything starts.
+
         Needs ``NotebookRunner(..., audio=True)`` offline. Raises ``TurnError`` when the turn
-        went wrong, ``RunnerError`` when no reply came within ``timeout`` seconds.
+        went wrong (at once when a model reports an error during it), ``TurnStopped`` when the
+        runner was stopped during it, ``RunnerError`` when no reply came within ``timeout``
+        seconds, saying where the turn stood. A turn given up (timed out, failed or
+        interrupted) is withdrawn: the microphone, the session and the model are ready for
+        the next one.
         """
-        samples, rate = caller_audio(audio, rate)
-        self._require_microphone("send_audio()")
+        samples, rate = spoken_audio(audio, rate)
+        self.require_microphone("send_audio()")
         self._require_turns("send_audio()")
         turn = self._in_job(
             self._spoken_turn(self._ready.result(), samples, rate, timeout), "send_audio()"
         )
-        return await asyncio.wrap_future(turn)
+        answer = asyncio.wrap_future(turn)
+        try:
+            return await asyncio.shield(answer)  # a cancel here is the caller's, not the job's
+        except asyncio.CancelledError:
+            if not answer.done():  # the cell was interrupted: the turn is withdrawn
+                turn.cancel()
+                raise asyncio.CancelledError(
+                    "send_audio() was interrupted: the turn is withdrawn (the rest of its "
+                    "audio dropped, what was heard of it cleared, any reply cut) and the "
+                    "runner is ready for the next turn"
+                ) from None
+            if self._stop_requested.is_set():
+                raise TurnStopped("") from None
+            self._require_turns("send_audio()")
+            raise RunnerError("send_audio(): the agent's job cancelled the turn") from None
 
     def hear(self, samples: np.ndarray, rate: int) -> None:
-        """Live microphone audio (int16 mono at ``rate``) into the session as it arrives, from
-        any thread: a browser's microphone (``VoiceView``) or a device's. Needs
-        ``audio=True`` offline and a ready session."""
-        self._require_microphone("hear()")
+        """Live microphone audio into the session as it arrives, from any thread: a browser's
+        microphone (``VoiceView``) or a device's. Samples at ``rate`` as ``send_audio`` takes
+        them (an ``AudioError`` names what is wrong). Needs ``audio=True`` offline and a ready
+        session."""
+        audio, rate = mono_int16(samples), checked_rate(rate)
+        self.require_microphone("hear()")
         self._require_turns("hear()")
         loop, microphone = self._job_loop, self._microphone
         assert loop is not None and microphone is not None
         with contextlib.suppress(RuntimeError):  # the job's loop closed under us: the call ended
-            loop.call_soon_threadsafe(microphone.stream, samples, rate)
+            loop.call_soon_threadsafe(microphone.stream, audio, rate)
 
     def start_turn(self) -> None:
         """Push-to-talk pressed: the agent is interrupted and the caller's turn lasts until
@@ -274,7 +303,7 @@ class NotebookRunner(StartStop):
         return self._in_job(self._push_to_talk("end_turn()").end(), "end_turn()")
 
     def _push_to_talk(self, what: str) -> PushToTalk:
-        self._require_microphone(what)
+        self.require_microphone(what)
         self._require_turns(what)
         if self._talk is None:
             self._talk = PushToTalk(self._ready.result())
@@ -285,11 +314,13 @@ class NotebookRunner(StartStop):
         """Call ``listener`` with each reply's samples (int16 mono 24 kHz) as the agent gives
         them, and with None when a reply is cut; returns the call that stops it. Called on
         the session's thread; needs ``audio=True`` offline."""
-        self._require_microphone("on_agent_audio()")
+        self.require_microphone("on_agent_audio()")
         self._agent_audio_listeners.append(listener)
         return lambda: self._agent_audio_listeners.remove(listener)
 
-    def _require_microphone(self, what: str) -> None:
+    def require_microphone(self, what: str) -> None:
+        """Raise a ``RunnerError`` naming the fix unless this runner has the offline
+        microphone and speaker that ``what`` needs (``NotebookRunner(..., audio=True)``)."""
         if not (self.audio and self.text_only):
             raise RunnerError(
                 f"{what} needs an offline runner with a microphone and a speaker: "
@@ -480,6 +511,7 @@ class NotebookRunner(StartStop):
                 session.output.audio = speaker
                 self._microphone = CallerInput()
                 session.input.audio = self._microphone
+            self._pending_words = PendingWords(session)
             self.trace.attach(session)
             session.on("error", self._on_session_error)
             session.on("close", self._on_session_close)
@@ -560,20 +592,30 @@ class NotebookRunner(StartStop):
                 await asyncio.wait_for(until_the_agent_is_quiet(session), timeout)
             except asyncio.TimeoutError:
                 raise RunnerError(f"the agent was still speaking after {timeout:.0f} s") from None
-            result, stop_capturing = livekit.capture_spoken_turn(session)
-            self._microphone.speak(samples, rate)
+            turn = SpokenTurn(session, self._microphone)
             try:
-                raised = await asyncio.wait_for(_settled(result), timeout)
+                turn.speak(samples, rate)
+                raised = await turn.outcome(_settled(turn.run), timeout)
+                if turn.failed.done():  # a model failed: the turn goes no further
+                    await self._give_up(turn)
             except asyncio.TimeoutError:
-                raise RunnerError(
-                    f"the agent did not answer the spoken turn within {timeout:.0f} s: its VAD "
-                    "and turn detection (or the realtime model's) heard no turn end; "
-                    "is the audio speech, followed by nothing?"
-                ) from None
+                events = [e for e in self.trace.events if e.t >= started]
+                why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
+                await self._give_up(turn)
+                raise RunnerError(why) from None
+            except asyncio.CancelledError:
+                await self._give_up(turn)
+                raise
             finally:
-                self._microphone.close()
-                stop_capturing()
-        return self._reply(session, result, started, raised, spoken=True)
+                turn.end()
+        return self._reply(session, turn.run, started, raised, spoken=True)
+
+    async def _give_up(self, turn: SpokenTurn) -> None:
+        """Withdraw a turn gone wrong, unless the runner is stopping (the session closes)."""
+        if not self._stop_requested.is_set():
+            await turn.withdraw()
+            if self._pending_words is not None:
+                self._pending_words.forget()
 
     def _reply(
         self,
@@ -585,11 +627,16 @@ class NotebookRunner(StartStop):
         spoken: bool,
     ) -> str:
         """A finished turn's reply text (every agent's), or the ``TurnError`` it went wrong by."""
-        reply = "\n".join(
-            event.item.text_content or ""
+        said = [
+            event.item
             for event in result.events
             if isinstance(event, ChatMessageEvent) and event.item.role == "assistant"
-        )
+        ]
+        reply = "\n".join(message.text_content or "" for message in said)
+        if self._stop_requested.is_set() and (
+            raised is not None or not said or said[-1].interrupted
+        ):
+            raise TurnStopped(reply) from raised  # the stop cut the turn short
         if self.state is RunnerState.FAILED:  # the session died under the turn
             self._require_turns("the turn")
         errors = self._went_wrong(session, started, spoken=spoken)
@@ -646,6 +693,9 @@ class NotebookRunner(StartStop):
         if not self._serve_began.wait(_THREAD_START_S):
             self._served.set()  # interrupted inside Thread.start(), before it started
             return
+        if self._pending_words is not None and self._job_loop is not None:
+            with contextlib.suppress(RuntimeError):  # first, before the session closes
+                self._job_loop.call_soon_threadsafe(self._pending_words.close_without_waiting)
         if self._entry_task is not None and self._job_loop is not None:
             # an entrypoint still awaiting would hold the job open for livekit's 15 s timeout
             with contextlib.suppress(RuntimeError):

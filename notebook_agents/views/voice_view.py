@@ -45,11 +45,7 @@ class VoiceView(anywidget.AnyWidget):
 
     def __init__(self, runner: NotebookRunner, mode: str = "push_to_talk", **kwargs: Any) -> None:
         self._stops: list[Callable[[], None]] = []  # first: a refused view is still closed
-        if not (runner.audio and runner.text_only):
-            raise RunnerError(
-                "VoiceView needs an offline runner with a microphone and a speaker: "
-                "NotebookRunner(server, audio=True)"
-            )
+        runner.require_microphone("VoiceView")
         super().__init__(mode=mode, **kwargs)
         self.runner = runner
         self.on_msg(self._on_front_end)

@@ -1,0 +1,140 @@
+"""One spoken turn on the session's loop, and how it is given up.
+
+The caller's audio goes into the microphone, the replies are collected as ``session.run``
+collects a typed turn's, and the session's errors are watched: a model that fails during the
+turn fails it at once, not at the timeout. A turn given up (timed out, interrupted, failed) is
+withdrawn, so the microphone, the session and the model are ready for the next one; and a turn
+that timed out says where it stood, read from the trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Coroutine
+from typing import Any
+
+import numpy as np
+from livekit.agents import AgentSession, ErrorEvent, RunResult
+
+from .. import _livekit_internals as livekit
+from ..trace import TraceEvent, error_text
+from ._caller import CallerInput, until_the_agent_is_quiet, until_the_caller_is_heard_out
+from .errors import RunnerError
+
+HEARD_OUT_S = 5.0
+"""how long a withdrawn turn's trailing silence may take to end the speech (a VAD's silence
+is ~0.5 s); past it the next turn starts anyway"""
+
+
+class SpokenTurn:
+    """A turn the caller speaks into ``microphone``; its replies are collected in ``run``.
+    ``end()`` it, whatever happened."""
+
+    def __init__(self, session: AgentSession[Any], microphone: CallerInput) -> None:
+        self.session = session
+        self.microphone = microphone
+        self.seconds = 0.0
+        """how long the caller's audio lasts"""
+        self.failed: asyncio.Future[RunnerError] = asyncio.get_running_loop().create_future()
+        """the first error the session reported during the turn"""
+        self._capture = livekit.capture_spoken_turn(session)
+        session.on("error", self._on_error)
+
+    def speak(self, samples: np.ndarray, rate: int) -> None:
+        """The caller says ``samples`` (int16 mono at ``rate``)."""
+        self.seconds = samples.size / rate
+        self.microphone.speak(samples, rate)
+
+    @property
+    def run(self) -> RunResult[Any]:
+        return self._capture.run
+
+    def _on_error(self, event: ErrorEvent) -> None:
+        if not self.failed.done():
+            self.failed.set_result(RunnerError(error_text(event.error)))
+
+    async def outcome(
+        self, settled: Coroutine[Any, Any, Exception | None], timeout: float
+    ) -> Exception | None:
+        """What ``settled`` (the run, awaited) gives, or the session's error if one came
+        first; ``asyncio.TimeoutError`` if neither came within ``timeout`` seconds."""
+        answered = asyncio.ensure_future(settled)
+        either: set[asyncio.Future[Any]] = {answered, self.failed}
+        try:
+            await asyncio.wait(either, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            answered.cancel()
+        if self.failed.done():
+            return self.failed.result()
+        if answered.done() and not answered.cancelled():
+            return answered.result()
+        raise asyncio.TimeoutError
+
+    async def withdraw(self) -> None:
+        """Give the turn up so the next one starts clean: the rest of its audio is dropped,
+        what was heard of it cleared (livekit's public ``clear_user_turn``: the STT's buffer
+        and transcript, or the realtime model's input buffer), silence follows until the
+        session's VAD (or the model's) has heard the speech end, and any reply is cut."""
+        self.microphone.withdraw()
+        with contextlib.suppress(RuntimeError):  # the session is closing
+            self.session.clear_user_turn()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(until_the_caller_is_heard_out(self.session), HEARD_OUT_S)
+        for speech in self._capture.speeches:
+            if not speech.done():
+                with contextlib.suppress(RuntimeError):  # one that may not be cut plays out
+                    speech.interrupt()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(until_the_agent_is_quiet(self.session), HEARD_OUT_S)
+
+    def end(self) -> None:
+        """Mute the microphone and stop watching the session."""
+        self.microphone.close()
+        self._capture.stop()
+        self.session.off("error", self._on_error)
+
+
+def why_unanswered(
+    events: list[TraceEvent], timeout: float, seconds: float, unspoken_s: float
+) -> str:
+    """Where a spoken turn stood when its ``timeout`` ran out, from its trace ``events``: the
+    audio (``seconds`` long) still being spoken, no speech detected, speech not ended, heard
+    but not transcribed, transcribed but not answered, or the reply still playing."""
+    head = f"the spoken turn got no reply within timeout={timeout:g} s"
+    if unspoken_s > 0:
+        return (
+            f"{head}: its audio was still being spoken ({seconds - unspoken_s:.1f} s of "
+            f"{seconds:.1f} s); pass a timeout longer than the audio, e.g. "
+            f"timeout={math.ceil(seconds) + 30}"
+        )
+    user = [e.data["new"] for e in events if e.kind == "user_state"]
+    if "speaking" not in user:
+        return (
+            f"{head}: no speech was detected in the audio (the session's VAD, or the realtime "
+            "model's, heard none): is it speech, loud enough, at the rate given?"
+        )
+    if user[-1] == "speaking":
+        return (
+            f"{head}: the caller's speech had not ended (the VAD still heard speech): is the "
+            "audio followed by noise rather than silence?"
+        )
+    agent = {e.data["new"] for e in events if e.kind == "agent_state"}
+    if "speaking" in agent:
+        return f"{head}: the agent's reply was still playing; pass a longer timeout"
+    words = [
+        e.data["text"]
+        for e in events
+        if e.kind == "user_message" or (e.kind == "user_transcript" and e.data["final"])
+    ]
+    if not words and "thinking" not in agent:
+        return (
+            f"{head}: speech was heard but no transcript came: the speech recognizer (the "
+            "session's STT, or the realtime model's transcription) did not answer in time"
+        )
+    said = f"saying {words[-1]!r}" if words else "(no transcript)"
+    return (
+        f"{head}: the caller was heard {said} but the agent had not begun to reply: its "
+        "LLM and TTS (or its realtime model) did not answer in time"
+    )
