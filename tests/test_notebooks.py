@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -30,6 +31,10 @@ NOTEBOOKS = [ROOT / "notebooks" / name for name in SHIPPED]
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # the kernels import the package from this checkout, not from wherever it was installed
+    # from (an editable install of another worktree), unless PYTHONPATH names a copy first
+    paths = [*filter(None, [os.environ.get("PYTHONPATH")]), str(ROOT)]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
 
 
 def test_the_shipped_notebooks_are_the_ones_in_git() -> None:
@@ -123,6 +128,9 @@ def test_notebook_runs_offline(path: Path) -> None:
         for output in outputs
     )
     assert "Traceback" not in text and "never retrieved" not in text  # worker noise stays out
+    # nothing in red either: a warning under a cell (a figure's layout giving up) fails it too
+    stderr = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    assert stderr == []
     if path.name == "01_prototype.ipynb":
         assert "You are the Concierge." in text
         assert "You are Billing." in text  # the billing agent spoke after the handoff
