@@ -1,12 +1,15 @@
 # `make lab`: set up and open the notebooks. `make test`: set up and run every check.
 PYTHON ?= python3
+# Where `make lab` opens: your copies of the shipped notebooks and your own, outside git
+# (.gitignore), so Run All, autosave and new notebooks never touch notebooks/ or `make test`.
+WORKSPACE := lab
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint typecheck pytest chromium audio-devices clean
+.PHONY: lab workspace test lint typecheck pytest chromium audio-devices clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +17,17 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(INSTALLED)
 
-lab: $(INSTALLED)
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
+lab: $(INSTALLED) workspace
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(WORKSPACE) $(ALLOW_ROOT)
+
+# A shipped notebook is copied in only when missing: yours are never overwritten (delete
+# your copy to get the shipped one back).
+workspace:
+	@mkdir -p $(WORKSPACE)
+	@for notebook in notebooks/*.ipynb; do \
+	  [ -e "$(WORKSPACE)/$${notebook##*/}" ] || cp "$$notebook" $(WORKSPACE)/; \
+	done
+	@echo "JupyterLab opens $(WORKSPACE)/: your copies of notebooks/ and your own notebooks (git ignores them)"
 
 test: lint typecheck pytest
 

@@ -3,7 +3,15 @@
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import Speech, TraceAnalysis, bring_ups
 from .devices import DeviceError, LocalDevices
-from .emulator import Emulator, Faults, LatencyModel, ReplyRules
+from .emulator import (
+    Emulator,
+    Faults,
+    LatencyModel,
+    ReplyContext,
+    ReplyRules,
+    TextReply,
+    ToolCallReply,
+)
 from .runner import (
     AudioError,
     NotebookRunner,
@@ -63,11 +71,14 @@ __all__ = [
     "ModelUsageData",
     "NotebookRunner",
     "Recording",
+    "ReplyContext",
     "ReplyRules",
     "RunnerError",
     "RunnerState",
     "Speech",
+    "TextReply",
     "ToolCallData",
+    "ToolCallReply",
     "ToolOutputData",
     "Trace",
     "TraceAnalysis",

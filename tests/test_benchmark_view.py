@@ -182,7 +182,8 @@ async def test_an_interrupted_run_says_so() -> None:
 
 def test_to_figure_without_and_with_trials() -> None:
     empty = BenchmarkView(BenchmarkConfig()).to_figure()
-    assert isinstance(empty, Figure) and [t.get_text() for t in empty.texts] == ["no trials yet"]
+    assert isinstance(empty, Figure)
+    assert [t.get_text() for t in empty.axes[0].texts] == ["no trials yet"]
     figure = BenchmarkView(synthetic([0.0, 20.0], trials=2)).to_figure()
     assert len(figure.axes) == 2  # one panel per RTT
     suptitle = figure.get_suptitle()

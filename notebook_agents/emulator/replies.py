@@ -60,11 +60,15 @@ class ReplyContext:
 
 @dataclass(frozen=True)
 class TextReply:
+    """A rule's answer in words; the agent's first sentence of instructions is put before it."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ToolCallReply:
+    """A rule's answer as a call of the tool ``name`` with these ``arguments``."""
+
     name: str
     arguments: dict[str, Any]
 

@@ -12,12 +12,14 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from ..analysis import TraceAnalysis, milliseconds
+from ._figure_style import INK, static_figure
 from ._timeline_layout import (
     BRING_UP,
     MARK_STYLES,
@@ -42,6 +44,14 @@ LABEL_ROW = 0.34
 """height of a row of handoff chips above the lanes, in lanes"""
 CHIP_GAP_PX = 4.0
 """the least room between two chips in a row"""
+WIDTH_IN = 9.0
+"""the figure's width; its height follows from the lanes, the chip rows and the legend"""
+LANE_IN = 0.7
+"""a lane's height: its state bar, speech bar and marks, whatever else the figure holds"""
+PAD_IN = 0.1
+"""the margin around the figure's parts, and between the x axis and the legend"""
+RIGHT_IN = 0.3
+"""room right of the plot for the last tick label's overhang"""
 
 
 class _Axis:
@@ -72,11 +82,18 @@ class _Axis:
 
 
 def timeline_figure(layout: TimelineLayout) -> Figure:
-    """``layout`` as a static picture."""
+    """``layout`` as a static picture, for a notebook page of either theme."""
+    with static_figure():
+        return _timeline_figure(layout)
+
+
+def _timeline_figure(layout: TimelineLayout) -> Figure:
     analysis = layout.analysis
     lanes = analysis.lanes
-    figure = Figure(figsize=(9.0, 1.0 + 0.8 * max(len(lanes), 1)), layout="constrained")
-    ax = figure.add_subplot()
+    # laid out by hand below, not by a layout engine: constrained layout squeezed the lanes
+    # to nothing under a long legend; here each lane gets its height and the figure grows
+    figure = Figure(figsize=(WIDTH_IN, 1.0))
+    ax = figure.add_axes((0.0, 0.0, 1.0, 1.0))
     if not lanes:
         ax.set_axis_off()
         ax.text(0.5, 0.5, "no events yet", ha="center", va="center", transform=ax.transAxes)
@@ -111,21 +128,60 @@ def timeline_figure(layout: TimelineLayout) -> Figure:
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_xlabel("trace time (s)")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(
-        handles=_legend(layout),
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-        fontsize=8,
-        frameon=False,
-    )
     ax.set_title("agent timeline", fontsize=10)
-    # how far apart marks and chips must sit depends on the laid-out page: lay it out first
-    ax.set_ylim(len(lanes) - 0.4, -0.6 - LABEL_ROW * max(len(chips), 1))
-    figure.draw_without_rendering()
+    _lay_out(figure, ax, _legend(layout), chips, len(lanes))
     _stack_close_marks(ax, drawn)
-    rows = _place_chips(ax, chips)
-    ax.set_ylim(len(lanes) - 0.4, -0.6 - LABEL_ROW * rows)
     return figure
+
+
+def _lay_out(
+    figure: Figure, ax: Axes, handles: list[Line2D | Patch], chips: Chips, lanes: int
+) -> None:
+    """Size the figure around its parts, measured: the lane names left of the plot, the title
+    above it, the x axis and then the legend (in as many columns as fit) under it; the plot
+    ``LANE_IN`` a lane and a row for each row of chips."""
+    dpi = figure.dpi
+    pad = PAD_IN * dpi
+    width = WIDTH_IN * dpi
+    left = pad + ax.yaxis.get_tightbbox().width  # type: ignore[union-attr]
+    plot_width = width - left - RIGHT_IN * dpi
+    legend = _fitted_legend(ax, handles, room=width - left - pad)
+    # the chips' rows depend on where the plot's x axis falls on the page, not on its height
+    ax.set_position((left / width, 0.0, plot_width / width, 1.0))
+    rows = _place_chips(ax, chips)
+    ax.set_ylim(lanes - 0.4, -0.6 - LABEL_ROW * rows)
+    plot_height = (lanes + 0.2 + LABEL_ROW * rows) * LANE_IN * dpi
+    above = ax.title.get_window_extent().y1 - ax.bbox.y1
+    below = ax.bbox.y0 - ax.xaxis.get_tightbbox().y0  # type: ignore[union-attr]
+    legend_height = legend.get_window_extent().height
+    height = pad + above + plot_height + below + pad + legend_height + pad
+    figure.set_size_inches(WIDTH_IN, height / dpi)
+    bottom = pad + legend_height + pad + below
+    ax.set_position((left / width, bottom / height, plot_width / width, plot_height / height))
+    legend.set_bbox_to_anchor((left / width, pad / height), transform=figure.transFigure)
+
+
+def _fitted_legend(ax: Axes, handles: list[Line2D | Patch], room: float) -> Legend:
+    """The legend in as many columns as fit ``room`` pixels, its rows evenly filled."""
+
+    def legend(columns: int) -> Legend:
+        return ax.legend(
+            handles=handles,
+            loc="lower left",
+            ncols=columns,
+            fontsize=8,
+            frameon=False,
+            borderaxespad=0.0,  # placed by _lay_out, which leaves the room around it
+        )
+
+    column = legend(1).get_window_extent().width
+    columns = max(1, min(len(handles), int(room // column)))
+    columns = math.ceil(len(handles) / math.ceil(len(handles) / columns))  # the rows even
+    fitted = legend(columns)
+    while columns > 1 and fitted.get_window_extent().width > room:
+        columns -= 1
+        fitted = legend(columns)
+    return fitted
 
 
 def _draw_gap(ax: Axes, x: _Axis, gap: dict[str, Any], lanes: int) -> None:
@@ -139,7 +195,7 @@ def _draw_gap(ax: Axes, x: _Axis, gap: dict[str, Any], lanes: int) -> None:
         fontsize=7,
         ha="center",
         va="bottom",
-        color="#334155",
+        color=INK,
     )
 
 
@@ -174,7 +230,7 @@ def _draw_marks(ax: Axes, layout: TimelineLayout, x: _Axis) -> Scatters:
             [lane + MARK_Y for _, lane in marks],
             marker=MARKERS[style.shape],
             s=MARK_PT**2,
-            facecolors="white" if style.hollow else style.color,
+            facecolors="none" if style.hollow else style.color,  # the page shows through
             edgecolors=style.color,
             linewidths=1.5,
             zorder=3,
@@ -239,7 +295,7 @@ def _draw_handoffs(ax: Axes, analysis: TraceAnalysis, x: _Axis) -> Chips:
             "",
             xy=(at, target),
             xytext=(at, source),
-            arrowprops={"arrowstyle": "->", "color": "#0f172a", "lw": 1.2},
+            arrowprops={"arrowstyle": "->", "color": INK, "lw": 1.2},
         )
         color = mode_color(handoff.mode)
         top = min(source, target)
@@ -291,7 +347,7 @@ def _legend(layout: TimelineLayout) -> list[Line2D | Patch]:
                     ls="",
                     marker=MARKERS[entry["shape"]],
                     markersize=MARK_PT,
-                    markerfacecolor="white" if entry["hollow"] else entry["color"],
+                    markerfacecolor="none" if entry["hollow"] else entry["color"],
                     markeredgecolor=entry["color"],
                     markeredgewidth=1.5,
                     label=entry["label"],

@@ -21,6 +21,7 @@ from ..bench.results import TIMINGS, BenchmarkConfig, BenchmarkResult, Trial
 from ..bench.run import plan, run_benchmark
 from ..bench.stats import summary_table
 from ._assets import asset
+from ._figure_style import static_figure
 from ._text import cut
 from ._throttle import Throttle
 
@@ -154,11 +155,18 @@ class BenchmarkView(anywidget.AnyWidget):
         self._plot.run()
 
     def to_figure(self) -> Figure:
-        """The distribution per mode of the trials so far, as ``plot_distributions`` draws it."""
+        """The distribution per mode of the trials so far, as ``plot_distributions`` draws it,
+        for a notebook page of either theme."""
+        with static_figure():
+            return self._figure()
+
+    def _figure(self) -> Figure:
         if self._result.trials:
             return plot_distributions(self._result, self.timing)
         figure = Figure(figsize=(6.0, 1.2))
-        figure.text(0.5, 0.5, "no trials yet", ha="center", va="center", color="#64748b")
+        ax = figure.add_axes((0, 0, 1, 1))  # IPython shows no picture of a figure without axes
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "no trials yet", ha="center", va="center")
         return figure
 
     def close(self) -> None:
@@ -209,7 +217,7 @@ class BenchmarkView(anywidget.AnyWidget):
             self.plot_svg = ""
             return
         with matplotlib.rc_context(_THEMED):
-            figure = self.to_figure()
+            figure = self._figure()
         self.plot_svg = to_svg(figure).replace(_INK, "var(--jp-ui-font-color1, #1f2937)")
 
 

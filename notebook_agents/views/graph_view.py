@@ -15,6 +15,7 @@ from ..agent_graph import UNKNOWN, AgentLike, HandoffGraph
 from ..runner import NotebookRunner
 from ..trace import Trace, TraceEvent
 from ._assets import asset
+from ._figure_style import static_figure
 from ._graph_layout import NODE_H, TOOL_CHAR_W, EdgeRoute, GraphLayout, NodeBox, graph_layout
 from ._stream import TraceFedView
 
@@ -113,16 +114,18 @@ class AgentGraphView(TraceFedView):
 
     def to_figure(self) -> Figure:
         """The graph as a static picture: the layout the browser draws, in the same colours."""
-        return graph_figure(self.geometry, self.current, self.colors)
+        with static_figure():
+            return graph_figure(self.geometry, self.current, self.colors)
 
 
 def graph_figure(layout: GraphLayout, current: str, colors: dict[str, str]) -> Figure:
-    """``layout`` drawn with matplotlib, ``current`` lit."""
+    """``layout`` drawn with matplotlib, ``current`` lit: the nodes and tool names on boxes of
+    their own, the rest on the page."""
     if not layout.nodes:
         figure = Figure(figsize=(6.0, 1.2))
         ax = figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
-        ax.text(0.5, 0.5, EMPTY, ha="center", va="center", color=colors["muted"])
+        ax.text(0.5, 0.5, EMPTY, ha="center", va="center")
         return figure
     figure = Figure(figsize=(layout.width / 100, layout.height / 100), dpi=100)
     ax = figure.add_axes((0, 0, 1, 1))

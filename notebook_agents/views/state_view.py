@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 
 from ..trace import Trace, TraceEvent
 from ._assets import asset
+from ._figure_style import static_figure
 from ._stream import TraceFedView
 
 STATE_COLORS = {
@@ -106,6 +107,10 @@ class StateView(TraceFedView):
 
     def to_figure(self) -> Figure:
         """The badges as a static picture, for executed notebooks and exported reports."""
+        with static_figure():
+            return self._figure()
+
+    def _figure(self) -> Figure:
         figure = Figure(figsize=(6.0, 1.2))
         ax = figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
@@ -116,7 +121,7 @@ class StateView(TraceFedView):
         ]
         for index, (label, value, color) in enumerate(badges):
             x = 0.04 + index * 0.33
-            ax.text(x, 0.72, label, fontsize=9, color="#475569", transform=ax.transAxes)
+            ax.text(x, 0.72, label, fontsize=9, transform=ax.transAxes)
             ax.text(
                 x,
                 0.3,

@@ -10,36 +10,12 @@ from playwright.sync_api import Page, expect
 
 from notebook_agents.views._timeline_layout import MARK_STYLES
 
+from .cells import AGENTS
 from .conftest import center, next_frame, run_cell, run_notebook, screenshot
 
 CELLS = [
-    """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
-from livekit.plugins import openai
-from notebook_agents import Emulator, NotebookRunner
-from notebook_agents.views import ChatView, TimelineView
-
-emulator = Emulator().start()
-
-
-class Billing(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are Billing.")
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-
-class Concierge(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Concierge.")
-
-    @function_tool
-    async def transfer_to_billing(self) -> Agent:
-        \"\"\"Hand the caller to billing.\"\"\"
-        return Billing()
-
-
-server = AgentServer()
+    AGENTS
+    + """from notebook_agents.views import ChatView, TimelineView
 
 
 @server.rtc_session()

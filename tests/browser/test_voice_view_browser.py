@@ -15,42 +15,17 @@ from playwright.sync_api import Page, expect, sync_playwright
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
 
+from .cells import AGENTS
 from .conftest import run_notebook, screenshot
 from .lab import launch_chromium
 from .themes import in_both_themes
 
 CELLS = [
-    """from livekit.agents import Agent, AgentServer, AgentSession, JobContext, function_tool
-from livekit.plugins import openai, silero
-from notebook_agents import Emulator, NotebookRunner
+    AGENTS
+    + """from livekit.plugins import silero
 from notebook_agents.views import VoiceView
 
-emulator = Emulator().start()
 URL = emulator.base_url()
-
-
-class Billing(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are Billing.")
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-
-class Concierge(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Concierge.")
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-    @function_tool
-    async def transfer_to_billing(self) -> Agent:
-        \"\"\"Hand the caller to billing.\"\"\"
-        return Billing()
-
-
-server = AgentServer()
 
 
 @server.rtc_session()
@@ -61,7 +36,7 @@ async def entrypoint(ctx: JobContext) -> None:
         llm=openai.LLM(base_url=URL, api_key="offline"),
         tts=openai.TTS(base_url=URL, api_key="offline"),
     )
-    await session.start(agent=Concierge(), room=ctx.room)""",
+    await session.start(agent=Concierge(greets=True), room=ctx.room)""",
     """runner = NotebookRunner(server, audio=True).start()
 await runner.ready()
 voice = VoiceView(runner, mode="open_mic")

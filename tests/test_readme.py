@@ -1,0 +1,93 @@
+"""The README's examples run as written: its runner tour (save and load included) and its
+``ReplyRules`` rule, each driving a real livekit session against the emulator."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai
+
+from notebook_agents import NotebookRunner, Trace
+from notebook_agents.emulator import Emulator
+
+from .conftest import API_KEY
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_block(containing: str) -> str:
+    """The README's one ```python block that contains ``containing``."""
+    blocks: list[str] = re.findall(r"^```python\n(.*?)^```$", README.read_text(), re.S | re.M)
+    found = [block for block in blocks if containing in block]
+    assert len(found) == 1, f"{len(found)} python blocks of the README hold {containing!r}"
+    return found[0]
+
+
+async def run(block: str, namespace: dict[str, Any]) -> None:
+    """Run ``block`` as a notebook cell does: top-level ``await`` allowed."""
+    code = compile(block, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    if (pending := eval(code, namespace)) is not None:
+        await pending
+
+
+def concierge(emulator: Emulator) -> AgentServer:
+    """A cascaded text agent on ``emulator``'s Chat Completions, as an app would write it."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        model = openai.LLM(base_url=emulator.base_url(), api_key=API_KEY, model="gpt-4o-mini")
+        session: AgentSession[None] = AgentSession(llm=model)
+        agent = Agent(instructions="You are the Concierge. Greet callers.")
+        await session.start(agent=agent, room=ctx.room)
+
+    return server
+
+
+async def test_the_runner_tour_runs_and_its_saved_trace_loads(
+    emulator: Emulator,
+    runners: list[NotebookRunner],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where the example saves call.jsonl
+    namespace: dict[str, Any] = {"server": concierge(emulator)}
+    try:
+        await run(python_block("NotebookRunner(server)"), namespace)
+    finally:
+        if "runner" in namespace:
+            runners.append(namespace["runner"])
+    runner: NotebookRunner = namespace["runner"]
+    assert not runner.running  # the tour ends with stop()
+    loaded = Trace.load(tmp_path / "call.jsonl")
+    said = {(e.kind, e.data.get("text")) for e in loaded.events}
+    assert ("user_message", "Hello!") in said
+    assert ("agent_message", 'You are the Concierge. You said: "Hello!".') in said
+    # what was saved is the trace up to the save: stop() only added its end
+    kinds = [e.kind for e in runner.trace.events]
+    assert [e.kind for e in loaded.events] == kinds[: len(loaded.events)]
+
+
+async def test_the_reply_rule_example_answers_as_the_readme_says(
+    runners: list[NotebookRunner],
+) -> None:
+    block = python_block("ReplyRules(")
+    namespace: dict[str, Any] = {}
+    await run(block, namespace)
+    emulator: Emulator = namespace["emu"]
+    try:
+        runner = NotebookRunner(concierge(emulator)).start()
+        runners.append(runner)
+        await runner.ready()
+        answer = await runner.send_text("When are you open?")
+        assert answer == "You are the Concierge. We are open 9 to 5."
+        assert f'# "{answer}"' in block  # the answer the README promises
+        # anything else still gets the default rules
+        assert await runner.send_text("what is 2 plus 3") == "You are the Concierge. 2 + 3 = 5."
+    finally:
+        emulator.stop()
