@@ -48,8 +48,8 @@ def test_espeak_pronounces_a_word_the_dictionary_lacks() -> None:
 
 @pytest.mark.parametrize("voice", VOICES)
 def test_a_tool_word_outside_the_dictionary_is_heard(voice: str) -> None:
-    """ "greeter" is in no dictionary (PR #5229's transfer_to_greeter, upstream's to_greeter):
-    the grammar failed to parse, and nothing more was heard."""
+    """The word "greeter" is in no dictionary (PR #5229's transfer_to_greeter, upstream's
+    to_greeter): the grammar failed to parse, and nothing more was heard."""
     tools = ("transfer_to_greeter", "lookup_weather")
     spoken = synthesize("transfer to greeter", voice=voice)
     assert transcribe(spoken, SAMPLE_RATE, tools) == "transfer to greeter"
@@ -69,7 +69,7 @@ def test_a_lone_greeting_is_heard_word_for_word_or_as_nothing(voice: str) -> Non
 
 
 def test_a_spoken_argument_comes_back_as_the_reply_rules_read_a_typed_one() -> None:
-    """ "location Paris" is ``location: Paris``, written as the session's texts write it; a
+    """Saying "location Paris" is ``location: Paris``, written as the session's texts write it; a
     name of several words is quoted, an enum's member and a number are heard too."""
     vocabulary = Vocabulary(
         requests=(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -16,6 +16,7 @@ from .faults import Faults
 from .latency import LatencyModel
 from .models import ModelCatalog
 from .replies import ReplyRules
+from .vocabulary import OfferedWords
 
 
 @dataclass
@@ -50,13 +51,9 @@ class EmulatorSettings:
     """check every event both ways against the ``openai`` package's realtime types"""
     connections: deque[ConnectionLog] = field(default_factory=lambda: deque(maxlen=1_000))
     """the latest 1,000 connections, newest last"""
-    tool_names: dict[str, None] = field(default_factory=dict)
-    """every function tool offered to a model here, first offered first: what speech
-    recognition listens for (a cascaded session's STT request does not name its LLM's tools)"""
-
-    def offer_tools(self, names: Iterable[str]) -> None:
-        """Note the tools a request offers its model, so a caller asking for them is heard."""
-        self.tool_names.update(dict.fromkeys(names))
+    offered: OfferedWords = field(default_factory=OfferedWords)
+    """the tools and instructions offered to models here: what speech recognition listens
+    for (a cascaded session's STT request names neither its LLM's tools nor instructions)"""
 
     def open_connection(self, kind: str, path: str, query: Mapping[str, str]) -> ConnectionLog:
         """Resolve a connection's latency and faults (raises ParameterError) and log it."""

@@ -310,7 +310,7 @@ def _vocabulary_words(texts: Iterable[str]) -> tuple[dict[str, str], dict[str, s
             word, lower = match.group(0), match.group(0).lower()
             if lower in _FUNCTION_WORDS or (lower not in words and len(words) >= MAX_WORDS):
                 continue
-            starts_sentence = re.search(r"(^\s*|[.!?:;]\s*)$", text[: match.start()])
+            starts_sentence = re.search(r"(^|[.!?:;\n])\s*$", text[: match.start()])
             if starts_sentence is None and word != lower:
                 words[lower] = word
             else:

@@ -58,6 +58,8 @@ def transcribe(samples: np.ndarray, rate: int, heard_in: Vocabulary | Iterable[s
     caller of a session with this vocabulary (or these tool names) may say; "" when nothing
     was heard. A failure of the recognizer is a ``RecognitionError`` naming its cause; the
     next call is heard afresh."""
+    if rate <= 0:
+        raise ValueError(f"the audio's rate is {rate} Hz: give its sample rate, e.g. 24000")
     vocabulary = Vocabulary.of(heard_in)
     heard = _resample_to(np.asarray(samples, np.int16), rate, RECOGNITION_RATE)
     audio = _without_silence_around(heard).tobytes()
