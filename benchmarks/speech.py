@@ -4,9 +4,10 @@ recognition < 0.3, synthesis < 0.1).
 The real-time factor is the time spent over the audio's duration, per phrase, medians over
 ``--repeats`` runs of several phrases (the first run of each, which loads the engine, is
 left out). Recognition hears eSpeak's voice, in three voices, saying what a caller of the
-handoff and Greeter/Weather agents says, with the grammar of those agents' tools; each phrase
-class counts the phrases heard word for word, heard as nothing, and heard wrong (another
-phrase, which the emulator would answer as if said).
+handoff and Greeter/Weather agents says, in those agents' vocabulary (their tools, the
+weather tool's location, their instructions and descriptions, a few cities as keywords); each
+phrase class counts the phrases heard word for word, heard as nothing, and heard wrong
+(another phrase, which the emulator would answer as if said).
 
     .venv/bin/python benchmarks/speech.py
 """
