@@ -95,6 +95,15 @@ def test_a_spoken_argument_comes_back_as_the_reply_rules_read_a_typed_one() -> N
     assert heard("lookup weather") == "lookup weather"
 
 
+@pytest.mark.parametrize("expected", ["Paris, London", "The weather in Paris or London.", "London"])
+def test_the_names_a_prompt_lists_or_mentions_are_values(expected: str) -> None:
+    """A transcription prompt "Paris, London" was one name, "Paris London": neither city was
+    heard on its own."""
+    vocabulary = Vocabulary((Request("lookup_weather", (Parameter("location"),)),), (expected,))
+    spoken = synthesize("lookup weather location london")
+    assert transcribe(spoken, SAMPLE_RATE, vocabulary) == "lookup weather location: London"
+
+
 def test_a_turn_is_heard_while_another_is_being_heard() -> None:
     """Each decoder has its own lock: one busy with a session's turn holds up no other."""
     with (

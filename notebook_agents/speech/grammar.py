@@ -83,6 +83,7 @@ _SHORT = 3
 _ARG, _VALUE, _CHOICE = "arg~", "val~", "opt~"
 """dictionary tokens of a spoken argument: its name, its value, an enum member"""
 
+_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 Kind = Literal["text", "number", "boolean", "choice"]
 Pronounce = Callable[[str], list[str]]
 """a word's (or words') pronunciations in ARPAbet, the usual first; none if it cannot be said"""
@@ -293,29 +294,43 @@ class _Builder:
 
 
 def _vocabulary_words(texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """What a text argument may be, lower case -> as written: the names (a text of at most
-    ``NAME_WORDS`` words: a keyword, "New York") and the first ``MAX_WORDS`` other words of
-    longer texts (function words left out), capitalized where a text capitalizes them other
-    than to start a sentence ("in Paris")."""
+    """What a text argument may be, lower case -> as written: the names, and the first
+    ``MAX_WORDS`` other words (function words and the names' words left out; capitalized
+    where a text capitalizes them other than to start a sentence).
+
+    A name is a text of at most ``NAME_WORDS`` words and no punctuation (a keyword), a phrase
+    of at most that many capitalized words between punctuation ("Paris, London"), or a run of
+    capitalized words inside a sentence ("the weather in New York")."""
     names: dict[str, str] = {}
     words: dict[str, str] = {}
+
+    def name(said: list[str]) -> None:
+        names.setdefault(" ".join(said).lower(), " ".join(said))
+
     for text in texts:
-        tokens = list(re.finditer(r"[A-Za-z]+(?:'[A-Za-z]+)?", text))
-        if len(tokens) <= NAME_WORDS:
-            if tokens:
-                name = " ".join(t.group(0) for t in tokens)
-                names.setdefault(name.lower(), name)
-            continue
-        for match in tokens:
-            word, lower = match.group(0), match.group(0).lower()
-            if lower in _FUNCTION_WORDS or (lower not in words and len(words) >= MAX_WORDS):
-                continue
-            starts_sentence = re.search(r"(^|[.!?:;\n])\s*$", text[: match.start()])
-            if starts_sentence is None and word != lower:
-                words[lower] = word
-            else:
-                words.setdefault(lower, lower)
-    return names, {w: text for w, text in words.items() if w not in names}
+        sentences = [s for s in re.split(r"[.!?\n]+", text) if _WORD.search(s)]
+        for sentence in sentences:
+            phrases = [p for p in re.split(r"[,;:()]+", sentence) if _WORD.search(p)]
+            for index, phrase in enumerate(phrases):
+                said = _WORD.findall(phrase)
+                whole = len(sentences) == len(phrases) == 1
+                if len(said) <= NAME_WORDS and (whole or all(w[0].isupper() for w in said)):
+                    name(said)
+                    continue
+                first = 1 if index == 0 else 0  # a sentence's first word is capitalized anyway
+                for run in re.findall(r"(?:[A-Z][a-z']*(?:\s+|$))+", " ".join(said[first:])):
+                    if run.strip().lower() not in _FUNCTION_WORDS:
+                        name(run.split())
+                for position, word in enumerate(said):
+                    lower = word.lower()
+                    if lower in _FUNCTION_WORDS or (lower not in words and len(words) >= MAX_WORDS):
+                        continue
+                    if word != lower and position >= first:
+                        words[lower] = word
+                    else:
+                        words.setdefault(lower, lower)
+    in_names = {word for name in names for word in name.split()}
+    return names, {w: text for w, text in words.items() if w not in in_names}
 
 
 def _one_apart(a: list[str], b: list[str]) -> bool:
