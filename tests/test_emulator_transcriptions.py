@@ -99,6 +99,13 @@ async def test_whisper_1_gets_verbose_json_with_the_duration(emulator: Emulator)
     assert body["duration"] == pytest.approx(spoken.size / SAMPLE_RATE)
 
 
+def _rate_zero() -> bytes:
+    """A WAV whose header says 0 samples a second (it was a 500: a null pointer)."""
+    wav = bytearray(wav_bytes(np.zeros(100, np.int16), 16_000))
+    wav[24:28] = bytes(4)  # the fmt chunk's sample rate
+    return bytes(wav)
+
+
 def _form(file: bytes | None, **fields: str) -> aiohttp.FormData:
     form = aiohttp.FormData()
     for name, value in fields.items():
@@ -112,6 +119,7 @@ def _form(file: bytes | None, **fields: str) -> aiohttp.FormData:
     ("form", "param", "says"),
     [
         (lambda: _form(b"ID3 not a wav", model="whisper-1"), "file", "PCM16 WAV"),
+        (lambda: _form(_rate_zero(), model="whisper-1"), "file", "sample rate is 0 Hz"),
         (lambda: _form(None, model="whisper-1"), "file", "provide a file"),
         (lambda: _form(wav_bytes(np.zeros(100, np.int16), 16_000)), "model", "model parameter"),
         (

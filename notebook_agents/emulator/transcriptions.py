@@ -104,7 +104,7 @@ async def _parse(request: web.Request, models: ModelCatalog) -> _TranscriptionRe
         raise ServiceError("You must provide a file: the audio to transcribe.", param="file")
     data = upload.file.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
-        raise _too_large("the file alone")
+        raise _too_large(f"the file is over {MAX_FILE_BYTES} bytes")
     try:
         samples, rate = wav_samples(data)
     except (wave.Error, EOFError) as e:
@@ -134,7 +134,7 @@ async def _parse(request: web.Request, models: ModelCatalog) -> _TranscriptionRe
 def _too_large(what: str) -> ServiceError:
     """OpenAI's refusal of a file over its limit (``what`` says what was too large)."""
     return ServiceError(
-        f"Maximum content size limit ({MAX_FILE_BYTES}) exceeded: {what}. Send at most 25 MB "
+        f"Maximum content size limit ({MAX_FILE_BYTES}) exceeded ({what}). Send at most 25 MB "
         "of audio (about 13 minutes of 16 kHz PCM16); split a longer recording.",
         status=413,
     )

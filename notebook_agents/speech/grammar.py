@@ -161,15 +161,9 @@ def grammar(heard_in: Vocabulary | Iterable[str], pronounce: Pronounce) -> Gramm
     return _Builder(pronounce).build(Vocabulary.of(heard_in))
 
 
-def phrases_of(tool_names: Iterable[str]) -> tuple[str, ...]:
-    """What a caller says to call each tool: ``transfer_to_billing`` -> ``transfer to billing``
-    (camelCase split too), lower case, letters only."""
-    spoken = [" ".join(spoken_words(name)) for name in tool_names]
-    return tuple(dict.fromkeys(words for words in spoken if words))
-
-
 def spoken_words(name: str) -> list[str]:
-    """An identifier's words as said: ``lookupInvoice`` -> ``["lookup", "invoice"]``."""
+    """An identifier's words as said: ``transfer_to_billing`` -> ``["transfer", "to",
+    "billing"]``, ``lookupInvoice`` -> ``["lookup", "invoice"]``; lower case, letters only."""
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").lower()
     return re.findall(r"[a-z]+(?:'[a-z]+)?", words)
 
