@@ -77,7 +77,9 @@ class ModelCatalog:
         return model in names or any(model.startswith(f"{name}-20") for name in names)
 
     def all(self) -> list[str]:
-        return sorted(self.realtime | self.chat | self.transcription | self.speech)
+        """What ``GET /v1/models`` lists: the chat and realtime models (the ones
+        ``GET /v1/models/{id}`` retrieves)."""
+        return sorted(self.realtime | self.chat)
 
     def refusal(self, model: str, kind: ModelKind) -> ServiceError:
         """The 404 a request for ``model``, unknown as a ``kind`` model, is answered with."""
