@@ -3,8 +3,11 @@ recognition < 0.3, synthesis < 0.1).
 
 The real-time factor is the time spent over the audio's duration, per phrase, medians over
 ``--repeats`` runs of several phrases (the first run of each, which loads the engine, is
-left out). Recognition hears eSpeak's voice saying what a caller of the handoff agents says,
-with the grammar of those agents' tools; accuracy is the share heard word for word.
+left out). Recognition hears eSpeak's voice, in three voices, saying what a caller of the
+handoff and Greeter/Weather agents says, in those agents' vocabulary (their tools, the
+weather tool's location, their instructions and descriptions, a few cities as keywords); each
+phrase class counts the phrases heard word for word, heard as nothing, and heard wrong
+(another phrase, which the emulator would answer as if said).
 
     .venv/bin/python benchmarks/speech.py
 """
@@ -14,30 +17,76 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections import Counter
 from collections.abc import Sequence
 
-from notebook_agents.speech import SAMPLE_RATE, synthesize, transcribe
-from notebook_agents.speech.recognition import digits
-
-TOOLS = ("transfer_to_billing", "transfer_to_concierge", "get_weather", "lookupInvoice")
-CALLERS = (
-    "hello there",
-    "thank you",
-    "transfer to billing",
-    "transfer to billing please",
-    "can you transfer to concierge",
-    "i would like to transfer to billing",
-    "get weather",
-    "could you get weather please",
-    "lookup invoice",
-    "please lookup invoice",
-    "what is two plus three",
-    "what is seven times eight",
-    "what is twelve minus four",
-    "what is forty divided by five",
-    "what is nineteen plus sixty",
-    "what is one times zero",
+from notebook_agents.speech import (
+    SAMPLE_RATE,
+    Parameter,
+    Request,
+    Vocabulary,
+    synthesize,
+    transcribe,
 )
+from notebook_agents.speech.grammar import digits
+
+CITIES = ("Paris", "London", "Tokyo", "Berlin", "New York")
+TOOLS = Vocabulary(
+    requests=(
+        Request("transfer_to_billing"),
+        Request("transfer_to_concierge"),
+        Request("get_weather"),
+        Request("lookupInvoice"),
+        Request("transfer_to_greeter"),
+        Request("lookup_weather", (Parameter("location"),)),
+    ),
+    # what the Greeter/Weather agents tell their model, and the STT's keywords
+    texts=(
+        "You are a friendly greeter. Ask how you can help; if the user asks about the "
+        "weather, transfer them to the weather agent.",
+        "You are a weather agent. Answer questions about the weather.",
+        "Look up the weather for a location.",
+        "The city to look up.",
+        *CITIES,
+    ),
+)
+CLASSES: dict[str, tuple[str, ...]] = {
+    "greeting, one word": ("hello", "hi", "thanks", "goodbye", "bye", "yes", "no"),
+    "greeting, two words": (
+        "hello there",
+        "hi there",
+        "good morning",
+        "good afternoon",
+        "thank you",
+    ),
+    "tool request": (
+        "transfer to billing",
+        "transfer to concierge",
+        "get weather",
+        "lookup invoice",
+        "transfer to greeter",
+        "lookup weather",
+    ),
+    "tool request with lead / please": (
+        "transfer to billing please",
+        "can you transfer to concierge",
+        "i would like to transfer to billing",
+        "could you get weather please",
+        "please lookup invoice",
+        "let's transfer to greeter",
+    ),
+    "tool request with an argument": tuple(
+        f"lookup weather location {city.lower()}" for city in CITIES
+    ),
+    "arithmetic": (
+        "what is two plus three",
+        "what is seven times eight",
+        "what is twelve minus four",
+        "what is forty divided by five",
+        "what is nineteen plus sixty",
+        "what is one times zero",
+    ),
+}
 VOICES = ("en-us", "en", "en-us+f3")
 
 
@@ -49,28 +98,55 @@ def main() -> None:
     transcribe(synthesize("hello"), SAMPLE_RATE, TOOLS)
     synthesis: list[float] = []
     recognition: list[float] = []
-    misheard: dict[str, list[str]] = {}
-    trials = 0
+    outcomes: dict[str, Counter[str]] = {name: Counter() for name in CLASSES}
+    misheard: dict[str, Counter[str]] = {}
     for _ in range(args.repeats):
         for voice in VOICES:
-            for phrase in CALLERS:
-                started = time.perf_counter()
-                samples = synthesize(phrase, voice=voice)
-                synthesized = time.perf_counter()
-                heard = transcribe(samples, SAMPLE_RATE, TOOLS)
-                heard_at = time.perf_counter()
-                seconds = samples.size / SAMPLE_RATE
-                synthesis.append((synthesized - started) / seconds)
-                recognition.append((heard_at - synthesized) / seconds)
-                trials += 1
-                if heard != digits(phrase):
-                    misheard.setdefault(f"{phrase} ({voice})", []).append(heard)
+            for name, phrases in CLASSES.items():
+                for phrase in phrases:
+                    started = time.perf_counter()
+                    samples = synthesize(phrase, voice=voice)
+                    synthesized = time.perf_counter()
+                    try:
+                        heard = transcribe(samples, SAMPLE_RATE, TOOLS)
+                    except Exception as e:  # a failure is counted, not fatal
+                        heard = f"<{type(e).__name__}: {e}>"
+                    heard_at = time.perf_counter()
+                    seconds = samples.size / SAMPLE_RATE
+                    synthesis.append((synthesized - started) / seconds)
+                    recognition.append((heard_at - synthesized) / seconds)
+                    outcome = _outcome(heard, _transcript(phrase))
+                    outcomes[name][outcome] += 1
+                    if outcome != "word for word":
+                        misheard.setdefault(f"{phrase} ({voice})", Counter())[heard] += 1
     print(_line("synthesis (eSpeak NG, 24 kHz)", synthesis))
     print(_line("recognition (pocketsphinx, caller grammar)", recognition))
-    wrong = sum(len(h) for h in misheard.values())
-    print(f"recognition accuracy: {trials - wrong}/{trials} heard word for word")
+    total = sum(c["word for word"] for c in outcomes.values())
+    trials = sum(sum(c.values()) for c in outcomes.values())
+    print(f"recognition accuracy: {total}/{trials} heard word for word")
+    for name, counts in outcomes.items():
+        print(
+            f"  {name}: {counts['word for word']}/{sum(counts.values())} word for word, "
+            f"{counts['nothing']} nothing, {counts['wrong']} wrong"
+        )
     for said, heard_as in misheard.items():
-        print(f"  {said!r} heard as {sorted(set(heard_as))}")
+        print(f"  {said!r} heard as {dict(heard_as)}")
+
+
+def _transcript(phrase: str) -> str:
+    """What ``phrase`` is heard as, word for word: numbers as digits, an argument as the reply
+    rules read a typed one."""
+    for city in CITIES:
+        if phrase.endswith(f"location {city.lower()}"):
+            value = f'"{city}"' if " " in city else city
+            return phrase.replace(f"location {city.lower()}", f"location: {value}")
+    return digits(phrase)
+
+
+def _outcome(heard: str, said: str) -> str:
+    if heard == said:
+        return "word for word"
+    return "nothing" if heard == "" else "wrong"
 
 
 def _line(what: str, factors: Sequence[float]) -> str:

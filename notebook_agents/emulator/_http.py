@@ -21,6 +21,10 @@ from .latency import LatencyModel
 
 Json = dict[str, Any]
 
+MAX_BODY_BYTES = 26 * 1024 * 1024
+"""the largest request body the emulator reads: OpenAI's 25 MB audio file and the form around
+it (aiohttp's default, 1 MiB, refused a spoken turn over ~21.8 s with a plain-text 413)"""
+
 
 def open_request(
     request: web.Request, kind: str, path: str, event: str | None = None

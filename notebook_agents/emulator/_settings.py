@@ -6,7 +6,7 @@ import dataclasses
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -17,6 +17,7 @@ from .faults import Faults
 from .latency import LatencyModel
 from .models import ModelCatalog
 from .replies import ReplyRules
+from .vocabulary import OfferedWords
 
 CONNECTIONS_KEPT = 100
 """connections whose logs an emulator keeps: a kernel running call after call for hours holds
@@ -60,13 +61,9 @@ class EmulatorSettings:
         default_factory=lambda: deque(maxlen=CONNECTIONS_KEPT)
     )
     """the latest ``CONNECTIONS_KEPT`` connections, newest last"""
-    tool_names: dict[str, None] = field(default_factory=dict)
-    """every function tool offered to a model here, first offered first: what speech
-    recognition listens for (a cascaded session's STT request does not name its LLM's tools)"""
-
-    def offer_tools(self, names: Iterable[str]) -> None:
-        """Note the tools a request offers its model, so a caller asking for them is heard."""
-        self.tool_names.update(dict.fromkeys(names))
+    offered: OfferedWords = field(default_factory=OfferedWords)
+    """the tools and instructions offered to models here: what speech recognition listens
+    for (a cascaded session's STT request names neither its LLM's tools nor instructions)"""
 
     def open_connection(self, kind: str, path: str, query: Mapping[str, str]) -> ConnectionLog:
         """Resolve a connection's latency and faults (raises ParameterError) and log it."""

@@ -102,7 +102,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     try:
         chat = _ChatRequest.parse(await read_json(request))
         _check_request(settings, log, chat)
-        settings.offer_tools(tool.name for tool in chat.tools)
+        settings.offered.offer(chat.reply_context().instructions, chat.tools)
         reply = None if log.faults.cancel_responses else _decide(settings, chat)
     except ServiceError as reject:
         log.record("out", "error")

@@ -1,9 +1,13 @@
-"""The model names the emulator answers to, as the real service would list them."""
+"""The model names (and speech voices) the emulator answers to, as the real service would
+list them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
+
+from .errors import ServiceError
 
 REALTIME_MODELS = (
     "gpt-realtime",
@@ -22,6 +26,34 @@ CHAT_MODELS = (
     "gpt-5-mini",
     "gpt-5-nano",
 )
+TRANSCRIPTION_MODELS = (
+    "gpt-transcribe",
+    "gpt-4o-transcribe",
+    "gpt-4o-mini-transcribe",
+    "gpt-4o-transcribe-diarize",
+    "whisper-1",
+)
+"""``POST /v1/audio/transcriptions``'s models (the ``openai`` package's ``AudioModel``)"""
+SPEECH_MODELS = ("gpt-4o-mini-tts", "tts-1", "tts-1-hd")
+"""``POST /v1/audio/speech``'s models (the ``openai`` package's ``SpeechModel``)"""
+SPEECH_VOICES = (
+    "alloy",
+    "ash",
+    "ballad",
+    "cedar",
+    "coral",
+    "echo",
+    "fable",
+    "marin",
+    "nova",
+    "onyx",
+    "sage",
+    "shimmer",
+    "verse",
+)
+"""the built-in voices OpenAI's speech reference lists (all spoken by eSpeak here)"""
+
+ModelKind = Literal["chat", "realtime", "transcription", "speech"]
 
 
 @dataclass
@@ -30,13 +62,42 @@ class ModelCatalog:
 
     realtime: set[str] = field(default_factory=lambda: set(REALTIME_MODELS))
     chat: set[str] = field(default_factory=lambda: set(CHAT_MODELS))
+    transcription: set[str] = field(default_factory=lambda: set(TRANSCRIPTION_MODELS))
+    speech: set[str] = field(default_factory=lambda: set(SPEECH_MODELS))
 
-    def add(self, names: Iterable[str], *, realtime: bool = False) -> None:
-        (self.realtime if realtime else self.chat).update(names)
+    def add(
+        self, names: Iterable[str], *, realtime: bool = False, kind: ModelKind | None = None
+    ) -> None:
+        """Know ``names`` as models of ``kind`` (chat by default; ``realtime=True`` is
+        ``kind="realtime"``)."""
+        self._names(realtime, kind).update(names)
 
-    def knows(self, model: str, *, realtime: bool) -> bool:
-        names = self.realtime if realtime else self.chat
+    def knows(self, model: str, *, realtime: bool = False, kind: ModelKind | None = None) -> bool:
+        names = self._names(realtime, kind)
         return model in names or any(model.startswith(f"{name}-20") for name in names)
 
     def all(self) -> list[str]:
+        """What ``GET /v1/models`` lists: the chat and realtime models (the ones
+        ``GET /v1/models/{id}`` retrieves)."""
         return sorted(self.realtime | self.chat)
+
+    def refusal(self, model: str, kind: ModelKind) -> ServiceError:
+        """The 404 a request for ``model``, unknown as a ``kind`` model, is answered with."""
+        return ServiceError(
+            f"The model `{model}` does not exist in the emulator's catalog of {kind} models: "
+            f"use one of {', '.join(sorted(self._names(False, kind)))}, or add it: "
+            f"`emulator.settings.models.add([{model!r}], kind={kind!r})`.",
+            status=404,
+            code="model_not_found",
+            param="model",
+        )
+
+    def _names(self, realtime: bool, kind: ModelKind | None) -> set[str]:
+        chosen: ModelKind = kind or ("realtime" if realtime else "chat")
+        kinds = {
+            "chat": self.chat,
+            "realtime": self.realtime,
+            "transcription": self.transcription,
+            "speech": self.speech,
+        }
+        return kinds[chosen]

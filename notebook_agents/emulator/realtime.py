@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from ..speech import synthesize, transcribe
+from ..speech import Vocabulary, synthesize, transcribe
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
@@ -43,6 +43,7 @@ from .latency import DelayedPipe, precise_sleep
 from .listening import ServerVad
 from .protocol import check_server_event, new_id, parse_client_event
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
+from .vocabulary import vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -429,9 +430,24 @@ class RealtimeConnection:
         self.session = merge_session(self.session, update)
         if self._vad is not None and not self._vad.speaking:
             self._vad = None  # heard with the new turn detection from here on
-        tools = self.session.get("tools") or []
-        self.settings.offer_tools(t["name"] for t in tools if t.get("type") == "function")
+        self.settings.offered.offer(self.session.get("instructions") or "", self._function_tools())
         self.send({"type": "session.updated", "session": self.session})
+
+    def _function_tools(self) -> list[ToolSpec]:
+        """The session's function tools, as the reply rules and speech recognition see them."""
+        tools = self.session.get("tools") or []
+        return [_tool_spec(tool) for tool in tools if tool.get("type") == "function"]
+
+    def _vocabulary(self) -> Vocabulary:
+        """What a caller of this session may say: the words of its instructions and tools,
+        and those its transcription expects (``prompt``, ``keywords``)."""
+        transcription = self.session["audio"]["input"].get("transcription") or {}
+        return vocabulary(
+            self.session.get("instructions") or "",
+            self._function_tools(),
+            [str(transcription.get("prompt") or "")],
+            keywords=[str(k) for k in transcription.get("keywords") or []],
+        )
 
     def _create_item(
         self, item: dict[str, Any], previous_item_id: str | None, event_id: str | None
@@ -553,10 +569,9 @@ class RealtimeConnection:
             },
             stored["type"],
         )
-        tools = [t["name"] for t in self.session.get("tools") or [] if t.get("type") == "function"]
         # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
         try:
-            transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, tools)
+            transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, self._vocabulary())
         except Exception as e:
             self._not_heard(stored, previous, e, event_id)
             return False

@@ -15,6 +15,7 @@ from yarl import URL
 
 from .._lifecycle import StartStop
 from . import _cells
+from ._http import MAX_BODY_BYTES
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
@@ -91,7 +92,7 @@ def _has_credentials(request: web.Request) -> bool:
 
 
 def create_app(settings: EmulatorSettings) -> web.Application:
-    app = web.Application(middlewares=[_openai_errors])
+    app = web.Application(middlewares=[_openai_errors], client_max_size=MAX_BODY_BYTES)
     app[SETTINGS_KEY] = settings
     app.router.add_get("/v1/realtime", realtime_websocket)
     app.router.add_post("/v1/chat/completions", chat_completions)

@@ -3,10 +3,13 @@
 What ``livekit.plugins.openai.STT`` sends, as a multipart form: ``file`` (a WAV of the user's
 turn), ``model``, ``language``, ``prompt``, ``keywords`` and ``response_format`` (``json``, or
 ``verbose_json`` for ``whisper-1``). The emulator hears the caller as the nearest phrase of a
-grammar built from the tools offered to models on this emulator (a cascaded session's LLM
-requests name them; the STT request does not) and the request's ``keywords``; ``prompt`` is
-free text and is not used. Files are PCM16 WAV; other encodings are refused as OpenAI refuses a
-file it cannot decode.
+grammar of what the models on this emulator were offered (a cascaded session's LLM requests
+name its tools and instructions; the STT request does not), the request's ``keywords`` and the
+words of its ``prompt`` (``vocabulary.py``). Files are PCM16 WAV; other encodings are refused
+as OpenAI refuses a file it cannot decode; one cut short mid-sample is read as its whole
+samples, as a decoder reads a truncated stream. A file over OpenAI's 25 MB, or a body over it
+and the form around it, is refused with OpenAI's 413. A failure of the recognizer fails that
+request only, with a 500 naming the cause.
 
 Timing: the text leaves ``LatencyModel.http_first_byte_s`` after the request arrived, as a chat
 completion's first byte would; an error costs the round trip (and connect) only.
@@ -22,17 +25,19 @@ from dataclasses import dataclass
 import numpy as np
 from aiohttp import web
 
-from ..speech import transcribe
+from ..speech import RecognitionError, transcribe
 from ..speech.wav import wav_samples
-from ._http import open_request
+from ._http import MAX_BODY_BYTES, open_request
 from ._settings import SETTINGS_KEY
 from .errors import ServiceError
 from .latency import sleep_until
+from .models import ModelCatalog
 
 TRANSCRIPTIONS_PATH = "/v1/audio/transcriptions"
 RESPONSE_FORMATS = ("json", "verbose_json", "text")
 MAX_FILE_BYTES = 25 * 1024 * 1024
-"""the largest file OpenAI's transcription endpoint takes"""
+"""the largest file OpenAI's transcription endpoint takes (its reference: "File uploads are
+currently limited to 25 MB")"""
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class _TranscriptionRequest:
     samples: np.ndarray
     rate: int
     language: str
+    prompt: str
     keywords: tuple[str, ...]
     response_format: str
 
@@ -54,15 +60,23 @@ async def audio_transcriptions(request: web.Request) -> web.StreamResponse:
     except ServiceError as e:
         return e.response()
     try:
-        asked = await _parse(request)
+        asked = await _parse(request, settings.models)
     except ServiceError as reject:
         log.record("out", "error")
         await sleep_until(clock.error())
         return reject.response()
-    # pocketsphinx runs on a worker thread: the emulator's loop keeps serving meanwhile
-    text = await asyncio.to_thread(
-        transcribe, asked.samples, asked.rate, [*settings.tool_names, *asked.keywords]
-    )
+    heard_in = settings.offered.vocabulary([asked.prompt], keywords=asked.keywords)
+    try:
+        # pocketsphinx runs on a worker thread: the emulator's loop keeps serving meanwhile
+        text = await asyncio.to_thread(transcribe, asked.samples, asked.rate, heard_in)
+    except RecognitionError as e:
+        log.record("out", "error")
+        await sleep_until(clock.error())
+        return ServiceError(
+            f"The emulator's speech recognition failed on this request: {e}",
+            status=500,
+            type="server_error",
+        ).response()
     await sleep_until(clock.first_byte())
     log.record("out", "audio.transcriptions")
     headers = {"x-request-id": f"req_{uuid.uuid4().hex}"}
@@ -75,17 +89,22 @@ async def audio_transcriptions(request: web.Request) -> web.StreamResponse:
     return web.json_response(body, headers=headers)
 
 
-async def _parse(request: web.Request) -> _TranscriptionRequest:
+async def _parse(request: web.Request, models: ModelCatalog) -> _TranscriptionRequest:
     """The form's fields, checked as OpenAI checks them."""
-    form = await request.post()
+    try:
+        form = await request.post()
+    except web.HTTPRequestEntityTooLarge:
+        raise _too_large(f"the request's body is over {MAX_BODY_BYTES} bytes") from None
     model, upload = form.get("model"), form.get("file")
     if not isinstance(model, str) or not model:
         raise ServiceError("You must provide a model parameter.", param="model")
+    if not models.knows(model, kind="transcription"):
+        raise models.refusal(model, "transcription")
     if not isinstance(upload, web.FileField):
         raise ServiceError("You must provide a file: the audio to transcribe.", param="file")
     data = upload.file.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
-        raise ServiceError("Maximum content size limit (26214400) exceeded.", status=413)
+        raise _too_large(f"the file is over {MAX_FILE_BYTES} bytes")
     try:
         samples, rate = wav_samples(data)
     except (wave.Error, EOFError) as e:
@@ -106,6 +125,16 @@ async def _parse(request: web.Request) -> _TranscriptionRequest:
         samples=samples,
         rate=rate,
         language=str(form.get("language") or "english"),
+        prompt=str(form.get("prompt") or ""),
         keywords=tuple(keywords),
         response_format=str(response_format),
+    )
+
+
+def _too_large(what: str) -> ServiceError:
+    """OpenAI's refusal of a file over its limit (``what`` says what was too large)."""
+    return ServiceError(
+        f"Maximum content size limit ({MAX_FILE_BYTES}) exceeded ({what}). Send at most 25 MB "
+        "of audio (about 13 minutes of 16 kHz PCM16); split a longer recording.",
+        status=413,
     )

@@ -1,7 +1,17 @@
-"""Speech offline, from components shipped in wheels: what the emulator speaks with, and how
-notebooks and tests make a caller's voice."""
+"""Speech offline, from components shipped in wheels: what the emulator speaks and hears with,
+and how notebooks and tests make a caller's voice."""
 
+from .grammar import Parameter, Request, Vocabulary
 from .recognition import RecognitionError, transcribe
 from .synthesis import SAMPLE_RATE, SynthesisError, synthesize
 
-__all__ = ["SAMPLE_RATE", "RecognitionError", "SynthesisError", "synthesize", "transcribe"]
+__all__ = [
+    "SAMPLE_RATE",
+    "Parameter",
+    "RecognitionError",
+    "Request",
+    "SynthesisError",
+    "Vocabulary",
+    "synthesize",
+    "transcribe",
+]

@@ -84,6 +84,13 @@ def _engine() -> _Engine:
         ctypes.c_void_p,
         ctypes.c_void_p,
     ]
+    # what pronunciation.py asks: a clause's phonemes, the cursor moved past it
+    lib.espeak_TextToPhonemes.restype = ctypes.c_char_p
+    lib.espeak_TextToPhonemes.argtypes = [
+        ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
     data = espeakng_loader.get_data_path().encode()
     with _lock:
         rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, data, 0)
