@@ -55,3 +55,11 @@ def runners(no_livekit_env: None) -> Iterator[list[NotebookRunner]]:
     yield made
     for runner in made:
         runner.stop()
+
+
+async def started(runners: list[NotebookRunner], runner: NotebookRunner) -> NotebookRunner:
+    """``runner`` started and ready, stopped when the test ends (it joins ``runners``)."""
+    runners.append(runner)
+    runner.start()
+    await runner.ready()
+    return runner

@@ -26,7 +26,7 @@ from notebook_agents.emulator.listening import ServerVad
 from notebook_agents.emulator.replies import tokens
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 
-from .conftest import API_KEY
+from .conftest import API_KEY, started
 from .speech_check import envelope_match
 from .test_emulator_realtime import ServerEvents, emulator_item, realtime_session, realtime_ws_url
 
@@ -202,14 +202,11 @@ async def test_a_typed_turn_to_a_speaking_agent_costs_its_tokens_not_its_speech(
         session: AgentSession[None] = AgentSession(llm=model)
         await session.start(agent=Agent(instructions="You are Ada."), room=ctx.room)
 
-    runner = NotebookRunner(server)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(server))
     await runner.send_text("hello")  # warm
-    started = time.perf_counter()
+    began = time.perf_counter()
     reply = await runner.send_text("tell me about the weather in Paris this week")
-    took = time.perf_counter() - started
+    took = time.perf_counter() - began
     assert reply == 'You are Ada. You said: "tell me about the weather in Paris this week".'
     # the caller's item, acked, then the response: the latency model's truth
     truth = latency.item_ack_s() + latency.response_s(len(tokens(reply)))

@@ -25,7 +25,7 @@ from notebook_agents.views._assets import widgets_dir
 from notebook_agents.views._graph_layout import NODE_H, graph_layout
 from notebook_agents.views.graph_view import GRAPH_COLORS
 
-from .conftest import API_KEY
+from .conftest import API_KEY, started
 from .handoff_agents import Alice, Billing, Bob, Concierge, Echo, Support
 
 
@@ -250,10 +250,7 @@ async def test_runner_graph_appears_with_the_session_and_follows_a_handoff(
 async def test_live_handoff_resolves_an_unknown_target(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    runner = NotebookRunner(agent_server(emulator, lambda: Alice(Bob())))
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(agent_server(emulator, lambda: Alice(Bob()))))
     view = AgentGraphView([Alice], trace=runner.trace)
     assert node_ids(view) == ["Alice", UNKNOWN]
     await until(view, lambda: view.current == "Alice")

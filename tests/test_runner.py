@@ -18,7 +18,7 @@ from notebook_agents import NotebookRunner, RunnerError
 from notebook_agents import _livekit_internals as livekit_internals
 from notebook_agents.emulator import Emulator
 
-from .conftest import API_KEY
+from .conftest import API_KEY, started
 
 
 def production_server(
@@ -141,10 +141,7 @@ async def test_a_turn_that_cannot_start_does_not_block_the_next(
         session: AgentSession[None] = AgentSession()  # no model at all: every reply fails
         await session.start(agent=Agent(instructions="You are Cy."), room=ctx.room)
 
-    runner = NotebookRunner(entrypoint)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(entrypoint))
     for text in ("hello", "hello again"):  # the same clear error each time, never "nested runs"
         with pytest.raises(RuntimeError, match="without an LLM model"):
             await runner.send_text(text)
@@ -193,10 +190,7 @@ async def test_entrypoint_that_never_returns_still_stops(
         await asyncio.Event().wait()  # a common mistake: keep the entrypoint "alive"
 
     # livekit alone would wait 15 s for such a job; past stop_timeout stop() would raise
-    runner = NotebookRunner(entrypoint, stop_timeout=5)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(entrypoint, stop_timeout=5))
     runner.stop()
     assert not runner.running
 

@@ -13,11 +13,12 @@ from livekit.plugins import openai
 
 from notebook_agents import AudioError, NotebookRunner
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner._samples import spoken_audio
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
 from notebook_agents.trace import TraceEvent
 
-from .conftest import API_KEY
+from .conftest import API_KEY, started
 from .speech_check import envelope_match
 
 
@@ -46,9 +47,7 @@ def speaking_server(
 async def test_the_agent_speaks_its_reply_in_real_time_into_the_recording(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    runner = NotebookRunner(speaking_server(emulator), audio=True)
-    runners.append(runner)
-    runner.start()
+    runner = await started(runners, NotebookRunner(speaking_server(emulator), audio=True))
     session = await runner.ready()
     assert session.output.audio is not None
 
@@ -73,9 +72,7 @@ async def test_an_interrupted_reply_is_kept_as_far_as_it_was_heard(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
     loops: list[asyncio.AbstractEventLoop] = []
-    runner = NotebookRunner(speaking_server(emulator, loops), audio=True)
-    runners.append(runner)
-    runner.start()
+    runner = await started(runners, NotebookRunner(speaking_server(emulator, loops), audio=True))
     session = await runner.ready()
     speaking = asyncio.Event()
 
@@ -98,9 +95,7 @@ async def test_an_interrupted_reply_is_kept_as_far_as_it_was_heard(
 async def test_without_audio_the_offline_session_stays_text_only(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    runner = NotebookRunner(speaking_server(emulator))
-    runners.append(runner)
-    runner.start()
+    runner = await started(runners, NotebookRunner(speaking_server(emulator)))
     session = await runner.ready()
     assert session.output.audio is None
     assert await runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
@@ -135,10 +130,7 @@ BAD_AUDIO: dict[str, tuple[Any, Any, str]] = {
 
 @pytest.fixture
 async def speaking_runner(emulator: Emulator, runners: list[NotebookRunner]) -> NotebookRunner:
-    runner = NotebookRunner(speaking_server(emulator), audio=True)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(speaking_server(emulator), audio=True))
     return runner
 
 
@@ -156,13 +148,23 @@ async def test_audio_that_cannot_be_spoken_is_refused_naming_the_fix(
     )
 
 
-async def test_a_wav_file_that_is_cut_short_is_refused_naming_the_fix(
-    speaking_runner: NotebookRunner, tmp_path: Path
-) -> None:
+def test_a_wav_file_cut_short_is_read_as_its_whole_samples(tmp_path: Path) -> None:
+    """As the emulator's endpoint reads one (and a decoder such as ffmpeg a truncated stream):
+    the sample cut in half is dropped, the rest is spoken."""
     cut = tmp_path / "cut.wav"
     cut.write_bytes(wav_bytes(SPEECH, SAMPLE_RATE)[:-1])  # an odd number of data bytes
-    with pytest.raises(AudioError, match=r"cut\.wav is not a PCM16 WAV file .* convert it"):
-        await speaking_runner.send_audio(cut)
+    samples, rate = spoken_audio(cut, None)
+    assert rate == SAMPLE_RATE
+    assert np.array_equal(samples, SPEECH[:-1])
+
+
+async def test_a_file_that_is_no_wav_is_refused_naming_the_fix(
+    speaking_runner: NotebookRunner, tmp_path: Path
+) -> None:
+    noise = tmp_path / "speech.mp3"
+    noise.write_bytes(b"ID3" + bytes(300))
+    with pytest.raises(AudioError, match=r"speech\.mp3 is not a PCM16 WAV file .* convert it"):
+        await speaking_runner.send_audio(noise)
     assert (
         await speaking_runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
     )

@@ -41,7 +41,7 @@ from notebook_agents.runner._real_room import LiveKitCredentials
 from notebook_agents.runner._worker_logs import WorkerLogs
 from notebook_agents.views import ChatView, StateView, TimelineView
 
-from .conftest import API_KEY
+from .conftest import API_KEY, started
 from .upstream import greeter_weather
 
 
@@ -123,10 +123,7 @@ async def test_turns_sent_from_cells_run_in_the_job_context(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
     agent = Concierge(emulator.base_url())
-    runner = NotebookRunner(server_for(emulator.base_url(), lambda: agent))
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(server_for(emulator.base_url(), lambda: agent)))
 
     await runner.send_text("where am i")
     output = runner.trace.of_kind("tool_output")[-1].data
@@ -188,10 +185,7 @@ async def test_a_turn_that_went_wrong_raises_and_is_traced(
     emulator: Emulator, runners: list[NotebookRunner], fault: str, says: str
 ) -> None:
     server = server_for(f"{emulator.base_url()}?{fault}")
-    runner = NotebookRunner(server)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(server))
 
     with pytest.raises(TurnError, match=says) as raised:
         await runner.send_text("hello")
@@ -253,10 +247,7 @@ async def test_a_typed_turn_does_not_fail_on_speech_recognition(
         session: AgentSession[None] = AgentSession(stt=recognizer, llm=chat)
         await session.start(agent=Listener(recognizer), room=ctx.room)
 
-    runner = NotebookRunner(server)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(server))
     turn_starts = len(runner.trace)
     assert (await runner.send_text("drop speech")).startswith("You are Ada.")
     during = [e for e in runner.trace.events_since(turn_starts) if e.kind == "error"]
@@ -282,10 +273,7 @@ async def test_a_turn_after_which_the_plugin_lacks_what_livekit_holds_raises(
     model holds the result (the emulator took it at once), the plugin's view does not, and
     the plugin's next sync would be made from that view."""
     url = emulator.base_url(ack_delay_ms=5500, ack_delay_items="function_call_output")
-    runner = NotebookRunner(server_for(url, Forecaster))
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(server_for(url, Forecaster)))
 
     with pytest.raises(TurnError, match="the plugin's view lacks 1 item livekit has") as raised:
         await runner.send_text("get weather city=Oslo")
@@ -316,10 +304,7 @@ async def test_a_tool_that_raises_is_an_error_event_and_the_conversation_goes_on
     """livekit tells the model only "An internal error occurred" and logs the exception: the
     trace records the exception itself, where the views mark errors. The turn is not a
     TurnError: as in livekit, the model hears of the failure and answers."""
-    runner = NotebookRunner(server_for(emulator.base_url(), Shop))
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(server_for(emulator.base_url(), Shop)))
 
     reply = await runner.send_text("check stock item=apples")
     assert reply == "You are Shop. The tool returned: An internal error occurred"
@@ -391,10 +376,10 @@ async def test_a_session_the_model_refused_to_configure_fails_every_turn(
     """The model rejects every ``session.update``: the session runs without the agent's
     instructions and tools (livekit goes on as if they were set). Each turn raises while it
     does, not only the first; the runner keeps running, so a fix can be tried on it."""
-    runner = NotebookRunner(server_for(emulator.base_url(error_on="session.update"), Forecaster))
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(
+        runners,
+        NotebookRunner(server_for(emulator.base_url(error_on="session.update"), Forecaster)),
+    )
     for text in ("hello", "get weather city=Oslo", "hello again"):
         with pytest.raises(TurnError, match=r"the model rejected session\.update") as raised:
             await runner.send_text(text)
@@ -421,10 +406,7 @@ async def test_an_entrypoint_raising_after_ready_fails_the_runner(
         await session.start(agent=Agent(instructions="You are Ada."), room=ctx.room)
         raise ValueError("the CRM is down")
 
-    runner = NotebookRunner(server)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(server))
     await wait_for_kind(runner.trace, "closed")
 
     assert "failed" in repr(runner) and "the CRM is down" in repr(runner)
@@ -450,10 +432,7 @@ async def test_an_unrecoverable_model_error_fails_the_runner(
         # no retries: the lost connection is unrecoverable at once
         options = APIConnectOptions(max_retry=0)
         server = server_for(emulator.base_url(), conn_options=options)
-        runner = NotebookRunner(server)
-        runners.append(runner)
-        runner.start()
-        await runner.ready()
+        runner = await started(runners, NotebookRunner(server))
         assert await runner.send_text("hello") == 'You are Ada. You said: "hello".'
     finally:
         emulator.stop()  # the model's server goes away mid-call

@@ -21,7 +21,7 @@ from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
 from notebook_agents.trace import EventKind, TraceEvent
 
-from .conftest import API_KEY
+from .conftest import API_KEY, started
 from .handoff_agents import Concierge
 from .speech_check import envelope_match
 
@@ -76,10 +76,7 @@ def realtime_voice_server(
 
 @pytest.fixture
 async def voice_runner(emulator: Emulator, runners: list[NotebookRunner]) -> NotebookRunner:
-    runner = NotebookRunner(voice_server(emulator), audio=True)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(voice_server(emulator), audio=True))
     return runner
 
 
@@ -122,10 +119,9 @@ async def test_asking_by_voice_for_billing_hands_the_call_over(
 async def test_the_caller_lets_the_agent_finish_its_greeting_before_speaking(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    runner = NotebookRunner(voice_server(emulator, GreetingConcierge), audio=True)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(
+        runners, NotebookRunner(voice_server(emulator, GreetingConcierge), audio=True)
+    )
     # sent while the greeting is coming: spoken over it, livekit would not take it as a turn
     reply = await runner.send_audio(synthesize("hello there"))
     assert reply == 'You are the Concierge. You said: "hello there".'
@@ -186,10 +182,7 @@ async def test_stereo_given_channels_first_is_heard_as_said(voice_runner: Notebo
 async def test_send_audio_without_a_microphone_names_the_fix(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    runner = NotebookRunner(voice_server(emulator))
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(voice_server(emulator)))
     with pytest.raises(RunnerError, match=r"audio=True"):
         await runner.send_audio(synthesize("hello"))
     with pytest.raises(ValueError, match="not a PCM16 WAV"):
@@ -201,10 +194,7 @@ async def test_a_realtime_voice_agent_hears_answers_aloud_and_hands_over(
 ) -> None:
     """The realtime model hears the audio itself (the emulator's server VAD and recognizer)
     and speaks its reply as audio."""
-    runner = NotebookRunner(realtime_voice_server(emulator), audio=True)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(realtime_voice_server(emulator), audio=True))
     reply = await runner.send_audio(synthesize("hello there"))
     assert reply == 'You are the Concierge. You said: "hello there".'
     (spoken,) = runner.recording.replies
@@ -219,10 +209,10 @@ async def test_speaking_over_the_agent_cuts_it_and_the_trace_says_what_was_heard
 ) -> None:
     """A barge-in on a realtime voice agent: the caller speaks (live) while it replies (with
     livekit's default, the first 3 s of the agent's speech would not hear it: echo warm-up)."""
-    runner = NotebookRunner(realtime_voice_server(emulator, aec_warmup_duration=None), audio=True)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(
+        runners,
+        NotebookRunner(realtime_voice_server(emulator, aec_warmup_duration=None), audio=True),
+    )
     speaking, answered_again = asyncio.Event(), asyncio.Event()
 
     def on_event(event: TraceEvent) -> None:
@@ -255,13 +245,6 @@ async def test_speaking_over_the_agent_cuts_it_and_the_trace_says_what_was_heard
 # -- turns given up: each leaves the microphone, the session and the model ready ---------------
 
 
-async def started(runner: NotebookRunner, runners: list[NotebookRunner]) -> NotebookRunner:
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
-    return runner
-
-
 def when(runner: NotebookRunner, kind: str, **data: object) -> asyncio.Event:
     """Set once the runner's trace records a ``kind`` event whose data has ``data``."""
     happened = asyncio.Event()
@@ -283,7 +266,7 @@ async def test_a_turn_that_timed_out_mid_speech_is_withdrawn_and_the_next_ones_h
     emulator: Emulator, runners: list[NotebookRunner], pipeline: str
 ) -> None:
     make = voice_server if pipeline == "cascaded" else realtime_voice_server
-    runner = await started(NotebookRunner(make(emulator), audio=True), runners)
+    runner = await started(runners, NotebookRunner(make(emulator), audio=True))
     with pytest.raises(RunnerError, match=r"still being spoken .* pass a timeout longer"):
         await runner.send_audio(np.concatenate(LONG_SPEECH), timeout=3.0)
     # before: the model still heard the caller speak, and took the next words as the rest
@@ -346,7 +329,7 @@ async def test_a_timed_out_turn_says_where_it_stood(
         server = voice_server(emulator, stt_url=late)
     else:
         server = voice_server(emulator, llm_url=late)
-    runner = await started(NotebookRunner(server, audio=True), runners)
+    runner = await started(runners, NotebookRunner(server, audio=True))
     with pytest.raises(RunnerError, match=said):
         await runner.send_audio(synthesize("hello there"), timeout=5.0)
 
@@ -393,7 +376,7 @@ async def test_a_recognizer_failure_fails_the_spoken_turn_at_once(
     emulator: Emulator, runners: list[NotebookRunner], failing_stt: str
 ) -> None:
     runner = await started(
-        NotebookRunner(voice_server(emulator, stt_url=failing_stt), audio=True), runners
+        runners, NotebookRunner(voice_server(emulator, stt_url=failing_stt), audio=True)
     )
     # before: the turn waited out its timeout and blamed "no turn end"
     with pytest.raises(TurnError, match="the recognizer failed") as failed:
@@ -405,7 +388,7 @@ async def test_a_realtime_model_error_fails_the_spoken_turn_at_once(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
     server = realtime_voice_server(emulator, error_on="input_audio_buffer.append")
-    runner = await started(NotebookRunner(server, audio=True), runners)
+    runner = await started(runners, NotebookRunner(server, audio=True))
     with pytest.raises(TurnError, match="Injected fault") as failed:
         await runner.send_audio(synthesize("hello there"), timeout=60.0)
     assert failed.value.errors[0].data["source"] == "realtime"

@@ -16,6 +16,7 @@ from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.trace import Trace, TraceEvent
 from notebook_agents.views import VoiceView
 
+from .conftest import started
 from .test_runner_voice import realtime_voice_server, voice_server
 
 
@@ -74,10 +75,7 @@ async def test_push_to_talk_ends_the_turn_on_release_not_on_a_pause(
 ) -> None:
     """Held through a pause four times the VAD's: nothing is answered until the button is let
     go, then the whole turn is, every word of it; then the session ends turns on its own again."""
-    runner = NotebookRunner(voice_server(emulator), audio=True)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(voice_server(emulator), audio=True))
     view = VoiceView(runner)  # push to talk
     quiet = np.zeros(SAMPLE_RATE * 2, np.int16)
     view._on_front_end(view, {"kind": "pressed"}, [])
@@ -104,10 +102,7 @@ async def test_push_to_talk_ends_the_turn_on_release_not_on_a_pause(
 async def test_push_to_talk_on_a_realtime_model_that_ends_turns_itself_names_the_fix(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    runner = NotebookRunner(realtime_voice_server(emulator), audio=True)
-    runners.append(runner)
-    runner.start()
-    await runner.ready()
+    runner = await started(runners, NotebookRunner(realtime_voice_server(emulator), audio=True))
     view = VoiceView(runner)
     view._on_front_end(view, {"kind": "pressed"}, [])
     assert 'turn_detection="manual"' in view.error and "open microphone" in view.error
