@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import threading
 import time
 import weakref
@@ -27,6 +28,8 @@ from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_web
 from .replies import ReplyRules
 from .speech import audio_speech
 from .transcriptions import audio_transcriptions
+
+logger = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 _SHUTDOWN_GRACE_S = 0.5
@@ -63,7 +66,8 @@ def _recover_sdk_url(request: web.Request) -> tuple[web.Request, Handler] | None
 
 @web.middleware
 async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML."""
+    """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML; a
+    client that went away is a debug line."""
     if (recovered := _recover_sdk_url(request)) is not None:
         request, handler = recovered
     if not request.path.startswith("/v1/"):
@@ -83,6 +87,14 @@ async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamRe
         return http_error(404, f"Unknown path {request.method} {request.path}", code="unknown_url")
     except web.HTTPMethodNotAllowed:
         return http_error(405, f"{request.method} is not allowed on {request.path}")
+    except ConnectionError as e:
+        # A client hanging up mid-request (an agent stopped while its reply streamed) is
+        # normal for a server, not aiohttp's "Error handling request" with a traceback
+        logger.debug(
+            "%s %s: the client went away before the answer (%s)", request.method, request.path, e
+        )
+        # never sent (nobody is there): nginx's code for a request its client closed
+        return web.Response(status=499, reason="Client Closed Request")
 
 
 def _has_credentials(request: web.Request) -> bool:
