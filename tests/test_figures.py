@@ -1,5 +1,6 @@
-"""Every view's ``to_figure()`` as a notebook shows it (the PNG IPython's inline backend makes):
-laid out without a warning at any size, and readable in JupyterLab's light and dark theme."""
+"""Every view's ``to_figure()`` and every benchmark plot as a notebook shows it (the PNG
+IPython's inline backend makes): laid out without a warning at any size, and readable in
+JupyterLab's light and dark theme."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from notebook_agents.views._timeline_figure import timeline_figure
 from notebook_agents.views._timeline_layout import TimelineLayout
 
 from .handoff_agents import Support
+from .test_bench_plots import PLOTS, emulator_result, result, trial
 from .test_benchmark_view import synthetic
 from .test_chat_view import finished, said, two_agent_server
 from .test_timeline_view import contrast, four_handoffs, write_trace
@@ -241,3 +243,16 @@ async def test_the_chat_figure_reads_in_both_themes(
     lines = [t.get_text() for t in figure.axes[0].texts]
     assert any("Alice → Bob" in line for line in lines) and any("you:" in ln for ln in lines)
     assert_readable_in_both_themes(figure)
+
+
+# -- the benchmark's plots ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PLOTS)
+def test_each_bench_plot_reads_in_both_themes(name: str) -> None:
+    """Notebook 02 shows ``plot_cost_vs_rtt``: it was a white block in the dark theme."""
+    plot = PLOTS[name]
+    assert_readable_in_both_themes(plot(emulator_result(histories=(0, 10)), "reply_ms"))
+    failed = [trial(rtt, 10, 0, "fresh", "empty", ok=False, error="timeout") for rtt in (0, 20)]
+    nothing = result(failed, target="emulator")  # "no successful trials"
+    assert_readable_in_both_themes(plot(nothing, "reply_ms"))

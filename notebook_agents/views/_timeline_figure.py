@@ -18,8 +18,8 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
+from .._figure_style import INK, static_figure
 from ..analysis import TraceAnalysis, milliseconds
-from ._figure_style import INK, static_figure
 from ._timeline_layout import (
     BRING_UP,
     MARK_STYLES,
