@@ -203,6 +203,42 @@ def test_the_timeline_figure_of_a_saved_trace_with_four_quick_handoffs(tmp_path:
     assert_readable_in_both_themes(figure)
 
 
+def one_quick_handoff(back: bool) -> list[TraceEvent]:
+    """A caller handed from Greeter to Weather, whose first words come 30 ms later; ``back``:
+    then handed back up to Greeter, as quickly (its arrow points up, the first one down)."""
+    hops = [("Greeter", "Weather", 1.0)] + ([("Weather", "Greeter", 1.5)] if back else [])
+    events = [TraceEvent(0, 0.0, "handoff", "Greeter", {"from": None, "to": "Greeter"})]
+    for source, target, t in hops:
+        mode = {"from": source, "to": target, "session": "reused", "context": "copied"}
+        said = {"text": "hi", "item_id": f"{target}-{t}", "phase": "on_enter"}
+        events += [
+            TraceEvent(len(events), t, "handoff", target, mode),
+            TraceEvent(len(events) + 1, t + 0.03, "agent_message", target, said),
+        ]
+    return events
+
+
+@pytest.mark.parametrize("back", [False, True], ids=["down", "down-and-up"])
+def test_a_bring_up_label_keeps_clear_of_its_handoff_arrow(back: bool) -> None:
+    """notebook 03's "30 ms" was cut by the arrow it starts at."""
+    layout = TimelineLayout(one_quick_handoff(back))
+    figure = timeline_figure(layout)
+    shown(figure)
+    figure.draw_without_rendering()
+    (ax,) = figure.axes
+    labels = [t for t in ax.texts if t.get_text().strip().endswith(" ms")]
+    assert [t.get_text().strip() for t in labels] == ["30 ms"] * len(layout.analysis.handoffs[1:])
+    arrows = [
+        a.arrow_patch.get_window_extent()
+        for a in ax.texts
+        if isinstance(a, Annotation) and a.arrow_patch is not None
+    ]
+    assert len(arrows) == len(labels)
+    for label in labels:
+        for arrow in arrows:
+            assert not label.get_window_extent().overlaps(arrow), f"{label.get_text()!r}"
+
+
 # -- the other views ------------------------------------------------------------------------
 
 
