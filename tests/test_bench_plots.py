@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -231,3 +233,17 @@ def test_save_all_skips_a_cost_curve_over_an_axis_the_run_did_not_vary(tmp_path:
     paths = save_all(emulator_result(histories=(10,)), tmp_path)  # several RTTs, one history
     assert "reply_ms_cost_vs_rtt.png" in [p.name for p in paths]
     assert "reply_ms_cost_vs_history.png" not in [p.name for p in paths]
+
+
+def test_the_plots_import_no_widget_code() -> None:
+    """The engine runs headless and imports no views (DESIGN.md): the plots take the figure
+    style the views use from the package, not from views/. A fresh interpreter tells."""
+    code = (
+        "import sys, notebook_agents.bench.plots; "
+        "print(sorted(m for m in sys.modules if m.startswith('notebook_agents.views')))"
+    )
+    checkout = Path(__file__).resolve().parents[1]
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=checkout
+    )
+    assert ran.stdout.strip() == "[]"

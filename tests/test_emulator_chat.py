@@ -8,6 +8,9 @@ for what the SDK will not send (no key, bad JSON). Every chunk is checked agains
 from __future__ import annotations
 
 import json
+import logging
+import socket
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,7 +18,15 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
-from livekit.agents import APIConnectOptions, function_tool, llm
+from livekit.agents import (
+    Agent,
+    AgentServer,
+    AgentSession,
+    APIConnectOptions,
+    JobContext,
+    function_tool,
+    llm,
+)
 from livekit.plugins import openai as lk_openai
 from openai.types.chat import (
     ChatCompletion,
@@ -23,6 +34,7 @@ from openai.types.chat import (
     ChatCompletionFunctionToolParam,
 )
 
+from notebook_agents import NotebookRunner
 from notebook_agents.emulator import Emulator, LatencyModel, ReplyContext, TextReply, ToolSpec
 from notebook_agents.emulator.chat import content_text, reply_context
 
@@ -513,3 +525,83 @@ def test_reply_context_maps_every_role() -> None:
 )
 def test_content_text(content: Any, text: str) -> None:
     assert content_text(content) == text
+
+
+class _Heard(logging.Handler):
+    """Keeps what the emulator and aiohttp's server log; ``said`` is set at the first of them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.said = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith(("notebook_agents.emulator", "aiohttp")):
+            self.records.append(record)
+            self.said.set()
+
+
+def test_a_client_hanging_up_while_its_request_is_read_is_one_quiet_line(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client going away is normal for a server: no ERROR with a traceback (aiohttp's
+    "Error handling request ... ConnectionResetError"), one debug line saying what happened.
+    ``Expect: 100-continue`` tells the client the handler runs before it hangs up."""
+    caplog.set_level(logging.DEBUG, logger="notebook_agents.emulator")
+    heard = _Heard()
+    logging.getLogger().addHandler(heard)
+    try:
+        with socket.create_connection(("127.0.0.1", emulator.port), timeout=5) as client:
+            client.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Authorization: Bearer " + API_KEY.encode() + b"\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 1000\r\n"
+                b"Expect: 100-continue\r\n\r\n"
+            )
+            assert client.recv(64).startswith(b"HTTP/1.1 100 Continue")
+            client.sendall(b'{"model": "gpt-4o-mini", "messa')
+        assert heard.said.wait(5), "nothing logged about the request"
+    finally:
+        logging.getLogger().removeHandler(heard)
+    assert [r for r in heard.records if r.levelno >= logging.WARNING] == []
+    (line,) = heard.records
+    assert line.levelno == logging.DEBUG and line.exc_info is None
+    assert line.getMessage() == (
+        "POST /v1/chat/completions: the client went away before the answer (Connection lost)"
+    )
+
+
+async def test_a_runner_stopped_while_its_greeting_streams_logs_no_error(
+    emulator: Emulator, runners: list[NotebookRunner], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The newcomer's case: a cascaded agent greets in ``on_enter``, the cell stops the runner
+    right after ``ready()``, cutting the greeting's chat completion."""
+    server = AgentServer()
+
+    class Greeter(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="You are Ada. You greet callers.")
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply()
+
+    slow = emulator.base_url(token_ms=200)  # the greeting streams for seconds
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            llm=lk_openai.LLM(base_url=slow, api_key=API_KEY, model=MODEL)
+        )
+        await session.start(agent=Greeter(), room=ctx.room)
+
+    caplog.set_level(logging.DEBUG, logger="notebook_agents.emulator")
+    for _ in range(3):
+        runner = NotebookRunner(server).start()
+        runners.append(runner)
+        await runner.ready()
+        runner.stop()
+    emulator.stop()  # every request it was serving has ended
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    went_away = [r for r in caplog.records if "the client went away" in r.getMessage()]
+    assert len(went_away) == 3  # each greeting was cut, and said so quietly
+    assert {r.levelno for r in went_away} == {logging.DEBUG}

@@ -2,21 +2,26 @@
 
 Run All on notebook 01 used to leave one running emulator (a thread and a listening socket)
 behind per run. Checked from outside the kernel: its threads (through a cell), its listening
-sockets (psutil on the kernel's pid) and the old port refusing connections.
+sockets (psutil on the kernel's pid) and the old port refusing connections. One that agents are
+connected to serves them until they leave: Run All twice says nothing, and an agent left on it
+keeps its model, the cell it answers in says so.
 """
 
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
+from typing import Any
 
+import aiohttp
 import nbformat
 import psutil
 import pytest
 
 from notebook_agents import Emulator
 
-from .kernel import REPO, Kernel
+from .kernel import REPO, Cell, Kernel
 
 SETUP = """
 import threading
@@ -119,20 +124,112 @@ def test_emulators_started_in_a_function_coexist() -> None:
             emu.stop()
 
 
-def test_replacing_an_emulator_in_use_warns_in_the_cell(kernel: Kernel) -> None:
-    cell = "used = Emulator().start()"
-    kernel.run_ok(cell)
-    # an agent's model connected to it (a realtime websocket, as the plugin opens one)
-    kernel.run_ok(
-        "import aiohttp\n"
-        "client = aiohttp.ClientSession()\n"
-        "ws = await client.ws_connect(used.url.replace('http', 'ws') + "
-        "'/v1/realtime?model=gpt-realtime', headers={'Authorization': 'Bearer offline'})\n"
-        "assert (await ws.receive_json())['type'] == 'session.created'\n"
-        "assert used.open_connections == 1"
+def notebook_01_cells_to_the_runner() -> list[tuple[str, str]]:
+    """Notebook 01's code cells from the emulator's to the runner's, as shipped, with their ids
+    (JupyterLab sends each cell's id with its code)."""
+    notebook = nbformat.read(REPO / "notebooks" / "01_prototype.ipynb", as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    last = next(i for i, c in enumerate(code) if "NotebookRunner(server).start()" in c.source)
+    return [(f"nb01-{i}", str(c.source)) for i, c in enumerate(code[: last + 1])]
+
+
+def run_all(kernel: Kernel, cells: list[tuple[str, str]]) -> list[Cell]:
+    """Run ``cells`` as JupyterLab's Run All does: every request sent at once, run in order."""
+    sent = [kernel.submit(code, cell_id) for cell_id, code in cells]
+    for cell in sent:
+        kernel.wait(cell, timeout=60)
+        assert cell.error is None and cell.status == "ok", cell.traceback
+    return sent
+
+
+def until_stopped(kernel: Kernel, emulator: str) -> None:
+    """Wait until ``emulator`` (a name in the kernel) has stopped by itself (its server thread
+    ends just after its last connection closed), at most 10 s."""
+    deadline = time.monotonic() + 10
+    while kernel.eval(f"{emulator}.running"):
+        assert time.monotonic() < deadline, f"{emulator} still runs"
+
+
+@pytest.mark.timeout(120)
+def test_run_all_twice_replaces_the_emulator_and_the_runner_without_a_word(
+    kernel: Kernel,
+) -> None:
+    cells = notebook_01_cells_to_the_runner()
+    run_all(kernel, cells)
+    kernel.run_ok("first_emulator, first_runner = emulator, runner")
+    again = run_all(kernel, cells)
+
+    # the emulator's cell ran while the first runner's agent was still connected to the
+    # first emulator; the runner's cell, later in the same Run All, replaced that agent
+    assert [cell.stderr for cell in again] == [""] * len(cells)
+    assert kernel.eval("await runner.send_text('Hello there!')") == (
+        'You are the Concierge. You said: "Hello there!".'
     )
-    rerun = kernel.run_ok(cell)
-    assert "EmulatorReplaced" in rerun.stderr and "lost its model" in rerun.stderr
-    quiet = kernel.run_ok(cell)  # nobody used the one it replaces now: nothing to say
-    assert "EmulatorReplaced" not in quiet.stderr
-    kernel.run_ok("await client.close()\nused.stop()")
+    assert kernel.eval("first_runner.state.value") == "stopped"
+    until_stopped(kernel, "first_emulator")
+    assert kernel.eval("[e is emulator for e in Emulator.in_this_process()]") == [True]
+    kernel.run_ok("runner.stop()\nemulator.stop()")
+
+
+@pytest.mark.timeout(120)
+def test_an_agent_left_on_a_replaced_emulator_keeps_its_model_and_the_cell_using_it_says_so(
+    kernel: Kernel,
+) -> None:
+    cells = notebook_01_cells_to_the_runner()
+    run_all(kernel, cells)
+    kernel.run_ok("first_emulator = emulator")
+    emulator_cell = next(cell for cell in cells if "Emulator().start()" in cell[1])
+    rerun = kernel.run_ok(emulator_cell[1], cell_id=emulator_cell[0])  # only the emulator's
+    assert rerun.stderr == ""  # the agent's cell may come next: nothing is wrong yet
+    replaced = kernel.eval(
+        "dict(serving=first_emulator.open_connections, listed=first_emulator in "
+        "Emulator.in_this_process(), new=emulator is not first_emulator)"
+    )
+    assert replaced == {"serving": 1, "listed": True, "new": True}
+
+    # the agent still has its model: the replaced emulator answers, and the cell says so
+    talked = kernel.run_ok("print(await runner.send_text('Hello there!'))")
+    assert talked.stdout == 'You are the Concierge. You said: "Hello there!".\n'
+    assert "EmulatorReplaced" in talked.stderr and "Re-run the agent's cell" in talked.stderr
+    quiet = kernel.run_ok("await runner.send_text('What is 12 times 7?')")  # said once
+    assert quiet.stderr == ""
+
+    # the replaced emulator stops once its last agent has gone
+    kernel.run_ok("runner.stop()")
+    until_stopped(kernel, "first_emulator")
+    kernel.run_ok("emulator.stop()")
+
+
+async def test_a_cell_on_a_fixed_port_rerun_while_an_agent_is_connected() -> None:
+    """The replaced emulator frees the port at once and serves its open socket until it
+    closes. Two runs of one cell: code compiled twice under one file name, as ipykernel does."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cell = f"emu = Emulator(port={port}).start()"
+    first: dict[str, Any] = {"Emulator": Emulator}
+    exec(compile(cell, "<cell-1>", "exec"), first)
+    old = first["emu"]
+    async with aiohttp.ClientSession() as client:
+        ws = await client.ws_connect(
+            f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime",
+            headers={"Authorization": "Bearer offline"},
+        )
+        assert (await ws.receive_json())["type"] == "session.created"
+        second: dict[str, Any] = {"Emulator": Emulator}
+        exec(compile(cell, "<cell-1>", "exec"), second)
+        new = second["emu"]
+        try:
+            assert new.port == port and old.replaced and not new.replaced
+            assert Emulator.in_this_process()[-2:] == [old, new]
+            # the old one still serves the socket it had
+            await ws.send_json({"type": "input_audio_buffer.clear", "event_id": "clear-1"})
+            assert (await ws.receive_json())["type"] == "input_audio_buffer.cleared"
+            await ws.close()
+            thread = old._thread
+            assert thread is not None
+            thread.join(10)  # it stops by itself once its last connection closed
+            assert not old.running and old not in Emulator.in_this_process()
+        finally:
+            new.stop()
+            old.stop()

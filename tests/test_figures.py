@@ -1,5 +1,6 @@
-"""Every view's ``to_figure()`` as a notebook shows it (the PNG IPython's inline backend makes):
-laid out without a warning at any size, and readable in JupyterLab's light and dark theme."""
+"""Every view's ``to_figure()`` and every benchmark plot as a notebook shows it (the PNG
+IPython's inline backend makes): laid out without a warning at any size, and readable in
+JupyterLab's light and dark theme."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from notebook_agents.views._timeline_figure import timeline_figure
 from notebook_agents.views._timeline_layout import TimelineLayout
 
 from .handoff_agents import Support
+from .test_bench_plots import PLOTS, emulator_result, result, trial
 from .test_benchmark_view import synthetic
 from .test_chat_view import finished, said, two_agent_server
 from .test_timeline_view import contrast, four_handoffs, write_trace
@@ -201,6 +203,42 @@ def test_the_timeline_figure_of_a_saved_trace_with_four_quick_handoffs(tmp_path:
     assert_readable_in_both_themes(figure)
 
 
+def one_quick_handoff(back: bool) -> list[TraceEvent]:
+    """A caller handed from Greeter to Weather, whose first words come 30 ms later; ``back``:
+    then handed back up to Greeter, as quickly (its arrow points up, the first one down)."""
+    hops = [("Greeter", "Weather", 1.0)] + ([("Weather", "Greeter", 1.5)] if back else [])
+    events = [TraceEvent(0, 0.0, "handoff", "Greeter", {"from": None, "to": "Greeter"})]
+    for source, target, t in hops:
+        mode = {"from": source, "to": target, "session": "reused", "context": "copied"}
+        said = {"text": "hi", "item_id": f"{target}-{t}", "phase": "on_enter"}
+        events += [
+            TraceEvent(len(events), t, "handoff", target, mode),
+            TraceEvent(len(events) + 1, t + 0.03, "agent_message", target, said),
+        ]
+    return events
+
+
+@pytest.mark.parametrize("back", [False, True], ids=["down", "down-and-up"])
+def test_a_bring_up_label_keeps_clear_of_its_handoff_arrow(back: bool) -> None:
+    """notebook 03's "30 ms" was cut by the arrow it starts at."""
+    layout = TimelineLayout(one_quick_handoff(back))
+    figure = timeline_figure(layout)
+    shown(figure)
+    figure.draw_without_rendering()
+    (ax,) = figure.axes
+    labels = [t for t in ax.texts if t.get_text().strip().endswith(" ms")]
+    assert [t.get_text().strip() for t in labels] == ["30 ms"] * len(layout.analysis.handoffs[1:])
+    arrows = [
+        a.arrow_patch.get_window_extent()
+        for a in ax.texts
+        if isinstance(a, Annotation) and a.arrow_patch is not None
+    ]
+    assert len(arrows) == len(labels)
+    for label in labels:
+        for arrow in arrows:
+            assert not label.get_window_extent().overlaps(arrow), f"{label.get_text()!r}"
+
+
 # -- the other views ------------------------------------------------------------------------
 
 
@@ -241,3 +279,16 @@ async def test_the_chat_figure_reads_in_both_themes(
     lines = [t.get_text() for t in figure.axes[0].texts]
     assert any("Alice → Bob" in line for line in lines) and any("you:" in ln for ln in lines)
     assert_readable_in_both_themes(figure)
+
+
+# -- the benchmark's plots ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PLOTS)
+def test_each_bench_plot_reads_in_both_themes(name: str) -> None:
+    """Notebook 02 shows ``plot_cost_vs_rtt``: it was a white block in the dark theme."""
+    plot = PLOTS[name]
+    assert_readable_in_both_themes(plot(emulator_result(histories=(0, 10)), "reply_ms"))
+    failed = [trial(rtt, 10, 0, "fresh", "empty", ok=False, error="timeout") for rtt in (0, 20)]
+    nothing = result(failed, target="emulator")  # "no successful trials"
+    assert_readable_in_both_themes(plot(nothing, "reply_ms"))

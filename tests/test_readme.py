@@ -91,3 +91,15 @@ async def test_the_reply_rule_example_answers_as_the_readme_says(
         assert await runner.send_text("what is 2 plus 3") == "You are the Concierge. 2 + 3 = 5."
     finally:
         emulator.stop()
+
+
+def test_the_voiceview_bullet_says_what_push_to_talk_does_and_its_calls() -> None:
+    """VoiceView's push-to-talk ends the turn on release, through calls a cell can make too."""
+    (bullet,) = [
+        part for part in README.read_text().split("\n- ") if part.startswith("`VoiceView(runner)`")
+    ]
+    bullet = " ".join(bullet.split())
+    assert "push-to-talk" in bullet and "release" in bullet
+    for call in ("start_turn", "end_turn"):
+        assert f"`runner.{call}()`" in bullet
+        assert callable(getattr(NotebookRunner, call))

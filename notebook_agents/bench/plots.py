@@ -1,7 +1,9 @@
 """Benchmark plots: distributions, CDFs and cost vs RTT / history, one fixed color per mode.
 
 Figures are built on ``matplotlib.figure.Figure`` directly, not pyplot: no global state, no
-backend needed (headless CLI, CI, a notebook kernel all work), nothing left open to leak.
+backend needed (headless CLI, CI, a notebook kernel all work), nothing left open to leak. Each
+is painted as the views' figures are (``static_figure``): no background, one grey for words and
+axes, so it reads on a light and a dark notebook page, and in a saved PNG.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from .._figure_style import INK, static_figure
 from ..modes import MODE_COLORS, mode_label
 from .results import TIMING_NAMES, BenchmarkResult, Trial, timing_title, values
 from .stats import ModeSummary, group_trials, summary_table
@@ -28,9 +31,10 @@ _JITTER = 0.15
 
 
 def mode_color(mode: str) -> str:
-    return MODE_COLORS.get(mode, "black")
+    return MODE_COLORS.get(mode, INK)
 
 
+@static_figure()
 def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
     """Box + jittered points per mode, one panel per RTT, each on its own y scale (RTT 0 would
     be flat beside RTT 100); failed trials counted under the tick."""
@@ -66,17 +70,17 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
         if not any(values(trials, timing) for trials in groups.values()):
             ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
     axes[0].set_ylabel(_axis(timing))
-    gray = "#666666"
     marks = [
-        Patch(facecolor=gray, alpha=0.3, edgecolor=gray, label="middle half of the trials"),
-        Line2D([], [], color=gray, linewidth=2, label="median"),
-        Line2D([], [], color=gray, marker="o", markersize=4, linestyle="", label="one trial"),
+        Patch(facecolor=INK, alpha=0.3, edgecolor=INK, label="middle half of the trials"),
+        Line2D([], [], color=INK, linewidth=2, label="median"),
+        Line2D([], [], color=INK, marker="o", markersize=4, linestyle="", label="one trial"),
     ]
     fig.legend(handles=marks, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     _title(fig, result, timing, "distribution per mode")
     return fig
 
 
+@static_figure()
 def plot_cdf(
     result: BenchmarkResult, timing: str = "reply_ms", rtt_ms: float | None = None
 ) -> Figure:
@@ -110,6 +114,7 @@ def plot_cdf(
     return fig
 
 
+@static_figure()
 def plot_cost_vs_rtt(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
     """Median per mode vs injected RTT, bars its bootstrap 95% CI; the ground truth dashed."""
     foreign = all(t.rtt_ms is None for t in result.trials)
@@ -125,6 +130,7 @@ def plot_cost_vs_rtt(result: BenchmarkResult, timing: str = "reply_ms") -> Figur
     )
 
 
+@static_figure()
 def plot_cost_vs_history(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
     """Median per mode vs history length, bars its bootstrap 95% CI; the ground truth dashed."""
     return _plot_cost(
@@ -212,9 +218,9 @@ def _plot_cost(
     ax.set_ylabel(_axis(timing, "median"))
     ax.grid(alpha=0.3)
     # what the marks mean, after the modes: the bars, and the dashed truth where there is one
-    extra = [Line2D([], [], color="gray", marker="|", markersize=10, linestyle="", label=_CI_BARS)]
+    extra = [Line2D([], [], color=INK, marker="|", markersize=10, linestyle="", label=_CI_BARS)]
     if any_truth:
-        extra.append(Line2D([], [], color="gray", linestyle="--", label="ground truth"))
+        extra.append(Line2D([], [], color=INK, linestyle="--", label="ground truth"))
     _legend_or_note(ax, extra)
     _title(fig, result, timing, what)
     return fig

@@ -5,21 +5,26 @@ not a function's) at a file and line. ipykernel names a cell's code file after i
 so the same cell re-run starts from the same file and line, in newly compiled code; a loop
 within one run keeps its code. Starts from functions (tests, helpers) are never replaced,
 and a script's top level runs once.
+
+An emulator replaced while agents are connected serves them on until they leave (Run All
+re-runs their cells right after, which replaces them): only a cell in which one of them was
+answered by it says so, once.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 from types import CodeType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .server import Emulator
 
 
 class EmulatorReplaced(UserWarning):
-    """A re-run cell replaced an emulator that agents were still connected to."""
+    """An agent was answered by an emulator that a re-run of its cell replaced."""
 
 
 Site = tuple[str, int]
@@ -29,6 +34,9 @@ _PACKAGE = __name__.partition(".")[0]
 
 # per call site: the code of the run that started there, and the emulators it started
 _started: dict[Site, tuple[CodeType, list[Emulator]]] = {}
+# replaced emulators still serving agents (and where), until one of those is heard from or
+# all have left
+_serving: list[tuple[Emulator, str]] = []
 
 
 def top_level_caller() -> tuple[Site, CodeType] | None:
@@ -42,21 +50,53 @@ def top_level_caller() -> tuple[Site, CodeType] | None:
 
 
 def replace_earlier_run(site: Site, code: CodeType) -> None:
-    """Stop what an earlier run of the code at ``site`` started there (frees a fixed port)."""
+    """Replace what an earlier run of the code at ``site`` started there (frees a fixed port)."""
     earlier = _started.get(site)
     if earlier is not None and earlier[0] is not code:
         del _started[site]
         for emulator in earlier[1]:
-            if in_use := emulator.open_connections:
-                # the agents using it fail a few seconds later, far from this cell: say so here
-                warnings.warn(
-                    f"re-running this cell stopped the emulator it started before "
-                    f"({emulator.url}) while {in_use} realtime connection(s) used it: an agent "
-                    "started on it has lost its model; re-run the agent's cell too",
-                    EmulatorReplaced,
-                    stacklevel=3,
-                )
-            emulator.stop()
+            emulator._give_way()
+            if emulator.running:
+                _serving.append((emulator, emulator.url))
+                _watch_cells()
+
+
+def _watch_cells() -> None:
+    """After each cell, say whether a replaced emulator answered an agent (IPython only)."""
+    events = _shell_events()
+    if events is not None and _report_use not in events.callbacks["post_run_cell"]:
+        events.register("post_run_cell", _report_use)
+
+
+def _report_use(*_: Any) -> None:
+    """After a cell: a replaced emulator that answered an agent since is named, once; one that
+    has stopped (its agents all left) is forgotten."""
+    for emulator, url in list(_serving):
+        if emulator.running and not emulator._heard_since_replaced():
+            continue
+        _serving.remove((emulator, url))
+        if emulator.running:
+            # the agent's answers come from the old emulator's settings, far from the cell
+            # that changed them: say so where the agent was used
+            warnings.warn(
+                f"an agent was answered by the emulator at {url}, which a re-run of its cell "
+                "replaced: the agent keeps that emulator (and its settings) until it leaves. "
+                "Re-run the agent's cell to move it to the new one; the old emulator stops "
+                "once its last connection closes (Emulator.in_this_process() lists it, its "
+                "stop() ends them now)",
+                EmulatorReplaced,
+                stacklevel=1,  # no cell's code is running: the warning is this module's
+            )
+    events = _shell_events()
+    if not _serving and events is not None and _report_use in events.callbacks["post_run_cell"]:
+        events.unregister("post_run_cell", _report_use)
+
+
+def _shell_events() -> Any:
+    """IPython's event manager, if a shell runs this process's cells."""
+    ipython = sys.modules.get("IPython")  # never imported here: a script has no cells
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "events", None)
 
 
 def record(site: Site, code: CodeType, emulator: Emulator) -> None:

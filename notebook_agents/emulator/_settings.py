@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import time
 from collections import deque
@@ -38,10 +39,15 @@ class ConnectionLog:
     """a Realtime connection's conversation, as the model sees it"""
     session_id: str | None = None
     """a Realtime connection's session id, as its ``session.created`` gave it"""
+    last_heard: float = -math.inf
+    """when the client last sent something (perf_counter): read from any thread"""
 
     def record(self, direction: str, event_type: str) -> None:
+        now = time.perf_counter()
         # interned: the types are few, a long call's records many
-        self.events.append((time.perf_counter(), direction, sys.intern(event_type)))
+        self.events.append((now, direction, sys.intern(event_type)))
+        if direction == "in":
+            self.last_heard = now
 
     def types(self, direction: str) -> list[str]:
         return [kind for _, d, kind in self.events if d == direction]

@@ -466,20 +466,19 @@ async def _stream(
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
-    try:
-        await response.prepare(request)
-        for sent, (index, chunk) in enumerate(chunks):
-            if sent == log.faults.drop_after:
-                return _drop(request, log, response)
-            await sleep_until(clock.delta(index))
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            log.record("out", "chat.completion.chunk")
-        if len(chunks) == log.faults.drop_after:
+    # a client going away mid-stream (an interrupted agent turn) raises ConnectionError: the
+    # app's middleware notes it
+    await response.prepare(request)
+    for sent, (index, chunk) in enumerate(chunks):
+        if sent == log.faults.drop_after:
             return _drop(request, log, response)
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-    except ConnectionError:
-        pass  # the client went away mid-stream (e.g. an interrupted agent turn)
+        await sleep_until(clock.delta(index))
+        await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        log.record("out", "chat.completion.chunk")
+    if len(chunks) == log.faults.drop_after:
+        return _drop(request, log, response)
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
     return response
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from ..speech import Vocabulary, synthesize, transcribe
+from ._open_connections import OpenConnections
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
@@ -50,7 +51,7 @@ logger = logging.getLogger(__name__)
 SAMPLE_RATE = 24_000
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 OPEN_CONNECTIONS_KEY = web.AppKey(
-    "realtime_connections", set["RealtimeConnection | RefusedConnection"]
+    "realtime_connections", OpenConnections["RealtimeConnection | RefusedConnection"]
 )
 
 

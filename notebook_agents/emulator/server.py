@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -16,6 +18,7 @@ from yarl import URL
 from .._lifecycle import StartStop
 from . import _cells
 from ._http import MAX_BODY_BYTES
+from ._open_connections import OpenConnections
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
@@ -26,6 +29,8 @@ from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_web
 from .replies import ReplyRules
 from .speech import audio_speech
 from .transcriptions import audio_transcriptions
+
+logger = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 _SHUTDOWN_GRACE_S = 0.5
@@ -62,7 +67,8 @@ def _recover_sdk_url(request: web.Request) -> tuple[web.Request, Handler] | None
 
 @web.middleware
 async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML."""
+    """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML; a
+    client that went away is a debug line."""
     if (recovered := _recover_sdk_url(request)) is not None:
         request, handler = recovered
     if not request.path.startswith("/v1/"):
@@ -82,6 +88,14 @@ async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamRe
         return http_error(404, f"Unknown path {request.method} {request.path}", code="unknown_url")
     except web.HTTPMethodNotAllowed:
         return http_error(405, f"{request.method} is not allowed on {request.path}")
+    except ConnectionError as e:
+        # A client hanging up mid-request (an agent stopped while its reply streamed) is
+        # normal for a server, not aiohttp's "Error handling request" with a traceback
+        logger.debug(
+            "%s %s: the client went away before the answer (%s)", request.method, request.path, e
+        )
+        # never sent (nobody is there): nginx's code for a request its client closed
+        return web.Response(status=499, reason="Client Closed Request")
 
 
 def _has_credentials(request: web.Request) -> bool:
@@ -100,7 +114,7 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app.router.add_post("/v1/audio/transcriptions", audio_transcriptions)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", retrieve_model)
-    app[OPEN_CONNECTIONS_KEY] = set()
+    app[OPEN_CONNECTIONS_KEY] = OpenConnections()
     app.on_shutdown.append(close_open_connections)
     return app
 
@@ -192,6 +206,9 @@ class Emulator(StartStop):
         self._site: _cells.Site | None = None
         """where a notebook cell's top level started it, if it did"""
         self._app: web.Application | None = None
+        self._app_runner: web.AppRunner | None = None
+        self._replaced_at: float | None = None
+        """when a re-run of its cell replaced it while agents were connected (perf_counter)"""
 
     @property
     def port(self) -> int:
@@ -261,6 +278,12 @@ class Emulator(StartStop):
         app = self._app
         return len(app[OPEN_CONNECTIONS_KEY]) if app is not None and self.running else 0
 
+    @property
+    def replaced(self) -> bool:
+        """Whether a re-run of the cell that started it replaced it while agents were
+        connected: it then takes no new connections and stops when the last one closes."""
+        return self._replaced_at is not None
+
     def start(self) -> Self:
         """Serve on a new thread; returns once the port is bound (or raises why it can't be).
 
@@ -272,12 +295,41 @@ class Emulator(StartStop):
         caller = _cells.top_level_caller()
         if caller is not None:
             _cells.replace_earlier_run(*caller)
+        self._replaced_at = None
         self._start_thread()
         _RUNNING[self] = None
         if caller is not None:
             self._site = caller[0]
             _cells.record(*caller, self)
         return self
+
+    def _give_way(self) -> None:
+        """Give way to the emulator a re-run of its cell starts: stop now if no agent is
+        connected; else stop listening at once (new clients reach the new one, a fixed port is
+        free for it) and serve the connections open now until they close, then stop. An agent
+        keeps its model until its own cell re-runs (Run All re-runs it next)."""
+        loop = self._loop
+        if not self.open_connections or loop is None:
+            self.stop()
+            return
+        self._replaced_at = time.perf_counter()
+        self._forget_site()
+        asyncio.run_coroutine_threadsafe(self._serve_only_the_open(), loop).result(
+            _SNAPSHOT_TIMEOUT_S
+        )
+
+    async def _serve_only_the_open(self) -> None:
+        assert self._app is not None and self._app_runner is not None and self._stopped
+        for site in list(self._app_runner.sites):
+            await site.stop()  # closes the listening socket only
+        self._app[OPEN_CONNECTIONS_KEY].when_none(self._stopped.set)
+
+    def _heard_since_replaced(self) -> bool:
+        """Whether a client sent anything after a re-run of its cell replaced it: an agent
+        still uses it. From any thread."""
+        replaced = self._replaced_at
+        logs = list(self.settings.connections)  # one step: the server's thread appends
+        return replaced is not None and any(log.last_heard > replaced for log in logs)
 
     def _start_thread(self) -> None:
         """Start the server thread; returns once the port is bound, else raises its error."""
@@ -315,6 +367,9 @@ class Emulator(StartStop):
         self._thread = None
         self._port = None
         _RUNNING.pop(self, None)
+        self._forget_site()
+
+    def _forget_site(self) -> None:
         if self._site is not None:
             _cells.forget(self._site, self)
             self._site = None
@@ -334,7 +389,7 @@ class Emulator(StartStop):
         self._stopped = asyncio.Event()
         try:
             self._app = create_app(self.settings)
-            runner, self._port = await start_site(self._app, self._requested_port)
+            self._app_runner, self._port = await start_site(self._app, self._requested_port)
         except BaseException as e:
             failure.append(e)
             return
@@ -342,8 +397,11 @@ class Emulator(StartStop):
         try:
             await self._stopped.wait()
         finally:
-            await runner.cleanup()
+            await self._app_runner.cleanup()
+            self._port = None  # also when it stopped by itself, replaced and left by all
 
     def __repr__(self) -> str:
         where = self.url if self._port is not None else "stopped"
+        if self.replaced and self.running:
+            where += f", replaced: serving its {self.open_connections} open connection(s)"
         return f"Emulator({where}, latency={self.settings.latency})"

@@ -18,8 +18,8 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
+from .._figure_style import INK, static_figure
 from ..analysis import TraceAnalysis, milliseconds
-from ._figure_style import INK, static_figure
 from ._timeline_layout import (
     BRING_UP,
     MARK_STYLES,
@@ -38,6 +38,9 @@ MARK_GAP_PT = 9.0
 """centres of marks closer in time than this are stacked this far apart: a width and a hair"""
 MARK_Y = 0.2
 """where a lane's marks sit, below its centre; close ones stack upwards from here"""
+BRING_UP_LABEL_PT = 4.0
+"""a bring-up's label starts this far right of where it starts, its handoff's arrow: clear of
+the arrow's head (2 pt each side of it) whichever way the arrow points"""
 GAP_SHARE = 0.06
 """an idle gap's width on the axis, as a share of the time something happened"""
 LABEL_ROW = 0.34
@@ -104,8 +107,13 @@ def _timeline_figure(layout: TimelineLayout) -> Figure:
         ax.broken_barh(
             [(start, x(bring_up.end) - start)], (lane - 0.45, 0.9), color=BRING_UP, alpha=0.15
         )
-        ax.text(
-            start, lane + 0.05, " " + milliseconds(bring_up.seconds), fontsize=7, color=BRING_UP
+        ax.annotate(
+            milliseconds(bring_up.seconds),
+            (start, lane + 0.05),
+            xytext=(BRING_UP_LABEL_PT, 0),
+            textcoords="offset points",
+            fontsize=7,
+            color=BRING_UP,
         )
     for span in analysis.state_spans():
         start = x(span.start)

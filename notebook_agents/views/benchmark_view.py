@@ -12,16 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 import anywidget
-import matplotlib
 import traitlets
 from matplotlib.figure import Figure
 
+from .._figure_style import INK, static_figure
 from ..bench.plots import plot_distributions
 from ..bench.results import TIMINGS, BenchmarkConfig, BenchmarkResult, Trial
 from ..bench.run import plan, run_benchmark
 from ..bench.stats import summary_table
 from ._assets import asset
-from ._figure_style import static_figure
 from ._text import cut
 from ._throttle import Throttle
 
@@ -216,9 +215,10 @@ class BenchmarkView(anywidget.AnyWidget):
         if not self._result.trials:
             self.plot_svg = ""
             return
-        with matplotlib.rc_context(_THEMED):
-            figure = self._figure()
-        self.plot_svg = to_svg(figure).replace(_INK, "var(--jp-ui-font-color1, #1f2937)")
+        # the plot in the widget follows JupyterLab's theme: its ink becomes the theme's font
+        # colour (it has no background of its own; the data keep the bench's palette)
+        svg = to_svg(plot_distributions(self._result, self.timing))
+        self.plot_svg = svg.replace(INK, "var(--jp-ui-font-color1, #1f2937)")
 
 
 class _Gate:
@@ -255,28 +255,6 @@ def describe(trial: Trial, timing: str) -> str:
         return f"{where}: failed ({cut(trial.error or 'no reason given', 80)})"
     value = getattr(trial, timing)
     return f"{where}: {value:.1f} ms" if value is not None else f"{where}: no {timing}"
-
-
-_INK = "#010203"
-"""drawn for the theme's font colour, swapped in the SVG for JupyterLab's variable"""
-_THEMED: dict[Any, Any] = {
-    "text.color": _INK,
-    "axes.labelcolor": _INK,
-    "axes.edgecolor": _INK,
-    "xtick.color": _INK,
-    "ytick.color": _INK,
-    "figure.facecolor": "none",
-    "axes.facecolor": "none",
-    "legend.facecolor": "none",
-    "legend.edgecolor": _INK,
-    "boxplot.boxprops.color": _INK,
-    "boxplot.whiskerprops.color": _INK,
-    "boxplot.capprops.color": _INK,
-    "boxplot.flierprops.markeredgecolor": _INK,
-    "savefig.transparent": True,
-}
-"""the plot in the widget follows JupyterLab's theme: its ink is the theme's font colour and
-it has no background of its own; the data keep the bench's palette, which reads on both"""
 
 
 def to_svg(figure: Figure) -> str:

@@ -10,11 +10,11 @@ from typing import Any
 import traitlets
 from matplotlib.figure import Figure
 
+from .._figure_style import INK, static_figure
 from ..analysis import handoff_label
 from ..runner import NotebookRunner, RunnerError
 from ..trace import TraceEvent
 from ._assets import asset
-from ._figure_style import INK, static_figure
 from ._stream import TraceStreamView
 from ._text import cut
 

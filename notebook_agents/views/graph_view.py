@@ -11,11 +11,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path as MplPath
 
+from .._figure_style import static_figure
 from ..agent_graph import UNKNOWN, AgentLike, HandoffGraph
 from ..runner import NotebookRunner
 from ..trace import Trace, TraceEvent
 from ._assets import asset
-from ._figure_style import static_figure
 from ._graph_layout import NODE_H, TOOL_CHAR_W, EdgeRoute, GraphLayout, NodeBox, graph_layout
 from ._stream import TraceFedView
 

@@ -7,9 +7,9 @@ from typing import Any
 import traitlets
 from matplotlib.figure import Figure
 
+from .._figure_style import static_figure
 from ..trace import Trace, TraceEvent
 from ._assets import asset
-from ._figure_style import static_figure
 from ._stream import TraceFedView
 
 STATE_COLORS = {

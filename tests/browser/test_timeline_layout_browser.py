@@ -242,3 +242,52 @@ def test_an_idle_gap_at_the_end_is_labelled_whole_inside_the_view(
     )
     assert drawn >= whole - 0.5
     assert in_both_themes(page, ".na-timeline", "timeline_idle_at_the_end") == []
+
+
+def raised_tool() -> list[dict[str, Any]]:
+    """A tool that raised, as a live run recorded it: its call, the error (source ``tool``)
+    and its failed output within 4 ms, all in the lane's row for tools and errors."""
+    call = {"name": "check_stock", "call_id": "c1", "arguments": '{"item": "apples"}'}
+    events: list[tuple[float, str, str | None, dict[str, Any]]] = [
+        (0.8446, "handoff", "Shop", {"from": None, "to": "Shop", "session": None,
+                                     "context": None}),
+        (0.8663, "agent_state", "Shop", {"old": "initializing", "new": "listening"}),
+        (0.9087, "user_message", "Shop", {"text": "check stock", "item_id": "u1"}),
+        (0.9739, "tool_call", "Shop", call),
+        (0.9765, "error", "Shop", {"message": "the tool check_stock raised RuntimeError",
+                                   "type": "RuntimeError", "source": "tool",
+                                   "recoverable": True, "tool": "check_stock",
+                                   "call_id": "c1"}),
+        (0.9772, "agent_state", "Shop", {"old": "listening", "new": "thinking"}),
+        (0.9778, "tool_output", "Shop", {**call, "output": "An internal error occurred",
+                                         "is_error": True}),
+        (1.0051, "agent_message", "Shop", {"text": "You are Shop.", "item_id": "a1",
+                                           "source": "tool_reply", "phase": "turn"}),
+        (1.0115, "closed", None, {"reason": "user_initiated"}),
+    ]  # fmt: skip
+    return [
+        {"seq": seq, "t": t, "kind": kind, "agent": agent, "data": data}
+        for seq, (t, kind, agent, data) in enumerate(events)
+    ]
+
+
+STROKED_BOX = (
+    "el => { const r = el.getBoundingClientRect();"
+    " const w = parseFloat(getComputedStyle(el).strokeWidth) / 2 || 0;"
+    " return [r.left - w, r.top - w, r.right + w, r.bottom + w]; }"
+)
+
+
+def test_a_raised_tools_call_error_and_failed_output_are_drawn_apart(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    """The error's cross and the failed output's square (both red) were reported drawn one
+    over the other: each mark, its outline included, covers no other."""
+    timeline = replay(lab, page, "raised_tool", raised_tool())
+    marks = timeline.locator(".na-mark")
+    expect(marks).to_have_count(5)
+    expect(timeline.locator(".na-mark-error")).to_have_count(1)
+    drawn = [tuple(map(float, b)) for b in marks.evaluate_all(f"els => els.map({STROKED_BOX})")]
+    for i, a in enumerate(drawn):
+        for j, b in enumerate(drawn[i + 1 :], i + 1):
+            assert not overlap(a, b), f"marks {i} {a} and {j} {b} overlap"

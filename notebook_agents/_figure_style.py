@@ -1,7 +1,8 @@
-"""How every view's ``to_figure()`` is painted. A saved picture cannot follow JupyterLab's
-theme, so it has no background of its own (the page shows through) and draws its words and axes
-in one grey that reads on the light and the dark page alike; the data keep their palette, chosen
-to stand out from both pages."""
+"""How every figure the package draws is painted: each view's ``to_figure()`` and the
+benchmark's plots. A saved picture cannot follow JupyterLab's theme, so it has no background of
+its own (the page shows through) and draws its words and axes in one grey that reads on the
+light and the dark page alike; the data keep their palette, chosen to stand out from both
+pages. Here, not in views/, so the engine (bench/) paints its plots the same way."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ STATIC: dict[Any, Any] = {
 
 @contextmanager
 def static_figure() -> Iterator[None]:
-    """Figures made inside are painted for a notebook page of either theme."""
+    """Figures made inside are painted for a notebook page of either theme (also usable as a
+    decorator: ``@static_figure()``)."""
     with matplotlib.rc_context(STATIC):
         yield

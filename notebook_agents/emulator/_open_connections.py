@@ -1,0 +1,41 @@
+"""The realtime websockets a server holds open: what its agents would lose if it stopped, and
+what a replaced server waits for before it stops."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+C = TypeVar("C")
+
+
+class OpenConnections(Generic[C]):
+    """The connections being served now; used on the server's loop only."""
+
+    def __init__(self) -> None:
+        self._open: set[C] = set()
+        self._when_none: Callable[[], None] | None = None
+
+    def add(self, connection: C) -> None:
+        self._open.add(connection)
+
+    def discard(self, connection: C) -> None:
+        self._open.discard(connection)
+        self._check()
+
+    def when_none(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once none is open: now if none is, else when the last one closes."""
+        self._when_none = callback
+        self._check()
+
+    def _check(self) -> None:
+        callback = self._when_none
+        if callback is not None and not self._open:
+            self._when_none = None
+            callback()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def __iter__(self) -> Iterator[C]:
+        return iter(list(self._open))  # a copy: closing one removes it
