@@ -14,7 +14,7 @@ import pytest
 from notebook_agents.emulator import Emulator
 from notebook_agents.emulator.listening import ServerVad
 from notebook_agents.emulator.realtime import OPEN_CONNECTIONS_KEY, RealtimeConnection
-from notebook_agents.speech import SAMPLE_RATE
+from notebook_agents.speech import SAMPLE_RATE, recognition
 
 from .test_emulator_realtime_audio import TRANSCRIBED, TURN, RawClient, ask, raw_session, spoken
 
@@ -65,10 +65,12 @@ class _BrokenDecoder:
 async def test_a_recognizer_failure_is_the_turns_error_and_the_socket_lives_on(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a pool of no decoders yet: the turn's decoder is made now (broken), not one reused
+    monkeypatch.setattr(recognition, "_ears", recognition._Ears(2))
     async with raw_session(
         emulator,
         output_modalities=["text"],
-        tools=[PORTER_TOOL],  # a grammar no other test asked for: not a cached decoder
+        tools=[PORTER_TOOL],
         audio={"input": {"transcription": TRANSCRIBED, "turn_detection": TURN}},
     ) as client:
         with monkeypatch.context() as broken:
