@@ -62,6 +62,21 @@ def background_of(locator: Locator) -> str:
     return color
 
 
+def drawn_to_its_width(page: Page) -> None:
+    """Return once the timeline is drawn at its plot's width: a theme switch lays JupyterLab
+    out anew, and the drawing follows when its ResizeObserver reports the width (a frame or
+    more later on a busy machine: the labels were once checked against the old drawing)."""
+    page.wait_for_function(
+        """() => {
+            const plot = document.querySelector(".na-timeline .na-plot");
+            const svg = document.querySelector(".na-timeline svg.na-timeline-svg");
+            return plot && svg && plot.clientWidth > 0
+                && Number(svg.getAttribute("width")) === Math.max(plot.clientWidth, 300);
+        }"""
+    )
+    next_frame(page)
+
+
 def check_layout(page: Page, theme: str) -> None:
     timeline = page.locator(".na-timeline")
     widget = box(timeline)
@@ -142,7 +157,7 @@ def test_close_handoffs_read_apart_inside_a_view_fitted_to_the_activity(
         for theme, color0, name in THEMES:
             set_theme(page, theme, color0)
             timeline.scroll_into_view_if_needed()
-            next_frame(page)
+            drawn_to_its_width(page)
             check_layout(page, theme)
             # every text reads on what is drawn under it: chips, the gap, the state bars
             found += problems(theme, page.evaluate(MEASURE, ".na-timeline"), dark=name == "dark")
