@@ -25,6 +25,7 @@ import numpy as np
 from livekit.agents import (
     AgentServer,
     AgentSession,
+    ChatMessage,
     ChatMessageEvent,
     JobContext,
     JobExecutorType,
@@ -253,12 +254,29 @@ class NotebookRunner(StartStop):
         interrupted) is withdrawn: the microphone, the session and the model are ready for
         the next one.
         """
+        return reply_text(await self._run_audio(audio, rate, timeout, "send_audio()"))
+
+    async def run_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None = None,
+        timeout: float = 30.0,
+    ) -> RunResult[Any]:
+        """``send_audio``, returning livekit's ``RunResult`` of the turn (its events, and
+        ``expect`` to check them) instead of the reply text; the same errors."""
+        return await self._run_audio(audio, rate, timeout, "run_audio()")
+
+    async def _run_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None,
+        timeout: float,
+        what: str,
+    ) -> RunResult[Any]:
         samples, rate = spoken_audio(audio, rate)
-        self.require_microphone("send_audio()")
-        self._require_turns("send_audio()")
-        turn = self._in_job(
-            self._spoken_turn(self._ready.result(), samples, rate, timeout), "send_audio()"
-        )
+        self.require_microphone(what)
+        self._require_turns(what)
+        turn = self._in_job(self._spoken_turn(self._ready.result(), samples, rate, timeout), what)
         answer = asyncio.wrap_future(turn)
         try:
             return await asyncio.shield(answer)  # a cancel here is the caller's, not the job's
@@ -266,14 +284,14 @@ class NotebookRunner(StartStop):
             if not answer.done():  # the cell was interrupted: the turn is withdrawn
                 turn.cancel()
                 raise asyncio.CancelledError(
-                    "send_audio() was interrupted: the turn is withdrawn (the rest of its "
+                    f"{what} was interrupted: the turn is withdrawn (the rest of its "
                     "audio dropped, what was heard of it cleared, any reply cut) and the "
                     "runner is ready for the next turn"
                 ) from None
             if self._stop_requested.is_set():
                 raise TurnStopped("") from None
-            self._require_turns("send_audio()")
-            raise RunnerError("send_audio(): the agent's job cancelled the turn") from None
+            self._require_turns(what)
+            raise RunnerError(f"{what}: the agent's job cancelled the turn") from None
 
     def hear(self, samples: np.ndarray, rate: int) -> None:
         """Live microphone audio into the session as it arrives, from any thread: a browser's
@@ -333,7 +351,20 @@ class NotebookRunner(StartStop):
         Raises ``TurnError`` when the turn went wrong (a failed or cancelled response, an
         item the model rejected), ``RunnerError`` when the agent cannot take turns.
         """
-        turn = self._submit(text, "send_text()")
+        return reply_text(await self._run(text, None, timeout, "send_text()"))
+
+    async def run(
+        self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
+    ) -> RunResult[Any]:
+        """One typed user turn, as livekit's ``AgentSession.run``: returns its ``RunResult``
+        (every event of the turn; ``result.expect`` checks them as in a livekit eval). Run in
+        the job's context on the job's loop; the same errors as ``send_text``."""
+        return await self._run(user_input, output_type, timeout, "run()")
+
+    async def _run(
+        self, text: str, output_type: type[Any] | None, timeout: float, what: str
+    ) -> RunResult[Any]:
+        turn = self._submit(text, what, output_type)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
         except asyncio.TimeoutError:
@@ -344,11 +375,25 @@ class NotebookRunner(StartStop):
 
         Turns queue: each starts when the previous one has finished.
         """
-        return self._submit(text, "submit_text()")
+        reply: concurrent.futures.Future[str] = concurrent.futures.Future()
+        turn = self._submit(text, "submit_text()")
 
-    def _submit(self, text: str, what: str) -> concurrent.futures.Future[str]:
+        def settle(done: concurrent.futures.Future[RunResult[Any]]) -> None:
+            if done.cancelled():
+                reply.cancel()
+            elif (error := done.exception()) is not None:
+                reply.set_exception(error)
+            else:
+                reply.set_result(reply_text(done.result()))
+
+        turn.add_done_callback(settle)
+        return reply
+
+    def _submit(
+        self, text: str, what: str, output_type: type[Any] | None = None
+    ) -> concurrent.futures.Future[RunResult[Any]]:
         self._require_turns(what)
-        return self._in_job(self._turn(self._ready.result(), text), what)
+        return self._in_job(self._turn(self._ready.result(), text, output_type), what)
 
     def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the job's loop in the job's context, as livekit runs its tasks."""
@@ -569,22 +614,24 @@ class NotebookRunner(StartStop):
         with contextlib.suppress(concurrent.futures.InvalidStateError):
             self._ready.set_exception(error)
 
-    async def _turn(self, session: AgentSession[Any], text: str) -> str:
+    async def _turn(
+        self, session: AgentSession[Any], text: str, output_type: type[Any] | None = None
+    ) -> RunResult[Any]:
         assert self._turn_lock is not None
         async with self._turn_lock:  # AgentSession.run cannot nest
             started = self.trace.now()
             try:
-                result: RunResult[Any] = session.run(user_input=text)
+                result: RunResult[Any] = session.run(user_input=text, output_type=output_type)
             except Exception:
                 livekit.forget_stale_run(session)
                 self._require_turns("the turn")
                 raise
             raised = await _settled(result)
-        return self._reply(session, result, started, raised, spoken=False)
+        return self._checked(session, result, started, raised, spoken=False)
 
     async def _spoken_turn(
         self, session: AgentSession[Any], samples: np.ndarray, rate: int, timeout: float
-    ) -> str:
+    ) -> RunResult[Any]:
         assert self._turn_lock is not None and self._microphone is not None
         async with self._turn_lock:
             started = self.trace.now()
@@ -608,7 +655,7 @@ class NotebookRunner(StartStop):
                 raise
             finally:
                 turn.end()
-        return self._reply(session, turn.run, started, raised, spoken=True)
+        return self._checked(session, turn.run, started, raised, spoken=True)
 
     async def _give_up(self, turn: SpokenTurn) -> None:
         """Withdraw a turn gone wrong, unless the runner is stopping (the session closes)."""
@@ -617,7 +664,7 @@ class NotebookRunner(StartStop):
             if self._pending_words is not None:
                 self._pending_words.forget()
 
-    def _reply(
+    def _checked(
         self,
         session: AgentSession[Any],
         result: RunResult[Any],
@@ -625,14 +672,10 @@ class NotebookRunner(StartStop):
         raised: Exception | None,
         *,
         spoken: bool,
-    ) -> str:
-        """A finished turn's reply text (every agent's), or the ``TurnError`` it went wrong by."""
-        said = [
-            event.item
-            for event in result.events
-            if isinstance(event, ChatMessageEvent) and event.item.role == "assistant"
-        ]
-        reply = "\n".join(message.text_content or "" for message in said)
+    ) -> RunResult[Any]:
+        """A finished turn's result, or the ``TurnError`` it went wrong by."""
+        said = _said(result)
+        reply = _joined(said)
         if self._stop_requested.is_set() and (
             raised is not None or not said or said[-1].interrupted
         ):
@@ -642,7 +685,7 @@ class NotebookRunner(StartStop):
         errors = self._went_wrong(session, started, spoken=spoken)
         if errors or raised is not None:
             raise TurnError(reply, errors, raised) from raised
-        return reply
+        return result
 
     def _went_wrong(
         self, session: AgentSession[Any], started: float, *, spoken: bool
@@ -726,6 +769,24 @@ class NotebookRunner(StartStop):
             raise RunnerError(f"{what}: {self.failure}") from self.failure.__cause__
         if not self._ready.done():
             raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
+
+
+def _said(result: RunResult[Any]) -> list[ChatMessage]:
+    """What the agents said in a turn, in order."""
+    return [
+        event.item
+        for event in result.events
+        if isinstance(event, ChatMessageEvent) and event.item.role == "assistant"
+    ]
+
+
+def _joined(said: list[ChatMessage]) -> str:
+    return "\n".join(message.text_content or "" for message in said)
+
+
+def reply_text(result: RunResult[Any]) -> str:
+    """A turn's reply text: what every agent said in it, one message a line."""
+    return _joined(_said(result))
 
 
 async def _settled(result: RunResult[Any]) -> Exception | None:
