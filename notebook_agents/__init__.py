@@ -11,6 +11,7 @@ from .emulator import (
     ReplyRules,
     TextReply,
     ToolCallReply,
+    VerdictReply,
 )
 from .runner import (
     AudioError,
@@ -88,6 +89,7 @@ __all__ = [
     "UserMessageData",
     "UserStateData",
     "UserTranscriptData",
+    "VerdictReply",
     "bring_ups",
     "check_event_data",
     "handoff_targets",

@@ -93,6 +93,29 @@ async def test_the_reply_rule_example_answers_as_the_readme_says(
         emulator.stop()
 
 
+async def test_the_judges_example_gives_the_scripted_verdicts(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    block = python_block("VerdictReply(")
+    runner = NotebookRunner(concierge(emulator)).start()
+    runners.append(runner)
+    await runner.ready()
+    namespace: dict[str, Any] = {"emu": emulator, "runner": runner}
+    try:
+        await run(block, namespace)  # the message's judge passed: it raised nothing
+        evaluation = namespace["evaluation"]
+        assert len(evaluation.judgments) == 1 and evaluation.all_passed
+        assert "evaluation.all_passed  # True" in block
+        # the rule scripts a fail too
+        bye = await runner.run("bye")
+        message = bye.expect.next_event().is_message(role="assistant")
+        with pytest.raises(AssertionError, match="Judgement failed: looked for a hello"):
+            await message.judge(namespace["judge"], intent="greets the caller")
+    finally:
+        if "judge" in namespace:
+            await namespace["judge"].aclose()
+
+
 def test_the_voiceview_bullet_says_what_push_to_talk_does_and_its_calls() -> None:
     """VoiceView's push-to-talk ends the turn on release, through calls a cell can make too."""
     (bullet,) = [

@@ -22,6 +22,7 @@ from notebook_agents.emulator import (
     ToolCallReply,
     ToolSpec,
     Turn,
+    VerdictReply,
 )
 from notebook_agents.emulator.replies import first_sentence, tokens, tool_arguments
 
@@ -345,6 +346,30 @@ def test_rules_given_to_the_constructor_run_in_order() -> None:
 
     rules = ReplyRules([first, second])
     assert rules.reply(ReplyContext("", [])) == ToolCallReply("first", {})
+
+
+# ------------------------------------------------------------------------------ verdicts
+# (livekit's judges against the real plugin: test_emulator_judges.py, test_judges.py)
+
+
+def test_a_verdict_is_only_for_a_judge() -> None:
+    def always_pass(ctx: ReplyContext) -> VerdictReply:
+        return VerdictReply("pass")
+
+    with pytest.raises(TypeError, match=r"rule always_pass returned a VerdictReply .* judge's"):
+        ReplyRules([always_pass]).reply(ReplyContext("", [Turn("user", "hi")]))
+
+
+def test_a_verdict_is_pass_fail_or_maybe() -> None:
+    with pytest.raises(ValueError, match="'yes'; use 'pass', 'fail' or 'maybe'"):
+        VerdictReply("yes")  # type: ignore[arg-type]
+
+
+def test_a_tool_named_like_a_judges_with_other_parameters_is_no_judge() -> None:
+    check = ToolSpec("check_intent", {"type": "object", "properties": {"text": {}}})
+    ctx = ReplyContext("", [Turn("user", "check_intent text=hi")], [check])
+    assert ctx.judgment is None
+    assert ReplyRules().reply(ctx) == ToolCallReply("check_intent", {"text": "hi"})
 
 
 # -------------------------------------------------------------------------------- tokens

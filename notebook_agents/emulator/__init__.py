@@ -3,6 +3,7 @@
 from ._params import ParameterError
 from .errors import EmulatorError
 from .faults import Faults
+from .judging import Judgment, VerdictReply
 from .latency import LatencyModel
 from .models import ModelCatalog
 from .replies import (
@@ -20,6 +21,7 @@ __all__ = [
     "Emulator",
     "EmulatorError",
     "Faults",
+    "Judgment",
     "LatencyModel",
     "ModelCatalog",
     "ParameterError",
@@ -30,4 +32,5 @@ __all__ = [
     "ToolCallReply",
     "ToolSpec",
     "Turn",
+    "VerdictReply",
 ]

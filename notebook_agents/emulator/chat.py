@@ -5,7 +5,9 @@ What ``livekit.plugins.openai.LLM`` sends: Chat Completions (not Responses) with
 any, optional ``tool_choice`` / ``parallel_tool_calls`` / ``reasoning_effort`` (ignored here),
 and ``GET /v1/models`` to prewarm its connection. Replies come from the shared
 ``ReplyRules`` (see ``replies.py``); text streams one word per chunk. ``tool_choice="none"``
-hides the tools from the rules and a named function offers only that one. With
+hides the tools from the rules and a named function offers only that one. A judge's request
+(livekit's ``judge(llm, intent=)`` and ``JudgeGroup``) is answered with its verdict tool's call:
+the verdict a rule scripts, else a fail naming the fix (judging.py). With
 ``settings.validate`` every object sent is checked against the ``openai`` package's types.
 
 Per-request latency and faults, three equivalent ways:

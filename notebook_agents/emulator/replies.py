@@ -2,7 +2,9 @@
 
 Every text reply starts with the first sentence of the active instructions, so a test can see
 which agent's instructions the model was given. Rules are plain functions and can be added
-from Python: ``Emulator(rules=ReplyRules([my_rule]))``.
+from Python: ``Emulator(rules=ReplyRules([my_rule]))``. A judge's request (livekit's
+``judge(llm, intent=)`` and ``JudgeGroup``) is answered only by a rule's ``VerdictReply``,
+else with a failing verdict (judging.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
+
+from .judging import UNSCRIPTED, Judgment, VerdictReply, judgment_of
 
 Role = Literal["system", "user", "assistant", "tool_call", "tool_output"]
 
@@ -57,6 +62,12 @@ class ReplyContext:
         last = self.last
         return last.text if last is not None and last.role == "user" else None
 
+    @cached_property
+    def judgment(self) -> Judgment | None:
+        """What a judge asks (its ``intent`` and ``transcript``) when this request is livekit's
+        judge's, which a rule answers with a ``VerdictReply``; else None."""
+        return judgment_of(self.user_text, self.tools)
+
 
 @dataclass(frozen=True)
 class TextReply:
@@ -78,8 +89,9 @@ class ToolCallReply:
 
 
 Reply = TextReply | ToolCallReply
-Rule = Callable[[ReplyContext], Reply | None]
-"""A rule returns a reply, or None to let the next rule decide."""
+"""What the endpoints send: a verdict goes out as the call of the judge's tool."""
+Rule = Callable[[ReplyContext], Reply | VerdictReply | None]
+"""A rule returns a reply (a ``VerdictReply`` to a judge), or None to let the next rule decide."""
 
 
 def first_sentence(instructions: str) -> str:
@@ -156,15 +168,44 @@ class ReplyRules:
         return rule
 
     def reply(self, ctx: ReplyContext) -> Reply:
+        if ctx.judgment is not None:
+            return ToolCallReply(ctx.judgment.tool, ctx.judgment.arguments(self._verdict(ctx)))
         for rule in (*self._custom, *DEFAULT_RULES):
             reply = rule(ctx)
             if reply is None:
                 continue
+            if isinstance(reply, VerdictReply):
+                raise TypeError(
+                    f"rule {_name(rule)} returned a VerdictReply to a request that is not a "
+                    "judge's: return one only when ctx.judgment is set."
+                )
             if isinstance(reply, TextReply):
                 prefix = first_sentence(ctx.instructions)
                 return TextReply(f"{prefix} {reply.text}" if prefix else reply.text)
             return reply
         raise AssertionError("echo_rule always answers")
+
+    def _verdict(self, ctx: ReplyContext) -> VerdictReply:
+        """The first rule's verdict, else a fail. The judge asks for its tool's call
+        (``tool_choice="required"``), so rules answering otherwise (written for the agent's
+        turns) are passed over; a rule that raises is a fail, not an error, which a
+        ``JudgeGroup`` would drop and so pass (judging.py)."""
+        for rule in self._custom:
+            try:
+                reply = rule(ctx)
+            except Exception as e:
+                return VerdictReply(
+                    "fail",
+                    f"The reply rule {_name(rule)} raised {type(e).__name__}: {e}. Fix or "
+                    "remove the rule you added to ReplyRules.",
+                )
+            if isinstance(reply, VerdictReply):
+                return reply
+        return UNSCRIPTED
+
+
+def _name(rule: Rule) -> str:
+    return str(getattr(rule, "__name__", repr(rule)))
 
 
 def tokens(text: str) -> list[str]:

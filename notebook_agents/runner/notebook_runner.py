@@ -370,6 +370,18 @@ class NotebookRunner(StartStop):
         except asyncio.TimeoutError:
             raise RunnerError(f"the agent did not answer within {timeout:.0f} s") from None
 
+    async def in_job(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the job's loop in the job's context, as livekit runs its own
+        tasks: for what uses the agent's objects, such as a judge given the agent's own LLM
+        (its connections belong to the job's loop: used from a cell's, they break its next
+        turn) or a ``JudgeGroup``, which then tags the job's session as in a deployment."""
+        try:
+            self._require_turns("in_job()")
+        except RunnerError:
+            coro.close()  # never to run: no "never awaited" warning on top of the error
+            raise
+        return await asyncio.wrap_future(self._in_job(coro, "in_job()"))
+
     def submit_text(self, text: str) -> concurrent.futures.Future[str]:
         """``send_text`` without awaiting: the turn's future, for callbacks such as a widget's.
 
