@@ -80,8 +80,8 @@ async def test_a_suite_gives_each_scenario_its_verdict_its_failure_and_its_trace
     assert isinstance(timeline, TimelineView) and timeline.trace is handed_off.trace
 
 
-def test_pytest_gives_the_same_verdicts_from_the_same_file(tmp_path: Path) -> None:
-    conftest = """
+GREETER_CONFTEST = textwrap.dedent(
+    """
         from collections.abc import Callable, Iterator
 
         import pytest
@@ -101,8 +101,13 @@ def test_pytest_gives_the_same_verdicts_from_the_same_file(tmp_path: Path) -> No
                     )
                 )
     """
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(conftest))
-    outcomes = _pytest_outcomes(tmp_path, GREETER_SUITE)
+)
+"""a project's conftest.py running the greeter suite: the server made for each scenario"""
+
+
+def test_pytest_gives_the_same_verdicts_from_the_same_file(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(GREETER_CONFTEST)
+    outcomes = outcomes_under_pytest(tmp_path, GREETER_SUITE)
     # run_suite's verdicts (the test above): passed, failed, not runnable
     assert outcomes == {
         "hands off to weather": "passed",
@@ -111,7 +116,7 @@ def test_pytest_gives_the_same_verdicts_from_the_same_file(tmp_path: Path) -> No
     }
 
 
-def _pytest_outcomes(directory: Path, suite: Path) -> dict[str, str]:
+def outcomes_under_pytest(directory: Path, suite: Path) -> dict[str, str]:
     """pytest run on ``suite`` in a subprocess (its conftest in ``directory``): each test's
     outcome by name, from its JUnit report."""
     report = directory / "report.xml"
