@@ -23,6 +23,16 @@ from .runner import (
     TurnStopped,
     run_app,
 )
+from .suites import (
+    Outcome,
+    ScenarioResult,
+    ScenarioSuite,
+    ScriptedScenario,
+    SuiteFileError,
+    SuiteResult,
+    load_suite,
+    run_suite,
+)
 from .trace import (
     EVENT_DATA,
     AgentMessageData,
@@ -71,12 +81,18 @@ __all__ = [
     "ModelTruth",
     "ModelUsageData",
     "NotebookRunner",
+    "Outcome",
     "Recording",
     "ReplyContext",
     "ReplyRules",
     "RunnerError",
     "RunnerState",
+    "ScenarioResult",
+    "ScenarioSuite",
+    "ScriptedScenario",
     "Speech",
+    "SuiteFileError",
+    "SuiteResult",
     "TextReply",
     "ToolCallData",
     "ToolCallReply",
@@ -93,6 +109,8 @@ __all__ = [
     "bring_ups",
     "check_event_data",
     "handoff_targets",
+    "load_suite",
     "run_app",
+    "run_suite",
 ]
 __version__ = "0.1.0"

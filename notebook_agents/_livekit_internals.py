@@ -27,7 +27,8 @@ from livekit.agents import (
     llm,
 )
 from livekit.agents.ipc import mock_room
-from livekit.agents.job import get_job_context
+from livekit.agents.job import JobContext, get_job_context
+from livekit.agents.simulation import SimulationContext, SimulationRun, SimulationVerdict
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io, tool_executor
 from livekit.agents.voice.speech_handle import SpeechHandle
@@ -63,6 +64,8 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     RunResult: ("_watch_handle",),
     tool_executor: ("_RunningTasks",),
     tool_executor._RunningTask: ("exe_task",),
+    JobContext: ("_simulation_end_fnc",),
+    SimulationContext: ("_begin_finalize", "_dispatch"),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
 RUN_WRITES_ENV = {
@@ -135,6 +138,24 @@ def server_running(server: AgentServer) -> bool:
 def renew_server_lock(server: AgentServer) -> None:
     """``run`` takes a lock made by an earlier run, bound to that run's (closed) loop."""
     server._lock = asyncio.Lock()
+
+
+# -- simulations ---------------------------------------------------------------------------
+
+
+def simulation_end_callback(ctx: JobContext) -> Callable[[SimulationContext], Any] | None:
+    """The server's ``on_simulation_end``: livekit hands it to the job's context privately
+    (for its ``SessionHost`` to call when LiveKit's simulator finalizes a run)."""
+    callback: Callable[[SimulationContext], Any] | None = ctx._simulation_end_fnc
+    return callback
+
+
+def finalize_simulation(simulation: SimulationContext, verdict: SimulationVerdict) -> None:
+    """Give ``simulation`` the simulator's verdict before ``on_simulation_end`` reads it, as
+    livekit's ``SessionHost`` does on a ``finalize_simulation`` request (remote_session.py):
+    a suite's verdict is its simulator's."""
+    run = SimulationRun(id=simulation._dispatch.simulation_run_id)
+    simulation._begin_finalize(simulator_verdict=verdict, run=run)
 
 
 # -- the session ---------------------------------------------------------------------------

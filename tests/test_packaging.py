@@ -22,3 +22,6 @@ def test_wheel_ships_widgets_and_the_console_script(tmp_path: Path) -> None:
     assert {"notebook_agents/widgets/state_view.js", "notebook_agents/widgets/views.css"} <= names
     assert "notebook_agents/emulator/realtime.py" in names
     assert "notebook-agents = notebook_agents.__main__:main" in scripts
+    # pytest finds the scenarios-file plugin in an installed wheel by itself
+    assert "[pytest11]\nnotebook_agents.pytest_plugin = notebook_agents.pytest_plugin" in scripts
+    assert "notebook_agents/widgets/suite_view.js" in names

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner, Trace
+from notebook_agents import NotebookRunner, SuiteResult, Trace
 from notebook_agents.emulator import Emulator
 
 from .conftest import API_KEY
+from .upstream import greeter_weather
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -126,3 +128,24 @@ def test_the_voiceview_bullet_says_what_push_to_talk_does_and_its_calls() -> Non
     for call in ("start_turn", "end_turn"):
         assert f"`runner.{call}()`" in bullet
         assert callable(getattr(NotebookRunner, call))
+
+
+async def test_the_suite_example_gives_the_verdicts_its_file_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_livekit_env: None
+) -> None:
+    """The README's scenarios file and the cell running it: one scenario passes, one fails."""
+    (scenarios,) = re.findall(r"^```yaml\n(.*?)^```$", README.read_text(), re.S | re.M)
+    (tmp_path / "scenarios.yaml").write_text(scenarios)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "agent", greeter_weather)
+    namespace: dict[str, Any] = {}
+    try:
+        await run(python_block("run_suite("), namespace)
+    finally:
+        if "emulator" in namespace:
+            namespace["emulator"].stop()
+    suite: SuiteResult = namespace["suite"]
+    assert [(s.label, s.outcome.value) for s in suite] == [
+        ("hands off to weather", "passed"),
+        ("greeter looks up the weather", "failed"),
+    ]

@@ -5,6 +5,7 @@ from .chat_view import ChatView
 from .context_table import ContextTable
 from .graph_view import AgentGraphView
 from .state_view import StateView
+from .suite_view import SuiteView
 from .timeline_view import TimelineView
 from .voice_view import VoiceView
 
@@ -14,6 +15,7 @@ __all__ = [
     "ChatView",
     "ContextTable",
     "StateView",
+    "SuiteView",
     "TimelineView",
     "VoiceView",
 ]

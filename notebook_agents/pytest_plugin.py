@@ -1,0 +1,85 @@
+"""pytest runs scenarios files as tests: each scenario of a ``scenarios.yaml`` (or
+``*.scenarios.yaml``, or any YAML file named on the command line) is a test with the verdict
+``run_suite`` gives it in a notebook.
+
+Loaded by the ``pytest11`` entry point when notebook-agents is installed, or by a line in
+``conftest.py``: ``pytest_plugins = ["notebook_agents.pytest_plugin"]``. The agent comes from
+a fixture the project defines, ``agent_server`` (an ``AgentServer``, or a function making one
+for each scenario); ``judge_llm`` gives ``judge(llm, ...)`` expectations their model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .suites.results import Outcome
+from .suites.run import ServerSource, _agents_named, _server, run_scenario
+from .suites.suite_file import ScenarioSuite, ScriptedScenario, load_suite
+
+FILE_NAMES = ("scenarios.yaml", "scenarios.yml")
+"""the files collected: these names, or ending in ``.`` and one of them"""
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    name = file_path.name
+    named = name in FILE_NAMES or name.endswith(tuple("." + n for n in FILE_NAMES))
+    if named or (file_path.suffix in (".yaml", ".yml") and parent.session.isinitpath(file_path)):
+        collector: pytest.Collector = ScenariosFile.from_parent(parent, path=file_path)
+        return collector
+    return None
+
+
+class ScenariosFile(pytest.File):
+    """A scenarios file: a test per scenario, named by its label."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        suite = load_suite(self.path)  # a SuiteFileError names the line and the fix
+        for scenario in suite.scenarios:
+            yield ScenarioItem.from_parent(
+                self, name=scenario.label, callobj=_scenario_test(suite, scenario)
+            )
+
+
+class ScenarioItem(pytest.Function):
+    """One scenario as a test: pytest's fixtures, reported by its file, line and label."""
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        scenario = self.obj.scenario
+        return self.path, scenario.line - 1 if scenario.line else None, scenario.label
+
+
+def _scenario_test(suite: ScenarioSuite, scenario: ScriptedScenario) -> Callable[..., None]:
+    def scenario_test(agent_server: ServerSource, judge_llm: Any) -> None:
+        agents = _agents_named(suite, agent_server)
+        result = asyncio.run(
+            run_scenario(scenario, _server(agent_server), agents=agents, judge_llm=judge_llm)
+        )
+        if result.outcome is Outcome.NOT_RUNNABLE:
+            pytest.skip(f"not runnable: {result.reason}")
+        if not result.passed:
+            pytest.fail(f"{result.outcome.value}: {result.reason}", pytrace=False)
+
+    scenario_test.__doc__ = f"{suite.name}: {scenario.label}"
+    scenario_test.scenario = scenario  # type: ignore[attr-defined]
+    return scenario_test
+
+
+@pytest.fixture
+def agent_server() -> ServerSource:
+    """The agent the scenarios run against: define this fixture in your conftest.py."""
+    raise pytest.UsageError(
+        "scenarios files need the agent to run: define a fixture `agent_server` in "
+        "conftest.py returning your AgentServer (or a function making one per scenario)"
+    )
+
+
+@pytest.fixture
+def judge_llm() -> Any:
+    """The model ``judge(llm, intent=...)`` expectations use: override it in conftest.py
+    (none by default: such a scenario is skipped as not runnable)."""
+    return None

@@ -1,0 +1,22 @@
+"""Scenario suites: scripted conversations with livekit's expectations, run offline against
+an ``AgentServer`` (a fresh session each), as a table in a notebook and as tests under pytest."""
+
+from .expectations import Expectation, ExpectationError
+from .results import Outcome, ScenarioResult, SuiteResult
+from .run import run_scenario, run_suite
+from .suite_file import ScenarioSuite, ScriptedScenario, SuiteFileError, Turn, load_suite
+
+__all__ = [
+    "Expectation",
+    "ExpectationError",
+    "Outcome",
+    "ScenarioResult",
+    "ScenarioSuite",
+    "ScriptedScenario",
+    "SuiteFileError",
+    "SuiteResult",
+    "Turn",
+    "load_suite",
+    "run_scenario",
+    "run_suite",
+]

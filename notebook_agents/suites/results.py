@@ -1,0 +1,121 @@
+"""What a suite run gives: a verdict per scenario (livekit's ``SimulationVerdict``), the first
+failing expectation, the time it took and its ``Trace``; shown as a table in a notebook."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from livekit.agents import RunResult
+from livekit.agents.simulation import SimulationVerdict
+
+from ..trace import Trace
+
+
+class Outcome(str, enum.Enum):
+    """How a scenario came out; only ``passed`` is a pass."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    """an expectation did not hold, or the server's ``on_simulation_end`` vetoed the run"""
+    ERROR = "error"
+    """the agent could not run the scenario (it failed to start, a turn went wrong)"""
+    NOT_RUNNABLE = "not runnable"
+    """nothing here can play or judge it (a simulated user, a judge model): ``reason`` says"""
+
+
+@dataclass
+class ScenarioResult:
+    """One scenario's run: its outcome and why, its timing, its turns and its trace."""
+
+    label: str
+    outcome: Outcome
+    reason: str = ""
+    """why it did not pass: the failing expectation and livekit's message, the error, or
+    what it needs to run; "" when it passed"""
+    expectation: str = ""
+    """the first expectation that failed, as written"""
+    turn: int | None = None
+    """the index of the turn it failed in"""
+    seconds: float = 0.0
+    """wall time, the agent's start and stop included"""
+    trace: Trace | None = None
+    """every event of the scenario's session, for the views (None if it never ran)"""
+    results: list[RunResult[Any]] = field(default_factory=list)
+    """livekit's ``RunResult`` of each turn that ran"""
+    simulator_verdict: SimulationVerdict | None = None
+    """the suite's verdict, given to the server's ``on_simulation_end`` as the simulator's"""
+    user_verdict: SimulationVerdict | None = None
+    """the veto ``on_simulation_end`` set with ``ctx.fail``, if it did"""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is Outcome.PASSED
+
+    @property
+    def verdict(self) -> SimulationVerdict:
+        """The effective verdict, as livekit's: the suite's AND ``on_simulation_end``'s."""
+        return SimulationVerdict(success=self.passed, reason=self.reason)
+
+    def row(self) -> dict[str, Any]:
+        """The table's row: plain values, as the widget shows them."""
+        return {
+            "label": self.label,
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "expectation": self.expectation,
+            "turn": self.turn,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class SuiteResult:
+    """Each scenario's result, in the file's order; ``result["label"]`` finds one."""
+
+    name: str
+    scenarios: list[ScenarioResult] = field(default_factory=list)
+
+    def __getitem__(self, label: str) -> ScenarioResult:
+        for scenario in self.scenarios:
+            if scenario.label == label:
+                return scenario
+        labels = [s.label for s in self.scenarios]
+        raise KeyError(f"no scenario labelled {label!r}; there are {labels}")
+
+    def __iter__(self) -> Iterator[ScenarioResult]:
+        return iter(self.scenarios)
+
+    def __len__(self) -> int:
+        return len(self.scenarios)
+
+    @property
+    def passed(self) -> bool:
+        """Every scenario passed (a scenario that could not run is no pass)."""
+        return bool(self.scenarios) and all(s.passed for s in self.scenarios)
+
+    def counts(self) -> dict[str, int]:
+        """How many scenarios came out each way."""
+        counts = {outcome.value: 0 for outcome in Outcome}
+        for scenario in self.scenarios:
+            counts[scenario.outcome.value] += 1
+        return counts
+
+    def view(self) -> Any:
+        """The table widget, a row per scenario; clicking a row shows its timeline."""
+        from ..views.suite_view import SuiteView  # the engine imports no widget code at load
+
+        return SuiteView(self)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.view()._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {what}" for what, n in self.counts().items() if n)
+        lines = [f"{self.name}: {counts or 'no scenarios'}"]
+        for s in self.scenarios:
+            why = f": {s.reason.splitlines()[0]}" if s.reason else ""
+            lines.append(f"  {s.outcome.value:<12} {s.label} ({s.seconds:.2f} s){why}")
+        return "\n".join(lines)

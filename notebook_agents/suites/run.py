@@ -1,0 +1,264 @@
+"""Run a scenario suite against the user's ``AgentServer``: each scenario on a fresh runner
+(a fresh job and session), its turns through ``runner.run`` / ``run_audio``, its expectations
+on livekit's ``RunResult``, then the server's ``on_simulation_end`` as LiveKit's simulator
+calls it, so the server's own veto (``ctx.fail``) counts.
+
+The job is a simulation job as LiveKit's simulator dispatches one (the ``lk.simulator.dispatch``
+attribute), so ``ctx.simulation_context()`` in the entrypoint gives the scenario and its
+``userdata``, e.g. to seed mocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, cast
+
+from google.protobuf import json_format
+from livekit.agents import Agent, AgentServer, JobContext, RunResult
+from livekit.agents.llm import LLM
+from livekit.agents.simulation import (
+    SimulationContext,
+    SimulationDispatch,
+    SimulationMode,
+    SimulationVerdict,
+)
+from livekit.agents.types import ATTRIBUTE_SIMULATOR_DISPATCH
+
+from .. import _livekit_internals as livekit
+from ..runner import NotebookRunner, RunnerError
+from ..runner.notebook_runner import Entrypoint
+from .expectations import JUDGE_MODEL, ExpectationError, agent_classes
+from .results import Outcome, ScenarioResult, SuiteResult
+from .suite_file import ScenarioSuite, ScriptedScenario, SuiteFileError, Turn, load_suite
+
+_SIMULATION_END_S = 30.0
+"""``on_simulation_end`` gets this long, as a turn does by default"""
+
+
+ServerSource = AgentServer | Entrypoint | Callable[[], AgentServer]
+"""an ``AgentServer``, its entrypoint, or a function making the server (a fresh one, with
+fresh models, for each scenario)"""
+
+
+async def run_suite(
+    suite: ScenarioSuite | str | os.PathLike[str],
+    server: ServerSource,
+    *,
+    judge_llm: LLM[Any] | None = None,
+    on_result: Callable[[ScenarioResult], object] | None = None,
+) -> SuiteResult:
+    """Run each scenario of ``suite`` (a scenarios file, or ``load_suite``'s) on a fresh
+    session of ``server``, in order; returns their results (shown as a table).
+
+    A model made once outside the entrypoint serves one job only (livekit keeps the first
+    job's HTTP session in it): pass a function making the server, ``make_server``, and each
+    scenario gets its own.
+
+    ``judge_llm`` is the model ``judge(llm, intent=...)`` expectations use; a scenario that
+    needs one it was not given, or a simulated user (``instructions`` without ``turns``), is
+    ``not runnable``, never a pass. ``on_result`` is called with each result as it comes.
+    """
+    loaded = suite if isinstance(suite, ScenarioSuite) else load_suite(suite)
+    agents = _agents_named(loaded, server)
+    run_id = f"notebook-{uuid.uuid4().hex[:8]}"
+    result = SuiteResult(loaded.name)
+    for scenario in loaded.scenarios:
+        outcome = await run_scenario(
+            scenario, _server(server), agents=agents, judge_llm=judge_llm, run_id=run_id
+        )
+        result.scenarios.append(outcome)
+        if on_result is not None:
+            on_result(outcome)
+    return result
+
+
+async def run_scenario(
+    scenario: ScriptedScenario,
+    server: AgentServer,
+    *,
+    agents: dict[str, type[Agent]],
+    judge_llm: LLM[Any] | None = None,
+    run_id: str = "",
+) -> ScenarioResult:
+    """One scenario on a fresh runner of ``server``: started, its turns run and checked, its
+    ``on_simulation_end`` called, stopped."""
+    began = time.perf_counter()
+    result = ScenarioResult(scenario.label, Outcome.PASSED)
+    why_not = _not_runnable(scenario, judge_llm)
+    if why_not:
+        result.outcome, result.reason = Outcome.NOT_RUNNABLE, why_not
+        return result
+    spoken = any(turn.spoken for turn in scenario.turns)
+    runner = _ScenarioRunner(server, _dispatch(scenario, run_id, spoken), audio=spoken)
+    result.trace = runner.trace
+    try:
+        runner.start()
+        await runner.ready()
+        await _play(runner, scenario, result, agents, judge_llm)
+        await runner.simulation_end(result)
+    except (RunnerError, ExpectationError) as e:
+        result.outcome, result.reason = Outcome.ERROR, str(e)
+    finally:
+        runner.stop()
+        result.seconds = time.perf_counter() - began
+    return result
+
+
+async def _play(
+    runner: NotebookRunner,
+    scenario: ScriptedScenario,
+    result: ScenarioResult,
+    agents: dict[str, type[Agent]],
+    judge_llm: LLM[Any] | None,
+) -> None:
+    """The turns in order, each checked as it ends; the first failure ends the scenario (a
+    failed assert ends a livekit eval)."""
+    for index, turn in enumerate(scenario.turns):
+        try:
+            run = await _take(runner, turn)
+        except RunnerError as e:
+            result.outcome, result.turn = Outcome.ERROR, index
+            result.reason = f"turn {index} ({turn.said}): {e}"
+            return
+        result.results.append(run)
+        for expectation in turn.expect:
+            try:
+                await expectation.check(run, agents, judge_llm)
+            except AssertionError as e:
+                result.outcome, result.turn = Outcome.FAILED, index
+                result.expectation = expectation.text
+                result.reason = f"turn {index} ({turn.said}): {expectation.text}\n{e}"
+                return
+
+
+async def _take(runner: NotebookRunner, turn: Turn) -> RunResult[Any]:
+    if turn.audio is not None:
+        return await runner.run_audio(turn.audio, timeout=turn.timeout)
+    assert turn.user is not None
+    return await runner.run(turn.user, timeout=turn.timeout)
+
+
+def _not_runnable(scenario: ScriptedScenario, judge_llm: LLM[Any] | None) -> str:
+    """Why this scenario cannot run here, or ""."""
+    if not scenario.turns:
+        if scenario.scenario.instructions:
+            return (
+                "a simulated user plays it (`instructions`, an LLM in LiveKit Cloud's "
+                "simulator): script its `turns:` to run it here"
+            )
+        return "it has no `turns:`: script what the user says and `expect:` of each turn"
+    if not scenario.expectations:
+        return "nothing to check: give its turns an `expect:` list"
+    if judge_llm is None:
+        for expectation in scenario.expectations:
+            if expectation.needs_judge:
+                return (
+                    f"{expectation.text!r} judges with a model: run it with one, "
+                    f"run_suite(..., judge_llm=openai.LLM(...)) (the `{JUDGE_MODEL}` it names)"
+                )
+    return ""
+
+
+def _server(source: ServerSource) -> AgentServer:
+    """The server a scenario runs on: ``source``, or a fresh one it makes."""
+    if isinstance(source, AgentServer) or asyncio.iscoroutinefunction(source):
+        return NotebookRunner(source).server  # the runner's own check of what it runs
+    if callable(source):
+        made = cast(Callable[[], object], source)()
+        if not isinstance(made, AgentServer):
+            raise RunnerError(
+                f"the function given as the server returned {type(made).__name__}, not an "
+                "AgentServer: pass the server, its entrypoint, or a function making the server"
+            )
+        return NotebookRunner(made).server
+    raise RunnerError(
+        f"run_suite needs an AgentServer, its entrypoint or a function making one, "
+        f"not {type(source).__name__}"
+    )
+
+
+def _agents_named(suite: ScenarioSuite, source: ServerSource) -> dict[str, type[Agent]]:
+    """The ``Agent`` classes the suite's expectations name, found before anything runs: a
+    bare name where the server (or the function making it) is defined."""
+    names = [name for s in suite.scenarios for e in s.expectations for name in e.agent_types]
+    defined = livekit.entrypoint_of(source) if isinstance(source, AgentServer) else source
+    home = getattr(defined, "__module__", None)
+    try:
+        return agent_classes(sorted(set(names)), home)
+    except ExpectationError as e:
+        where = f"{suite.path}: " if suite.path else ""
+        raise SuiteFileError(f"{where}{e}") from None
+
+
+def _dispatch(scenario: ScriptedScenario, run_id: str, spoken: bool) -> SimulationDispatch:
+    """What LiveKit's simulator dispatches a job with: the run, the job and the scenario."""
+    mode = SimulationMode.SIMULATION_MODE_AUDIO if spoken else SimulationMode.SIMULATION_MODE_TEXT
+    return SimulationDispatch(
+        simulation_run_id=run_id,
+        job_id=f"{run_id}-{uuid.uuid4().hex[:6]}",
+        scenario=scenario.scenario,
+        mode=mode,
+    )
+
+
+class _ScenarioRunner(NotebookRunner):
+    """A runner whose job is a simulation job of one scenario (as LiveKit's simulator
+    dispatches it), and which calls the server's ``on_simulation_end`` when it is over."""
+
+    def __init__(self, server: AgentServer, dispatch: SimulationDispatch, **options: Any) -> None:
+        super().__init__(server, **options)
+        self.dispatch = dispatch
+
+    def _observed(self, entrypoint: Entrypoint) -> Entrypoint:
+        attributes = {ATTRIBUTE_SIMULATOR_DISPATCH: json_format.MessageToJson(self.dispatch)}
+
+        @functools.wraps(entrypoint)
+        async def simulated(ctx: JobContext) -> None:
+            # read lazily by ctx.simulation_context(), as from a job LiveKit dispatched
+            ctx.job.attributes.update(attributes)
+            await entrypoint(ctx)
+
+        return super()._observed(simulated)
+
+    async def simulation_end(self, result: ScenarioResult) -> None:
+        """Hand the suite's verdict to ``on_simulation_end`` as the simulator's; its veto
+        fails the scenario (livekit's effective verdict is the AND of both)."""
+        verdict = SimulationVerdict(success=result.passed, reason=result.reason)
+        result.simulator_verdict = verdict
+        ctx = self._ctx
+        if ctx is None or livekit.simulation_end_callback(ctx) is None:
+            return
+        ended = self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
+        try:
+            vetoed = await asyncio.wait_for(asyncio.wrap_future(ended), _SIMULATION_END_S)
+        except asyncio.TimeoutError:
+            raise RunnerError(
+                f"on_simulation_end did not return within {_SIMULATION_END_S:.0f} s"
+            ) from None
+        except Exception as e:
+            raise RunnerError(f"on_simulation_end raised {e!r}") from e
+        result.user_verdict = vetoed
+        if vetoed is not None and result.passed:
+            result.outcome = Outcome.FAILED
+            result.reason = f"on_simulation_end: {vetoed.reason or 'ctx.fail() without a reason'}"
+
+
+async def _simulation_ended(
+    ctx: JobContext, verdict: SimulationVerdict
+) -> SimulationVerdict | None:
+    """In the job, as livekit's ``SessionHost`` finalizes a simulation: the callback reads the
+    verdict from the job's ``SimulationContext``; returns its veto."""
+    simulation: SimulationContext | None = ctx.simulation_context()
+    callback = livekit.simulation_end_callback(ctx)
+    if simulation is None or callback is None:
+        return None
+    livekit.finalize_simulation(simulation, verdict)
+    returned = callback(simulation)
+    if asyncio.iscoroutine(returned):
+        await returned
+    return simulation.user_verdict

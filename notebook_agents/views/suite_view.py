@@ -1,0 +1,52 @@
+"""SuiteView: a scenario suite's results as a table (outcome, first failing expectation, time)
+and, under it, the timeline of the scenario clicked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anywidget
+import ipywidgets
+import traitlets
+
+from ..suites.results import SuiteResult
+from ._assets import asset
+from .timeline_view import TimelineView
+
+
+class SuiteTable(anywidget.AnyWidget):
+    """The table alone: a row per scenario; ``selected`` is the label clicked."""
+
+    _esm = asset("suite_view.js")
+    _css = asset("views.css")
+
+    summary = traitlets.Unicode("").tag(sync=True)
+    """the suite's name and how many scenarios came out each way"""
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """``ScenarioResult.row()`` of each scenario, in order"""
+    selected = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, result: SuiteResult, **kwargs: Any) -> None:
+        counts = ", ".join(f"{n} {what}" for what, n in result.counts().items() if n)
+        rows = [scenario.row() for scenario in result]
+        super().__init__(summary=f"{result.name}: {counts}", rows=rows, **kwargs)
+
+
+class SuiteView(ipywidgets.VBox):  # type: ignore[misc]
+    """``SuiteTable`` and the selected scenario's ``TimelineView`` under it (its trace is
+    ``result["label"].trace``)."""
+
+    def __init__(self, result: SuiteResult) -> None:
+        self.result = result
+        self.table = SuiteTable(result)
+        self.details = ipywidgets.VBox()
+        super().__init__([self.table, self.details])
+        self.table.observe(self._show, names="selected")
+
+    def select(self, label: str) -> None:
+        """Show ``label``'s timeline, as a click on its row does."""
+        self.table.selected = label
+
+    def _show(self, change: dict[str, Any]) -> None:
+        trace = self.result[change["new"]].trace
+        self.details.children = [TimelineView(trace)] if trace is not None else []

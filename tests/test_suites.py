@@ -1,0 +1,305 @@
+"""Scenario suites: a scenarios file runs against an AgentServer (each scenario on a fresh
+session, checked with livekit's RunResult.expect), the server's on_simulation_end gives its
+veto, and pytest gives the same verdicts from the same file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext, SimulationContext
+from livekit.plugins import openai
+
+from notebook_agents import NotebookRunner
+from notebook_agents.emulator import Emulator
+from notebook_agents.suites import Outcome, SuiteFileError, load_suite, run_suite
+from notebook_agents.views.suite_view import SuiteView
+from notebook_agents.views.timeline_view import TimelineView
+
+from .conftest import API_KEY
+from .upstream import greeter_weather
+
+ROOT = Path(__file__).resolve().parents[1]
+GREETER_SUITE = Path(__file__).parent / "suites" / "greeter_suite.yaml"
+
+
+@pytest.fixture
+def make_greeter(emulator: Emulator, no_livekit_env: None) -> Callable[[], AgentServer]:
+    """PR #5229's server, unchanged, with a model of its own for each scenario."""
+
+    def make() -> AgentServer:
+        model = openai.realtime.RealtimeModel(
+            base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+        )
+        return greeter_weather.make_server(model)
+
+    return make
+
+
+async def test_a_suite_gives_each_scenario_its_verdict_its_failure_and_its_trace(
+    make_greeter: Callable[[], AgentServer],
+) -> None:
+    result = await run_suite(GREETER_SUITE, make_greeter)
+
+    assert [(s.label, s.outcome) for s in result] == [
+        ("hands off to weather", Outcome.PASSED),
+        ("greeter looks up the weather", Outcome.FAILED),
+        ("caller asks about the weather", Outcome.NOT_RUNNABLE),
+    ]
+    assert not result.passed
+    handed_off, failed, simulated = result
+    assert handed_off.verdict.success and handed_off.reason == ""
+    assert len(handed_off.results) == 2 and handed_off.seconds > 0
+    assert handed_off.trace is not None
+    handoffs = [e.data["to"] for e in handed_off.trace.events if e.kind == "handoff"]
+    assert handoffs == ["GreeterAgent", "WeatherAgent"]  # the start, then the transfer
+    # the first failing expectation, as written, and livekit's own message for it
+    assert failed.turn == 0
+    assert failed.expectation == 'contains_function_call(name="lookup_weather")'
+    assert "No FunctionCallEvent satisfying criteria found" in failed.reason
+    assert failed.simulator_verdict is not None and not failed.simulator_verdict.success
+    # a fresh session: the failing scenario starts with the greeter again
+    assert failed.trace is not None and failed.trace is not handed_off.trace
+    assert {e.agent for e in failed.trace.events if e.agent} == {"GreeterAgent"}
+    # a simulated user cannot run offline: said so, never a pass
+    assert not simulated.passed and simulated.trace is None
+    assert "simulated user" in simulated.reason and "turns:" in simulated.reason
+
+    view = SuiteView(result)
+    assert [row["outcome"] for row in view.table.rows] == ["passed", "failed", "not runnable"]
+    assert view.table.rows[1]["expectation"] == failed.expectation
+    view.select("hands off to weather")
+    (timeline,) = view.details.children
+    assert isinstance(timeline, TimelineView) and timeline.trace is handed_off.trace
+
+
+GREETER_CONFTEST = textwrap.dedent(
+    """
+        from collections.abc import Callable, Iterator
+
+        import pytest
+        from livekit.agents import AgentServer
+        from livekit.plugins import openai
+
+        from notebook_agents import Emulator
+        from tests.upstream.greeter_weather import make_server
+
+
+        @pytest.fixture
+        def agent_server() -> Iterator[Callable[[], AgentServer]]:
+            with Emulator() as emulator:
+                yield lambda: make_server(
+                    openai.realtime.RealtimeModel(
+                        base_url=emulator.base_url(), api_key="sk-test", modalities=["text"]
+                    )
+                )
+    """
+)
+"""a project's conftest.py running the greeter suite: the server made for each scenario"""
+
+
+def test_pytest_gives_the_same_verdicts_from_the_same_file(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(GREETER_CONFTEST)
+    outcomes = outcomes_under_pytest(tmp_path, GREETER_SUITE)
+    # run_suite's verdicts (the test above): passed, failed, not runnable
+    assert outcomes == {
+        "hands off to weather": "passed",
+        "greeter looks up the weather": "failed",
+        "caller asks about the weather": "skipped",
+    }
+
+
+def outcomes_under_pytest(directory: Path, suite: Path) -> dict[str, str]:
+    """pytest run on ``suite`` in a subprocess (its conftest in ``directory``): each test's
+    outcome by name, from its JUnit report."""
+    report = directory / "report.xml"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-p", "notebook_agents.pytest_plugin"),
+            *("-p", "no:cacheprovider", "--rootdir", str(directory), "-q"),
+            *(f"--junitxml={report}", "--confcutdir", str(directory)),
+            *(str(directory), str(suite)),
+        ],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.exists(), done.stdout + done.stderr
+    outcomes = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        kinds = {child.tag for child in case}
+        outcome = "failed" if kinds & {"failure", "error"} else "skipped" if kinds else "passed"
+        outcomes[case.attrib["name"]] = outcome
+    return outcomes
+
+
+class Booking(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You book tables.")
+
+
+def simulated_server(emulator: Emulator, seen: list[dict[str, Any]]) -> AgentServer:
+    """A server graded as LiveKit's simulator grades one: the entrypoint reads its scenario
+    (``ctx.simulation_context()``), ``on_simulation_end`` vetoes from the userdata."""
+
+    async def on_simulation_end(ctx: SimulationContext) -> None:
+        seen.append({"ended": ctx.scenario.label, "simulator": ctx.simulator_verdict.success})
+        if reason := ctx.userdata().get("veto"):
+            ctx.fail(str(reason))
+
+    server = AgentServer()
+
+    @server.rtc_session(on_simulation_end=on_simulation_end)
+    async def entrypoint(ctx: JobContext) -> None:
+        simulation = ctx.simulation_context()
+        assert simulation is not None
+        seen.append({"started": simulation.scenario.label, "userdata": simulation.userdata()})
+        model = openai.realtime.RealtimeModel(
+            base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+        )
+        await AgentSession(llm=model).start(agent=Booking(), room=ctx.room)
+
+    return server
+
+
+SIMULATED = """
+name: Booking
+scenarios:
+  - label: kept
+    userdata: {table: 4}
+    turns:
+      - user: hello
+        expect: ['next_event().is_message(role="assistant")']
+  - label: vetoed
+    userdata: {veto: no table was booked}
+    turns:
+      - user: hello
+        expect: ['next_event().is_message(role="assistant")']
+  - label: failed anyway
+    userdata: {}
+    turns:
+      - user: hello
+        expect: ['next_event().is_function_call()']
+"""
+
+
+async def test_on_simulation_end_gets_the_suites_verdict_and_its_veto_counts(
+    emulator: Emulator, no_livekit_env: None, tmp_path: Path
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(SIMULATED)
+    seen: list[dict[str, Any]] = []
+    result = await run_suite(path, simulated_server(emulator, seen))
+
+    kept, vetoed, failed = result
+    assert kept.passed and kept.user_verdict is None
+    assert vetoed.outcome is Outcome.FAILED
+    assert vetoed.reason == "on_simulation_end: no table was booked"
+    assert vetoed.simulator_verdict is not None and vetoed.simulator_verdict.success
+    # livekit's AND: a veto never rescues a failed run, the simulator's failure stands
+    assert failed.outcome is Outcome.FAILED and "is_function_call" in failed.reason
+    assert seen == [
+        {"started": "kept", "userdata": {"table": 4}},
+        {"ended": "kept", "simulator": True},
+        {"started": "vetoed", "userdata": {"veto": "no table was booked"}},
+        {"ended": "vetoed", "simulator": True},
+        {"started": "failed anyway", "userdata": {}},
+        {"ended": "failed anyway", "simulator": False},
+    ]
+
+
+async def test_a_judge_without_a_model_is_not_runnable_and_starts_nothing(
+    emulator: Emulator, no_livekit_env: None, tmp_path: Path
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(
+        "scenarios:\n  - label: polite\n    turns:\n      - user: hello\n        expect:\n"
+        '          - \'next_event().is_message(role="assistant").judge(llm, intent="polite")\'\n'
+    )
+    seen: list[dict[str, Any]] = []
+    (polite,) = await run_suite(path, simulated_server(emulator, seen))
+    assert polite.outcome is Outcome.NOT_RUNNABLE and "judge_llm=" in polite.reason
+    assert seen == [] and polite.trace is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: x\n", "scenarios.yaml:1: the file: a scenarios file is livekit's scenarios.yaml"),
+        ("scenarios:\n  - turns: []\n", ":2: scenarios[0]: a scenario needs a `label:`"),
+        (
+            "scenarios:\n  - label: a\n    turn: []\n",
+            ":3: scenarios[0].turn: unknown field `turn`: the fields are agent_expectations, id,",
+        ),
+        (
+            "scenarios:\n  - label: a\n  - label: a\n",
+            ":3: scenarios[1].label: the label 'a' is used twice",
+        ),
+        (
+            "scenarios:\n  - label: a\n    turns:\n      - user: hi\n        audio: a.wav\n",
+            ":4: scenarios[0].turns[0]: a turn has either `user:`",
+        ),
+        (
+            "scenarios:\n  - label: a\n    turns:\n      - audio: missing.wav\n",
+            ":4: scenarios[0].turns[0].audio: no file",
+        ),
+        (
+            "scenarios:\n  - label: a\n    turns:\n      - user: hi\n        expect:\n"
+            "          - next_event().is_mesage()\n",
+            ":6: scenarios[0].turns[0].expect[0]: 'next_event().is_mesage()': is_mesage() is "
+            "not one of livekit's expect calls",
+        ),
+        (
+            "scenarios:\n  - label: a\n    turns:\n      - user: hi\n        expect:\n"
+            "          - next_event().is_message(rol='user')\n",
+            ":6: scenarios[0].turns[0].expect[0]: \"next_event().is_message(rol='user')\": "
+            "is_message() takes role",
+        ),
+        (
+            "scenarios:\n  - label: a\n    turns:\n      - user: hi\n        expect:\n"
+            "          - contains_function_call(name=tool_name)\n",
+            "name=tool_name must be a literal",
+        ),
+        (
+            "scenarios:\n  - label: a\n    turns:\n      - user: hi\n        expect:\n"
+            "          - contains_function_call(arguments={'city': 'Paris'})\n",
+            ":6: not valid YAML",
+        ),
+    ],
+)
+def test_a_malformed_file_names_its_line_field_and_fix(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(text)
+    with pytest.raises(SuiteFileError) as raised:
+        load_suite(path)
+    assert message in str(raised.value)
+    assert str(raised.value).startswith(str(path))
+
+
+async def test_an_agent_class_no_module_defines_is_refused_before_anything_runs(
+    make_greeter: Callable[[], AgentServer], tmp_path: Path, runners: list[NotebookRunner]
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(
+        "scenarios:\n  - label: a\n    turns:\n      - user: transfer to weather\n"
+        "        expect: ['contains_agent_handoff(new_agent_type=RainAgent)']\n"
+    )
+    with pytest.raises(SuiteFileError, match="new_agent_type=RainAgent: none is defined; write"):
+        await run_suite(path, make_greeter)
