@@ -13,9 +13,12 @@ from .emulator import (
     ToolCallReply,
 )
 from .runner import (
+    AgentProcess,
+    AgentRunner,
     AudioError,
     NotebookRunner,
     Recording,
+    RemoteAgent,
     RunnerError,
     RunnerState,
     TurnError,
@@ -50,6 +53,8 @@ from .trace import (
 __all__ = [
     "EVENT_DATA",
     "AgentMessageData",
+    "AgentProcess",
+    "AgentRunner",
     "AgentStateData",
     "AudioError",
     "ChatItemData",
@@ -71,6 +76,7 @@ __all__ = [
     "ModelUsageData",
     "NotebookRunner",
     "Recording",
+    "RemoteAgent",
     "ReplyContext",
     "ReplyRules",
     "RunnerError",
