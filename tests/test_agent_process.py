@@ -31,6 +31,8 @@ from notebook_agents.analysis import TraceAnalysis
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import check_event_data
 
+from .test_readme import python_block, run
+
 SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_console.py"
 
 
@@ -235,3 +237,25 @@ async def _answer_as(peer: TcpSessionTransport, sdk_version: str) -> None:
             response.get_framework_info.sdk = "python"
             response.get_framework_info.sdk_version = sdk_version
         await peer.send_message(agent_pb.AgentSessionMessage(response=response))
+
+
+async def test_the_readme_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = python_block("AgentProcess(")
+    # the user's agent.py: PR #5229's agents as a console script
+    (tmp_path / "agent.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "from tests.upstream.greeter_weather_console import server\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    await run(block.replace("await agent.ready()", GREETED), {})
+    assert "['greeter_agent', 'weather_agent']" in capsys.readouterr().out
+
+
+REPO = Path(__file__).resolve().parents[1]
+GREETED = """await agent.ready()
+import asyncio
+from tests.test_agent_process import first_event
+await asyncio.wait_for(first_event(agent.trace, "agent_message"), 10)"""
+"""the readme's turn, after the greeting (as the fixture waits for it)"""
