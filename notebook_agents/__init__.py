@@ -14,9 +14,12 @@ from .emulator import (
     VerdictReply,
 )
 from .runner import (
+    AgentProcess,
+    AgentRunner,
     AudioError,
     NotebookRunner,
     Recording,
+    RemoteAgent,
     RunnerError,
     RunnerState,
     TurnError,
@@ -61,6 +64,8 @@ from .trace import (
 __all__ = [
     "EVENT_DATA",
     "AgentMessageData",
+    "AgentProcess",
+    "AgentRunner",
     "AgentStateData",
     "AudioError",
     "ChatItemData",
@@ -83,6 +88,7 @@ __all__ = [
     "NotebookRunner",
     "Outcome",
     "Recording",
+    "RemoteAgent",
     "ReplyContext",
     "ReplyRules",
     "RunnerError",

@@ -31,6 +31,7 @@ from livekit.agents.job import JobContext, get_job_context
 from livekit.agents.simulation import SimulationContext, SimulationRun, SimulationVerdict
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io, tool_executor
+from livekit.agents.voice.remote_session import TcpSessionTransport
 from livekit.agents.voice.speech_handle import SpeechHandle
 
 SERVER_OPTIONS = (
@@ -61,7 +62,8 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     room_io.RoomOptions: ("_ensure_options",),
     llm.RealtimeSession: ("_update_session",),
     mock_room: ("create_mock_room",),
-    RunResult: ("_watch_handle",),
+    RunResult: ("_watch_handle", "_item_added", "_agent_handoff", "_mark_done"),
+    TcpSessionTransport: ("_reader", "_writer", "_loop"),
     tool_executor: ("_RunningTasks",),
     tool_executor._RunningTask: ("exe_task",),
     JobContext: ("_simulation_end_fnc",),
@@ -356,3 +358,65 @@ def _mock_room_parts() -> Iterator[mock.NonCallableMock]:
     room = mock_room.create_mock_room()
     yield room
     yield from room.remote_participants.values()
+
+
+# -- an agent in another process (livekit's lk.agent.session over its TCP console) --------
+
+
+class _AcceptedTransport(TcpSessionTransport):
+    """livekit's TCP session transport over a connection the agent dialed.
+
+    ``TcpSessionTransport`` only dials (``start`` opens the connection), but the console's
+    agent dials too (``console --connect-addr``): the notebook listens and hands the accepted
+    streams to the transport, whose reader, writer and loop are private. ``closed`` is called
+    once the agent's side has hung up (the transport's reads end).
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        closed: Callable[[], None],
+    ) -> None:
+        host, port = writer.get_extra_info("peername")[:2]
+        super().__init__(host, port)
+        self._accepted = reader, writer
+        self._on_closed = closed
+
+    async def start(self) -> None:
+        self._reader, self._writer = self._accepted
+        self._loop = asyncio.get_running_loop()
+
+    async def __anext__(self) -> Any:
+        try:
+            return await super().__anext__()
+        except StopAsyncIteration:
+            self._on_closed()
+            raise
+
+
+def accepted_transport(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, closed: Callable[[], None]
+) -> TcpSessionTransport:
+    """livekit's ``TcpSessionTransport`` over a connection the agent dialed (see above)."""
+    return _AcceptedTransport(reader, writer, closed)
+
+
+def reported_run_result(
+    user_input: str, items: list[llm.ChatItem], agent: Callable[[str], Any]
+) -> RunResult[None]:
+    """livekit's ``RunResult`` of a turn another process ran, from the items it reported
+    (``run_input``'s response: the run's events, encoded). livekit builds one only around a
+    live session; here its events are added as the session adds them (``_item_added``,
+    ``_agent_handoff``, ordered by creation time) and it is marked done. ``agent(id)`` gives
+    the handoff's agents: the other process reports only their ids.
+    """
+    result: RunResult[None] = RunResult(user_input=user_input, output_type=None)
+    for item in items:
+        if isinstance(item, llm.AgentHandoff):
+            old = agent(item.old_agent_id) if item.old_agent_id else None
+            result._agent_handoff(item=item, old_agent=old, new_agent=agent(item.new_agent_id))
+        else:
+            result._item_added(item)
+    result._mark_done()
+    return result

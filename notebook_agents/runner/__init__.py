@@ -1,13 +1,18 @@
 """The notebook runner: an unmodified LiveKit ``AgentServer`` inside a Jupyter kernel."""
 
+from ._interface import AgentRunner
 from ._playback import Recording
+from .agent_process import AgentProcess, RemoteAgent
 from .errors import AudioError, RunnerError, TurnError, TurnStopped
 from .notebook_runner import NotebookRunner, RunnerState, run_app
 
 __all__ = [
+    "AgentProcess",
+    "AgentRunner",
     "AudioError",
     "NotebookRunner",
     "Recording",
+    "RemoteAgent",
     "RunnerError",
     "RunnerState",
     "TurnError",

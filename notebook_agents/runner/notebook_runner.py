@@ -708,7 +708,7 @@ class NotebookRunner(StartStop):
         # the turn is over: the model's conversation should now hold what livekit's does
         self.trace.compare_contexts()
         problems = self.trace.problems_since(started, agent_label(session.current_agent))
-        return [e for e in problems if e.kind != "error" or _fails_turn(e, spoken=spoken)]
+        return [e for e in problems if e.kind != "error" or fails_turn(e, spoken=spoken)]
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -810,7 +810,7 @@ async def _settled(result: RunResult[Any]) -> Exception | None:
     return None
 
 
-def _fails_turn(error: TraceEvent, *, spoken: bool) -> bool:
+def fails_turn(error: TraceEvent, *, spoken: bool) -> bool:
     """An error during a turn fails it, but a tool's (as in livekit, the model is told the
     tool failed and answers: the turn goes on) and, for a typed turn, speech recognition's
     (a typed turn never goes through it; an STT that cannot connect offline is traced, not

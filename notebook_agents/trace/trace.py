@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from livekit.agents import AgentSession
+from livekit.agents.voice.remote_session import RemoteSession
 
 from .contexts import agent_contexts, divergences
 from .delivery import Delivery, Subscriber
 from .reading import SessionReader
 from .recorder import Recorder, given
+from .remote import RemoteReader
 from .schema import EventKind
 from .store import EventLog, TraceEvent
 from .truth import ModelTruth
@@ -39,6 +41,7 @@ class Trace:
         self._delivery = Delivery(self._flush)
         self._recorder = Recorder(self._log, self._delivery)
         self._reader = SessionReader(self._recorder)
+        self._remote: RemoteReader | None = None
         self.model_truth = model_truth
         self.loaded = False
         """True for a trace read by ``load``: a replay, it will not grow"""
@@ -162,8 +165,18 @@ class Trace:
         """Start recording ``session``; call before ``session.start`` to see everything."""
         self._reader.attach(session)
 
+    def attach_remote(self, remote: RemoteSession) -> None:
+        """Start recording an agent in another process, through livekit's ``RemoteSession``
+        (``AgentProcess`` does): the same kinds of event, from what the process reports."""
+        if self._remote is not None:
+            raise RuntimeError("this Trace is already attached; make a new Trace per session")
+        self._remote = RemoteReader(self._recorder)
+        self._remote.attach(remote)
+
     def detach(self) -> None:
         """Stop recording and restore every agent method the trace wrapped."""
+        if self._remote is not None:
+            self._remote.detach()
         self._reader.detach()
         self._delivery.kick()  # the session's loop may close before a scheduled kick
 
@@ -183,7 +196,7 @@ class Trace:
     def record_closed(self, reason: str, error: str | None = None) -> None:
         """Record ``closed`` once: from livekit's close event, or from the runner when
         livekit closes a session without one (a close that raised)."""
-        self._reader.record_closed(reason, error)
+        (self._remote or self._reader).record_closed(reason, error)
 
     def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
         """Record an event made already, as a session's would be (a benchmark's replay)."""

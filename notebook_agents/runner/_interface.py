@@ -1,0 +1,37 @@
+"""What every runner offers, in the kernel or in another process: views and analyses take either."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any, Protocol, runtime_checkable
+
+from livekit.agents import RunResult
+from typing_extensions import Self
+
+from ..trace import Trace
+from .errors import RunnerError
+from .notebook_runner import RunnerState
+
+
+@runtime_checkable
+class AgentRunner(Protocol):
+    """An agent the notebook talks to: ``NotebookRunner`` (in the kernel) or ``AgentProcess``
+    (a script in another process). Both record into ``trace`` and take typed turns."""
+
+    state: RunnerState
+    failure: RunnerError | None
+    trace: Trace
+
+    def start(self) -> Self: ...
+
+    async def ready(self, timeout: float | None = None) -> Any: ...
+
+    def stop(self) -> None: ...
+
+    async def send_text(self, text: str, timeout: float = 30.0) -> str: ...
+
+    def submit_text(self, text: str) -> concurrent.futures.Future[str]: ...
+
+    async def run(
+        self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
+    ) -> RunResult[Any]: ...

@@ -1,0 +1,508 @@
+"""AgentProcess: an agent script run as it is, in another process, driven from the notebook.
+
+The script runs under livekit's console transport (``python -m livekit.agents console
+agent.py --connect-addr HOST:PORT``): its session reports over livekit's ``lk.agent.session``
+protocol (``SessionHost``), and the notebook drives it with livekit's own client
+(``RemoteSession``). The agent dials, so the notebook listens (127.0.0.1, a free port) and
+stops listening once it has dialed. Audio is turned off (``update_io``; with it on, a typed
+turn's reply waits on a speaker nobody plays and is lost). The reports fill a ``Trace`` as an
+in-kernel session's do; turns return livekit's ``RunResult`` built from what the agent reports.
+The connection lives on a thread and loop of its own, as the notebook runner's server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Coroutine, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from livekit.agents import Agent, RunResult, llm
+from livekit.agents import __version__ as LIVEKIT_VERSION
+from livekit.agents.voice.remote_session import RemoteSession
+from livekit.protocol.agent_pb import agent_session as agent_pb
+from typing_extensions import Self
+
+from .. import _livekit_internals as livekit
+from .._lifecycle import StartStop
+from ..trace import Trace
+from ..trace.remote_items import chat_items
+from .errors import RunnerError, TurnError
+from .notebook_runner import RunnerState, fails_turn, reply_text
+
+if TYPE_CHECKING:
+    from ..emulator import Emulator
+
+T = TypeVar("T")
+
+HOST = "127.0.0.1"
+_OUTPUT_LINES = 15
+"""how much of the agent's output an error quotes (its last lines)"""
+_START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
+_PLACEHOLDER_KEY = "sk-notebook-agents-emulator"
+"""the API key the script's models get against an emulator (any non-empty key works there)"""
+
+
+class RemoteAgent(Agent):
+    """An agent of the other process, in a ``RunResult``'s handoff: the protocol reports only
+    its ``id`` (livekit's default is the class name in snake_case)."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(instructions="", id=agent_id)
+
+    def __repr__(self) -> str:
+        return f"RemoteAgent({self.id!r})"
+
+
+class AgentProcess(StartStop):
+    """An agent script, unchanged, in another process; typed turns and its trace from here.
+
+    ::
+
+        agent = AgentProcess("agent.py", emulator=emu).start()
+        await agent.ready()
+        result = await agent.run("hello")
+        result.expect.next_event().is_message(role="assistant")
+        agent.stop()
+
+    ``emulator=`` points the script's models at it (``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
+    which livekit's OpenAI plugin reads, and ``LIVEKIT_INFERENCE_URL`` for LiveKit Inference's
+    LLM). Without a script, ``start()`` listens and prints the command that attaches an agent
+    started by hand. ``stop()`` ends only the process this started.
+    """
+
+    def __init__(
+        self,
+        script: str | os.PathLike[str] | None = None,
+        *,
+        emulator: Emulator | None = None,
+        env: Mapping[str, str] | None = None,
+        python: str | None = None,
+        start_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self.script = Path(script) if script is not None else None
+        if self.script is not None and not self.script.is_file():
+            raise RunnerError(
+                f"no agent script at {self.script} (from {Path.cwd()}): give the path of the "
+                "file that defines your AgentServer"
+            )
+        self.python = python or sys.executable
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.state = RunnerState.NEW
+        self.failure: RunnerError | None = None
+        """why the agent cannot take turns any more (state ``failed`` or ``ended``)"""
+        self.trace = Trace()
+        self.address: tuple[str, int] | None = None
+        """where the notebook listens for the agent to dial (until it has)"""
+        self.process: subprocess.Popen[bytes] | None = None
+        """the process this started (None when attaching to one started by hand)"""
+        self.session: RemoteSession | None = None
+        self._env = _child_env(emulator, env)
+        self._emulator_url = emulator.base_url() if emulator is not None else None
+        self._output: Path | None = None
+        self._listener: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready: concurrent.futures.Future[RemoteSession] = concurrent.futures.Future()
+        self._turn_lock: asyncio.Lock | None = None
+        self._agents: dict[str, RemoteAgent] = {}
+        self._stopping = False
+        self._connecting: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Listen, start the script (or print how to), and return at once; ``ready()`` waits
+        for it to dial."""
+        if self.state in (RunnerState.STARTING, RunnerState.RUNNING):
+            return self
+        if self.state is not RunnerState.NEW:
+            raise RunnerError(f"this AgentProcess was started before: {_START_AGAIN}")
+        self.state = RunnerState.STARTING
+        try:
+            self._listener = socket.create_server((HOST, 0))
+            self.address = (HOST, self._listener.getsockname()[1])
+            if self.script is not None:
+                self._spawn()
+            else:
+                print(f"Start your agent with:\n  {self.command()}")
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(
+                target=self._serve, name="notebook-agents-process", daemon=True
+            )
+            self._thread.start()
+            asyncio.run_coroutine_threadsafe(self._connect(), self._loop)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def command(self, script: str = "agent.py") -> str:
+        """The command that starts ``script`` attached to this notebook (the key not shown)."""
+        if self.address is None:
+            raise RunnerError("command() needs a started AgentProcess: call start() first")
+        shown = {"OPENAI_BASE_URL": self._emulator_url} if self._emulator_url else {}
+        prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in shown.items())
+        where = f"{self.address[0]}:{self.address[1]}"
+        target = shlex.quote(str(self.script or script))
+        return f"{prefix}python -m livekit.agents console {target} --connect-addr {where}"
+
+    async def ready(self, timeout: float | None = None) -> Self:
+        """Wait until the agent has dialed and answers; raise why it did not (stopped then).
+        Dialing and answering each have ``start_timeout``; ``timeout`` bounds the whole wait.
+
+        Returns this ``AgentProcess``: livekit's ``RemoteSession`` (``agent.session``) lives on
+        the connection's own loop; talk to it through ``run``, ``send_text`` and ``history``."""
+        if self.state is RunnerState.NEW:
+            raise RunnerError("ready() needs a started AgentProcess: call start() first")
+        connected = asyncio.wrap_future(self._ready)
+        # an outcome after a timeout here is read: no "exception was never retrieved"
+        connected.add_done_callback(lambda done: done.cancelled() or done.exception())
+        try:
+            await asyncio.wait_for(asyncio.shield(connected), timeout)
+            return self
+        except asyncio.TimeoutError:
+            error = RunnerError(f"the agent did not answer within {timeout:.0f} s")
+            self._fail(error)
+            self.stop()
+            raise error from None
+        except RunnerError:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Hang up, end the process this started (by its PID: SIGTERM, SIGKILL after
+        ``stop_timeout``) and stop listening; safe to call again."""
+        if self.state in (RunnerState.NEW, RunnerState.STOPPED) or self._stopping:
+            return
+        self._stopping = True
+        self.state = RunnerState.STOPPING
+        self._fail(RunnerError("the AgentProcess was stopped"))
+        loop, thread = self._loop, self._thread
+        try:
+            if loop is not None and thread is not None and thread.is_alive():
+                closing = asyncio.run_coroutine_threadsafe(self._hang_up(), loop)
+                with contextlib.suppress(concurrent.futures.TimeoutError):
+                    closing.result(self.stop_timeout)
+        finally:
+            self._end_process()
+            if self._listener is not None:
+                self._listener.close()
+            if loop is not None and thread is not None:
+                with contextlib.suppress(RuntimeError):  # its loop already stopped
+                    loop.call_soon_threadsafe(loop.stop)
+                thread.join(self.stop_timeout)
+            self.trace.detach()
+            if self._output is not None:
+                with contextlib.suppress(OSError):
+                    self._output.unlink()
+            self.state = RunnerState.STOPPED
+
+    def __repr__(self) -> str:
+        what = str(self.script) if self.script is not None else "attached"
+        pid = f" pid={self.process.pid}" if self.process is not None else ""
+        why = f": {self.failure}" if self.failure is not None else ""
+        return f"<AgentProcess {self.state.value} {what}{pid}{why}>"
+
+    @property
+    def output(self) -> str:
+        """What the process this started has printed so far (stdout and stderr)."""
+        if self._output is None:
+            return ""
+        with contextlib.suppress(OSError):
+            return self._output.read_text(errors="replace")
+        return ""
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def send_text(self, text: str, timeout: float = 30.0) -> str:
+        """One typed user turn; returns the text the agents replied (as the kernel's runner)."""
+        return reply_text(await self.run(text, timeout=timeout))
+
+    async def run(
+        self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
+    ) -> RunResult[Any]:
+        """One typed user turn: livekit's ``RunResult`` of it, built from the events the agent
+        reports (``result.expect`` checks them as in a livekit eval). Raises ``TurnError``
+        when the turn went wrong, ``RunnerError`` when the agent cannot take turns."""
+        if output_type is not None:
+            raise RunnerError(
+                "run(output_type=...) needs the agent in the kernel (NotebookRunner): the "
+                "protocol reports a turn's items, not its typed output"
+            )
+        self._require_turns("run()")
+        started = self.trace.now()
+        turn = self._on_loop(self._turn(user_input, timeout), "run()")
+        try:
+            reply = await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
+        except asyncio.TimeoutError:
+            raise RunnerError(f"the agent did not answer within {timeout:.0f} s") from None
+        except RuntimeError as e:  # what the agent reported (its session's run raised)
+            self._require_turns("run()")
+            raise TurnError("", self._went_wrong(started), e) from e
+        result = livekit.reported_run_result(user_input, chat_items(reply.items), self._agent)
+        if errors := self._went_wrong(started):
+            raise TurnError(reply_text(result), errors)
+        return result
+
+    async def history(self) -> list[llm.ChatItem]:
+        """The agent's own ``session.history``, as it reports it (``get_chat_history``)."""
+        self._require_turns("history()")
+        session = self.session
+        assert session is not None
+        asked = self._on_loop(session.get_chat_history(), "history()")
+        return chat_items((await asyncio.wrap_future(asked)).items)
+
+    def submit_text(self, text: str) -> concurrent.futures.Future[str]:
+        """``send_text`` without awaiting: the turn's future, for callbacks such as a widget's."""
+        self._require_turns("submit_text()")
+        return self._on_loop(self._reply_of(text), "submit_text()")
+
+    async def _reply_of(self, text: str) -> str:
+        reply = await self._turn(text, 30.0)
+        return reply_text(livekit.reported_run_result(text, chat_items(reply.items), self._agent))
+
+    async def _turn(self, text: str, timeout: float) -> agent_pb.SessionResponse.RunInputResponse:
+        assert self._turn_lock is not None and self.session is not None
+        async with self._turn_lock:  # the agent's AgentSession.run cannot nest
+            return await self.session.run(text, timeout=timeout)
+
+    def _went_wrong(self, started: float) -> list[Any]:
+        problems = self.trace.problems_since(started, None)
+        return [e for e in problems if e.kind != "error" or fails_turn(e, spoken=False)]
+
+    def _agent(self, agent_id: str) -> RemoteAgent:
+        return self._agents.setdefault(agent_id, RemoteAgent(agent_id))
+
+    def _on_loop(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
+        loop = self._loop
+        assert loop is not None
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # the loop has stopped under us
+            coro.close()
+            self._require_turns(what)
+            raise RunnerError(f"{what}: the connection to the agent has ended") from None
+
+    def _require_turns(self, what: str) -> None:
+        if self.state is RunnerState.NEW:
+            raise RunnerError(f"{what} needs a started AgentProcess: call start() first")
+        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED) and self.failure is None:
+            raise RunnerError(f"{what}: the AgentProcess is stopped; {_START_AGAIN}")
+        if self.failure is not None:
+            raise RunnerError(f"{what}: {self.failure}") from self.failure.__cause__
+        if not self._ready.done():
+            raise RunnerError("the agent is not ready yet: `await agent.ready()` first")
+
+    # -- the connection, on its own thread -------------------------------------------------
+
+    def _spawn(self) -> None:
+        assert self.address is not None and self.script is not None
+        handle, name = tempfile.mkstemp(prefix="agent-process-", suffix=".log")
+        self._output = Path(name)
+        where = f"{self.address[0]}:{self.address[1]}"
+        args = [self.python, "-m", "livekit.agents", "console", str(self.script)]
+        try:
+            self.process = subprocess.Popen(
+                [*args, "--connect-addr", where],
+                env=self._env,
+                stdin=subprocess.DEVNULL,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                # its own session: a kernel interrupt (SIGINT to the kernel's group) is not its
+                start_new_session=True,
+            )
+        finally:
+            os.close(handle)
+
+    def _serve(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+
+    async def _connect(self) -> None:
+        self._connecting = asyncio.current_task()
+        self._turn_lock = asyncio.Lock()
+        try:
+            reader, writer = await self._dialed()
+            transport = livekit.accepted_transport(reader, writer, self._hung_up_soon)
+            self.session = remote = RemoteSession(transport)
+            self.trace.attach_remote(remote)  # before the first report is read
+            await remote.start()
+            await self._handshake(remote)
+        except Exception as e:
+            self._fail(e if isinstance(e, RunnerError) else _wrapped(e))
+            # nothing half-started is left, even if nobody awaits ready()
+            if self.session is not None:
+                await self.session.aclose()
+            await asyncio.get_running_loop().run_in_executor(None, self._end_process)
+            return
+        if self.state is RunnerState.STARTING:
+            self.state = RunnerState.RUNNING
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                self._ready.set_result(remote)
+
+    async def _dialed(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The agent's connection: the first to dial; then nothing listens any more."""
+        assert self._listener is not None
+        loop = asyncio.get_running_loop()
+        dialed: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
+        dialed = loop.create_future()
+
+        def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if dialed.done():
+                writer.close()
+            else:
+                dialed.set_result((reader, writer))
+
+        server = await asyncio.start_server(accept, sock=self._listener)
+        waits: set[asyncio.Future[Any]] = {dialed}
+        if self.process is not None:
+            waits.add(asyncio.ensure_future(loop.run_in_executor(None, self.process.wait)))
+        try:
+            done, _ = await asyncio.wait(
+                waits, timeout=self.start_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            server.close()  # closes the listening socket too
+            self._listener = None
+        if dialed in done:
+            self._watch_process()
+            return dialed.result()
+        if done:
+            code = self.process.returncode if self.process is not None else None
+            raise RunnerError(
+                f"the agent process exited with code {code} before it dialed the notebook; "
+                f"fix what its output says and {_START_AGAIN}:"
+                f"\n{self._output_tail()}"
+            )
+        if self.process is not None:
+            raise RunnerError(
+                f"the agent process did not dial the notebook within {self.start_timeout:.0f} s: "
+                "it dials when its session starts; does its entrypoint call "
+                f"`await session.start(...)`? Its output:\n{self._output_tail()}"
+            )
+        raise RunnerError(
+            f"no agent dialed within {self.start_timeout:.0f} s: start it with\n  {self.command()}"
+        )
+
+    async def _handshake(self, remote: RemoteSession) -> None:
+        """The agent answers, speaks a protocol we know, and its audio is off."""
+        try:
+            await remote.wait_for_ready(timeout=self.start_timeout)
+            info = await remote.get_framework_info()
+        except (TimeoutError, RuntimeError) as e:
+            raise RunnerError(
+                f"the process that dialed does not answer livekit's lk.agent.session protocol "
+                f"({e}): start the agent with `python -m livekit.agents console`"
+            ) from None
+        _check_protocol(info.sdk, info.sdk_version)
+        await remote.update_io(input_audio_enabled=False, output_audio_enabled=False)
+
+    def _watch_process(self) -> None:
+        """A process that exits ends the call (its state says so, and its trace)."""
+        process = self.process
+        if process is None:
+            return
+        loop = asyncio.get_running_loop()
+        exited = loop.run_in_executor(None, process.wait)
+        exited.add_done_callback(
+            lambda _: self._gone(f"the agent process exited with code {process.returncode}")
+        )
+
+    def _hung_up_soon(self) -> None:
+        self._gone("the agent closed the connection")
+
+    def _gone(self, why: str) -> None:
+        if self._stopping or self.state not in (RunnerState.STARTING, RunnerState.RUNNING):
+            return
+        if self.state is RunnerState.STARTING:
+            self._fail(RunnerError(f"{why} before it was ready:\n{self._output_tail()}"))
+            return
+        tail = self._output_tail() if self.process is not None else ""
+        self.failure = RunnerError(f"{why}; {_START_AGAIN}" + (f"\n{tail}" if tail else ""))
+        self.state = RunnerState.FAILED
+        self.trace.record_failure(why)
+        self.trace.record_closed("error", why)
+
+    def _fail(self, error: RunnerError) -> None:
+        """The agent cannot become ready: ``ready()`` raises ``error``."""
+        if self._ready.done():
+            return
+        if self.state is RunnerState.STARTING:
+            self.failure, self.state = error, RunnerState.FAILED
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            self._ready.set_exception(error)
+
+    async def _hang_up(self) -> None:
+        connecting = self._connecting
+        if connecting is not None and not connecting.done():
+            connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await connecting
+        if self.session is not None:
+            self.trace.record_closed("user_initiated")
+            await self.session.aclose()
+
+    def _end_process(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()  # by PID: livekit's console shuts down on SIGTERM
+        try:
+            process.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _output_tail(self) -> str:
+        lines = self.output.rstrip().splitlines()
+        return "\n".join(lines[-_OUTPUT_LINES:]) if lines else "(no output)"
+
+
+def _check_protocol(sdk: str, version: str) -> None:
+    """The agent's livekit speaks the protocol ours does: the Python SDK, same major version."""
+    ours = LIVEKIT_VERSION.split(".")
+    if sdk != "python" or version.split(".")[0] != ours[0]:
+        raise RunnerError(
+            f"the agent speaks lk.agent.session as livekit-agents {version or '?'} "
+            f"({sdk or 'unknown SDK'}), a protocol version this notebook does not know (it "
+            f"speaks livekit-agents {LIVEKIT_VERSION}'s): run the agent with "
+            f"livekit-agents~={'.'.join(ours[:2])}.0 in Python"
+        )
+
+
+def _wrapped(error: Exception) -> RunnerError:
+    wrapped = RunnerError(f"the connection to the agent failed: {error!r}")
+    wrapped.__cause__ = error
+    return wrapped
+
+
+def _child_env(emulator: Emulator | None, env: Mapping[str, str] | None) -> dict[str, str]:
+    """The script's environment: ours, the emulator's endpoints, then what the caller gave."""
+    child = dict(os.environ)
+    if emulator is not None:
+        url = emulator.base_url()
+        # placeholders, whatever keys this kernel holds: none of them goes to the emulator
+        child["OPENAI_BASE_URL"], child["OPENAI_API_KEY"] = url, _PLACEHOLDER_KEY
+        # LiveKit Inference's LLM speaks OpenAI's chat completions; it signs with these
+        child["LIVEKIT_INFERENCE_URL"] = url
+        child["LIVEKIT_API_KEY"], child["LIVEKIT_API_SECRET"] = "notebook-agents", _PLACEHOLDER_KEY
+    child.update(env or {})
+    return child

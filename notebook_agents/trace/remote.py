@@ -1,0 +1,241 @@
+"""Reading an agent in another process: livekit's ``RemoteSession`` events as the trace's.
+
+An agent run with livekit's console transport reports its session over the ``lk.agent.session``
+protocol (livekit's ``SessionHost``); ``RemoteSession`` emits each report. They become the same
+kinds, with the same data, as a session in the kernel gives (``reading``), each exactly once.
+The protocol carries less than the session itself, and the trace says so rather than guess:
+agents are named by their ``id`` (livekit's default is the class name in snake_case), a
+handoff's realtime session and context modes are None (unknown), and an agent message's
+``source`` and ``phase`` are read from its place in the conversation (after a handoff and
+before the user speaks: ``on_enter``; after a tool's output in the same turn: ``tool_reply``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from livekit.agents import llm
+from livekit.agents.voice.remote_session import RemoteSession
+from livekit.protocol.agent_pb import agent_session as agent_pb
+
+from .describe import message_metrics, message_text
+from .recorder import Recorder, error_data, given
+from .remote_items import chat_item
+from .schema import ErrorSource, EventKind, HandoffData, ModelUsageData
+from .tap import Handler, listen
+
+_ERROR_SOURCES: dict[str, ErrorSource] = {
+    "stt": "stt",
+    "llm": "llm",
+    "tts": "tts",
+    "realtime_model": "realtime",
+}
+"""the ``type`` in livekit's reported error (``stt_error``, ...) -> the trace's ``source``"""
+# the protocol's error is str(livekit's error event): "type='stt_error' ... recoverable=True"
+_REPORTED_TYPE = re.compile(r"\btype='(\w+)_error'")
+_REPORTED_RECOVERABLE = re.compile(r"\brecoverable=(True|False)\b")
+_REPORTED_ERROR = re.compile(r"\berror=(\w+)\(")
+
+
+class RemoteReader:
+    """Listens to one ``RemoteSession``; ``detach`` stops it."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self._stop_listening: Callable[[], None] = lambda: None
+        self._seen: set[object] = set()  # item ids, and ("call" | "output", call_id)
+        self.agent: str | None = None
+        """the active agent's id, as the other process last reported it"""
+        self._entering = False  # a handoff came and the user has not spoken since
+        self._tool_output_this_turn = False
+        self._usage: list[ModelUsageData] = []
+        self._closing = threading.Lock()
+        self._closed_recorded = False
+        self._failure: str | None = None
+
+    def attach(self, remote: RemoteSession) -> None:
+        handlers: dict[str, Handler] = {
+            "agent_state_changed": self._on_agent_state,
+            "user_state_changed": self._on_user_state,
+            "user_input_transcribed": self._on_transcript,
+            "conversation_item_added": self._on_item_added,
+            "tool_execution_updated": self._on_tool_update,
+            "function_tools_executed": self._on_tools_executed,
+            "session_usage_updated": self._on_usage,
+            "error": self._on_error,
+        }
+        self._stop_listening = listen(remote, handlers, self._recorder.capture_failure)
+
+    def detach(self) -> None:
+        self._stop_listening()
+
+    # -- what the process's runner knows ---------------------------------------------------
+
+    def record_failure(self, message: str) -> None:
+        self._failure = message
+        data = error_data(message, "RunnerError", "runner", recoverable=False)
+        self._recorder.capture_alarm(given, "error", data, self.agent)
+
+    def record_closed(self, reason: str, error: str | None = None) -> None:
+        with self._closing:
+            if self._closed_recorded:
+                return
+            self._closed_recorded = True
+        if self._failure is not None:
+            reason, error = "error", error or self._failure
+        self._recorder.capture_last(given, "closed", {"reason": reason, "error": error}, self.agent)
+
+    # -- the reports, on the loop that reads the protocol ----------------------------------
+
+    def _capture(self, kind: EventKind, data: Any) -> None:
+        self._recorder.capture(given, kind, data, self.agent)
+
+    def _on_agent_state(self, ev: agent_pb.AgentSessionEvent) -> None:
+        changed = ev.agent_state_changed
+        old, new = (
+            agent_pb.AgentState.Name(changed.old_state),
+            agent_pb.AgentState.Name(changed.new_state),
+        )
+        self._capture("agent_state", {"old": _state(old), "new": _state(new)})
+
+    def _on_user_state(self, ev: agent_pb.AgentSessionEvent) -> None:
+        changed = ev.user_state_changed
+        old, new = (
+            agent_pb.UserState.Name(changed.old_state),
+            agent_pb.UserState.Name(changed.new_state),
+        )
+        self._capture("user_state", {"old": _state(old), "new": _state(new)})
+
+    def _on_transcript(self, ev: agent_pb.AgentSessionEvent) -> None:
+        heard = ev.user_input_transcribed
+        self._capture("user_transcript", {"text": heard.transcript, "final": heard.is_final})
+
+    def _on_item_added(self, ev: agent_pb.AgentSessionEvent) -> None:
+        item = chat_item(ev.conversation_item_added.item)
+        if item is None or item.id in self._seen:
+            return
+        self._seen.add(item.id)
+        if isinstance(item, llm.AgentHandoff):
+            self._on_handoff(item)
+        elif isinstance(item, llm.ChatMessage) and item.role == "user":
+            self._entering = self._tool_output_this_turn = False
+            data = {
+                "text": message_text(item),
+                "item_id": item.id,
+                "metrics": message_metrics(item),
+            }
+            self._capture("user_message", data)
+        elif isinstance(item, llm.ChatMessage) and item.role == "assistant":
+            tool_reply = self._tool_output_this_turn and not self._entering
+            self._capture(
+                "agent_message",
+                {
+                    "text": message_text(item),
+                    "item_id": item.id,
+                    "source": "tool_reply" if tool_reply else "generate_reply",
+                    "phase": "on_enter" if self._entering else "turn",
+                    "interrupted": item.interrupted,
+                    "metrics": message_metrics(item),
+                },
+            )
+
+    def _on_handoff(self, item: llm.AgentHandoff) -> None:
+        data: HandoffData = {
+            "from": item.old_agent_id,
+            "to": item.new_agent_id,
+            "session": None,  # reused or fresh: the protocol does not say
+            "context": None,
+        }
+        self.agent = item.new_agent_id
+        self._entering, self._tool_output_this_turn = True, False
+        self._capture("handoff", data)
+
+    def _on_tool_update(self, ev: agent_pb.AgentSessionEvent) -> None:
+        update = ev.tool_execution_updated
+        kind = update.WhichOneof("update")
+        if kind == "started":
+            call = update.started.function_call
+            self._tool_call(call.name, call.call_id, call.arguments)
+        elif kind == "ended" and update.ended.status == agent_pb.TC_ERROR:
+            ended = update.ended
+            message = (
+                f"the tool raised: {ended.message} (the model was told only that an internal "
+                "error occurred)"
+            )
+            data = {**error_data(message, "ToolError", "tool"), "call_id": ended.call_id}
+            self._recorder.capture_alarm(given, "error", data, self.agent)
+
+    def _on_tools_executed(self, ev: agent_pb.AgentSessionEvent) -> None:
+        executed = ev.function_tools_executed
+        for call in executed.function_calls:
+            self._tool_call(call.name, call.call_id, call.arguments)
+        for output in executed.function_call_outputs:
+            if ("output", output.call_id) in self._seen:
+                continue
+            self._seen.add(("output", output.call_id))
+            self._tool_output_this_turn = True
+            data = {
+                "name": output.name,
+                "call_id": output.call_id,
+                "output": output.output,
+                "is_error": output.is_error,
+            }
+            self._capture("tool_output", data)
+
+    def _tool_call(self, name: str, call_id: str, arguments: str) -> None:
+        if ("call", call_id) in self._seen:
+            return
+        self._seen.add(("call", call_id))
+        self._capture("tool_call", {"name": name, "call_id": call_id, "arguments": arguments})
+
+    def _on_usage(self, ev: agent_pb.AgentSessionEvent) -> None:
+        described = usage_data(ev.session_usage_updated.usage)
+        if described != self._usage:
+            self._usage = described
+            self._capture("metrics", {"usage": described})
+
+    def _on_error(self, ev: agent_pb.AgentSessionEvent) -> None:
+        text = ev.error.message
+        reported = _REPORTED_TYPE.search(text)
+        recoverable = _REPORTED_RECOVERABLE.search(text)
+        raised = _REPORTED_ERROR.search(text)
+        data = error_data(
+            text,
+            raised.group(1) if raised else "Error",
+            _ERROR_SOURCES.get(reported.group(1), "session") if reported else "session",
+            recoverable is not None and recoverable.group(1) == "True",
+        )
+        self._recorder.capture_alarm(given, "error", data, self.agent)
+
+
+def _state(name: str) -> str:
+    """A protocol state's name (``AS_THINKING``, ``US_AWAY``) as livekit's (``thinking``)."""
+    return name.split("_", 1)[1].lower()
+
+
+def usage_data(usage: agent_pb.AgentSessionUsage) -> list[ModelUsageData]:
+    """The reported usage as ``describe.usage_data`` gives livekit's: per model, its counters
+    that are not zero."""
+    described: list[ModelUsageData] = []
+    for model in usage.model_usage:
+        variant = model.WhichOneof("usage")
+        if variant is None:
+            continue
+        fields = getattr(model, variant)
+        counts = {
+            field.name: value
+            for field, value in fields.ListFields()
+            if field.name not in ("provider", "model") and isinstance(value, int | float) and value
+        }
+        described.append(
+            {
+                "type": f"{variant}_usage",
+                "provider": fields.provider,
+                "model": fields.model,
+                "counts": counts,
+            }
+        )
+    return described

@@ -1,0 +1,261 @@
+"""An agent script in another process (livekit's console transport), driven from here.
+
+Real subprocesses running ``python -m livekit.agents console``, livekit's ``RemoteSession``
+over TCP on 127.0.0.1, the real OpenAI realtime plugin against the emulator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from livekit.agents import RunResult, llm
+from livekit.agents.voice.remote_session import TcpSessionTransport
+from livekit.protocol.agent_pb import agent_session as agent_pb
+
+from notebook_agents import (
+    AgentProcess,
+    AgentRunner,
+    RunnerError,
+    RunnerState,
+    Trace,
+    TraceEvent,
+)
+from notebook_agents.analysis import TraceAnalysis
+from notebook_agents.emulator import Emulator
+from notebook_agents.trace import check_event_data
+
+from .test_readme import python_block, run
+
+SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_console.py"
+
+
+@pytest.fixture
+def processes() -> Iterator[list[AgentProcess]]:
+    made: list[AgentProcess] = []
+    yield made
+    for process in made:
+        process.stop()
+
+
+@pytest.fixture
+async def greeter(emulator: Emulator, processes: list[AgentProcess]) -> AsyncIterator[AgentProcess]:
+    """PR #5229's agents, unchanged, run as a console script in another process."""
+    agent = AgentProcess(SCRIPT, emulator=emulator)
+    processes.append(agent)
+    greeted = first_event(agent.trace, "agent_message")
+    await agent.start().ready()
+    # a polite caller waits for the greeting (the greeter's on_enter): a turn typed while a
+    # realtime reply is still being generated is not answered (livekit's run_input interrupts
+    # only speech already playing)
+    await asyncio.wait_for(greeted, 10)
+    yield agent
+
+
+def first_event(trace: Trace, kind: str) -> asyncio.Future[TraceEvent]:
+    """The trace's first event of ``kind``, delivered on this loop."""
+    found: asyncio.Future[TraceEvent] = asyncio.get_running_loop().create_future()
+
+    def seen(event: TraceEvent) -> None:
+        if event.kind == kind and not found.done():
+            found.set_result(event)
+
+    trace.subscribe(seen)
+    return found
+
+
+def nothing_listens(address: tuple[str, int] | None) -> bool:
+    assert address is not None
+    with socket.socket() as probe:
+        return probe.connect_ex(address) != 0
+
+
+def gone(process: subprocess.Popen[bytes] | None) -> bool:
+    assert process is not None
+    return process.poll() is not None and not psutil.pid_exists(process.pid)
+
+
+async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
+    greeter: AgentProcess, tmp_path: Path
+) -> None:
+    assert isinstance(greeter, AgentRunner) and greeter.state is RunnerState.RUNNING
+    result = await greeter.run("transfer to weather")
+    assert isinstance(result, RunResult) and result.done()
+    result.expect.next_event().is_function_call(name="transfer_to_weather")
+    result.expect.next_event().is_function_call_output()
+    handoff = result.expect.next_event().is_agent_handoff()
+    assert handoff.event().item.new_agent_id == "weather_agent"
+    result.expect.next_event().is_message(role="assistant")
+    result.expect.no_more_events()
+    weather = await greeter.run("lookup weather location=Paris")
+    weather.expect.contains_function_call(name="lookup_weather", arguments={"location": "Paris"})
+    assert await greeter.send_text("hello") == 'You are a weather agent. You said: "hello".'
+
+    history = await greeter.history()
+    events = greeter.trace.events
+    for event in events:
+        check_event_data(event.kind, event.data)
+    # every message, once, in the session's order; every tool call and output; each handoff
+    said = [(i.role, i.id) for i in history if isinstance(i, llm.ChatMessage)]
+    traced = [
+        ("user" if e.kind == "user_message" else "assistant", e.data["item_id"])
+        for e in events
+        if e.kind in ("user_message", "agent_message")
+    ]
+    assert traced == said
+    calls = [(i.name, i.call_id, i.arguments) for i in history if isinstance(i, llm.FunctionCall)]
+    assert [(e.data["name"], e.data["call_id"], e.data["arguments"]) for e in events
+            if e.kind == "tool_call"] == calls  # fmt: skip
+    outputs = [(i.call_id, i.output) for i in history if isinstance(i, llm.FunctionCallOutput)]
+    assert [(e.data["call_id"], e.data["output"]) for e in events
+            if e.kind == "tool_output"] == outputs  # fmt: skip
+    handoffs = [
+        (i.old_agent_id, i.new_agent_id) for i in history if isinstance(i, llm.AgentHandoff)
+    ]
+    assert [(e.data["from"], e.data["to"]) for e in events if e.kind == "handoff"] == handoffs
+    assert handoffs == [(None, "greeter_agent"), ("greeter_agent", "weather_agent")]
+    # the greetings are each agent's on_enter; the reply to the weather lookup the tool's
+    said_how = [(e.data["phase"], e.data["source"]) for e in events if e.kind == "agent_message"]
+    assert said_how == [
+        ("on_enter", "generate_reply"),
+        ("on_enter", "generate_reply"),
+        ("turn", "tool_reply"),
+        ("turn", "generate_reply"),
+    ]
+
+    # every view and analysis reads it as a kernel session's trace
+    analysis = TraceAnalysis(events)
+    assert [h.target for h in analysis.handoffs] == ["greeter_agent", "weather_agent"]
+    assert [h.label for h in analysis.handoffs] == ["", ""]  # modes the protocol does not say
+    loaded = Trace.load(greeter.trace.save(tmp_path / "remote.jsonl"))
+    assert [e.to_record() for e in loaded.events] == [e.to_record() for e in events]
+
+
+async def test_stop_ends_only_its_own_process_and_nothing_listens(greeter: AgentProcess) -> None:
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # noqa: ASYNC220
+    try:
+        process = greeter.process
+        greeter.stop()
+        assert greeter.state is RunnerState.STOPPED and gone(process)
+        assert nothing_listens(greeter.address)
+        assert bystander.poll() is None
+        closed = greeter.trace.events[-1]
+        assert closed.kind == "closed" and closed.data["reason"] == "user_initiated"
+        with pytest.raises(RunnerError, match="stopped"):
+            await greeter.send_text("hello")
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+async def test_a_process_that_dies_mid_call_fails_the_runner_with_its_reason(
+    greeter: AgentProcess,
+) -> None:
+    closed = first_event(greeter.trace, "closed")
+    assert greeter.process is not None
+    greeter.process.kill()
+    event = await asyncio.wait_for(closed, 10)
+    assert event.data["reason"] == "error"
+    assert greeter.state is RunnerState.FAILED
+    with pytest.raises(RunnerError, match=r"exited with code -9|closed the connection"):
+        await greeter.send_text("hello")
+
+
+def test_a_missing_script_is_refused_naming_the_fix() -> None:
+    with pytest.raises(RunnerError, match=r"no agent script at nope\.py.*defines your AgentServer"):
+        AgentProcess("nope.py")
+
+
+async def test_a_process_that_exits_before_dialing_says_why(
+    tmp_path: Path, processes: list[AgentProcess]
+) -> None:
+    script = tmp_path / "broken_agent.py"
+    script.write_text("raise SystemExit('no model configured: set OPENAI_BASE_URL')\n")
+    agent = AgentProcess(script)
+    processes.append(agent)
+    with pytest.raises(RunnerError, match=r"(?s)exited with code 1 before it dialed.*no model"):
+        await agent.start().ready()
+    assert agent.state is RunnerState.STOPPED and gone(agent.process)
+    assert nothing_listens(agent.address)
+
+
+async def test_a_process_that_never_dials_times_out_naming_the_fix(
+    tmp_path: Path, processes: list[AgentProcess]
+) -> None:
+    script = tmp_path / "silent_agent.py"
+    script.write_text(
+        "from livekit.agents import AgentServer, JobContext\n"
+        "server = AgentServer()\n"
+        "@server.rtc_session()\n"
+        "async def entrypoint(ctx: JobContext) -> None:\n"
+        "    return None  # never starts a session, so it never dials\n"
+    )
+    agent = AgentProcess(script, start_timeout=3)
+    processes.append(agent)
+    with pytest.raises(RunnerError, match=r"did not dial.*within 3 s.*session\.start"):
+        await agent.start().ready()
+    assert agent.state is RunnerState.STOPPED and gone(agent.process)
+    assert nothing_listens(agent.address)
+
+
+async def test_an_agent_of_an_unknown_protocol_version_is_refused(
+    emulator: Emulator, processes: list[AgentProcess], capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = AgentProcess(emulator=emulator)
+    processes.append(agent)
+    agent.start()
+    printed = capsys.readouterr().out
+    assert agent.address is not None and f"--connect-addr 127.0.0.1:{agent.address[1]}" in printed
+    assert "OPENAI_API_KEY" not in printed and "sk-" not in printed  # never the key
+    peer = TcpSessionTransport(*agent.address)
+    await peer.start()  # an agent of a livekit to come dials
+    answering = asyncio.create_task(_answer_as(peer, sdk_version="9.0.0"))
+    try:
+        with pytest.raises(RunnerError, match=r"livekit-agents 9\.0\.0.*does not know"):
+            await agent.ready()
+    finally:
+        answering.cancel()
+        await peer.close()
+    assert agent.state is RunnerState.STOPPED and nothing_listens(agent.address)
+
+
+async def _answer_as(peer: TcpSessionTransport, sdk_version: str) -> None:
+    """A peer speaking the protocol as a future livekit would report itself."""
+    async for message in peer:
+        request = message.request
+        kind = request.WhichOneof("request")
+        response = agent_pb.SessionResponse(request_id=request.request_id)
+        if kind == "ping":
+            response.pong.SetInParent()
+        elif kind == "get_framework_info":
+            response.get_framework_info.sdk = "python"
+            response.get_framework_info.sdk_version = sdk_version
+        await peer.send_message(agent_pb.AgentSessionMessage(response=response))
+
+
+async def test_the_readme_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = python_block("AgentProcess(")
+    # the user's agent.py: PR #5229's agents as a console script
+    (tmp_path / "agent.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "from tests.upstream.greeter_weather_console import server\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    await run(block.replace("await agent.ready()", GREETED), {})
+    assert "['greeter_agent', 'weather_agent']" in capsys.readouterr().out
+
+
+REPO = Path(__file__).resolve().parents[1]
+GREETED = """await agent.ready()
+import asyncio
+from tests.test_agent_process import first_event
+await asyncio.wait_for(first_event(agent.trace, "agent_message"), 10)"""
+"""the readme's turn, after the greeting (as the fixture waits for it)"""
