@@ -407,6 +407,12 @@ def test_a_malformed_file_names_its_line_field_and_fix(
             ":5: scenarios[0].turns[1].audio: {path} holds no samples: record some speech into it",
         ),
         (
+            "missing.wav",
+            None,
+            ":5: scenarios[0].turns[1].audio: no file {path}: a path relative to the scenarios "
+            "file",
+        ),
+        (
             "/proc/self/mem",  # a file that is there and cannot be read
             None,
             ":5: scenarios[0].turns[1].audio: cannot read {path} (Input/output error): give a "
@@ -414,7 +420,7 @@ def test_a_malformed_file_names_its_line_field_and_fix(
         ),
     ],
 )
-async def test_a_wav_that_cannot_be_heard_is_refused_before_anything_runs(
+async def test_a_wav_missing_or_unheard_is_refused_before_anything_runs(
     tmp_path: Path, audio: str, wav: bytes | None, message: str
 ) -> None:
     path = tmp_path / "scenarios.yaml"
