@@ -23,8 +23,9 @@ from matplotlib.transforms import Bbox, BboxBase
 from notebook_agents import NotebookRunner, Trace
 from notebook_agents.bench import BenchmarkConfig
 from notebook_agents.emulator import Emulator
+from notebook_agents.suites import Outcome, ScenarioResult, SuiteResult
 from notebook_agents.trace import EventKind, TraceEvent
-from notebook_agents.views import AgentGraphView, BenchmarkView, ChatView, StateView
+from notebook_agents.views import AgentGraphView, BenchmarkView, ChatView, StateView, SuiteView
 from notebook_agents.views._timeline_figure import timeline_figure
 from notebook_agents.views._timeline_layout import TimelineLayout
 
@@ -279,6 +280,77 @@ async def test_the_chat_figure_reads_in_both_themes(
     lines = [t.get_text() for t in figure.axes[0].texts]
     assert any("Alice → Bob" in line for line in lines) and any("you:" in ln for ln in lines)
     assert_readable_in_both_themes(figure)
+
+
+def suite_result() -> SuiteResult:
+    """A scenario of each outcome, as run_suite words them; the failure with livekit's whole
+    message (a line, then its context), a label and an expectation longer than their columns."""
+    failed = ScenarioResult(
+        "greeter looks up the weather for a caller who wants to know about the rain in Paris",
+        Outcome.FAILED,
+        expectation='contains_function_call(name="lookup_weather", arguments={"location": '
+        '"Paris", "units": "celsius"})',
+        turn=1,
+        seconds=4.25,
+    )
+    failed.reason = (
+        f"turn 1 (spoken: paris.wav): {failed.expectation}\n"
+        "No FunctionCallEvent satisfying criteria found in range slice(None, None, None)\n"
+        "Context around failure:\n>>> [0] ChatMessageEvent(item={'role': 'assistant'})"
+    )
+    return SuiteResult(
+        "Greeter and weather",
+        [
+            ScenarioResult("hands off to weather", Outcome.PASSED, seconds=3.5),
+            failed,
+            ScenarioResult(
+                "the agent crashes",
+                Outcome.ERROR,
+                "turn 0 (hello): the turn went wrong: boom (no reply)",
+                turn=0,
+                seconds=1.0,
+            ),
+            ScenarioResult(
+                "caller asks about the weather",
+                Outcome.NOT_RUNNABLE,
+                "a simulated user plays it (`instructions`, an LLM in LiveKit Cloud's "
+                "simulator): script its `turns:` to run it here",
+            ),
+        ],
+    )
+
+
+def test_the_suite_figure_shows_each_outcome_its_first_failure_and_time() -> None:
+    figure = SuiteView(suite_result()).to_figure()
+    assert_readable_in_both_themes(figure)
+    texts = [t for t in figure.axes[0].texts if t.get_text().strip()]
+    words = [t.get_text() for t in texts]
+    assert words[:5] == [
+        "Greeter and weather: 1 passed, 1 failed, 1 error, 1 not runnable",
+        *("scenario", "outcome", "first failing expectation", "time"),
+    ]
+    outcomes = [w for w in words if w in {o.value for o in Outcome}]
+    assert outcomes == ["passed", "failed", "error", "not runnable"]
+    # the failing expectation as written and livekit's message; why the others did not pass
+    assert 'turn 1: contains_function_call(name="lookup_weather", arguments={"location"…' in words
+    assert (
+        "No FunctionCallEvent satisfying criteria found in range slice(None, None, None)" in words
+    )
+    assert "turn 0 (hello): the turn went wrong: boom (no reply)" in words
+    assert [w for w in words if w.endswith(" s")] == ["3.50 s", "4.25 s", "1.00 s", "0.00 s"]
+    # every text whole in the picture, none over another (long ones cut to their column)
+    figure.draw_without_rendering()
+    boxes = [t.get_window_extent() for t in texts]
+    assert all(contains(figure.bbox, box) for box in boxes)
+    for index, box in enumerate(boxes):
+        over = [words[j] for j in range(index + 1, len(boxes)) if box.overlaps(boxes[j])]
+        assert over == [], f"{words[index]!r} is drawn over {over}"
+
+
+def test_the_figure_of_an_empty_suite_reads_in_both_themes() -> None:
+    figure = SuiteView(SuiteResult("nothing yet")).to_figure()
+    assert_readable_in_both_themes(figure)
+    assert "nothing yet: no scenarios" in [t.get_text() for t in figure.axes[0].texts]
 
 
 # -- the benchmark's plots ------------------------------------------------------------------

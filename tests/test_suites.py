@@ -13,12 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, SimulationContext
 from livekit.plugins import openai
 
 from notebook_agents import NotebookRunner
 from notebook_agents.emulator import Emulator
+from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech.wav import wav_bytes
 from notebook_agents.suites import Outcome, SuiteFileError, load_suite, run_suite
 from notebook_agents.views.suite_view import SuiteView
 from notebook_agents.views.timeline_view import TimelineView
@@ -113,6 +116,102 @@ def test_pytest_gives_the_same_verdicts_from_the_same_file(tmp_path: Path) -> No
         "hands off to weather": "passed",
         "greeter looks up the weather": "failed",
         "caller asks about the weather": "skipped",
+    }
+
+
+SPOKEN = """
+name: Greeter by voice
+scenarios:
+  - label: asks by voice for the weather
+    turns:
+      - audio: transfer.wav
+        expect:
+          - next_event().is_function_call(name="transfer_to_weather")
+          - next_event().is_function_call_output()
+          - next_event().is_agent_handoff(new_agent_type=WeatherAgent)
+          - next_event().is_message(role="assistant")
+          - no_more_events()
+  - label: a greeting is no transfer
+    turns:
+      - audio: voices/hello.wav
+        expect:
+          - contains_agent_handoff(new_agent_type=WeatherAgent)
+"""
+"""PR #5229's greeter, spoken to: a WAV per turn, next to the file (one in a folder)"""
+
+
+def spoken_suite(directory: Path) -> Path:
+    """``SPOKEN`` in ``directory``, its WAVs said by the project's offline voice."""
+    (directory / "voices").mkdir()
+    for name, words in [("transfer.wav", "transfer to weather"), ("voices/hello.wav", "hello")]:
+        (directory / name).write_bytes(wav_bytes(synthesize(words), SAMPLE_RATE))
+    path = directory / "scenarios.yaml"
+    path.write_text(SPOKEN)
+    return path
+
+
+@pytest.fixture
+def make_hearing_greeter(emulator: Emulator, no_livekit_env: None) -> Callable[[], AgentServer]:
+    """PR #5229's server on a realtime model that hears (audio in and out, the default)."""
+
+    def make() -> AgentServer:
+        model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+        return greeter_weather.make_server(model)
+
+    return make
+
+
+async def test_spoken_turns_are_heard_by_the_agent_and_checked(
+    make_hearing_greeter: Callable[[], AgentServer], tmp_path: Path
+) -> None:
+    result = await run_suite(spoken_suite(tmp_path), make_hearing_greeter)
+
+    heard, greeted = result
+    assert (heard.outcome, heard.reason) == (Outcome.PASSED, "")
+    assert heard.trace is not None
+    said = [e.data["text"] for e in heard.trace.of_kind("user_transcript") if e.data["final"]]
+    assert said == ["transfer to weather"]  # the WAV, heard by the model through the session
+    assert [e.data["to"] for e in heard.trace.of_kind("handoff")][-1] == "WeatherAgent"
+    assert greeted.outcome is Outcome.FAILED and greeted.turn == 0
+    assert greeted.expectation == "contains_agent_handoff(new_agent_type=WeatherAgent)"
+    assert greeted.reason.startswith(
+        "turn 0 (spoken: hello.wav): contains_agent_handoff(new_agent_type=WeatherAgent)\n"
+        "No AgentHandoffEvent matching criteria found"
+    )
+
+
+async def test_spoken_turns_with_livekit_credentials_are_not_runnable_and_start_nothing(
+    make_hearing_greeter: Callable[[], AgentServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With LiveKit's credentials set the runner joins a real room, where no microphone
+    plays a WAV: said before the agent is started, never a pass."""
+    monkeypatch.setenv("LIVEKIT_URL", "ws://127.0.0.1:9")  # nothing listens: nothing may dial
+    monkeypatch.setenv("LIVEKIT_API_KEY", "devkey")
+    monkeypatch.setenv("LIVEKIT_API_SECRET", "not-a-secret")
+    result = await run_suite(spoken_suite(tmp_path), make_hearing_greeter)
+    for scenario in result:
+        assert scenario.outcome is Outcome.NOT_RUNNABLE and scenario.trace is None
+        assert scenario.reason == (
+            "its spoken turns play through the offline session's microphone, and with "
+            "LIVEKIT_URL set it would join a real room, where nothing says them: unset "
+            "LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET to run offline"
+        )
+
+
+HEARING_CONFTEST = GREETER_CONFTEST.replace(', modalities=["text"]', "")
+"""the greeter's conftest.py with a model that hears"""
+
+
+def test_pytest_gives_spoken_turns_the_same_verdicts(tmp_path: Path) -> None:
+    assert "modalities" not in HEARING_CONFTEST
+    (tmp_path / "conftest.py").write_text(HEARING_CONFTEST)
+    outcomes = outcomes_under_pytest(tmp_path, spoken_suite(tmp_path))
+    # run_suite's verdicts (the test above)
+    assert outcomes == {
+        "asks by voice for the weather": "passed",
+        "a greeting is no transfer": "failed",
     }
 
 
@@ -291,6 +390,56 @@ def test_a_malformed_file_names_its_line_field_and_fix(
         load_suite(path)
     assert message in str(raised.value)
     assert str(raised.value).startswith(str(path))
+
+
+@pytest.mark.parametrize(
+    ("audio", "wav", "message"),
+    [
+        (
+            "notes.wav",
+            b"words, not sound",
+            ":5: scenarios[0].turns[1].audio: {path} is not a PCM16 WAV file (file does not "
+            "start with RIFF id): convert it, e.g. with sox",
+        ),
+        (
+            "quiet.wav",
+            wav_bytes(np.zeros(0, np.int16), SAMPLE_RATE),
+            ":5: scenarios[0].turns[1].audio: {path} holds no samples: record some speech into it",
+        ),
+        (
+            "missing.wav",
+            None,
+            ":5: scenarios[0].turns[1].audio: no file {path}: a path relative to the scenarios "
+            "file",
+        ),
+        (
+            "/proc/self/mem",  # a file that is there and cannot be read
+            None,
+            ":5: scenarios[0].turns[1].audio: cannot read {path} (Input/output error): give a "
+            "readable WAV file",
+        ),
+    ],
+)
+async def test_a_wav_missing_or_unheard_is_refused_before_anything_runs(
+    tmp_path: Path, audio: str, wav: bytes | None, message: str
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(
+        "scenarios:\n  - label: a\n    turns:\n      - user: hi\n"
+        f"      - audio: {audio}\n        expect: ['no_more_events()']\n"
+    )
+    if wav is not None:
+        (tmp_path / audio).write_bytes(wav)
+    servers: list[AgentServer] = []
+
+    def make_server() -> AgentServer:
+        servers.append(AgentServer())
+        return servers[-1]
+
+    with pytest.raises(SuiteFileError) as raised:
+        await run_suite(path, make_server)
+    assert str(raised.value) == f"{path}{message.format(path=tmp_path / audio)}"
+    assert servers == []  # no scenario started
 
 
 async def test_an_agent_class_no_module_defines_is_refused_before_anything_runs(

@@ -23,7 +23,8 @@ class Outcome(str, enum.Enum):
     ERROR = "error"
     """the agent could not run the scenario (it failed to start, a turn went wrong)"""
     NOT_RUNNABLE = "not runnable"
-    """nothing here can play or judge it (a simulated user, a judge model): ``reason`` says"""
+    """nothing here can play or judge it (a simulated user, a judge model, spoken turns in a
+    real room): ``reason`` says"""
 
 
 @dataclass

@@ -95,6 +95,14 @@ async def run_scenario(
         return result
     spoken = any(turn.spoken for turn in scenario.turns)
     runner = _ScenarioRunner(server, _dispatch(scenario, run_id, spoken), audio=spoken)
+    if spoken and runner.credentials is not None:  # run_audio's microphone is offline only
+        result.outcome = Outcome.NOT_RUNNABLE
+        result.reason = (
+            "its spoken turns play through the offline session's microphone, and with "
+            f"{runner.credentials.url_setting} set it would join a real room, where nothing "
+            f"says them: {runner.credentials.offline_hint}"
+        )
+        return result
     result.trace = runner.trace
     try:
         runner.start()

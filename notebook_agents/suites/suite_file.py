@@ -31,6 +31,8 @@ from typing import Any
 import yaml
 from livekit.agents.simulation import Scenario
 
+from ..runner._samples import spoken_audio
+from ..runner.errors import AudioError
 from .expectations import Expectation, ExpectationError, parse
 
 _SUITE_KEYS = {"name", "id", "scenarios"}
@@ -59,7 +61,7 @@ class Turn:
     @property
     def said(self) -> str:
         """The turn as a person reads it: its text, or its audio file's name."""
-        return self.user if self.user is not None else f"(spoken: {self.audio})"
+        return f"spoken: {self.audio.name}" if self.audio is not None else str(self.user)
 
 
 @dataclass(frozen=True)
@@ -228,6 +230,14 @@ class _Reader:
                 raise self.fail(
                     (*at, "audio"), f"no file {path}: a path relative to the scenarios file"
                 )
+            try:  # read now as run_audio will, so a bad file stops the suite before it runs
+                spoken_audio(path, None)
+            except OSError as e:
+                raise self.fail(
+                    (*at, "audio"), f"cannot read {path} ({e.strerror}): give a readable WAV file"
+                ) from None
+            except AudioError as e:
+                raise self.fail((*at, "audio"), str(e)) from None
         timeout = data.get("timeout", 30.0)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise self.fail((*at, "timeout"), "`timeout:` is seconds, a positive number")

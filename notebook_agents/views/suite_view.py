@@ -8,9 +8,11 @@ from typing import Any
 import anywidget
 import ipywidgets
 import traitlets
+from matplotlib.figure import Figure
 
 from ..suites.results import SuiteResult
 from ._assets import asset
+from ._suite_figure import suite_figure
 from .timeline_view import TimelineView
 
 
@@ -46,6 +48,11 @@ class SuiteView(ipywidgets.VBox):  # type: ignore[misc]
     def select(self, label: str) -> None:
         """Show ``label``'s timeline, as a click on its row does."""
         self.table.selected = label
+
+    def to_figure(self) -> Figure:
+        """The table as a static picture (outcome, first failing expectation, time), for
+        executed notebooks and exported reports."""
+        return suite_figure(self.result)
 
     def _show(self, change: dict[str, Any]) -> None:
         trace = self.result[change["new"]].trace
