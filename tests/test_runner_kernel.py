@@ -278,6 +278,7 @@ def test_loops_closed_only_on_the_main_thread_and_only_the_runners(kernel: Kerne
 def test_a_blocking_cell_does_not_stall_the_agent(kernel: Kernel) -> None:
     kernel.run_ok(START)
     kernel.run_ok(
+        "from notebook_agents.runner.notebook_runner import reply_text\n"
         "def _blocked():\n"
         "    done_at = []\n"
         "    t0 = time.perf_counter()\n"
@@ -287,7 +288,7 @@ def test_a_blocking_cell_does_not_stall_the_agent(kernel: Kernel) -> None:
         "    time.sleep(2)  # the kernel's thread and loop are blocked meanwhile\n"
         "    slept = time.perf_counter() - t0\n"
         "    replied_after = done_at[0] - t0 if done_at else None\n"
-        "    reply = turn.result(0) if turn.done() else None\n"
+        "    reply = reply_text(turn.result(0)) if turn.done() else None\n"
         "    return dict(reply=reply, replied_after=replied_after, slept=slept)\n"
     )
     value = kernel.eval("_blocked()", timeout=20)
