@@ -67,7 +67,12 @@ async def test_session_run_from_a_cell_runs_in_the_job_and_returns_the_done_resu
     result.expect.next_event().is_message(role="assistant")
     result.expect.no_more_events()
     assert greeter.trace.of_kind("error") == []
-    assert await greeter.send_text("hello") == 'You are a weather agent. You said: "hello".'
+    # not awaited, it says how to get the result (the turn runs anyway)
+    pending: RunResult[Any] = session.run(user_input="hello")
+    with pytest.raises(RunnerError, match=r"await it .*result = await session\.run"):
+        pending.expect.next_event()
+    said = (await pending).expect.next_event().is_message(role="assistant").event().item
+    assert said.text_content == 'You are a weather agent. You said: "hello".'
     greeter.stop()  # raised "did not stop within 10 s" after the misuse
     assert greeter.state is RunnerState.STOPPED
 

@@ -397,8 +397,9 @@ class NotebookRunner(StartStop):
     async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` run on the agent's job loop in the job's context (as livekit
         runs its own tasks), its result awaited there if it is awaitable; returns it. For the
-        session's loop-bound methods from a cell: ``await runner.call(session.say, "hi")``
-        (returns the speech once played out), ``await runner.call(session.interrupt)``."""
+        session's loop-bound methods from a cell:
+        ``await runner.call(session.generate_reply, instructions="greet")`` (returns the speech
+        once played out), ``await runner.call(session.interrupt)``."""
         self._require_turns("call()")
         return await asyncio.wrap_future(self._in_job(_called(fn, args, kwargs), "call()"))
 
