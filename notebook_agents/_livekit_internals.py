@@ -14,6 +14,7 @@ import functools
 import operator
 import os
 from collections.abc import Callable, Iterator
+from types import TracebackType
 from typing import Any, NamedTuple
 from unittest import mock
 
@@ -21,6 +22,7 @@ from livekit.agents import (
     AgentServer,
     AgentSession,
     ConversationItemAddedEvent,
+    RunEvent,
     RunResult,
     SpeechCreatedEvent,
     UserStateChangedEvent,
@@ -30,7 +32,7 @@ from livekit.agents.ipc import mock_room
 from livekit.agents.job import JobContext, get_job_context
 from livekit.agents.simulation import SimulationContext, SimulationRun, SimulationVerdict
 from livekit.agents.types import NOT_GIVEN
-from livekit.agents.voice import agent_activity, room_io, tool_executor
+from livekit.agents.voice import agent_activity, room_io, run_result, tool_executor
 from livekit.agents.voice.remote_session import TcpSessionTransport
 from livekit.agents.voice.speech_handle import SpeechHandle
 
@@ -63,6 +65,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     llm.RealtimeSession: ("_update_session",),
     mock_room: ("create_mock_room",),
     RunResult: ("_watch_handle", "_item_added", "_agent_handoff", "_mark_done"),
+    run_result.RunAssert: ("_raise_with_debug_info", "_events_list"),
     TcpSessionTransport: ("_reader", "_writer", "_loop"),
     tool_executor: ("_RunningTasks",),
     tool_executor._RunningTask: ("exe_task",),
@@ -183,6 +186,40 @@ def forget_stale_run(session: AgentSession[Any]) -> None:
     stale = session._global_run_state
     if stale is not None and not stale.done():
         session._global_run_state = None
+
+
+def capture_start(session: AgentSession[Any]) -> RunResult[Any]:
+    """The run ``session.start(capture_run=True)`` returns (the greeting: ``on_enter``'s
+    speech and what joins it), captured without making ``start`` wait for it.
+
+    livekit's ``capture_run`` registers a run as the session's current one before the agent
+    enters (its ``on_enter`` and speeches join it) and then makes ``start`` await it: the
+    entrypoint's code after ``start`` would wait for the greeting, and a failed greeting would
+    fail the start. Registering it alone keeps ``start`` as the entrypoint wrote it.
+    """
+    run: RunResult[Any] = RunResult(output_type=None)
+    session._global_run_state = run
+    return run
+
+
+def release_run(session: AgentSession[Any], run: RunResult[Any]) -> None:
+    """New speeches stop joining ``run`` (it still ends when those it watches do): a session
+    has one current run, and ``session.run`` refuses another while it is open."""
+    if session._global_run_state is run:
+        session._global_run_state = None
+
+
+def failed_expectation(tb: TracebackType | None) -> tuple[list[RunEvent], int | None] | None:
+    """The events an ``expect`` chain checked and the index it failed at, if ``tb`` is of
+    an ``AssertionError`` livekit's ``RunAssert`` raised: the error carries them only as text
+    (reprs), and a notebook shows them readably, each placed on the trace."""
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is run_result.RunAssert._raise_with_debug_info.__code__:
+            marked = frame.f_locals.get("marker_index")
+            return frame.f_locals["self"]._events_list, marked
+        tb = tb.tb_next
+    return None
 
 
 class SpokenTurnCapture(NamedTuple):

@@ -1,10 +1,8 @@
 """livekit's judges on turns run through the runner, against the emulator: ``judge(llm, intent=)``
 on a ``RunResult`` and a ``JudgeGroup`` on the session's history, with an LLM made in the cell
-(awaited on the cell's loop) and with the agent's own (awaited in the job: ``runner.in_job``)."""
+(awaited on the cell's loop) and with the agent's own (awaited in the job: ``runner.call``)."""
 
 from __future__ import annotations
-
-import inspect
 
 import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
@@ -120,27 +118,22 @@ async def test_the_agents_own_llm_judges_in_the_job_and_the_call_goes_on(
     loop, so the judge is awaited there."""
     hello = await runner.run("hello")
     message = hello.expect[0].is_message(role="assistant")
-    await runner.in_job(message.judge(agent_llm, intent=GREETS))
+    await runner.call(message.judge, agent_llm, intent=GREETS)
     with pytest.raises(AssertionError, match="Judgement failed: The emulator does not judge"):
-        await runner.in_job(message.judge(agent_llm, intent="books a table"))
+        await runner.call(message.judge, agent_llm, intent="books a table")
 
     group = JudgeGroup(llm=agent_llm, judges=[accuracy_judge()])
     session = await runner.ready()
-    result = await runner.in_job(group.evaluate(session.history))
+    result = await runner.call(group.evaluate, session.history)
     assert result.judgments["accuracy"].verdict == "fail"  # unscripted
 
     assert len(judged) == 1
     assert await runner.send_text("hi again") == 'You are the Concierge. You said: "hi again".'
 
 
-async def test_in_job_needs_a_ready_runner(agent_llm: openai.LLM, no_livekit_env: None) -> None:
-    async def judging() -> None:
-        raise AssertionError("never runs")
-
+async def test_call_needs_a_ready_runner(agent_llm: openai.LLM, no_livekit_env: None) -> None:
+    judged: list[str] = []
     runner = NotebookRunner(concierge(agent_llm))
-    coro = judging()
     with pytest.raises(RunnerError, match="needs a started runner"):
-        await runner.in_job(coro)
-    assert (
-        inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
-    )  # closed: no "never awaited" warning on top of the error
+        await runner.call(judged.append, "never")
+    assert judged == []

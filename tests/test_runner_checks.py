@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
-from livekit.agents import RunResult
+from livekit.agents import (
+    Agent,
+    AgentServer,
+    AgentSession,
+    JobContext,
+    RunContext,
+    RunResult,
+    mock_tools,
+)
+from livekit.agents.voice.speech_handle import SpeechHandle
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner
+from notebook_agents import NotebookRunner, RunnerError, RunnerState
 from notebook_agents.emulator import Emulator
 
 from .conftest import API_KEY, started
+from .test_readme import python_block, run
 from .upstream import greeter_weather
 
 
@@ -34,3 +48,176 @@ async def test_run_returns_livekits_run_result_for_expect(greeter: NotebookRunne
     weather = await greeter.run("lookup weather location=Paris")
     weather.expect.contains_function_call(name="lookup_weather", arguments={"location": "Paris"})
     assert await greeter.send_text("hello") == 'You are a weather agent. You said: "hello".'
+
+
+async def test_session_run_from_a_cell_runs_in_the_job_and_returns_the_done_result(
+    greeter: NotebookRunner,
+) -> None:
+    """The first cell a LiveKit developer writes: ``session.run`` on the session ``ready()``
+    gave, from the notebook's loop (this test's), not the job's. It used to bind livekit's
+    futures to the wrong loop: connection errors, the call ended, and stop() hung."""
+    session = await greeter.ready()
+    assert session is greeter.session
+    turn: Awaitable[RunResult[Any]] = session.run(user_input="transfer to weather")
+    result: RunResult[Any] = await asyncio.wait_for(turn, 30)
+    assert isinstance(result, RunResult) and result.done()
+    result.expect.next_event().is_function_call(name="transfer_to_weather")
+    result.expect.next_event().is_function_call_output()
+    result.expect.next_event().is_agent_handoff(new_agent_type=greeter_weather.WeatherAgent)
+    result.expect.next_event().is_message(role="assistant")
+    result.expect.no_more_events()
+    assert greeter.trace.of_kind("error") == []
+    # not awaited, it says how to get the result (the turn runs anyway)
+    pending: RunResult[Any] = session.run(user_input="hello")
+    with pytest.raises(RunnerError, match=r"await it .*result = await session\.run"):
+        pending.expect.next_event()
+    said = (await pending).expect.next_event().is_message(role="assistant").event().item
+    assert said.text_content == 'You are a weather agent. You said: "hello".'
+    greeter.stop()  # raised "did not stop within 10 s" after the misuse
+    assert greeter.state is RunnerState.STOPPED
+
+
+LOOP_BOUND_CALLS: dict[str, Callable[[AgentSession[Any]], object]] = {
+    "say": lambda s: s.say("hi"),
+    "generate_reply": lambda s: s.generate_reply(instructions="greet"),
+    "interrupt": lambda s: s.interrupt(),
+    "update_agent": lambda s: s.update_agent(greeter_weather.WeatherAgent()),
+    "commit_user_turn": lambda s: s.commit_user_turn(),
+    "clear_user_turn": lambda s: s.clear_user_turn(),
+    "reset_away_timer": lambda s: s.reset_away_timer(),
+    "update_options": lambda s: s.update_options(),
+    "shutdown": lambda s: s.shutdown(),
+    "aclose": lambda s: s.aclose(),
+    "drain": lambda s: s.drain(),
+    "wait_for_idle": lambda s: s.wait_for_idle(),
+}
+
+
+async def test_loop_bound_session_calls_from_a_cell_raise_at_once_naming_the_fix(
+    greeter: NotebookRunner,
+) -> None:
+    session = await greeter.ready()
+    agent = session.current_agent
+    for name, call in LOOP_BOUND_CALLS.items():
+        with pytest.raises(RunnerError, match=rf"session\.{name}\(\).*runner\.call\("):
+            call(session)
+    # nothing was started by them: the same agent, no error, and the call goes on
+    assert session.current_agent is agent and greeter.running
+    assert greeter.trace.of_kind("error") == []
+    assert await greeter.send_text("hello") == 'You are a friendly greeter. You said: "hello".'
+    greeter.stop()
+    assert greeter.state is RunnerState.STOPPED
+
+
+async def test_call_runs_a_session_method_in_the_job_and_awaits_it_there(
+    greeter: NotebookRunner,
+) -> None:
+    session = await greeter.ready()
+    handle = await greeter.call(session.generate_reply, user_input="hello")
+    assert isinstance(handle, SpeechHandle) and handle.done()
+    assert [item.text_content for item in handle.chat_items if item.type == "message"] == [
+        'You are a friendly greeter. You said: "hello".'
+    ]
+    await greeter.call(session.interrupt)  # its future, awaited in the job
+    assert await greeter.call(lambda: session.current_agent) is session.current_agent
+    with pytest.raises(RunnerError, match=r"call\(\) needs a started runner"):
+        await NotebookRunner(greeter.server).call(session.interrupt)
+
+
+async def test_the_greeting_is_the_starts_run_result(greeter: NotebookRunner) -> None:
+    """livekit's ``session.start(capture_run=True)``: the greeter's ``on_enter`` reply, checked
+    with ``expect``; the entrypoint's ``await session.start(...)`` still returns None."""
+    greeting = await greeter.greeting()
+    assert isinstance(greeting, RunResult) and greeting.done()
+    greeting.expect.next_event().is_agent_handoff(new_agent_type=greeter_weather.GreeterAgent)
+    said = greeting.expect.next_event().is_message(role="assistant").event().item
+    greeting.expect.no_more_events()
+    assert said.text_content == "You are a friendly greeter. How can I help you?"
+    # the greeting is not the first turn's: that turn has its own events only
+    result = await greeter.run("hello")
+    result.expect.next_event().is_message(role="assistant")
+    result.expect.no_more_events()
+    assert await greeter.greeting() is greeting
+
+
+def _ada_server(base_url: str, started: list[object], **start: Any) -> AgentServer:
+    """Ada, who says nothing until spoken to; ``started`` gets what her start returned."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        model = openai.realtime.RealtimeModel(
+            base_url=base_url, api_key=API_KEY, modalities=["text"]
+        )
+        session: AgentSession[None] = AgentSession(llm=model)
+        ada = Agent(instructions="You are Ada.")
+        started.append(await session.start(agent=ada, room=ctx.room, **start))
+
+    return server
+
+
+async def test_an_agent_without_a_greeting_has_one_that_says_nothing(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    started_with: list[object] = []
+    runner = await started(runners, NotebookRunner(_ada_server(emulator.base_url(), started_with)))
+    greeting = await runner.greeting()
+    assert greeting.done()
+    greeting.expect.next_event().is_agent_handoff()  # Ada entered, and said nothing
+    greeting.expect.no_more_events()
+    # what the entrypoint's start returned, as without a runner (read on the job's loop: the
+    # entrypoint goes on from its start in the step that made the runner ready)
+    assert await runner.call(started_with.copy) == [None]
+    assert await runner.send_text("hi") == 'You are Ada. You said: "hi".'
+
+
+async def test_an_entrypoint_capturing_its_start_gets_the_run_the_runner_shows(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    started_with: list[object] = []
+    server = _ada_server(emulator.base_url(), started_with, capture_run=True)
+    runner = await started(runners, NotebookRunner(server))
+    (captured,) = await runner.call(started_with.copy)
+    assert isinstance(captured, RunResult) and await runner.greeting() is captured
+
+
+async def test_a_tool_mocked_on_the_running_agent_and_restored_between_turns(
+    greeter: NotebookRunner,
+) -> None:
+    """livekit's ``mock_tools(Agent, {...}, session=)`` from a cell, on the live session: the
+    next turn calls the mock; ``{}`` puts the real tool back for the turn after."""
+    session = await greeter.ready()
+    await greeter.run("transfer to weather")
+    seen: list[str] = []
+
+    def snowing(context: RunContext[Any], location: str) -> str:  # the real tool's parameters
+        seen.append(location)
+        return f"Snow in {location}."
+
+    mock_tools(greeter_weather.WeatherAgent, {"lookup_weather": snowing}, session=session)
+    mocked = await greeter.run("lookup weather location=Paris")
+    mocked.expect.contains_function_call(name="lookup_weather", arguments={"location": "Paris"})
+    mocked.expect.contains_function_call_output(output="Snow in Paris.")
+    assert seen == ["Paris"]
+
+    mock_tools(greeter_weather.WeatherAgent, {}, session=session)
+    real = await greeter.run("lookup weather location=Oslo")
+    real.expect.contains_function_call_output(output="It is sunny in Oslo.")
+    assert seen == ["Paris"]
+
+
+async def test_the_readme_check_runs_as_written(emulator: Emulator, no_livekit_env: None) -> None:
+    model = openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+    )
+    namespace: dict[str, Any] = {
+        "NotebookRunner": NotebookRunner,
+        "greeter_server": greeter_weather.make_server(model),
+        "WeatherAgent": greeter_weather.WeatherAgent,
+    }
+    try:
+        await run(python_block("runner.greeting()"), namespace)
+    finally:
+        if isinstance(runner := namespace.get("runner"), NotebookRunner):
+            runner.stop()
+    assert namespace["runner"].state is RunnerState.STOPPED

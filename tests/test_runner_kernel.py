@@ -9,6 +9,7 @@ talk to and stop agents share one kernel; interrupt and ``run_app`` tests get th
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -277,6 +278,7 @@ def test_loops_closed_only_on_the_main_thread_and_only_the_runners(kernel: Kerne
 def test_a_blocking_cell_does_not_stall_the_agent(kernel: Kernel) -> None:
     kernel.run_ok(START)
     kernel.run_ok(
+        "from notebook_agents.runner.notebook_runner import reply_text\n"
         "def _blocked():\n"
         "    done_at = []\n"
         "    t0 = time.perf_counter()\n"
@@ -286,7 +288,7 @@ def test_a_blocking_cell_does_not_stall_the_agent(kernel: Kernel) -> None:
         "    time.sleep(2)  # the kernel's thread and loop are blocked meanwhile\n"
         "    slept = time.perf_counter() - t0\n"
         "    replied_after = done_at[0] - t0 if done_at else None\n"
-        "    reply = turn.result(0) if turn.done() else None\n"
+        "    reply = reply_text(turn.result(0)) if turn.done() else None\n"
         "    return dict(reply=reply, replied_after=replied_after, slept=slept)\n"
     )
     value = kernel.eval("_blocked()", timeout=20)
@@ -611,3 +613,119 @@ def test_an_interrupted_stop_finishes_and_stop_can_be_called_again(
     kernel.run_ok("STOP_DELAY = 0.0\n" + START + "assert await runner.send_text('hi')")
     kernel.run_ok("runner.stop()")
     _assert_loops_closed_properly(kernel)
+
+
+GREETER = """
+from livekit.agents import RunResult
+from notebook_agents import RunnerError
+from tests.upstream import greeter_weather
+
+greeter_server = greeter_weather.make_server(
+    openai.realtime.RealtimeModel(base_url=EMU_URL, api_key="x", modalities=["text"])
+)
+runner = probe.watch(NotebookRunner(greeter_server).start())
+session = await runner.ready()
+"""
+
+
+@pytest.mark.timeout(90)
+def test_the_first_assertion_cell_a_livekit_developer_writes_passes(kernel: Kernel) -> None:
+    """``session.run`` + ``expect`` straight on the runner's session, cell by cell: it used to
+    fill the chat with "bound to a different event loop" connection errors, end the call, and
+    leave ``stop()`` raising "did not stop within 10 s"."""
+    kernel.run_ok(GREETER)
+    kernel.run_ok(
+        'result = await runner.session.run(user_input="transfer to weather")\n'
+        'result.expect.next_event().is_function_call(name="transfer_to_weather")\n'
+        "result.expect.next_event().is_function_call_output()\n"
+        "result.expect.next_event().is_agent_handoff(new_agent_type=greeter_weather.WeatherAgent)\n"
+        'result.expect.next_event().is_message(role="assistant")\n'
+        "result.expect.no_more_events()\n",
+        timeout=40,
+    )
+    refused = kernel.run('session.say("hi")')
+    assert refused.error is not None and refused.error["ename"] == "RunnerError"
+    assert "await runner.call(session.say, ...)" in refused.error["evalue"]
+    spoken = kernel.eval(
+        '(await runner.call(session.generate_reply, user_input="hello"))'
+        ".chat_items[-1].text_content"
+    )
+    assert spoken == 'You are a weather agent. You said: "hello".'
+    state = kernel.eval(
+        "dict(state=runner.state.value, errors=[e.data for e in runner.trace.of_kind('error')], "
+        "reply=await runner.send_text('hi'))"
+    )
+    assert state == {
+        "state": "running",
+        "errors": [],
+        "reply": 'You are a weather agent. You said: "hi".',
+    }
+    kernel.run_ok("runner.stop()")  # raised RunnerError: did not stop within 10 s
+    assert kernel.eval("runner.state.value") == "stopped"
+    _no_agent_left(kernel)
+
+
+@pytest.mark.timeout(90)
+def test_a_failed_expectation_shows_the_turn_on_the_timeline(kernel: Kernel) -> None:
+    """livekit's AssertionError stays one (the cell fails, its error is livekit's), and above it
+    the notebook shows which expectation, the turn's events and where each is on the trace."""
+    kernel.run_ok(GREETER)
+    expect = 'result.expect.next_event().is_message(role="assistant")'
+    cell = kernel.run('result = await runner.run("transfer to weather")\n' + expect, timeout=40)
+    assert cell.error is not None and cell.error["ename"] == "AssertionError"
+    assert cell.error["evalue"].startswith("Expected ChatMessageEvent\nContext around failure:")
+    shown = [o for o in cell.outputs if o["msg_type"] == "display_data"]
+    assert len(shown) == 1, cell.outputs
+    page, text = shown[0]["data"]["text/html"], shown[0]["data"]["text/plain"]
+    call_t, handoff_agent = kernel.eval(
+        "(runner.trace.of_kind('tool_call')[-1].t, runner.trace.of_kind('handoff')[-1].agent)"
+    )
+    assert text.splitlines()[:2] == [f"Expectation failed: {expect}", "  Expected ChatMessageEvent"]
+    marked = [line for line in text.splitlines() if line.lstrip().startswith(">>>")]
+    assert marked == [
+        f"  >>>  [0]  t={call_t:.3f} s  GreeterAgent  function_call  transfer_to_weather({{}})"
+    ]
+    assert f"GreeterAgent -> {handoff_agent}" in text and "WeatherAgent  message" in text
+    # the page says the same, in the theme's colours
+    assert "Expectation failed" in page and html.escape(expect) in page
+    assert f"t={call_t:.3f} s" in page and "var(--jp-error-color1" in page
+    # the traceback shown is the cell's line and livekit's reason, not livekit's plumbing
+    assert "run_result.py" not in cell.traceback and expect in cell.traceback
+    assert cell.traceback.rstrip().endswith(
+        "AssertionError: Expected ChatMessageEvent (the turn's events are shown above)"
+    )
+    # any other AssertionError is shown as it always was
+    plain = kernel.run('assert 1 == 2, "plain"')
+    assert [o["msg_type"] for o in plain.outputs] == ["error"]
+    assert plain.error is not None and plain.error["evalue"] == "plain"
+    assert "assert 1 == 2" in plain.traceback
+    kernel.run_ok("runner.stop()")
+    _no_agent_left(kernel)
+
+
+@pytest.mark.timeout(90)
+def test_the_greeting_and_a_mocked_tool_from_cells(kernel: Kernel) -> None:
+    kernel.run_ok(GREETER)
+    kernel.run_ok(
+        "greeting = await runner.greeting()\n"
+        "greeting.expect.next_event().is_agent_handoff(new_agent_type=greeter_weather.GreeterAgent)\n"
+        'greeting.expect.next_event().is_message(role="assistant")\n'
+        "greeting.expect.no_more_events()\n"
+        'await runner.run("transfer to weather")'
+    )
+    kernel.run_ok(
+        "from livekit.agents import mock_tools\n"
+        "mock_tools(greeter_weather.WeatherAgent, "
+        "{'lookup_weather': lambda context, location: f'Snow in {location}.'}, session=session)"
+    )
+    kernel.run_ok(
+        'mocked = await runner.run("lookup weather location=Paris")\n'
+        'mocked.expect.contains_function_call_output(output="Snow in Paris.")'
+    )
+    kernel.run_ok("mock_tools(greeter_weather.WeatherAgent, {}, session=session)")
+    kernel.run_ok(
+        'real = await runner.run("lookup weather location=Paris")\n'
+        'real.expect.contains_function_call_output(output="It is sunny in Paris.")'
+    )
+    kernel.run_ok("runner.stop()")
+    _no_agent_left(kernel)

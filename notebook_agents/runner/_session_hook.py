@@ -13,7 +13,14 @@ import threading
 import weakref
 from typing import Any, Protocol
 
-from livekit.agents import NOT_GIVEN, AgentSession, JobContext, get_job_context, room_io
+from livekit.agents import (
+    NOT_GIVEN,
+    AgentSession,
+    JobContext,
+    RunResult,
+    get_job_context,
+    room_io,
+)
 from livekit.agents.utils import is_given
 
 from .. import _livekit_internals as livekit
@@ -24,9 +31,11 @@ class SessionObserver(Protocol):
 
     text_only: bool
 
-    def session_starting(self, session: AgentSession[Any]) -> None: ...
+    def session_starting(self, session: AgentSession[Any]) -> bool:
+        """whether this start is the one whose greeting ``session_started`` is to get"""
 
-    def session_started(self, session: AgentSession[Any]) -> None: ...
+    def session_started(self, session: AgentSession[Any], greeting: RunResult[Any]) -> None:
+        """``greeting``: the start's run, as ``start(capture_run=True)`` returns it"""
 
 
 _observers: weakref.WeakKeyDictionary[JobContext, SessionObserver] = weakref.WeakKeyDictionary()
@@ -52,9 +61,18 @@ async def _start(self: AgentSession[Any], agent: Any, **kwargs: Any) -> Any:
         return await _upstream_start(self, agent, **kwargs)
     if observer.text_only and is_given(kwargs.get("room", NOT_GIVEN)):
         kwargs["room_options"] = _without_audio(kwargs)
-    observer.session_starting(self)
-    result = await _upstream_start(self, agent, **kwargs)
-    observer.session_started(self)
+    greeted = observer.session_starting(self)
+    # the greeting is captured as capture_run does; the entrypoint gets what it asked for
+    capture = greeted and not kwargs.get("capture_run")
+    greeting = livekit.capture_start(self) if capture else None
+    try:
+        result = await _upstream_start(self, agent, **kwargs)
+    except BaseException:
+        if greeting is not None:
+            livekit.release_run(self, greeting)
+        raise
+    if greeted:
+        observer.session_started(self, greeting or result)
     return result
 
 

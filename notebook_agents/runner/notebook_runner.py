@@ -14,12 +14,13 @@ import contextlib
 import contextvars
 import enum
 import functools
+import inspect
 import os
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar, overload
 
 import numpy as np
 from livekit.agents import (
@@ -36,7 +37,7 @@ from typing_extensions import Self
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
-from . import _environment, _session_hook
+from . import _environment, _failed_expectation, _session_guard, _session_hook
 from ._caller import CallerInput, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
 from ._closing import PendingWords
@@ -51,6 +52,7 @@ from .errors import RunnerError, TurnError, TurnStopped
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class RunnerState(str, enum.Enum):
@@ -152,6 +154,7 @@ class NotebookRunner(StartStop):
         self._job_context: contextvars.Context | None = None
         self._entry_task: asyncio.Task[None] | None = None
         self._turn_lock: asyncio.Lock | None = None
+        self._greeting: RunResult[Any] | None = None
         # the stop runs on a thread of its own, so an interrupted stop() finishes anyway
         self._stopper: threading.Thread | None = None
         self._stop_done = threading.Event()
@@ -187,6 +190,7 @@ class NotebookRunner(StartStop):
             raise RunnerError(
                 "this AgentServer is already running outside notebook-agents; stop it first"
             )
+        _failed_expectation.install()
         self._started_at = started = time.perf_counter()
         # registered before the server is touched: from here on stop() undoes everything
         self.state = RunnerState.STARTING
@@ -364,23 +368,52 @@ class NotebookRunner(StartStop):
     async def _run(
         self, text: str, output_type: type[Any] | None, timeout: float, what: str
     ) -> RunResult[Any]:
-        turn = self._submit(text, what, output_type)
+        return await self._answer(self._submit(text, what, output_type), timeout)
+
+    async def _answer(
+        self, turn: concurrent.futures.Future[RunResult[Any]], timeout: float
+    ) -> RunResult[Any]:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
         except asyncio.TimeoutError:
             raise RunnerError(f"the agent did not answer within {timeout:.0f} s") from None
 
-    async def in_job(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await ``coro`` on the job's loop in the job's context, as livekit runs its own
-        tasks: for what uses the agent's objects, such as a judge given the agent's own LLM
-        (its connections belong to the job's loop: used from a cell's, they break its next
-        turn) or a ``JudgeGroup``, which then tags the job's session as in a deployment."""
-        try:
-            self._require_turns("in_job()")
-        except RunnerError:
-            coro.close()  # never to run: no "never awaited" warning on top of the error
-            raise
-        return await asyncio.wrap_future(self._in_job(coro, "in_job()"))
+    def _carried_run(
+        self, *, user_input: str, output_type: type[Any] | None = None, **options: Any
+    ) -> Callable[[], Awaitable[RunResult[Any]]]:
+        """``session.run`` called from a cell: the turn starts in the job now, as
+        ``runner.run``'s does; awaiting it awaits ``run``'s answer."""
+        turn = self._submit(user_input, "session.run()", output_type, **options)
+        return functools.partial(self._answer, turn, _CARRIED_RUN_TIMEOUT_S)
+
+    @overload
+    async def call(
+        self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+    @overload
+    async def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T: ...
+
+    async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` run on the agent's job loop in the job's context (as livekit
+        runs its own tasks), its result awaited there if it is awaitable; returns it. For the
+        session's loop-bound methods from a cell:
+        ``await runner.call(session.generate_reply, instructions="greet")`` (returns the speech
+        once played out), ``await runner.call(session.interrupt)``."""
+        self._require_turns("call()")
+        return await asyncio.wrap_future(self._in_job(_called(fn, args, kwargs), "call()"))
+
+    async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
+        """What the agent said on its own as its session started (its ``on_enter`` speech),
+        once said: livekit's ``RunResult`` of the start, as ``session.start(capture_run=True)``
+        returns it, for ``expect``. The entrypoint's ``start`` returns what it always did."""
+        greeting = self._greeting
+        if greeting is None or not greeting.done():
+            self._require_turns("greeting()")
+            greeting = self._greeting
+            assert greeting is not None
+            return await self._answer(self._in_job(_finished(greeting), "greeting()"), timeout)
+        return greeting
 
     def submit_text(self, text: str) -> concurrent.futures.Future[str]:
         """``send_text`` without awaiting: the turn's future, for callbacks such as a widget's.
@@ -402,10 +435,10 @@ class NotebookRunner(StartStop):
         return reply
 
     def _submit(
-        self, text: str, what: str, output_type: type[Any] | None = None
+        self, text: str, what: str, output_type: type[Any] | None = None, **options: Any
     ) -> concurrent.futures.Future[RunResult[Any]]:
         self._require_turns(what)
-        return self._in_job(self._turn(self._ready.result(), text, output_type), what)
+        return self._in_job(self._turn(self._ready.result(), text, output_type, **options), what)
 
     def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the job's loop in the job's context, as livekit runs its tasks."""
@@ -559,26 +592,37 @@ class NotebookRunner(StartStop):
         return observed_entrypoint
 
     # _session_hook.SessionObserver
-    def session_starting(self, session: AgentSession[Any]) -> None:
-        if self.session is None:
-            self.session = session
-            if self.audio and self.text_only:
-                speaker = RealTimeSpeaker(self.recording)
-                speaker.listeners = self._agent_audio_listeners
-                session.output.audio = speaker
-                self._microphone = CallerInput()
-                session.input.audio = self._microphone
-            self._pending_words = PendingWords(session)
-            self.trace.attach(session)
-            session.on("error", self._on_session_error)
-            session.on("close", self._on_session_close)
+    def session_starting(self, session: AgentSession[Any]) -> bool:
+        if self.session is not None:
+            return False  # another session of the job, or a start again
+        self.session = session
+        if self.audio and self.text_only:
+            speaker = RealTimeSpeaker(self.recording)
+            speaker.listeners = self._agent_audio_listeners
+            session.output.audio = speaker
+            self._microphone = CallerInput()
+            session.input.audio = self._microphone
+        self._pending_words = PendingWords(session)
+        _session_guard.guard(session, self._carried_run, self._before_own_run)
+        self.trace.attach(session)
+        session.on("error", self._on_session_error)
+        session.on("close", self._on_session_close)
+        return True
 
-    def session_started(self, session: AgentSession[Any]) -> None:
-        if session is self.session and not self._ready.done():
+    def session_started(self, session: AgentSession[Any], greeting: RunResult[Any]) -> None:
+        self._greeting = greeting
+        _failed_expectation.remember(greeting, self.trace)
+        if not self._ready.done():
             self.timings["ready"] = time.perf_counter() - self._started_at
             if self.state is RunnerState.STARTING:
                 self.state = RunnerState.RUNNING
             self._ready.set_result(session)
+
+    def _before_own_run(self) -> None:
+        """The job's own code runs a turn (``session.run`` on its loop): the greeting, if it is
+        still going, stops gathering new speech (livekit would refuse a run beside it)."""
+        if self._greeting is not None and self.session is not None:
+            livekit.release_run(self.session, self._greeting)
 
     def _on_session_error(self, event: Any) -> None:
         if event.error.recoverable:
@@ -627,13 +671,21 @@ class NotebookRunner(StartStop):
             self._ready.set_exception(error)
 
     async def _turn(
-        self, session: AgentSession[Any], text: str, output_type: type[Any] | None = None
+        self,
+        session: AgentSession[Any],
+        text: str,
+        output_type: type[Any] | None = None,
+        **options: Any,
     ) -> RunResult[Any]:
+        """A typed turn; ``options`` are ``AgentSession.run``'s others."""
         assert self._turn_lock is not None
         async with self._turn_lock:  # AgentSession.run cannot nest
+            await self._greeted()
             started = self.trace.now()
             try:
-                result: RunResult[Any] = session.run(user_input=text, output_type=output_type)
+                result: RunResult[Any] = session.run(
+                    user_input=text, output_type=output_type, **options
+                )
             except Exception:
                 livekit.forget_stale_run(session)
                 self._require_turns("the turn")
@@ -646,6 +698,7 @@ class NotebookRunner(StartStop):
     ) -> RunResult[Any]:
         assert self._turn_lock is not None and self._microphone is not None
         async with self._turn_lock:
+            await self._greeted()
             started = self.trace.now()
             try:
                 await asyncio.wait_for(until_the_agent_is_quiet(session), timeout)
@@ -668,6 +721,12 @@ class NotebookRunner(StartStop):
             finally:
                 turn.end()
         return self._checked(session, turn.run, started, raised, spoken=True)
+
+    async def _greeted(self) -> None:
+        """Until the greeting is over: a turn's events are its own, and livekit runs one run at
+        a time (its failure is the greeting's, not the turn's)."""
+        if self._greeting is not None and not self._greeting.done():
+            await _settled(self._greeting)
 
     async def _give_up(self, turn: SpokenTurn) -> None:
         """Withdraw a turn gone wrong, unless the runner is stopping (the session closes)."""
@@ -697,6 +756,7 @@ class NotebookRunner(StartStop):
         errors = self._went_wrong(session, started, spoken=spoken)
         if errors or raised is not None:
             raise TurnError(reply, errors, raised) from raised
+        _failed_expectation.remember(result, self.trace)
         return result
 
     def _went_wrong(
@@ -801,6 +861,16 @@ def reply_text(result: RunResult[Any]) -> str:
     return _joined(_said(result))
 
 
+async def _called(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn``'s result, awaited if it is awaitable (a speech handle: until it is played)."""
+    result = fn(*args, **kwargs)
+    return await result if inspect.isawaitable(result) else result
+
+
+async def _finished(result: RunResult[Any]) -> RunResult[Any]:
+    return await result
+
+
 async def _settled(result: RunResult[Any]) -> Exception | None:
     """Wait for a run; what it raised if its reply could not be generated."""
     try:
@@ -818,6 +888,9 @@ def fails_turn(error: TraceEvent, *, spoken: bool) -> bool:
     source = error.data.get("source")
     return source != "tool" and (spoken or source != "stt")
 
+
+_CARRIED_RUN_TIMEOUT_S = 30.0
+"""how long ``await session.run(...)`` from a cell waits, as ``runner.run`` by default"""
 
 _THREAD_START_S = 1.0
 """a started thread runs within this; a stop waits no longer to learn it never started"""
