@@ -20,12 +20,12 @@ $(INSTALLED): pyproject.toml
 lab: $(INSTALLED) workspace
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(WORKSPACE) $(ALLOW_ROOT)
 
-# A shipped notebook is copied in only when missing: yours are never overwritten (delete
-# your copy to get the shipped one back).
+# A shipped notebook (and the agent and scenario files notebook 05 uses) is copied in only when
+# missing: yours are never overwritten (delete your copy to get the shipped one back).
 workspace:
 	@mkdir -p $(WORKSPACE)
-	@for notebook in notebooks/*.ipynb; do \
-	  [ -e "$(WORKSPACE)/$${notebook##*/}" ] || cp "$$notebook" $(WORKSPACE)/; \
+	@for file in notebooks/*.ipynb notebooks/*.py notebooks/*.yaml; do \
+	  [ -e "$(WORKSPACE)/$${file##*/}" ] || cp "$$file" $(WORKSPACE)/; \
 	done
 	@echo "JupyterLab opens $(WORKSPACE)/: your copies of notebooks/ and your own notebooks (git ignores them)"
 

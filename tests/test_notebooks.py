@@ -21,6 +21,7 @@ SHIPPED = (
     "02_handoff_benchmark.ipynb",
     "03_teaching_handoffs.ipynb",
     "04_voice.ipynb",
+    "05_checking_agents.ipynb",
 )
 """the notebooks the project ships, by name: tested from notebooks/ and nowhere else, so a
 notebook of the user's (in `make lab`'s workspace, or anywhere) is never run or checked"""
@@ -105,7 +106,7 @@ def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: 
         [*pytest_run, "tests/test_notebooks.py", "-k", "in_git or stored_without_outputs"],
         cwd=clone, capture_output=True, text=True,
     )  # fmt: skip
-    assert checks.returncode == 0 and "5 passed" in checks.stdout, checks.stdout
+    assert checks.returncode == 0 and f"{len(SHIPPED) + 1} passed" in checks.stdout, checks.stdout
     assert git(clone, "status", "--porcelain", "--untracked-files=all").count("??") == 0
 
 
@@ -152,6 +153,14 @@ def test_notebook_runs_offline(path: Path) -> None:
         players = [o for o in outputs if "<audio" in o.get("data", {}).get("text/html", "")]
         assert len(players) == 2  # the caller's voice and the agents' recording
         assert widget_views(outputs) == 3  # state, voice, timeline
+    if path.name == "05_checking_agents.ipynb":
+        # the failed expectation shown as the notebook's own display, the cell's error after it
+        assert "Expectation failed: result.expect.next_event().is_function_call(" in text
+        errors = [o for o in outputs if o.output_type == "error"]
+        assert [e.ename for e in errors] == ["AssertionError"]  # that cell's, and no other
+        assert "It is sunny in Oslo." in text and "judged: pass" in text
+        assert "1 failed, 1 passed" in text  # the scenario file under pytest: the suite's verdicts
+        assert widget_views(outputs) == 3  # the timelines of the runner and the process, the suite
     if path.name == "03_teaching_handoffs.ipynb":
         # every claim the text makes is an assert cell of its own: reaching the end proves them
         assert "Exercise 1 passed" in text and "Exercise 2 passed" in text
