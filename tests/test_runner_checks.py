@@ -36,14 +36,19 @@ async def greeter(emulator: Emulator, runners: list[NotebookRunner]) -> Notebook
     return await started(runners, NotebookRunner(greeter_weather.make_server(model)))
 
 
-async def test_run_returns_livekits_run_result_for_expect(greeter: NotebookRunner) -> None:
-    result = await greeter.run("transfer to weather")
-    assert isinstance(result, RunResult) and result.done()
+def expect_the_transfer_to_weather(result: RunResult[Any]) -> None:
+    """The Greeter's turn "transfer to weather", in livekit's testing vocabulary."""
     result.expect.next_event().is_function_call(name="transfer_to_weather")
     result.expect.next_event().is_function_call_output()
     result.expect.next_event().is_agent_handoff(new_agent_type=greeter_weather.WeatherAgent)
     result.expect.next_event().is_message(role="assistant")
     result.expect.no_more_events()
+
+
+async def test_run_returns_livekits_run_result_for_expect(greeter: NotebookRunner) -> None:
+    result = await greeter.run("transfer to weather")
+    assert isinstance(result, RunResult) and result.done()
+    expect_the_transfer_to_weather(result)
 
     weather = await greeter.run("lookup weather location=Paris")
     weather.expect.contains_function_call(name="lookup_weather", arguments={"location": "Paris"})
@@ -61,11 +66,7 @@ async def test_session_run_from_a_cell_runs_in_the_job_and_returns_the_done_resu
     turn: Awaitable[RunResult[Any]] = session.run(user_input="transfer to weather")
     result: RunResult[Any] = await asyncio.wait_for(turn, 30)
     assert isinstance(result, RunResult) and result.done()
-    result.expect.next_event().is_function_call(name="transfer_to_weather")
-    result.expect.next_event().is_function_call_output()
-    result.expect.next_event().is_agent_handoff(new_agent_type=greeter_weather.WeatherAgent)
-    result.expect.next_event().is_message(role="assistant")
-    result.expect.no_more_events()
+    expect_the_transfer_to_weather(result)
     assert greeter.trace.of_kind("error") == []
     # not awaited, it says how to get the result (the turn runs anyway)
     pending: RunResult[Any] = session.run(user_input="hello")
