@@ -31,7 +31,9 @@ from notebook_agents import (
 from notebook_agents.analysis import TraceAnalysis
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import check_event_data
+from notebook_agents.views import AgentGraphView, ChatView
 
+from .test_chat_view import Browser, finished
 from .test_readme import python_block, run
 
 SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_console.py"
@@ -319,3 +321,22 @@ async def test_a_turn_to_an_agent_that_never_greets_names_greets_false(
         await agent.run("hello", timeout=1)
     with pytest.raises(RunnerError, match=r"did not greet within 1 s.*greets=False"):
         await agent.greeting(timeout=1)
+
+
+async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: AgentProcess) -> None:
+    chat = ChatView(greeter)
+    browser = Browser(chat)
+    graph = AgentGraphView(greeter)  # follows its trace, as a NotebookRunner's
+    weather = asyncio.Event()  # the weather agent has spoken
+    greeter.trace.subscribe(
+        lambda e: e.kind == "agent_message" and e.agent == "weather_agent" and weather.set()
+    )
+    turn = chat.say("transfer to weather")
+    assert turn is not None
+    await asyncio.wait_for(finished(chat, turn, weather), 30)
+    assert chat.pending == 0 and chat.error == ""
+    lines = browser.lines()
+    assert lines[0] == ("greeter_agent", "You are a friendly greeter. How can I help you?")
+    assert ("you", "transfer to weather") in lines
+    assert any(who == "weather_agent" for who, _ in lines)
+    assert graph.trace is greeter.trace and graph.current == "weather_agent"
