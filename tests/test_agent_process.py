@@ -329,7 +329,9 @@ async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: Agent
     graph = AgentGraphView(greeter)  # follows its trace, as a NotebookRunner's
     weather = asyncio.Event()  # the weather agent has spoken
     greeter.trace.subscribe(
-        lambda e: e.kind == "agent_message" and e.agent == "weather_agent" and weather.set()
+        lambda e: (
+            weather.set() if e.kind == "agent_message" and e.agent == "weather_agent" else None
+        )
     )
     turn = chat.say("transfer to weather")
     assert turn is not None
