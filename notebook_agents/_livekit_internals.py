@@ -440,10 +440,11 @@ def accepted_transport(
 
 
 def reported_run_result(
-    user_input: str, items: list[llm.ChatItem], agent: Callable[[str], Any]
+    user_input: str | None, items: list[llm.ChatItem], agent: Callable[[str], Any]
 ) -> RunResult[None]:
     """livekit's ``RunResult`` of a turn another process ran, from the items it reported
-    (``run_input``'s response: the run's events, encoded). livekit builds one only around a
+    (``run_input``'s response: the run's events, encoded; ``user_input`` None for what the
+    agent said on its own, as ``start(capture_run=True)`` gives). livekit builds one only around a
     live session; here its events are added as the session adds them (``_item_added``,
     ``_agent_handoff``, ordered by creation time) and it is marked done. ``agent(id)`` gives
     the handoff's agents: the other process reports only their ids.

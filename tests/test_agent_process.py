@@ -22,6 +22,7 @@ from livekit.protocol.agent_pb import agent_session as agent_pb
 from notebook_agents import (
     AgentProcess,
     AgentRunner,
+    RemoteAgent,
     RunnerError,
     RunnerState,
     Trace,
@@ -30,7 +31,9 @@ from notebook_agents import (
 from notebook_agents.analysis import TraceAnalysis
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import check_event_data
+from notebook_agents.views import AgentGraphView, ChatView
 
+from .test_chat_view import Browser, finished
 from .test_readme import python_block, run
 
 SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_console.py"
@@ -49,12 +52,7 @@ async def greeter(emulator: Emulator, processes: list[AgentProcess]) -> AsyncIte
     """PR #5229's agents, unchanged, run as a console script in another process."""
     agent = AgentProcess(SCRIPT, emulator=emulator)
     processes.append(agent)
-    greeted = first_event(agent.trace, "agent_message")
     await agent.start().ready()
-    # a polite caller waits for the greeting (the greeter's on_enter): a turn typed while a
-    # realtime reply is still being generated is not answered (livekit's run_input interrupts
-    # only speech already playing)
-    await asyncio.wait_for(greeted, 10)
     yield agent
 
 
@@ -249,13 +247,98 @@ async def test_the_readme_example_runs_as_written(
         "from tests.upstream.greeter_weather_console import server\n"
     )
     monkeypatch.chdir(tmp_path)
-    await run(block.replace("await agent.ready()", GREETED), {})
+    await run(block, {})
     assert "['greeter_agent', 'weather_agent']" in capsys.readouterr().out
 
 
 REPO = Path(__file__).resolve().parents[1]
-GREETED = """await agent.ready()
-import asyncio
-from tests.test_agent_process import first_event
-await asyncio.wait_for(first_event(agent.trace, "agent_message"), 10)"""
-"""the readme's turn, after the greeting (as the fixture waits for it)"""
+
+
+async def test_a_turn_sent_during_the_greeting_waits_for_it_and_is_answered(
+    emulator: Emulator, processes: list[AgentProcess]
+) -> None:
+    agent = AgentProcess(SCRIPT, emulator=emulator)
+    processes.append(agent)
+    await agent.start().ready()
+    # at once, as a notebook cell does: the greeter is still generating its on_enter greeting
+    result = await agent.run("hello")
+    result.expect.next_event().is_message(role="assistant")
+    result.expect.no_more_events()
+    assert reply_of(result) == 'You are a friendly greeter. You said: "hello".'
+    # what it said on its own as it started, as NotebookRunner.greeting() gives it
+    greeting = await agent.greeting()
+    assert isinstance(greeting, RunResult) and greeting.done()
+    greeting.expect.next_event().is_agent_handoff(new_agent_type=RemoteAgent)
+    greeting.expect.next_event().is_message(role="assistant")
+    greeting.expect.no_more_events()
+    assert reply_of(greeting) == "You are a friendly greeter. How can I help you?"
+    assert await agent.greeting() is greeting
+
+
+def reply_of(result: RunResult[object]) -> str:
+    return "".join(
+        e.item.text_content or "" for e in result.events if isinstance(e.item, llm.ChatMessage)
+    )
+
+
+SILENT_AGENT = """
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai
+
+server = AgentServer()
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    session = AgentSession(llm=openai.realtime.RealtimeModel(modalities=["text"]))
+    await session.start(agent=Agent(instructions="You are Ada."), room=ctx.room)
+"""
+"""an agent that says nothing until spoken to (no on_enter)"""
+
+
+async def test_an_agent_that_does_not_greet_takes_turns_at_once_when_it_says_so(
+    emulator: Emulator, processes: list[AgentProcess], tmp_path: Path
+) -> None:
+    script = tmp_path / "ada.py"
+    script.write_text(SILENT_AGENT)
+    agent = AgentProcess(script, emulator=emulator, greets=False)
+    processes.append(agent)
+    await agent.start().ready()
+    greeting = await agent.greeting()
+    greeting.expect.next_event().is_agent_handoff()  # Ada entered, and said nothing
+    greeting.expect.no_more_events()
+    assert await agent.send_text("hello") == 'You are Ada. You said: "hello".'
+
+
+async def test_a_turn_to_an_agent_that_never_greets_names_greets_false(
+    emulator: Emulator, processes: list[AgentProcess], tmp_path: Path
+) -> None:
+    script = tmp_path / "ada.py"
+    script.write_text(SILENT_AGENT)
+    agent = AgentProcess(script, emulator=emulator)
+    processes.append(agent)
+    await agent.start().ready()
+    with pytest.raises(RunnerError, match=r"did not greet within 1 s.*greets=False"):
+        await agent.run("hello", timeout=1)
+    with pytest.raises(RunnerError, match=r"did not greet within 1 s.*greets=False"):
+        await agent.greeting(timeout=1)
+
+
+async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: AgentProcess) -> None:
+    chat = ChatView(greeter)
+    browser = Browser(chat)
+    graph = AgentGraphView(greeter)  # follows its trace, as a NotebookRunner's
+    weather = asyncio.Event()  # the weather agent has spoken
+    greeter.trace.subscribe(
+        lambda e: (
+            weather.set() if e.kind == "agent_message" and e.agent == "weather_agent" else None
+        )
+    )
+    turn = chat.say("transfer to weather")
+    assert turn is not None
+    await asyncio.wait_for(finished(chat, turn, weather), 30)
+    assert chat.pending == 0 and chat.error == ""
+    lines = browser.lines()
+    assert lines[0] == ("greeter_agent", "You are a friendly greeter. How can I help you?")
+    assert ("you", "transfer to weather") in lines
+    assert any(who == "weather_agent" for who, _ in lines)
+    assert graph.trace is greeter.trace and graph.current == "weather_agent"

@@ -8,6 +8,13 @@ stops listening once it has dialed. Audio is turned off (``update_io``; with it 
 turn's reply waits on a speaker nobody plays and is lost). The reports fill a ``Trace`` as an
 in-kernel session's do; turns return livekit's ``RunResult`` built from what the agent reports.
 The connection lives on a thread and loop of its own, as the notebook runner's server does.
+
+The greeting (what the agent says on its own as its session starts, its ``on_enter`` reply)
+is awaited before a turn, as the notebook runner does: livekit's ``run_input`` interrupts only
+speech already playing, so a turn sent while a realtime greeting is still being generated goes
+unanswered. The protocol says nothing while a realtime reply is generated, so the greeting is
+over once the agent has reported a reply and is ``listening`` again; an agent that does not
+greet says so with ``greets=False`` (nothing to wait for).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from typing_extensions import Self
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import Trace
-from ..trace.remote_items import chat_items
+from ..trace.remote_items import chat_item, chat_items
 from .errors import RunnerError, TurnError
 from .notebook_runner import RunnerState, fails_turn, reply_text
 
@@ -77,7 +84,8 @@ class AgentProcess(StartStop):
     ``emulator=`` points the script's models at it (``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
     which livekit's OpenAI plugin reads, and ``LIVEKIT_INFERENCE_URL`` for LiveKit Inference's
     LLM). Without a script, ``start()`` listens and prints the command that attaches an agent
-    started by hand. ``stop()`` ends only the process this started.
+    started by hand. ``stop()`` ends only the process this started. ``greets=False`` for an
+    agent that says nothing until spoken to (turns wait for its greeting otherwise).
     """
 
     def __init__(
@@ -89,6 +97,7 @@ class AgentProcess(StartStop):
         python: str | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
+        greets: bool = True,
     ) -> None:
         self.script = Path(script) if script is not None else None
         if self.script is not None and not self.script.is_file():
@@ -108,6 +117,12 @@ class AgentProcess(StartStop):
         self.process: subprocess.Popen[bytes] | None = None
         """the process this started (None when attaching to one started by hand)"""
         self.session: RemoteSession | None = None
+        self.greets = greets
+        self._greeting: RunResult[None] | None = None
+        """what the agent said on its own as it started, once it is over"""
+        self._greeting_items: list[llm.ChatItem] = []
+        self._greeted: asyncio.Event | None = None  # on the connection's loop
+        self._agent_state = "initializing"
         self._env = _child_env(emulator, env)
         self._emulator_url = emulator.base_url() if emulator is not None else None
         self._output: Path | None = None
@@ -247,6 +262,8 @@ class AgentProcess(StartStop):
         try:
             reply = await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
         except asyncio.TimeoutError:
+            if self._greeting is None:
+                raise RunnerError(self._not_greeted(timeout)) from None
             raise RunnerError(f"the agent did not answer within {timeout:.0f} s") from None
         except RuntimeError as e:  # what the agent reported (its session's run raised)
             self._require_turns("run()")
@@ -255,6 +272,21 @@ class AgentProcess(StartStop):
         if errors := self._went_wrong(started):
             raise TurnError(reply_text(result), errors)
         return result
+
+    async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
+        """What the agent said on its own as its session started (its ``on_enter`` reply),
+        once said: livekit's ``RunResult`` built from what it reported, as ``run``'s are (the
+        first agent's handoff, then its reply), for ``expect``."""
+        if self._greeting is None:
+            self._require_turns("greeting()")
+            said = self._on_loop(self._greeting_over(), "greeting()")
+            try:
+                await asyncio.wait_for(asyncio.wrap_future(said), timeout)
+            except asyncio.TimeoutError:
+                raise RunnerError(self._not_greeted(timeout)) from None
+            self._require_turns("greeting()")  # the connection ended instead
+        assert self._greeting is not None
+        return self._greeting
 
     async def history(self) -> list[llm.ChatItem]:
         """The agent's own ``session.history``, as it reports it (``get_chat_history``)."""
@@ -276,7 +308,23 @@ class AgentProcess(StartStop):
     async def _turn(self, text: str, timeout: float) -> agent_pb.SessionResponse.RunInputResponse:
         assert self._turn_lock is not None and self.session is not None
         async with self._turn_lock:  # the agent's AgentSession.run cannot nest
+            try:
+                await asyncio.wait_for(self._greeting_over(), timeout)
+            except asyncio.TimeoutError:
+                raise RunnerError(self._not_greeted(timeout)) from None
             return await self.session.run(text, timeout=timeout)
+
+    async def _greeting_over(self) -> None:
+        """Until the agent has said its greeting (or the connection has ended)."""
+        assert self._greeted is not None
+        await self._greeted.wait()
+
+    def _not_greeted(self, timeout: float) -> str:
+        return (
+            f"the agent did not greet within {timeout:.0f} s, and turns wait for its greeting: "
+            "if it says nothing until spoken to (no reply in its on_enter), make it "
+            "AgentProcess(..., greets=False)"
+        )
 
     def _went_wrong(self, started: float) -> list[Any]:
         problems = self.trace.problems_since(started, None)
@@ -344,8 +392,14 @@ class AgentProcess(StartStop):
             transport = livekit.accepted_transport(reader, writer, self._hung_up_soon)
             self.session = remote = RemoteSession(transport)
             self.trace.attach_remote(remote)  # before the first report is read
+            self._greeted = asyncio.Event()
+            remote.on("conversation_item_added", self._on_greeting_item)
+            remote.on("agent_state_changed", self._on_greeting_state)
             await remote.start()
             await self._handshake(remote)
+            if not self.greets:
+                # reports arrive in order: the start's (its first handoff) came before these
+                self._greeting_said()
         except Exception as e:
             self._fail(e if isinstance(e, RunnerError) else _wrapped(e))
             # nothing half-started is left, even if nobody awaits ready()
@@ -415,6 +469,36 @@ class AgentProcess(StartStop):
         _check_protocol(info.sdk, info.sdk_version)
         await remote.update_io(input_audio_enabled=False, output_audio_enabled=False)
 
+    # -- the greeting, from the reports -----------------------------------------------------
+
+    def _on_greeting_item(self, ev: agent_pb.AgentSessionEvent) -> None:
+        if self._greeting is not None:
+            return
+        item = chat_item(ev.conversation_item_added.item)
+        if item is not None and not isinstance(item, llm.AgentConfigUpdate):
+            self._greeting_items.append(item)
+        self._greeting_maybe_over()
+
+    def _on_greeting_state(self, ev: agent_pb.AgentSessionEvent) -> None:
+        self._agent_state = agent_pb.AgentState.Name(ev.agent_state_changed.new_state)
+        self._greeting_maybe_over()
+
+    def _greeting_maybe_over(self) -> None:
+        """Over once the agent has replied and is listening again (not still speaking, nor
+        thinking: a tool its reply called runs)."""
+        replied = any(
+            isinstance(i, llm.ChatMessage) and i.role == "assistant" for i in self._greeting_items
+        )
+        if self.greets and replied and self._agent_state == "AS_LISTENING":
+            self._greeting_said()
+
+    def _greeting_said(self) -> None:
+        if self._greeting is None:
+            items = self._greeting_items
+            self._greeting = livekit.reported_run_result(None, items, self._agent)
+        assert self._greeted is not None
+        self._greeted.set()
+
     def _watch_process(self) -> None:
         """A process that exits ends the call (its state says so, and its trace)."""
         process = self.process
@@ -438,6 +522,8 @@ class AgentProcess(StartStop):
         tail = self._output_tail() if self.process is not None else ""
         self.failure = RunnerError(f"{why}; {_START_AGAIN}" + (f"\n{tail}" if tail else ""))
         self.state = RunnerState.FAILED
+        if self._greeted is not None:  # a turn waiting for the greeting fails at once
+            self._greeted.set()
         self.trace.record_failure(why)
         self.trace.record_closed("error", why)
 

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from .._figure_style import INK, static_figure
 from ..analysis import handoff_label
-from ..runner import NotebookRunner, RunnerError
+from ..runner import AgentRunner, RunnerError
 from ..trace import TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView
@@ -20,7 +20,8 @@ from ._text import cut
 
 
 class ChatView(TraceStreamView):
-    """A chat box on a ``NotebookRunner``: each line typed is one ``runner.submit_text`` turn.
+    """A chat box on a runner (``NotebookRunner`` or ``AgentProcess``): each line typed is one
+    ``runner.submit_text`` turn.
 
     The transcript comes from the runner's trace, so it also shows turns sent from cells and
     what agents say on their own (``on_enter``), each under the agent's name.
@@ -36,7 +37,7 @@ class ChatView(TraceStreamView):
     ended = traitlets.Unicode("").tag(sync=True)
     """once the call is over: that it is, why, and what to do; the input is then disabled"""
 
-    def __init__(self, runner: NotebookRunner, **kwargs: Any) -> None:
+    def __init__(self, runner: AgentRunner, **kwargs: Any) -> None:
         super().__init__(runner.trace, **kwargs)
         self.runner = runner
         try:

@@ -13,7 +13,7 @@ from matplotlib.path import Path as MplPath
 
 from .._figure_style import static_figure
 from ..agent_graph import UNKNOWN, AgentLike, HandoffGraph
-from ..runner import NotebookRunner
+from ..runner import AgentRunner
 from ..trace import Trace, TraceEvent
 from ._assets import asset
 from ._graph_layout import NODE_H, TOOL_CHAR_W, EdgeRoute, GraphLayout, NodeBox, graph_layout
@@ -46,11 +46,11 @@ class AgentGraphView(TraceFedView):
     says how); a target that cannot be read goes to the ``"?"`` node until a handoff
     through that tool shows where it leads.
 
-    With ``trace=``, or given a ``NotebookRunner`` (whose trace it follows) or a ``Trace``
-    (live or loaded) instead of agents, the trace's ``handoff`` events move ``current``, add,
-    marked ``observed``, any handoff the code did not show, and have the code of each agent
-    they name read too, where its class is loaded here. Everything the view shows comes from
-    the code and the trace's events, never from a live session.
+    With ``trace=``, or given a runner (``NotebookRunner`` or ``AgentProcess``: its trace is
+    followed) or a ``Trace`` (live or loaded) instead of agents, the trace's ``handoff``
+    events move ``current``, add, marked ``observed``, any handoff the code did not show, and
+    have the code of each agent they name read too, where its class is loaded here. Everything
+    the view shows comes from the code and the trace's events, never from a live session.
     """
 
     _esm = asset("graph_view.js")
@@ -75,18 +75,18 @@ class AgentGraphView(TraceFedView):
 
     def __init__(
         self,
-        agents: Sequence[AgentLike] | AgentLike | NotebookRunner | Trace,
+        agents: Sequence[AgentLike] | AgentLike | AgentRunner | Trace,
         *,
         trace: Trace | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(colors=dict(GRAPH_COLORS), **kwargs)
-        if isinstance(agents, NotebookRunner | Trace):
+        if isinstance(agents, AgentRunner | Trace):
             if trace is not None:
                 raise ValueError(
-                    "a NotebookRunner or a Trace is followed as it is: pass trace= only with agents"
+                    "a runner or a Trace is followed as it is: pass trace= only with agents"
                 )
-            trace = agents.trace if isinstance(agents, NotebookRunner) else agents
+            trace = agents.trace if isinstance(agents, AgentRunner) else agents
             agents = []
         self.trace = trace
         self._graph = HandoffGraph(_as_agents(agents))
@@ -225,7 +225,7 @@ def _as_agents(agents: Sequence[AgentLike] | AgentLike) -> list[AgentLike]:
     for item in items:
         if not (isinstance(item, Agent) or (isinstance(item, type) and issubclass(item, Agent))):
             raise TypeError(
-                "AgentGraphView takes agents (Agent instances or subclasses), a NotebookRunner "
+                "AgentGraphView takes agents (Agent instances or subclasses), a runner "
                 f"or a Trace, not {item!r}"
             )
     return items
