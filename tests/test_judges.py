@@ -131,6 +131,35 @@ async def test_the_agents_own_llm_judges_in_the_job_and_the_call_goes_on(
     assert await runner.send_text("hi again") == 'You are the Concierge. You said: "hi again".'
 
 
+async def test_the_agents_own_llm_judges_from_the_cell_and_the_call_goes_on(
+    runner: NotebookRunner, agent_llm: openai.LLM, judged: list[Judgment]
+) -> None:
+    """The LLM the agent runs on, judging in the cell as a notebook user writes it: its chat is
+    carried into the job (its connections belong to the job's loop) and its stream relayed.
+    It used to give the verdict and then fail the agent's next turn ("bound to a different
+    event loop"); a JudgeGroup, which drops judges that raise, gets every verdict."""
+    hello = await runner.run("hello")
+    message = hello.expect[0].is_message(role="assistant")
+    await message.judge(agent_llm, intent=GREETS)  # scripted pass
+    assert judged[-1].transcript == 'You are the Concierge. You said: "hello".'
+    with pytest.raises(AssertionError, match="Judgement failed: The emulator does not judge"):
+        await message.judge(agent_llm, intent="books a table")
+
+    session = await runner.ready()
+    group = JudgeGroup(llm=agent_llm, judges=[task_completion_judge(), accuracy_judge()])
+    result = await group.evaluate(session.history)
+    assert {name: j.verdict for name, j in result.judgments.items()} == {
+        "task_completion": "fail",
+        "accuracy": "fail",
+    }  # unscripted: none dropped, no vacuous pass
+
+    for text in ("hi again", "and again"):
+        assert await runner.send_text(text) == f'You are the Concierge. You said: "{text}".'
+    assert runner.trace.of_kind("error") == []
+    runner.stop()
+    assert "chat" not in vars(agent_llm)  # guarded only while the runner runs
+
+
 async def test_call_needs_a_ready_runner(agent_llm: openai.LLM, no_livekit_env: None) -> None:
     judged: list[str] = []
     runner = NotebookRunner(concierge(agent_llm))
