@@ -1,6 +1,7 @@
 """livekit's judges on turns run through the runner, against the emulator: ``judge(llm, intent=)``
 on a ``RunResult`` and a ``JudgeGroup`` on the session's history, with an LLM made in the cell
-(awaited on the cell's loop) and with the agent's own (awaited in the job: ``runner.call``)."""
+(awaited on the cell's loop) and with the agent's own (from the cell, its requests carried into
+the job; or awaited in the job: ``runner.call``)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
 from ._real_room import LiveKitCredentials, RealRoom
 from ._samples import checked_rate, mono_int16, spoken_audio
-from ._spoken_turn import SpokenTurn, why_unanswered
+from ._spoken_turn import SpokenTurn, require_hearing, why_unanswered
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError, TurnStopped
 
@@ -706,6 +706,7 @@ class NotebookRunner(StartStop):
         assert self._turn_lock is not None and self._microphone is not None
         async with self._turn_lock:
             await self._greeted()
+            require_hearing(session)  # before any audio goes in: the agent is this one now
             started = self.trace.now()
             try:
                 await asyncio.wait_for(until_the_agent_is_quiet(session), timeout)
