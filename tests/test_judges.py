@@ -6,7 +6,7 @@ the job; or awaited in the job: ``runner.call``)."""
 from __future__ import annotations
 
 import pytest
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.agents import Agent, AgentServer, AgentSession, ChatContext, JobContext
 from livekit.agents.evals import JudgeGroup, accuracy_judge, task_completion_judge
 from livekit.plugins import openai
 
@@ -159,6 +159,24 @@ async def test_the_agents_own_llm_judges_from_the_cell_and_the_call_goes_on(
     assert runner.trace.of_kind("error") == []
     runner.stop()
     assert "chat" not in vars(agent_llm)  # guarded only while the runner runs
+
+
+async def test_the_agents_own_llm_streams_to_the_cell_as_livekits_llm_stream_does(
+    runner: NotebookRunner, agent_llm: openai.LLM
+) -> None:
+    """Its chat from a cell, made and read in the job, relayed: iterated, collected, as text."""
+    ctx = ChatContext()
+    ctx.add_message(role="system", content="You are Ada.")
+    ctx.add_message(role="user", content="hello")
+    said = 'You are Ada. You said: "hello".'
+    async with agent_llm.chat(chat_ctx=ctx) as stream:
+        assert stream.chat_ctx is ctx
+        chunks = [chunk async for chunk in stream]
+    assert "".join(c.delta.content for c in chunks if c.delta and c.delta.content) == said
+    assert (await agent_llm.chat(chat_ctx=ctx).collect()).text == said
+    assert "".join([text async for text in agent_llm.chat(chat_ctx=ctx).to_str_iterable()]) == said
+    assert await runner.send_text("hi") == 'You are the Concierge. You said: "hi".'
+    assert runner.trace.of_kind("error") == []
 
 
 async def test_call_needs_a_ready_runner(agent_llm: openai.LLM, no_livekit_env: None) -> None:
