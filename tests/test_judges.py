@@ -1,11 +1,12 @@
 """livekit's judges on turns run through the runner, against the emulator: ``judge(llm, intent=)``
 on a ``RunResult`` and a ``JudgeGroup`` on the session's history, with an LLM made in the cell
-(awaited on the cell's loop) and with the agent's own (awaited in the job: ``runner.call``)."""
+(awaited on the cell's loop) and with the agent's own (from the cell, its requests carried into
+the job; or awaited in the job: ``runner.call``)."""
 
 from __future__ import annotations
 
 import pytest
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.agents import Agent, AgentServer, AgentSession, ChatContext, JobContext
 from livekit.agents.evals import JudgeGroup, accuracy_judge, task_completion_judge
 from livekit.plugins import openai
 
@@ -129,6 +130,53 @@ async def test_the_agents_own_llm_judges_in_the_job_and_the_call_goes_on(
 
     assert len(judged) == 1
     assert await runner.send_text("hi again") == 'You are the Concierge. You said: "hi again".'
+
+
+async def test_the_agents_own_llm_judges_from_the_cell_and_the_call_goes_on(
+    runner: NotebookRunner, agent_llm: openai.LLM, judged: list[Judgment]
+) -> None:
+    """The LLM the agent runs on, judging in the cell as a notebook user writes it: its chat is
+    carried into the job (its connections belong to the job's loop) and its stream relayed.
+    It used to give the verdict and then fail the agent's next turn ("bound to a different
+    event loop"); a JudgeGroup, which drops judges that raise, gets every verdict."""
+    hello = await runner.run("hello")
+    message = hello.expect[0].is_message(role="assistant")
+    await message.judge(agent_llm, intent=GREETS)  # scripted pass
+    assert judged[-1].transcript == 'You are the Concierge. You said: "hello".'
+    with pytest.raises(AssertionError, match="Judgement failed: The emulator does not judge"):
+        await message.judge(agent_llm, intent="books a table")
+
+    session = await runner.ready()
+    group = JudgeGroup(llm=agent_llm, judges=[task_completion_judge(), accuracy_judge()])
+    result = await group.evaluate(session.history)
+    assert {name: j.verdict for name, j in result.judgments.items()} == {
+        "task_completion": "fail",
+        "accuracy": "fail",
+    }  # unscripted: none dropped, no vacuous pass
+
+    for text in ("hi again", "and again"):
+        assert await runner.send_text(text) == f'You are the Concierge. You said: "{text}".'
+    assert runner.trace.of_kind("error") == []
+    runner.stop()
+    assert "chat" not in vars(agent_llm)  # guarded only while the runner runs
+
+
+async def test_the_agents_own_llm_streams_to_the_cell_as_livekits_llm_stream_does(
+    runner: NotebookRunner, agent_llm: openai.LLM
+) -> None:
+    """Its chat from a cell, made and read in the job, relayed: iterated, collected, as text."""
+    ctx = ChatContext()
+    ctx.add_message(role="system", content="You are Ada.")
+    ctx.add_message(role="user", content="hello")
+    said = 'You are Ada. You said: "hello".'
+    async with agent_llm.chat(chat_ctx=ctx) as stream:
+        assert stream.chat_ctx is ctx
+        chunks = [chunk async for chunk in stream]
+    assert "".join(c.delta.content for c in chunks if c.delta and c.delta.content) == said
+    assert (await agent_llm.chat(chat_ctx=ctx).collect()).text == said
+    assert "".join([text async for text in agent_llm.chat(chat_ctx=ctx).to_str_iterable()]) == said
+    assert await runner.send_text("hi") == 'You are the Concierge. You said: "hi".'
+    assert runner.trace.of_kind("error") == []
 
 
 async def test_call_needs_a_ready_runner(agent_llm: openai.LLM, no_livekit_env: None) -> None:

@@ -11,6 +11,7 @@ from livekit.agents import (
     Agent,
     AgentServer,
     AgentSession,
+    ChatContext,
     JobContext,
     RunContext,
     RunResult,
@@ -108,6 +109,37 @@ async def test_loop_bound_session_calls_from_a_cell_raise_at_once_naming_the_fix
     assert await greeter.send_text("hello") == 'You are a friendly greeter. You said: "hello".'
     greeter.stop()
     assert greeter.state is RunnerState.STOPPED
+
+
+AGENT_CALLS: dict[str, Callable[[Agent], object]] = {
+    "update_instructions": lambda a: a.update_instructions("You are a terse greeter."),
+    "update_tools": lambda a: a.update_tools([]),
+    "update_chat_ctx": lambda a: a.update_chat_ctx(ChatContext()),
+}
+
+
+async def test_the_agents_loop_bound_methods_from_a_cell_raise_at_once_naming_the_fix(
+    greeter: NotebookRunner,
+) -> None:
+    """The running agent's updates touch its activity and realtime session on the job's
+    loop: from a cell they raise as the call is made, before anything starts, naming
+    runner.call, for the first agent and for one handed over to."""
+    session = await greeter.ready()
+    for name, call in AGENT_CALLS.items():
+        with pytest.raises(RunnerError, match=rf"agent\.{name}\(\).*runner\.call\(agent\.{name}"):
+            call(session.current_agent)
+    assert greeter.trace.of_kind("error") == []
+    await greeter.call(session.current_agent.update_instructions, "You are a terse greeter.")
+    assert await greeter.send_text("hello") == 'You are a terse greeter. You said: "hello".'
+
+    await greeter.run("transfer to weather")
+    weather = session.current_agent
+    assert isinstance(weather, greeter_weather.WeatherAgent)
+    with pytest.raises(RunnerError, match=r"agent\.update_tools\(\)"):
+        AGENT_CALLS["update_tools"](weather)
+    assert greeter.running and greeter.trace.of_kind("error") == []
+    greeter.stop()
+    assert "update_tools" not in vars(weather)  # guarded only while the runner runs
 
 
 async def test_call_runs_a_session_method_in_the_job_and_awaits_it_there(

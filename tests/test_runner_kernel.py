@@ -729,3 +729,59 @@ def test_the_greeting_and_a_mocked_tool_from_cells(kernel: Kernel) -> None:
     )
     kernel.run_ok("runner.stop()")
     _no_agent_left(kernel)
+
+
+JUDGED_CONCIERGE = """
+from livekit.agents.evals import JudgeGroup, accuracy_judge
+from notebook_agents import ReplyContext, VerdictReply
+
+agent_llm = openai.LLM(base_url=EMU_URL, api_key="x", model="gpt-4o-mini")
+concierge = AgentServer()
+
+@concierge.rtc_session()
+async def concierge_entrypoint(ctx: JobContext) -> None:
+    session = AgentSession(llm=agent_llm)
+    await session.start(agent=Agent(instructions="You are the Concierge."), room=ctx.room)
+
+@emu.settings.rules.add
+def says_hello(ctx: ReplyContext) -> VerdictReply | None:
+    if ctx.judgment is None:
+        return None
+    hello = "hello" in ctx.judgment.transcript.lower()
+    return VerdictReply("pass" if hello else "fail", "looked for a hello")
+
+runner = probe.watch(NotebookRunner(concierge).start())
+await runner.ready()
+"""
+
+
+@pytest.mark.timeout(90)
+def test_the_agents_own_llm_judges_from_cells_and_the_call_goes_on(own_kernel: Kernel) -> None:
+    """The model made in one cell, the agent run on it, and its judge awaited in another, as a
+    notebook user writes them: the judge used to pass and the agent's next turn to fail
+    ("bound to a different event loop")."""
+    kernel = own_kernel
+    kernel.run_ok(JUDGED_CONCIERGE)
+    kernel.run_ok(
+        'message = (await runner.run("hello")).expect[0].is_message(role="assistant")\n'
+        'await message.judge(agent_llm, intent="greets the caller")'
+    )
+    verdicts = kernel.eval(
+        "{name: j.verdict for name, j in (await JudgeGroup(llm=agent_llm, "
+        "judges=[accuracy_judge()]).evaluate(runner.session.history)).judgments.items()}"
+    )
+    assert verdicts == {"accuracy": "pass"}
+    state = kernel.eval(
+        "dict(replies=[await runner.send_text(t) for t in ('hi', 'hi again')], "
+        "errors=[e.data for e in runner.trace.of_kind('error')], state=runner.state.value)"
+    )
+    assert state == {
+        "replies": [
+            'You are the Concierge. You said: "hi".',
+            'You are the Concierge. You said: "hi again".',
+        ],
+        "errors": [],
+        "state": "running",
+    }
+    kernel.run_ok("runner.stop()")
+    assert kernel.eval("'chat' in vars(agent_llm)") is False

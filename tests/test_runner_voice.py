@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from aiohttp import web
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.agents import NOT_GIVEN, Agent, AgentServer, AgentSession, JobContext, NotGivenOr
 from livekit.plugins import openai, silero
 
 from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError, TurnStopped
@@ -187,6 +187,46 @@ async def test_send_audio_without_a_microphone_names_the_fix(
         await runner.send_audio(synthesize("hello"))
     with pytest.raises(ValueError, match="not a PCM16 WAV"):
         await runner.send_audio(__file__)
+
+
+def deaf_server(emulator: Emulator, stt: NotGivenOr[openai.STT] = NOT_GIVEN) -> AgentServer:
+    """A cascaded session with no STT (an LLM that takes text only); ``stt=`` gives the agent
+    its own, as livekit's ``Agent(stt=)``, which overrides the session's."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            vad=silero.VAD.load(),
+            llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
+            tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
+        )
+        agent = Agent(instructions="You are the Concierge.", stt=stt)
+        await session.start(agent=agent, room=ctx.room)
+
+    return server
+
+
+async def test_a_spoken_turn_to_an_agent_that_cannot_hear_names_the_fix_at_once(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """It used to come back after seconds with no reply and no error."""
+    runner = await started(runners, NotebookRunner(deaf_server(emulator), audio=True))
+    for spoken in (runner.send_audio, runner.run_audio):
+        with pytest.raises(RunnerError, match=r"cannot hear.*stt=.*realtime model"):
+            await spoken(synthesize("hello"))
+    # refused before any audio went in: nothing was heard, and typed turns go on
+    assert runner.trace.of_kind("user_state") == []
+    assert await runner.send_text("hi") == 'You are the Concierge. You said: "hi".'
+
+
+async def test_the_agents_own_stt_lets_it_hear_on_a_session_without_one(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    stt = openai.STT(base_url=emulator.base_url(), api_key=API_KEY)
+    runner = await started(runners, NotebookRunner(deaf_server(emulator, stt=stt), audio=True))
+    reply = await runner.send_audio(synthesize("hello"))
+    assert reply.startswith("You are the Concierge.")
 
 
 async def test_a_realtime_voice_agent_hears_answers_aloud_and_hands_over(

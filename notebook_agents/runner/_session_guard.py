@@ -1,24 +1,32 @@
-"""The runner's ``AgentSession`` used from a notebook cell: carried into the job, or refused.
+"""The runner's job used from a notebook cell: carried into the job, or refused.
 
 livekit makes a call's futures, events and speech handles on the loop it is called from. From
 a cell (the kernel's loop, not the job's) they are bound to the wrong loop: the reply fails
 with "bound to a different event loop", the speech never finishes, and closing the session
-waits for it for good (``stop()`` then timed out). So on the session itself (every reference
-to it, ``runner.session``, ``ready()``'s, ``agent.session``), called off the job's loop:
+waits for it for good (``stop()`` then timed out). So, called off the job's loop, on the
+session itself (every reference to it, ``runner.session``, ``ready()``'s, ``agent.session``):
 ``run`` is carried into the job as ``runner.run`` is, and each other loop-bound method raises
-at once, naming ``runner.call``.
+at once, naming ``runner.call``; on each agent as it becomes active, its updates raise the
+same way; and the LLMs the session runs on have their ``chat`` carried into the job (a judge
+with the agent's own model). Each object is guarded on the instance, until ``release()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
-from livekit.agents import AgentSession, RunResult
+from livekit.agents import Agent, AgentSession, ConversationItemAddedEvent, RunResult, llm
+from livekit.agents.utils import is_given
 
+from ..trace.tap import listen
+from ._carried_llm import Carry, carried_chat
 from .errors import RunnerError
+
+logger = logging.getLogger(__name__)
 
 LOOP_BOUND = (
     "aclose",
@@ -36,6 +44,9 @@ LOOP_BOUND = (
     "wait_for_idle",
 )
 """``AgentSession`` methods that make or touch objects of the session's loop"""
+
+AGENT_LOOP_BOUND = ("update_chat_ctx", "update_instructions", "update_tools")
+"""``Agent`` methods that touch its activity and realtime session on the session's loop"""
 
 CarryRun = Callable[..., Callable[[], Awaitable[RunResult[Any]]]]
 """``session.run``'s arguments -> the turn started in the job as ``runner.run`` starts one,
@@ -72,16 +83,94 @@ def _not_awaited() -> RunnerError:
     )
 
 
-def guard(
-    session: AgentSession[Any], carry_run: CarryRun, before_own_run: Callable[[], None]
-) -> None:
-    """Guard ``session`` (from its job's loop, where this is called) for calls from cells;
-    ``before_own_run`` is called before each ``run`` the job's own code makes."""
-    loop = asyncio.get_running_loop()
-    for name in LOOP_BOUND:
-        setattr(session, name, _refused_elsewhere(getattr(session, name), name, loop))
-    carried = _carried_elsewhere(session.run, carry_run, before_own_run, loop)
-    session.run = carried  # type: ignore[method-assign]
+class JobGuard:
+    """The job's session, agents and models guarded against calls from other loops (made on
+    the job's loop), until ``release()``."""
+
+    def __init__(self, carry: Carry) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._carry = carry
+        # (object, attribute, its own value before, the guard)
+        self._guarded: list[tuple[object, str, object, object]] = []
+        self._stop_listening: Callable[[], None] = _nothing
+
+    def session(
+        self, session: AgentSession[Any], carry_run: CarryRun, before_own_run: Callable[[], None]
+    ) -> None:
+        """Guard ``session``, its LLM, and each agent as it becomes active (and its LLM);
+        ``before_own_run`` is called before each ``run`` the job's own code makes."""
+        for name in LOOP_BOUND:
+            self._set(session, name, self._refused(getattr(session, name), f"session.{name}"))
+        self._set(
+            session, "run", _carried_elsewhere(session.run, carry_run, before_own_run, self._loop)
+        )
+        self._model(session.llm)
+
+        def on_item(event: ConversationItemAddedEvent) -> None:
+            # added as the new agent becomes the session's, before its activity starts
+            if isinstance(event.item, llm.AgentHandoff):
+                self._agent(session.current_agent)
+
+        # after the trace's own listener, which wraps the agent: the guard on top refuses a
+        # call as it is made
+        self._stop_listening = listen(session, {"conversation_item_added": on_item}, _failed)
+
+    def _agent(self, agent: Agent) -> None:
+        for name in AGENT_LOOP_BOUND:
+            self._set(agent, name, self._refused(getattr(agent, name), f"agent.{name}"))
+        if is_given(agent.llm):
+            self._model(agent.llm)
+
+    def _model(self, model: object) -> None:
+        if isinstance(model, llm.LLM):  # a realtime model has no chat: its session is the job's
+            self._set(model, "chat", carried_chat(model.chat, self._loop, self._carry))
+
+    def _set(self, target: object, name: str, guarded: object) -> None:
+        if any(t is target and n == name for t, n, _, _ in self._guarded):
+            return  # guarded already (an agent active again)
+        self._guarded.append((target, name, vars(target).get(name, _ABSENT), guarded))
+        setattr(target, name, guarded)
+
+    def _refused(self, method: Callable[..., Any], label: str) -> Callable[..., Any]:
+        loop = self._loop
+
+        @functools.wraps(method)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if not _on(loop):
+                raise RunnerError(
+                    f"{label}() must run on the agent's job loop, not the notebook's "
+                    f"(livekit binds what it makes to the calling loop; from here it would "
+                    f"break the call): run it there with `await runner.call({label}, ...)`, "
+                    "or take a turn with `await runner.run(...)`"
+                )
+            return method(*args, **kwargs)
+
+        return guarded
+
+    def release(self) -> None:
+        """Every guarded object as it was (the runner has stopped; a model or an agent made
+        in a cell may serve the next one). After the trace's own restore: whichever of us
+        wrapped last, nothing of either is left."""
+        for target, name, previous, guarded in reversed(self._guarded):
+            if vars(target).get(name) is not guarded:
+                continue  # already put back under us
+            if previous is _ABSENT:
+                delattr(target, name)
+            else:
+                setattr(target, name, previous)
+        self._guarded.clear()
+        self._stop_listening()
+
+
+def _failed(error: Exception) -> None:
+    logger.error("the runner could not guard the new agent", exc_info=error)
+
+
+_ABSENT = object()
+
+
+def _nothing() -> None:
+    pass
 
 
 def _on(loop: asyncio.AbstractEventLoop) -> bool:
@@ -89,23 +178,6 @@ def _on(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:  # a thread with no loop running
         return False
-
-
-def _refused_elsewhere(
-    method: Callable[..., Any], name: str, loop: asyncio.AbstractEventLoop
-) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        if not _on(loop):
-            raise RunnerError(
-                f"session.{name}() must run on the agent's job loop, not the notebook's "
-                f"(livekit binds what it makes to the calling loop; from here it would break "
-                f"the call): run it there with `await runner.call(session.{name}, ...)`, or "
-                "take a turn with `await runner.run(...)`"
-            )
-        return method(*args, **kwargs)
-
-    return guarded
 
 
 def _carried_elsewhere(

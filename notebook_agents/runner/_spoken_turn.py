@@ -3,8 +3,9 @@
 The caller's audio goes into the microphone, the replies are collected as ``session.run``
 collects a typed turn's, and the session's errors are watched: a model that fails during the
 turn fails it at once, not at the timeout. A turn given up (timed out, interrupted, failed) is
-withdrawn, so the microphone, the session and the model are ready for the next one; and a turn
-that timed out says where it stood, read from the trace.
+withdrawn, so the microphone, the session and the model are ready for the next one; a turn
+that timed out says where it stood, read from the trace; and one to an agent that cannot hear
+is refused before it starts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 import numpy as np
-from livekit.agents import AgentSession, ErrorEvent, RunResult
+from livekit.agents import AgentSession, ErrorEvent, RunResult, llm
+from livekit.agents.utils import is_given
 
 from .. import _livekit_internals as livekit
 from ..trace import TraceEvent, error_text
@@ -94,6 +96,25 @@ class SpokenTurn:
         self.microphone.close()
         self._capture.stop()
         self.session.off("error", self._on_error)
+
+
+def require_hearing(session: AgentSession[Any]) -> None:
+    """Raise a ``RunnerError`` naming the fix unless the running agent can hear: it has a
+    speech recognizer (its own ``stt``, else the session's, as livekit picks) or a realtime
+    model, which takes audio. Without, livekit drops the audio unheard and no reply comes."""
+    agent = session.current_agent
+    stt = agent.stt if is_given(agent.stt) else session.stt
+    model = agent.llm if is_given(agent.llm) else session.llm
+    if stt is not None or isinstance(model, llm.RealtimeModel):
+        return
+    name = type(agent).__name__
+    raise RunnerError(
+        f"the agent ({name}) cannot hear a spoken turn: it has no speech recognizer and its "
+        f"LLM ({type(model).__name__}) takes text only. Give the session or the agent an "
+        "`stt=...` (AgentSession(stt=openai.STT(...)), or Agent(stt=...) for this agent), or "
+        "use a realtime model that takes audio (openai.realtime.RealtimeModel); typed turns "
+        "(runner.send_text) work as they are"
+    )
 
 
 def why_unanswered(

@@ -46,7 +46,7 @@ from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
 from ._real_room import LiveKitCredentials, RealRoom
 from ._samples import checked_rate, mono_int16, spoken_audio
-from ._spoken_turn import SpokenTurn, why_unanswered
+from ._spoken_turn import SpokenTurn, require_hearing, why_unanswered
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError, TurnStopped
 
@@ -155,6 +155,7 @@ class NotebookRunner(StartStop):
         self._entry_task: asyncio.Task[None] | None = None
         self._turn_lock: asyncio.Lock | None = None
         self._greeting: RunResult[Any] | None = None
+        self._guard: _session_guard.JobGuard | None = None
         # the stop runs on a thread of its own, so an interrupted stop() finishes anyway
         self._stopper: threading.Thread | None = None
         self._stop_done = threading.Event()
@@ -440,13 +441,18 @@ class NotebookRunner(StartStop):
         self._require_turns(what)
         return self._in_job(self._turn(self._ready.result(), text, output_type, **options), what)
 
-    def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
-        """Run ``coro`` on the job's loop in the job's context, as livekit runs its tasks."""
+    def _carry(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the job's loop in the job's context, as livekit runs its tasks;
+        ``RuntimeError`` if that loop has closed."""
         loop, context = self._job_loop, self._job_context
         assert loop is not None and context is not None
+        # a task copies the context it is created in: the job's, not the cell's
+        return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
+
+    def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
+        """``_carry``, or the reason the job cannot take it."""
         try:
-            # a task copies the context it is created in: the job's, not the cell's
-            return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
+            return self._carry(coro)
         except RuntimeError:  # the job's loop has closed under us
             coro.close()
             self._require_turns(what)
@@ -603,8 +609,9 @@ class NotebookRunner(StartStop):
             self._microphone = CallerInput()
             session.input.audio = self._microphone
         self._pending_words = PendingWords(session)
-        _session_guard.guard(session, self._carried_run, self._before_own_run)
         self.trace.attach(session)
+        self._guard = _session_guard.JobGuard(self._carry)
+        self._guard.session(session, self._carried_run, self._before_own_run)
         session.on("error", self._on_session_error)
         session.on("close", self._on_session_close)
         return True
@@ -699,6 +706,7 @@ class NotebookRunner(StartStop):
         assert self._turn_lock is not None and self._microphone is not None
         async with self._turn_lock:
             await self._greeted()
+            require_hearing(session)  # before any audio goes in: the agent is this one now
             started = self.trace.now()
             try:
                 await asyncio.wait_for(until_the_agent_is_quiet(session), timeout)
@@ -788,6 +796,8 @@ class NotebookRunner(StartStop):
             livekit.restore_server_options(self.server, self._saved_options)
             _environment.release(self._environment_held)
             self.trace.detach()
+            if self._guard is not None:  # after the trace's: either may have wrapped last
+                self._guard.release()
             self.logs.uninstall()
             if self._ctx is not None:
                 _session_hook.forget_job(self._ctx)
