@@ -23,5 +23,6 @@ def test_wheel_ships_widgets_and_the_console_script(tmp_path: Path) -> None:
     assert "notebook_agents/emulator/realtime.py" in names
     assert "notebook-agents = notebook_agents.__main__:main" in scripts
     # pytest finds the scenarios-file plugin in an installed wheel by itself
-    assert "[pytest11]\nnotebook_agents.pytest_plugin = notebook_agents.pytest_plugin" in scripts
+    assert "[pytest11]\npytest_notebook_agents = pytest_notebook_agents" in scripts
+    assert "pytest_notebook_agents.py" in names
     assert "notebook_agents/widgets/suite_view.js" in names

@@ -215,6 +215,40 @@ def test_pytest_gives_spoken_turns_the_same_verdicts(tmp_path: Path) -> None:
     }
 
 
+def test_the_pytest_plugin_imports_nothing_heavy_until_a_scenarios_file(tmp_path: Path) -> None:
+    """pytest loads the plugin in every run of an environment that has notebook-agents: a
+    project's own tests must not pay for importing livekit (2-3 s a run when the plugin lived
+    in the package)."""
+    (tmp_path / "test_own.py").write_text(
+        "import sys\n\n\ndef test_nothing_of_ours_is_imported():\n"
+        "    assert 'pytest_notebook_agents' in sys.modules\n"
+        "    assert 'notebook_agents' not in sys.modules and 'livekit' not in sys.modules\n"
+    )
+    done = subprocess.run(
+        [
+            *(
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "pytest_notebook_agents",
+                "-p",
+                "no:cacheprovider",
+            ),
+            *("-q", "--rootdir", str(tmp_path), "--confcutdir", str(tmp_path), str(tmp_path)),
+        ],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+
+
 def outcomes_under_pytest(directory: Path, suite: Path) -> dict[str, str]:
     """pytest run on ``suite`` in a subprocess (its conftest in ``directory``): each test's
     outcome by name, from its JUnit report."""
@@ -227,7 +261,7 @@ def outcomes_under_pytest(directory: Path, suite: Path) -> dict[str, str]:
         env.pop(name, None)
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "pytest", "-p", "notebook_agents.pytest_plugin"),
+            *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
             *("-p", "no:cacheprovider", "--rootdir", str(directory), "-q"),
             *(f"--junitxml={report}", "--confcutdir", str(directory)),
             *(str(directory), str(suite)),

@@ -2,10 +2,13 @@
 ``*.scenarios.yaml``, or any YAML file named on the command line) is a test with the verdict
 ``run_suite`` gives it in a notebook.
 
-Loaded by the ``pytest11`` entry point when notebook-agents is installed, or by a line in
-``conftest.py``: ``pytest_plugins = ["notebook_agents.pytest_plugin"]``. The agent comes from
-a fixture the project defines, ``agent_server`` (an ``AgentServer``, or a function making one
-for each scenario); ``judge_llm`` gives ``judge(llm, ...)`` expectations their model.
+Loaded by the ``pytest11`` entry point when notebook-agents is installed (or ``-p
+pytest_notebook_agents``). A module of its own, outside the package, and light: pytest loads it
+in every run of an environment that has notebook-agents, and the package (livekit under it)
+is imported only once a scenarios file is collected, not seconds into each unrelated run.
+The agent comes from a fixture the project defines, ``agent_server`` (an ``AgentServer``, or a
+function making one for each scenario); ``judge_llm`` gives ``judge(llm, ...)`` expectations
+their model.
 """
 
 from __future__ import annotations
@@ -13,13 +16,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .suites.results import Outcome
-from .suites.run import ServerSource, _agents_named, _server, run_scenario
-from .suites.suite_file import ScenarioSuite, ScriptedScenario, load_suite
+if TYPE_CHECKING:
+    from notebook_agents.suites.run import ServerSource
+    from notebook_agents.suites.suite_file import ScenarioSuite, ScriptedScenario
 
 FILE_NAMES = ("scenarios.yaml", "scenarios.yml")
 """the files collected: these names, or ending in ``.`` and one of them"""
@@ -38,6 +41,8 @@ class ScenariosFile(pytest.File):
     """A scenarios file: a test per scenario, named by its label."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from notebook_agents.suites.suite_file import load_suite
+
         suite = load_suite(self.path)  # a SuiteFileError names the line and the fix
         for scenario in suite.scenarios:
             yield ScenarioItem.from_parent(
@@ -55,6 +60,9 @@ class ScenarioItem(pytest.Function):
 
 def _scenario_test(suite: ScenarioSuite, scenario: ScriptedScenario) -> Callable[..., None]:
     def scenario_test(agent_server: ServerSource, judge_llm: Any) -> None:
+        from notebook_agents.suites.results import Outcome
+        from notebook_agents.suites.run import _agents_named, _server, run_scenario
+
         agents = _agents_named(suite, agent_server)
         result = asyncio.run(
             run_scenario(scenario, _server(agent_server), agents=agents, judge_llm=judge_llm)
