@@ -24,6 +24,7 @@ from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
 from .faults import Faults
 from .latency import LatencyModel, query_to_str, query_value
+from .livekit_inference import inference_stt, inference_tts
 from .models import ModelCatalog
 from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
 from .replies import ReplyRules
@@ -109,6 +110,8 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app = web.Application(middlewares=[_openai_errors], client_max_size=MAX_BODY_BYTES)
     app[SETTINGS_KEY] = settings
     app.router.add_get("/v1/realtime", realtime_websocket)
+    app.router.add_get("/v1/stt", inference_stt)
+    app.router.add_get("/v1/tts", inference_tts)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/audio/speech", audio_speech)
     app.router.add_post("/v1/audio/transcriptions", audio_transcriptions)
@@ -274,7 +277,8 @@ class Emulator(StartStop):
 
     @property
     def open_connections(self) -> int:
-        """Realtime websockets open now: agents that would lose their model if it stopped."""
+        """Websockets open now (realtime, LiveKit Inference STT/TTS): agents that would lose
+        their models if it stopped."""
         app = self._app
         return len(app[OPEN_CONNECTIONS_KEY]) if app is not None and self.running else 0
 
