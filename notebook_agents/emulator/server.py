@@ -66,11 +66,29 @@ def _recover_sdk_url(request: web.Request) -> tuple[web.Request, Handler] | None
     return None
 
 
+_INFERENCE_ROUTES: dict[str, Handler] = {"stt": inference_stt, "tts": inference_tts}
+
+
+def _recover_inference_url(request: web.Request) -> tuple[web.Request, Handler] | None:
+    """Route a URL livekit's inference clients built from ``base_url=".../v1?rtt_ms=20"``:
+    they append ``/stt?model=...`` to it (inference/stt.py ``_connect_ws``), giving
+    ``/v1?rtt_ms=20/stt?model=...``."""
+    if request.path != "/v1":
+        return None
+    query, _, asked = request.query_string.rpartition("?")
+    for name, handler in _INFERENCE_ROUTES.items():
+        if query.endswith(f"/{name}"):
+            overrides = query[: -len(name) - 1]
+            url = URL.build(path=f"/v1/{name}", query_string=f"{overrides}&{asked}")
+            return request.clone(rel_url=url), handler
+    return None
+
+
 @web.middleware
 async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML; a
     client that went away is a debug line."""
-    if (recovered := _recover_sdk_url(request)) is not None:
+    if (recovered := _recover_sdk_url(request) or _recover_inference_url(request)) is not None:
         request, handler = recovered
     if not request.path.startswith("/v1/"):
         return http_error(
