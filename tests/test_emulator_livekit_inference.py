@@ -16,7 +16,7 @@ from notebook_agents.speech import SAMPLE_RATE, synthesize
 
 from .speech_check import heard
 
-CREDENTIALS = {"api_key": "key", "api_secret": "a-secret-long-enough-for-hmac-sha256"}
+KEY, SECRET = "key", "a-secret-long-enough-for-hmac-sha256"
 FRAME_MS = 20
 
 
@@ -44,7 +44,8 @@ async def _transcribe(
         base_url=emulator.base_url(),
         http_session=http,
         extra_kwargs={"keyterm": keyterms},
-        **CREDENTIALS,
+        api_key=KEY,
+        api_secret=SECRET,
     )
     stream = ears.stream()
     for frame in _frames(synthesize(text)):
@@ -85,7 +86,8 @@ async def test_a_text_is_synthesized_by_livekits_inference_tts_at_its_rate(
         sample_rate=rate,
         base_url=emulator.base_url(),
         http_session=http,
-        **CREDENTIALS,
+        api_key=KEY,
+        api_secret=SECRET,
     )
     # the connection is pooled: the second synthesis reuses it
     for text in ("hello there", "transfer to billing"):
@@ -115,9 +117,12 @@ async def test_latency_in_the_base_urls_query_reaches_the_inference_sockets(
 ) -> None:
     """The clients append ``/tts?model=...`` after the base_url's query string."""
     voice = inference.TTS(
-        model="cartesia/sonic-3", base_url=emulator.base_url(rtt_ms=40), http_session=http,
-        **CREDENTIALS,
-    )  # fmt: skip
+        model="cartesia/sonic-3",
+        base_url=emulator.base_url(rtt_ms=40),
+        http_session=http,
+        api_key=KEY,
+        api_secret=SECRET,
+    )
     frames = [audio.frame async for audio in voice.synthesize("hello there")]
     await voice.aclose()
     assert frames
