@@ -35,6 +35,7 @@ from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io, run_result, tool_executor
 from livekit.agents.voice.remote_session import TcpSessionTransport
 from livekit.agents.voice.speech_handle import SpeechHandle
+from livekit.protocol.agent_pb import agent_session as agent_pb
 
 SERVER_OPTIONS = (
     "_job_executor_type",
@@ -426,10 +427,17 @@ class _AcceptedTransport(TcpSessionTransport):
 
     async def __anext__(self) -> Any:
         try:
-            return await super().__anext__()
+            message = await super().__anext__()
         except StopAsyncIteration:
             self._on_closed()
             raise
+        if message.HasField("audio_playback_flush"):
+            # The agent's speech waits for its console to have played it (cli/tcp_console.py
+            # ``_wait_for_playout``): a TTS agent's greeting, spoken before update_io turned
+            # audio off, would wait forever. A console that plays nothing has played it all.
+            finished = agent_pb.AgentSessionMessage.ConsoleIO.AudioPlaybackFinished()
+            await self.send_message(agent_pb.AgentSessionMessage(audio_playback_finished=finished))
+        return message
 
 
 def accepted_transport(

@@ -1,12 +1,18 @@
-"""The realtime websockets a server holds open: what its agents would lose if it stopped, and
-what a replaced server waits for before it stops."""
+"""The websockets (realtime, LiveKit Inference) a server holds open: what its agents would
+lose if it stopped, and what a replaced server waits for before it stops."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 C = TypeVar("C")
+
+
+class Served(Protocol):
+    """A websocket being served: the server closes it first when it stops."""
+
+    async def shut_down(self) -> None: ...
 
 
 class OpenConnections(Generic[C]):

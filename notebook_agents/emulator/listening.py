@@ -54,6 +54,11 @@ class ServerVad:
             return None
         return self._heard_ms - START_MS - self.prefix_ms
 
+    def end(self) -> bool:
+        """The client ended the turn itself (a finalize): whether speech was under way."""
+        speaking, self.speaking, self._run_ms = self.speaking, False, 0
+        return speaking
+
     def feed(self, samples: np.ndarray) -> Iterator[Heard]:
         """Take appended audio; yield where speech started or stopped in it."""
         audio = np.concatenate([self._pending, samples])

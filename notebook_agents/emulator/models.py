@@ -26,6 +26,9 @@ CHAT_MODELS = (
     "gpt-5-mini",
     "gpt-5-nano",
 )
+LIVEKIT_INFERENCE_CHAT_MODELS = tuple(f"openai/{name}" for name in CHAT_MODELS)
+"""the same models as LiveKit Inference's LLM names them (livekit-agents 1.8.9
+``inference/llm.py`` ``OpenAIModels``): its gateway speaks Chat Completions"""
 TRANSCRIPTION_MODELS = (
     "gpt-transcribe",
     "gpt-4o-transcribe",
@@ -61,7 +64,7 @@ class ModelCatalog:
     """Known models; a dated snapshot (``gpt-4o-mini-2024-07-18``) counts as its family."""
 
     realtime: set[str] = field(default_factory=lambda: set(REALTIME_MODELS))
-    chat: set[str] = field(default_factory=lambda: set(CHAT_MODELS))
+    chat: set[str] = field(default_factory=lambda: set(CHAT_MODELS + LIVEKIT_INFERENCE_CHAT_MODELS))
     transcription: set[str] = field(default_factory=lambda: set(TRANSCRIPTION_MODELS))
     speech: set[str] = field(default_factory=lambda: set(SPEECH_MODELS))
 

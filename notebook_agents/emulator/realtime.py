@@ -35,7 +35,7 @@ import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from ..speech import Vocabulary, synthesize, transcribe
-from ._open_connections import OpenConnections
+from ._open_connections import OpenConnections, Served
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
@@ -50,9 +50,8 @@ logger = logging.getLogger(__name__)
 
 SAMPLE_RATE = 24_000
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-OPEN_CONNECTIONS_KEY = web.AppKey(
-    "realtime_connections", OpenConnections["RealtimeConnection | RefusedConnection"]
-)
+OPEN_CONNECTIONS_KEY = web.AppKey("open_connections", OpenConnections[Served])
+"""every websocket being served (realtime and LiveKit Inference): what agents would lose"""
 
 
 async def close_open_connections(app: web.Application) -> None:

@@ -24,6 +24,7 @@ from .chat import chat_completions, list_models, retrieve_model
 from .errors import EmulatorError, http_error
 from .faults import Faults
 from .latency import LatencyModel, query_to_str, query_value
+from .livekit_inference import inference_stt, inference_tts
 from .models import ModelCatalog
 from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
 from .replies import ReplyRules
@@ -65,11 +66,29 @@ def _recover_sdk_url(request: web.Request) -> tuple[web.Request, Handler] | None
     return None
 
 
+_INFERENCE_ROUTES: dict[str, Handler] = {"stt": inference_stt, "tts": inference_tts}
+
+
+def _recover_inference_url(request: web.Request) -> tuple[web.Request, Handler] | None:
+    """Route a URL livekit's inference clients built from ``base_url=".../v1?rtt_ms=20"``:
+    they append ``/stt?model=...`` to it (inference/stt.py ``_connect_ws``), giving
+    ``/v1?rtt_ms=20/stt?model=...``."""
+    if request.path != "/v1":
+        return None
+    query, _, asked = request.query_string.rpartition("?")
+    for name, handler in _INFERENCE_ROUTES.items():
+        if query.endswith(f"/{name}"):
+            overrides = query[: -len(name) - 1]
+            url = URL.build(path=f"/v1/{name}", query_string=f"{overrides}&{asked}")
+            return request.clone(rel_url=url), handler
+    return None
+
+
 @web.middleware
 async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML; a
     client that went away is a debug line."""
-    if (recovered := _recover_sdk_url(request)) is not None:
+    if (recovered := _recover_sdk_url(request) or _recover_inference_url(request)) is not None:
         request, handler = recovered
     if not request.path.startswith("/v1/"):
         return http_error(
@@ -109,6 +128,8 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app = web.Application(middlewares=[_openai_errors], client_max_size=MAX_BODY_BYTES)
     app[SETTINGS_KEY] = settings
     app.router.add_get("/v1/realtime", realtime_websocket)
+    app.router.add_get("/v1/stt", inference_stt)
+    app.router.add_get("/v1/tts", inference_tts)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/audio/speech", audio_speech)
     app.router.add_post("/v1/audio/transcriptions", audio_transcriptions)
@@ -274,7 +295,8 @@ class Emulator(StartStop):
 
     @property
     def open_connections(self) -> int:
-        """Realtime websockets open now: agents that would lose their model if it stopped."""
+        """Websockets open now (realtime, LiveKit Inference STT/TTS): agents that would lose
+        their models if it stopped."""
         app = self._app
         return len(app[OPEN_CONNECTIONS_KEY]) if app is not None and self.running else 0
 

@@ -31,8 +31,10 @@ class SynthesisError(RuntimeError):
     """eSpeak NG could not be loaded or could not speak."""
 
 
-def synthesize(text: str, *, words_per_minute: int = 175, voice: str = "en-us") -> np.ndarray:
-    """``text`` spoken by eSpeak NG: int16 samples, mono, at ``SAMPLE_RATE``."""
+def synthesize(
+    text: str, *, words_per_minute: int = 175, voice: str = "en-us", rate: int = SAMPLE_RATE
+) -> np.ndarray:
+    """``text`` spoken by eSpeak NG: int16 samples, mono, at ``rate``."""
     engine = _engine()
     chunks: list[np.ndarray] = []
     with _lock:
@@ -48,7 +50,7 @@ def synthesize(text: str, *, words_per_minute: int = 175, voice: str = "en-us") 
     if status != 0:
         raise SynthesisError(f"eSpeak NG could not speak {text!r} (error {status})")
     native = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
-    return _resample_to(native, engine.rate, SAMPLE_RATE)
+    return _resample_to(native, engine.rate, rate)
 
 
 class _Engine:
