@@ -134,7 +134,7 @@ async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
     # every view and analysis reads it as a kernel session's trace
     analysis = TraceAnalysis(events)
     assert [h.target for h in analysis.handoffs] == ["greeter_agent", "weather_agent"]
-    assert [h.label for h in analysis.handoffs] == ["", ""]  # modes the protocol does not say
+    assert [h.label for h in analysis.handoffs] == ["", "mode unknown"]  # protocol says neither
     loaded = Trace.load(greeter.trace.save(tmp_path / "remote.jsonl"))
     assert [e.to_record() for e in loaded.events] == [e.to_record() for e in events]
 
