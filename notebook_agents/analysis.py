@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from .modes import mode_label
+from .modes import UNKNOWN_MODE, mode_label
 from .trace import TraceEvent
 
 IDLE_AFTER = 3.0
@@ -57,13 +57,18 @@ class Handoff:
 
     @property
     def mode(self) -> str:
-        """``"reused+copied"``, as the bench names and colours it."""
+        """``"reused+copied"``, as the bench names and colours it; ``"unknown"`` when the trace
+        does not say (an agent in another process)."""
+        if self.source is not None and self.context is None:
+            return UNKNOWN_MODE
         return mode_label(self.session, self.context or "")
 
     @property
     def label(self) -> str:
         """``"reused · copied"``; empty for the first agent."""
-        return handoff_label({"session": self.session, "context": self.context})
+        return handoff_label(
+            {"from": self.source, "session": self.session, "context": self.context}
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,9 +342,13 @@ def bring_ups(events: Iterable[TraceEvent]) -> list[BringUp]:
 
 def handoff_label(data: Mapping[str, Any]) -> str:
     """A handoff event's ``"reused · copied"`` (``"cascaded · copied"`` without a realtime
-    session): how it left the session and the chat context; empty for the first agent."""
+    session): how it left the session and the chat context; ``"mode unknown"`` when the trace
+    does not say (an agent in another process: the protocol reports neither); empty for the
+    first agent."""
     context = data.get("context")
-    return mode_label(data.get("session"), context).replace("+", " · ") if context else ""
+    if context:
+        return mode_label(data.get("session"), context).replace("+", " · ")
+    return "mode unknown" if data.get("from") is not None else ""
 
 
 def milliseconds(seconds: float) -> str:

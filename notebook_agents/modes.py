@@ -38,6 +38,12 @@ MODE_COLORS: dict[str, str] = {
 """one colour per mode, for the bench's plots and the views' handoff marks alike"""
 
 
+UNKNOWN_MODE = "unknown"
+"""a handoff whose trace does not say how it left the session and the context (an agent in
+another process: livekit's ``lk.agent.session`` protocol reports neither); drawn in the
+views' colour for other modes"""
+
+
 def mode_label(session: str | None, context: str) -> str:
     """``"reused+copied"``; without a realtime session (``"none"``) ``"cascaded+copied"``."""
     return f"{'cascaded' if session in (None, 'none') else session}+{context}"

@@ -7,6 +7,9 @@ over TCP on 127.0.0.1, the real OpenAI realtime plugin against the emulator.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -37,6 +40,7 @@ from .test_chat_view import Browser, finished
 from .test_readme import python_block, run
 
 SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_console.py"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 @pytest.fixture
@@ -130,7 +134,7 @@ async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
     # every view and analysis reads it as a kernel session's trace
     analysis = TraceAnalysis(events)
     assert [h.target for h in analysis.handoffs] == ["greeter_agent", "weather_agent"]
-    assert [h.label for h in analysis.handoffs] == ["", ""]  # modes the protocol does not say
+    assert [h.label for h in analysis.handoffs] == ["", "mode unknown"]  # protocol says neither
     loaded = Trace.load(greeter.trace.save(tmp_path / "remote.jsonl"))
     assert [e.to_record() for e in loaded.events] == [e.to_record() for e in events]
 
@@ -150,6 +154,14 @@ async def test_stop_ends_only_its_own_process_and_nothing_listens(greeter: Agent
     finally:
         bystander.kill()
         bystander.wait()
+
+
+async def test_its_output_is_kept_after_stop_without_colour_codes(greeter: AgentProcess) -> None:
+    await greeter.send_text("hello")
+    greeter.stop()
+    output = greeter.output
+    assert "livekit.agents" in output  # the script's console logging, all of it
+    assert "\x1b[" not in output
 
 
 async def test_a_process_that_dies_mid_call_fails_the_runner_with_its_reason(
@@ -210,7 +222,6 @@ async def test_an_agent_of_an_unknown_protocol_version_is_refused(
     agent.start()
     printed = capsys.readouterr().out
     assert agent.address is not None and f"--connect-addr 127.0.0.1:{agent.address[1]}" in printed
-    assert "OPENAI_API_KEY" not in printed and "sk-" not in printed  # never the key
     peer = TcpSessionTransport(*agent.address)
     await peer.start()  # an agent of a livekit to come dials
     answering = asyncio.create_task(_answer_as(peer, sdk_version="9.0.0"))
@@ -221,6 +232,47 @@ async def test_an_agent_of_an_unknown_protocol_version_is_refused(
         answering.cancel()
         await peer.close()
     assert agent.state is RunnerState.STOPPED and nothing_listens(agent.address)
+
+
+async def test_the_printed_command_attaches_as_printed(
+    emulator: Emulator,
+    processes: list[AgentProcess],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-real-key")
+    agent = AgentProcess(emulator=emulator)
+    processes.append(agent)
+    agent.start()
+    printed = capsys.readouterr().out
+    command = printed.splitlines()[-1].strip()
+    assert "sk-the-users-real-key" not in printed  # the emulator's placeholder, never a real key
+    # the user's agent.py (notebook 05's, whose model needs a key), in a shell of its own that
+    # has no OpenAI settings and whose plain `python` is not this environment's
+    shutil.copy(NOTEBOOKS / "weather_agent.py", tmp_path / "agent.py")
+    shell_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    started = subprocess.Popen(  # noqa: ASYNC220
+        command, shell=True, cwd=tmp_path, env=shell_env, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        await agent.ready()
+        result = await agent.run("transfer to weather")
+        result.expect.contains_function_call(name="transfer_to_weather")
+    finally:
+        agent.stop()
+        os.killpg(started.pid, signal.SIGTERM)
+        started.communicate(timeout=10)
+
+
+async def test_an_agent_that_never_dials_the_listener_names_where_to_look(
+    processes: list[AgentProcess],
+) -> None:
+    agent = AgentProcess(start_timeout=0.5)
+    processes.append(agent)
+    with pytest.raises(RunnerError, match=r"(?s)within 0\.5 s.*output of the command.*crash"):
+        await agent.start().ready()
 
 
 async def _answer_as(peer: TcpSessionTransport, sdk_version: str) -> None:

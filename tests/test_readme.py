@@ -149,3 +149,22 @@ async def test_the_suite_example_gives_the_verdicts_its_file_says(
         ("hands off to weather", "passed"),
         ("greeter looks up the weather", "failed"),
     ]
+
+
+def test_the_checks_section_says_where_it_runs_and_whose_names_are_yours() -> None:
+    """A reader cannot import the examples' agents: the section names the notebook and files
+    that run it all, and each example that uses an agent or emulator it does not make says the
+    name is the reader's own."""
+    text = README.read_text()
+    section = text.split("## Checking your agents", 1)[1].split("\n## ", 1)[0]
+    intro = section.split("```", 1)[0]
+    notebooks = README.parent / "notebooks"
+    for name in ("05_checking_agents.ipynb", "weather_agent.py", "weather.scenarios.yaml"):
+        assert name in intro and (notebooks / name).is_file(), name
+    assert "make lab" in intro
+    blocks = re.findall(r"^```python\n(.*?)^```$", section, re.S | re.M)
+    for block in blocks:
+        for name in ("greeter_server", "WeatherAgent", "make_server", "emu"):
+            made = re.search(rf"^{name} = ", block, re.M)
+            if re.search(rf"\b{name}\b", block) and not made:
+                assert re.search(rf"# yours:.*\b{name}\b", block), f"{name} in:\n{block}"

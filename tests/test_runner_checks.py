@@ -73,8 +73,15 @@ async def test_session_run_from_a_cell_runs_in_the_job_and_returns_the_done_resu
     pending: RunResult[Any] = session.run(user_input="hello")
     with pytest.raises(RunnerError, match=r"await it .*result = await session\.run"):
         pending.expect.next_event()
+    assert not pending.done()
     said = (await pending).expect.next_event().is_message(role="assistant").event().item
     assert said.text_content == 'You are a weather agent. You said: "hello".'
+    # awaited, it is the finished result, as livekit's RunResult stays usable after awaiting
+    assert pending.done()
+    with pytest.raises(RuntimeError, match="no final output"):  # livekit's own, no output_type
+        pending.final_output  # noqa: B018
+    assert pending.expect[0].is_message(role="assistant").event().item is said
+    assert [e.item for e in pending.events] == [said] and await pending is await pending
     greeter.stop()  # raised "did not stop within 10 s" after the misuse
     assert greeter.state is RunnerState.STOPPED
 
@@ -126,7 +133,9 @@ async def test_the_agents_loop_bound_methods_from_a_cell_raise_at_once_naming_th
     runner.call, for the first agent and for one handed over to."""
     session = await greeter.ready()
     for name, call in AGENT_CALLS.items():
-        with pytest.raises(RunnerError, match=rf"agent\.{name}\(\).*runner\.call\(agent\.{name}"):
+        # named as a cell reaches the running agent (a newcomer has no `agent` variable)
+        named = rf"session\.current_agent\.{name}"
+        with pytest.raises(RunnerError, match=rf"{named}\(\).*runner\.call\({named}, "):
             call(session.current_agent)
     assert greeter.trace.of_kind("error") == []
     await greeter.call(session.current_agent.update_instructions, "You are a terse greeter.")

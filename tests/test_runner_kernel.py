@@ -646,6 +646,15 @@ def test_the_first_assertion_cell_a_livekit_developer_writes_passes(kernel: Kern
     refused = kernel.run('session.say("hi")')
     assert refused.error is not None and refused.error["ename"] == "RunnerError"
     assert "await runner.call(session.say, ...)" in refused.error["evalue"]
+    refused = kernel.run('session.current_agent.update_instructions("Be terse.")')
+    assert refused.error is not None and refused.error["ename"] == "RunnerError"
+    fix = "await runner.call(session.current_agent.update_instructions, ...)"
+    assert fix in refused.error["evalue"]  # named as the cell reached it
+    # a turn kept, then awaited in a cell of its own: the finished RunResult from then on
+    kernel.run_ok('turn = session.run(user_input="hello")')
+    kernel.run_ok("await turn", timeout=40)
+    said = kernel.eval('turn.expect[0].is_message(role="assistant").event().item.text_content')
+    assert said == 'You are a weather agent. You said: "hello".'
     spoken = kernel.eval(
         '(await runner.call(session.generate_reply, user_input="hello"))'
         ".chat_items[-1].text_content"

@@ -493,3 +493,39 @@ def test_the_caller_the_agent_and_the_rest_have_rows_of_their_own() -> None:
     assert others.isdisjoint({rows["user_message"], rows["agent_message"]})
     view = TimelineView(Trace())
     assert {key: style["row"] for key, style in view.mark_styles.items()} == rows
+
+
+def remote_handoff() -> list[TraceEvent]:
+    """An agent in another process hands off: the protocol does not say whether the realtime
+    session was reused or the context copied (``session`` and ``context`` None)."""
+    unknown = {"session": None, "context": None}
+    listening = {"old": "initializing", "new": "listening"}
+    return [
+        TraceEvent(0, 0.0, "handoff", "greeter_agent", {"from": None, "to": "greeter_agent"}),
+        TraceEvent(1, 0.1, "agent_state", "greeter_agent", listening),
+        TraceEvent(2, 1.0, "user_message", "greeter_agent", {"text": "transfer to weather"}),
+        TraceEvent(
+            3, 1.2, "handoff", "weather_agent",
+            {"from": "greeter_agent", "to": "weather_agent", **unknown},
+        ),
+        TraceEvent(4, 1.5, "agent_message", "weather_agent", {"text": "Which city?"}),
+        TraceEvent(5, 2.0, "closed", None, {"reason": "user_initiated"}),
+    ]  # fmt: skip
+
+
+def test_a_handoff_of_unknown_mode_says_so_in_the_widget_and_the_figure(tmp_path: Path) -> None:
+    """Not an empty grey chip: the chip and the legend say the mode is unknown."""
+    records = [e.to_record() for e in remote_handoff()]
+    view = TimelineView(Trace.load(write_trace(tmp_path / "remote.jsonl", records)))
+    browser = Browser(view)
+    view._on_browser_message(view, {"type": "history"}, [])
+    (handoff,) = [r["handoff"] for r in browser.records() if "handoff" in r]
+    assert (handoff["mode"], handoff["label"]) == ("unknown", "mode unknown")
+    modes = [e for e in view.legend if e["group"] == "mode"]
+    assert [(e["key"], e["label"]) for e in modes] == [("unknown", "mode unknown")]
+    figure = view.to_figure()
+    assert [c.get_text() for c in chip_texts(figure)] == ["mode unknown"]
+    (ax,) = figure.axes
+    legend = ax.get_legend()
+    assert legend is not None and "mode unknown" in [t.get_text() for t in legend.get_texts()]
+    view.close()

@@ -184,9 +184,10 @@ class FailedExpectation:
         rows = "".join(
             f'<tr style="{_MARKED if row["mark"] else ""}">'
             + "".join(
-                f'<td style="{_CELL}">{html.escape(row[key])}</td>'
-                for key in ("mark", "index", "t", "agent", "kind", "detail")
+                f'<td style="{_CELL};white-space:nowrap">{html.escape(row[key])}</td>'
+                for key in ("mark", "index", "t", "agent", "kind")
             )
+            + f'<td style="{_CELL};overflow-wrap:anywhere">{html.escape(row["detail"])}</td>'
             + "</tr>"
             for row in self.rows()
         )
@@ -205,7 +206,9 @@ _BOX = (
     "color:var(--jp-ui-font-color1, #1f2937);"
     "border-left:3px solid var(--jp-error-color1, #dc2626);padding:4px 10px"
 )
-_CELL = "padding:1px 8px 1px 0;text-align:left;vertical-align:top;overflow-wrap:anywhere"
+_CELL = "padding:1px 8px 1px 0;text-align:left;vertical-align:top"
+"""each cell; the short columns never break (nowrap), the event's text takes the rest of the
+width and wraps, anywhere if it must (a long URL or JSON)"""
 _QUIET = "color:var(--jp-ui-font-color2, #64748b)"
 _MARKED = "background:rgba(220,38,38,.16);font-weight:600"
 """the event the expectation failed at: a see-through tint of the theme's error red, readable

@@ -55,25 +55,42 @@ and how to await its result"""
 
 class RunInJob(Awaitable[RunResult[Any]]):
     """``session.run(...)`` called from a cell: the turn runs in the agent's job (it has
-    started); ``await`` it for livekit's done ``RunResult``, as in a livekit eval."""
+    started); ``await`` it for livekit's done ``RunResult``, as in a livekit eval. Once
+    awaited, it is that result (``expect``, ``events``, ``final_output``, ``done()``), as
+    livekit's ``RunResult`` stays usable after awaiting."""
 
     def __init__(self, answer: Callable[[], Awaitable[RunResult[Any]]]) -> None:
         self._answer = answer
+        self._result: RunResult[Any] | None = None
 
     def __await__(self) -> Generator[Any, None, RunResult[Any]]:
-        return self._answer().__await__()
+        return self._finished().__await__()
+
+    async def _finished(self) -> RunResult[Any]:
+        if self._result is None:
+            self._result = await self._answer()
+        return self._result
+
+    def done(self) -> bool:
+        """Awaited and finished (the turn may have finished in the job before)."""
+        return self._result is not None and self._result.done()
 
     @property
     def expect(self) -> Any:
-        raise _not_awaited()
+        return self._awaited().expect
 
     @property
     def events(self) -> Any:
-        raise _not_awaited()
+        return self._awaited().events
 
     @property
     def final_output(self) -> Any:
-        raise _not_awaited()
+        return self._awaited().final_output
+
+    def _awaited(self) -> RunResult[Any]:
+        if self._result is None:
+            raise _not_awaited()
+        return self._result
 
 
 def _not_awaited() -> RunnerError:
@@ -117,7 +134,9 @@ class JobGuard:
 
     def _agent(self, agent: Agent) -> None:
         for name in AGENT_LOOP_BOUND:
-            self._set(agent, name, self._refused(getattr(agent, name), f"agent.{name}"))
+            # named as a cell reaches the running agent
+            label = f"session.current_agent.{name}"
+            self._set(agent, name, self._refused(getattr(agent, name), label))
         if is_given(agent.llm):
             self._model(agent.llm)
 

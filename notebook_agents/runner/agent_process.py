@@ -23,6 +23,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -55,6 +56,8 @@ HOST = "127.0.0.1"
 _OUTPUT_LINES = 15
 """how much of the agent's output an error quotes (its last lines)"""
 _START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+"""a terminal's control sequence (ECMA-48 CSI: colours, cursor moves)"""
 _PLACEHOLDER_KEY = "sk-notebook-agents-emulator"
 """the API key the script's models get against an emulator (any non-empty key works there)"""
 
@@ -126,6 +129,7 @@ class AgentProcess(StartStop):
         self._env = _child_env(emulator, env)
         self._emulator_url = emulator.base_url() if emulator is not None else None
         self._output: Path | None = None
+        self._kept_output = ""
         self._listener: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -164,14 +168,17 @@ class AgentProcess(StartStop):
         return self
 
     def command(self, script: str = "agent.py") -> str:
-        """The command that starts ``script`` attached to this notebook (the key not shown)."""
+        """The shell command that starts ``script`` attached to this notebook, as printed: this
+        environment's Python, and with an emulator its endpoints and placeholder keys (never a
+        key of yours)."""
         if self.address is None:
             raise RunnerError("command() needs a started AgentProcess: call start() first")
-        shown = {"OPENAI_BASE_URL": self._emulator_url} if self._emulator_url else {}
+        shown = _emulator_env(self._emulator_url) if self._emulator_url else {}
         prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in shown.items())
         where = f"{self.address[0]}:{self.address[1]}"
         target = shlex.quote(str(self.script or script))
-        return f"{prefix}python -m livekit.agents console {target} --connect-addr {where}"
+        python = shlex.quote(self.python)
+        return f"{prefix}{python} -m livekit.agents console {target} --connect-addr {where}"
 
     async def ready(self, timeout: float | None = None) -> Self:
         """Wait until the agent has dialed and answers; raise why it did not (stopped then).
@@ -220,8 +227,10 @@ class AgentProcess(StartStop):
                 thread.join(self.stop_timeout)
             self.trace.detach()
             if self._output is not None:
+                self._kept_output = self.output  # all of it, once the file is gone
                 with contextlib.suppress(OSError):
                     self._output.unlink()
+                self._output = None
             self.state = RunnerState.STOPPED
 
     def __repr__(self) -> str:
@@ -232,11 +241,13 @@ class AgentProcess(StartStop):
 
     @property
     def output(self) -> str:
-        """What the process this started has printed so far (stdout and stderr)."""
+        """What the process this started has printed so far (stdout and stderr), also after
+        ``stop()``."""
         if self._output is None:
-            return ""
+            return self._kept_output
         with contextlib.suppress(OSError):
-            return self._output.read_text(errors="replace")
+            # livekit's console logging colours its lines even into a file
+            return _ANSI_ESCAPE.sub("", self._output.read_text(errors="replace"))
         return ""
 
     # -- turns -----------------------------------------------------------------------------
@@ -453,7 +464,9 @@ class AgentProcess(StartStop):
                 f"`await session.start(...)`? Its output:\n{self._output_tail()}"
             )
         raise RunnerError(
-            f"no agent dialed within {self.start_timeout:.0f} s: start it with\n  {self.command()}"
+            f"no agent dialed within {self.start_timeout:g} s. Check the output of the command "
+            "you started it with: a crash there (such as a missing API key) means it never "
+            f"dials. Start it with\n  {self.command()}"
         )
 
     async def _handshake(self, remote: RemoteSession) -> None:
@@ -584,11 +597,19 @@ def _child_env(emulator: Emulator | None, env: Mapping[str, str] | None) -> dict
     """The script's environment: ours, the emulator's endpoints, then what the caller gave."""
     child = dict(os.environ)
     if emulator is not None:
-        url = emulator.base_url()
-        # placeholders, whatever keys this kernel holds: none of them goes to the emulator
-        child["OPENAI_BASE_URL"], child["OPENAI_API_KEY"] = url, _PLACEHOLDER_KEY
-        # LiveKit Inference's LLM speaks OpenAI's chat completions; it signs with these
-        child["LIVEKIT_INFERENCE_URL"] = url
-        child["LIVEKIT_API_KEY"], child["LIVEKIT_API_SECRET"] = "notebook-agents", _PLACEHOLDER_KEY
+        child.update(_emulator_env(emulator.base_url()))
     child.update(env or {})
     return child
+
+
+def _emulator_env(url: str) -> dict[str, str]:
+    """What points a script's models at the emulator at ``url``: its endpoints, and
+    placeholders whatever keys this kernel holds (none of them goes to the emulator)."""
+    return {
+        "OPENAI_BASE_URL": url,
+        "OPENAI_API_KEY": _PLACEHOLDER_KEY,
+        # LiveKit Inference's LLM speaks OpenAI's chat completions; it signs with these
+        "LIVEKIT_INFERENCE_URL": url,
+        "LIVEKIT_API_KEY": "notebook-agents",
+        "LIVEKIT_API_SECRET": _PLACEHOLDER_KEY,
+    }
