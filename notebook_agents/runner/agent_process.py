@@ -608,7 +608,8 @@ def _emulator_env(url: str) -> dict[str, str]:
     return {
         "OPENAI_BASE_URL": url,
         "OPENAI_API_KEY": _PLACEHOLDER_KEY,
-        # LiveKit Inference's LLM speaks OpenAI's chat completions; it signs with these
+        # LiveKit Inference: its LLM speaks chat completions, its STT and TTS the emulator serves;
+        # its clients sign with these
         "LIVEKIT_INFERENCE_URL": url,
         "LIVEKIT_API_KEY": "notebook-agents",
         "LIVEKIT_API_SECRET": _PLACEHOLDER_KEY,
