@@ -43,6 +43,34 @@ SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_console.py"
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
+def assert_trace_matches_history(
+    events: list[TraceEvent], history: list[llm.ChatItem]
+) -> list[tuple[str | None, str]]:
+    """The trace of a remote session against the agent's own history: every event valid, every
+    message once in the session's order, every tool call and output, each handoff; returns the
+    handoffs (from, to)."""
+    for event in events:
+        check_event_data(event.kind, event.data)
+    said = [(i.role, i.id) for i in history if isinstance(i, llm.ChatMessage)]
+    traced = [
+        ("user" if e.kind == "user_message" else "assistant", e.data["item_id"])
+        for e in events
+        if e.kind in ("user_message", "agent_message")
+    ]
+    assert traced == said
+    calls = [(i.name, i.call_id, i.arguments) for i in history if isinstance(i, llm.FunctionCall)]
+    assert [(e.data["name"], e.data["call_id"], e.data["arguments"]) for e in events
+            if e.kind == "tool_call"] == calls  # fmt: skip
+    outputs = [(i.call_id, i.output) for i in history if isinstance(i, llm.FunctionCallOutput)]
+    assert [(e.data["call_id"], e.data["output"]) for e in events
+            if e.kind == "tool_output"] == outputs  # fmt: skip
+    handoffs = [
+        (i.old_agent_id, i.new_agent_id) for i in history if isinstance(i, llm.AgentHandoff)
+    ]
+    assert [(e.data["from"], e.data["to"]) for e in events if e.kind == "handoff"] == handoffs
+    return handoffs
+
+
 @pytest.fixture
 def processes() -> Iterator[list[AgentProcess]]:
     made: list[AgentProcess] = []
@@ -101,26 +129,7 @@ async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
 
     history = await greeter.history()
     events = greeter.trace.events
-    for event in events:
-        check_event_data(event.kind, event.data)
-    # every message, once, in the session's order; every tool call and output; each handoff
-    said = [(i.role, i.id) for i in history if isinstance(i, llm.ChatMessage)]
-    traced = [
-        ("user" if e.kind == "user_message" else "assistant", e.data["item_id"])
-        for e in events
-        if e.kind in ("user_message", "agent_message")
-    ]
-    assert traced == said
-    calls = [(i.name, i.call_id, i.arguments) for i in history if isinstance(i, llm.FunctionCall)]
-    assert [(e.data["name"], e.data["call_id"], e.data["arguments"]) for e in events
-            if e.kind == "tool_call"] == calls  # fmt: skip
-    outputs = [(i.call_id, i.output) for i in history if isinstance(i, llm.FunctionCallOutput)]
-    assert [(e.data["call_id"], e.data["output"]) for e in events
-            if e.kind == "tool_output"] == outputs  # fmt: skip
-    handoffs = [
-        (i.old_agent_id, i.new_agent_id) for i in history if isinstance(i, llm.AgentHandoff)
-    ]
-    assert [(e.data["from"], e.data["to"]) for e in events if e.kind == "handoff"] == handoffs
+    handoffs = assert_trace_matches_history(events, history)
     assert handoffs == [(None, "greeter_agent"), ("greeter_agent", "weather_agent")]
     # the greetings are each agent's on_enter; the reply to the weather lookup the tool's
     said_how = [(e.data["phase"], e.data["source"]) for e in events if e.kind == "agent_message"]

@@ -8,11 +8,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from livekit.agents import RunResult, llm
+from livekit.agents import RunResult
 
 from notebook_agents import AgentProcess, RunnerState
 from notebook_agents.emulator import Emulator
-from notebook_agents.trace import check_event_data
+
+from .test_agent_process import assert_trace_matches_history
 
 RESTAURANT = Path(__file__).parent / "upstream" / "restaurant_agent.py"
 
@@ -50,25 +51,7 @@ async def test_the_restaurant_example_hands_off_and_its_trace_matches_its_histor
 
     history = await restaurant.history()
     events = restaurant.trace.events
-    for event in events:
-        check_event_data(event.kind, event.data)
-    said = [(i.role, i.id) for i in history if isinstance(i, llm.ChatMessage)]
-    traced = [
-        ("user" if e.kind == "user_message" else "assistant", e.data["item_id"])
-        for e in events
-        if e.kind in ("user_message", "agent_message")
-    ]
-    assert traced == said
-    calls = [(i.name, i.call_id, i.arguments) for i in history if isinstance(i, llm.FunctionCall)]
-    assert [(e.data["name"], e.data["call_id"], e.data["arguments"]) for e in events
-            if e.kind == "tool_call"] == calls  # fmt: skip
-    outputs = [(i.call_id, i.output) for i in history if isinstance(i, llm.FunctionCallOutput)]
-    assert [(e.data["call_id"], e.data["output"]) for e in events
-            if e.kind == "tool_output"] == outputs  # fmt: skip
-    handoffs = [
-        (i.old_agent_id, i.new_agent_id) for i in history if isinstance(i, llm.AgentHandoff)
-    ]
-    assert [(e.data["from"], e.data["to"]) for e in events if e.kind == "handoff"] == handoffs
+    handoffs = assert_trace_matches_history(events, history)
     assert [to for _, to in handoffs] == ["greeter", "reservation"]
 
     # its STT was served by the emulator and never refused

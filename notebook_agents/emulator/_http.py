@@ -106,3 +106,10 @@ async def read_json(request: web.Request) -> Json:
     if not isinstance(body, dict):
         raise ServiceError(f"The request body must be a JSON object, not {type(body).__name__}.")
     return body
+
+
+def lose_connection(request: web.Request) -> None:
+    """Lose ``request``'s connection abruptly, as a network failure would: no close frame."""
+    transport = request.transport
+    if transport is not None:
+        transport.abort()

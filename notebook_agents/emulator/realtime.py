@@ -35,6 +35,7 @@ import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from ..speech import Vocabulary, synthesize, transcribe
+from ._http import lose_connection
 from ._open_connections import OpenConnections, Served
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
@@ -369,11 +370,8 @@ class RealtimeConnection:
             self._drop()
 
     def _drop(self) -> None:
-        """Lose the connection abruptly, as a network failure would: no close frame."""
         self._dropped = True
-        transport = self._request.transport
-        if transport is not None:
-            transport.abort()
+        lose_connection(self._request)
 
     async def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event["type"]

@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from .._http import lose_connection
 from .._settings import ConnectionLog
 from ..latency import DelayedPipe, precise_sleep
 from ..realtime import OPEN_CONNECTIONS_KEY
@@ -148,11 +149,8 @@ class InferenceSocket:
             self._drop()
 
     def _drop(self) -> None:
-        """Lose the connection abruptly, as a network failure would: no close frame."""
         self._dropped = True
-        transport = self._request.transport
-        if transport is not None:
-            transport.abort()
+        lose_connection(self._request)
         self._closed.set()
 
 
