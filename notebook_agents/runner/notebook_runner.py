@@ -201,7 +201,6 @@ class NotebookRunner(StartStop):
                 self.real_room = RealRoom(self.credentials, self.room_name)
                 self.real_room.display()
             self._configure_server()
-            self.logs.install()
             self._loop = asyncio.new_event_loop()
             self._stop_signal = asyncio.Event()
             self._thread = threading.Thread(
@@ -514,6 +513,10 @@ class NotebookRunner(StartStop):
         assert loop is not None and self._stop_signal is not None
         try:
             if not self._stop_requested.is_set():  # stopped before this thread even ran
+                # here, not on the kernel's main thread: Logger.setLevel holds logging's module
+                # lock with no try/finally, and an interrupt there would leave it held for good
+                # (every other thread's next log call then waits forever)
+                self.logs.install()
                 loop.run_until_complete(self._run_server(self._stop_signal))
         except BaseException as e:
             self._fail(e)
