@@ -31,11 +31,11 @@ from livekit.agents import (
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import JobContext, get_job_context
 from livekit.agents.simulation import SimulationContext, SimulationRun, SimulationVerdict
+from livekit.agents.telemetry import traces as telemetry_traces
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io, run_result, tool_executor
 from livekit.agents.voice.remote_session import TcpSessionTransport
 from livekit.agents.voice.speech_handle import SpeechHandle
-from livekit.agents.telemetry import traces as telemetry_traces
 from livekit.protocol.agent_pb import agent_session as agent_pb
 from opentelemetry import trace as trace_api
 

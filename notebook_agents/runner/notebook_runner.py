@@ -531,6 +531,8 @@ class NotebookRunner(StartStop):
         """Run the server and its one job until ``stop`` is set, then close it (no drain)."""
         server = self.server
         livekit.renew_server_lock(server)
+        # before the job: livekit's first span (``job_entrypoint``) starts ahead of our code
+        self._release_spans = capture_spans(self.trace, self.room_name)
         started = asyncio.Event()
         server.once("worker_started", started.set)
         run = asyncio.create_task(server.run(devmode=True, unregistered=True))
@@ -575,7 +577,6 @@ class NotebookRunner(StartStop):
         @functools.wraps(entrypoint)
         async def observed_entrypoint(ctx: JobContext) -> None:
             runner._ctx = ctx
-            runner._release_spans = capture_spans(runner.trace, ctx.job.id)
             runner.logs.claim_thread()
             runner._job_loop = asyncio.get_running_loop()
             runner._job_context = contextvars.copy_context()

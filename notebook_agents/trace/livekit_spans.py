@@ -4,9 +4,10 @@ livekit-agents instruments itself (``agent_turn``, ``llm_node``, ``update_agent`
 the provider given to ``livekit.agents.telemetry.set_tracer_provider``, or OpenTelemetry's
 global one. We never replace a provider the user set: one span processor is added to it. Only
 when none is set do we give livekit a provider of our own (not the global one, which can be
-set once and is the user's to set). Spans reach the trace of the job that made them: livekit
-creates them in the job's context, so ``get_job_context`` at a span's start says whose it is,
-and a span started outside any job (a task livekit spawned without it) follows its parent.
+set once and is the user's to set). Spans reach the trace of the room whose job made them:
+livekit creates them in the job's context, so ``get_job_context`` at a span's start says whose
+it is; the job's own span (``job_entrypoint``) names its room, and any other span started
+outside a job (a task livekit spawned without it) follows its parent.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import weakref
 from collections.abc import Callable
 
 from livekit.agents import get_job_context, telemetry
+from livekit.agents.telemetry import trace_types
 from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk import trace as trace_sdk
@@ -31,11 +33,11 @@ Sink = Callable[[trace_sdk.ReadableSpan], None]
 
 
 class _JobRouter(trace_sdk.SpanProcessor):
-    """Hands each ended span to the sink of the job that started it (or of its parent)."""
+    """Hands each ended span to the sink of the room whose job started it (or its parent's)."""
 
     def __init__(self) -> None:
         self.sinks: dict[str, Sink] = {}
-        """job id -> where that job's spans go"""
+        """room name -> where the spans of that room's job go"""
         self._open: dict[int, Sink] = {}
         """span id -> its sink, from the span's start to its end"""
 
@@ -43,7 +45,8 @@ class _JobRouter(trace_sdk.SpanProcessor):
         self, span: trace_sdk.Span, parent_context: otel_context.Context | None = None
     ) -> None:
         job = get_job_context(required=False)
-        sink = self.sinks.get(job.job.id) if job is not None else None
+        room = job.job.room.name if job is not None else _named_room(span)
+        sink = self.sinks.get(room) if room is not None else None
         if sink is None:
             parent = trace_api.get_current_span(parent_context).get_span_context()
             sink = self._open.get(parent.span_id) if parent.is_valid else None
@@ -53,6 +56,11 @@ class _JobRouter(trace_sdk.SpanProcessor):
     def on_end(self, span: trace_sdk.ReadableSpan) -> None:
         if span.context is not None and (sink := self._open.pop(span.context.span_id, None)):
             sink(span)
+
+
+def _named_room(span: trace_sdk.Span) -> str | None:
+    room = (span.attributes or {}).get(trace_types.ATTR_ROOM_NAME)
+    return room if isinstance(room, str) else None
 
 
 _router = _JobRouter()
@@ -82,9 +90,9 @@ def _provider() -> trace_sdk.TracerProvider | None:
     return None
 
 
-def capture_spans(trace: Trace, job_id: str) -> Callable[[], None]:
-    """Record the spans livekit makes for job ``job_id`` in ``trace``, from now until the
-    returned function is called."""
+def capture_spans(trace: Trace, room: str) -> Callable[[], None]:
+    """Record the spans livekit makes for the job in room ``room`` in ``trace``, from now
+    until the returned function is called (a later capture of the same room takes over)."""
     with _lock:
         provider = _provider()
         if provider is None:
@@ -96,11 +104,12 @@ def capture_spans(trace: Trace, job_id: str) -> Callable[[], None]:
         elif provider not in _joined:
             provider.add_span_processor(_router)
             _joined.add(provider)
-        _router.sinks[job_id] = lambda span: trace._add_span(to_trace_span(span, trace))
+        _router.sinks[room] = sink = lambda span: trace._add_span(to_trace_span(span, trace))
 
     def release() -> None:
         with _lock:
-            _router.sinks.pop(job_id, None)
+            if _router.sinks.get(room) is sink:
+                del _router.sinks[room]
 
     return release
 
