@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from notebook_agents import NotebookRunner
 from notebook_agents import _livekit_internals as livekit
+from notebook_agents.__main__ import main
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import Trace, TraceSpan
 from notebook_agents.trace.chrome import TURN_SPANS, to_chrome_trace
@@ -137,7 +141,8 @@ async def test_spans_survive_save_and_load_and_export_the_same(
     trace = await finished(runners, production_server(emulator), "hello")
     loaded = Trace.load(trace.save(tmp_path / "trace.jsonl"))
     assert loaded.spans == trace.spans and loaded.events == trace.events
-    assert to_otlp_json(loaded) == to_otlp_json(trace)
+    assert loaded.to_otlp_json() == trace.to_otlp_json() == to_otlp_json(trace)
+    assert loaded.to_chrome_json() == trace.to_chrome_json()
     assert to_chrome_trace(loaded) == to_chrome_trace(trace)
 
 
@@ -238,3 +243,73 @@ def test_chrome_trace_nests_slices_per_lane_and_overlapping_turns_are_async() ->
     assert {e["name"] for e in begins.values()} == TURN_SPANS and begins.keys() == ends.keys()
     assert all(ends[i]["ts"] > begins[i]["ts"] and ends[i]["cat"] == "turn" for i in begins)
     assert [e["name"] for e in events if e["ph"] == "i"] == ["user_message"]
+
+
+def test_the_export_command_writes_both_formats_beside_a_saved_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = Trace()
+    trace._add_span(span("agent_turn", "c" * 16, 0.1, 0.4, None))
+    trace._record("user_message", {"text": "hi", "item_id": "i", "metrics": {}}, "Ada")
+    saved = trace.save(tmp_path / "run.jsonl")
+    loaded = Trace.load(saved)
+    assert main(["export", str(saved)]) == 0
+    written = tmp_path / "run.otlp.json"
+    assert capsys.readouterr().out.strip() == str(written)
+    assert written.read_text(encoding="utf-8") == to_otlp_json(loaded)
+    parsed_otlp(written.read_text(encoding="utf-8"))
+    assert main(["export", str(saved), "--format", "chrome", "--out", "-"]) == 0
+    assert json.loads(capsys.readouterr().out) == to_chrome_trace(loaded)
+    assert main(["export", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+GLOBAL_PROVIDER_LATER = """
+import asyncio, json, sys
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from notebook_agents import NotebookRunner
+from notebook_agents.emulator import Emulator
+from tests.test_runner import production_server
+
+async def turn(emulator):
+    runner = NotebookRunner(production_server(emulator))
+    runner.start()
+    await runner.ready()
+    await runner.send_text("hello")
+    runner.stop()
+    return [span.span_id for span in runner.trace.spans if span.name == "agent_turn"]
+
+async def main():
+    with Emulator() as emulator:
+        before = await turn(emulator)  # nobody set a provider: ours
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace_api.set_tracer_provider(provider)  # the user's, set globally, once
+        after = await turn(emulator)
+    theirs = [format(s.context.span_id, "016x") for s in exporter.get_finished_spans()]
+    print(json.dumps({"before": before, "after": after, "theirs": theirs}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_global_provider_set_later_gets_livekits_spans_and_we_still_capture() -> None:
+    """OpenTelemetry's global provider can be set once per process: in a process of its own."""
+    root = Path(__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", GLOBAL_PROVIDER_LATER],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert len(found["before"]) == len(found["after"]) == 1
+    assert found["after"][0] in found["theirs"] and found["before"][0] not in found["theirs"]

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .schema import TraceSpan
 from .store import TraceEvent
-from .trace import Trace
+
+if TYPE_CHECKING:  # the trace calls this module
+    from .trace import Trace
 
 TURN_SPANS = frozenset({"user_turn", "agent_turn"})
 """livekit's spans drawn as async slices: they overlap each other"""

@@ -12,7 +12,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -23,7 +23,9 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from .schema import TraceSpan
 from .store import TraceEvent
-from .trace import Trace
+
+if TYPE_CHECKING:  # the trace calls this module
+    from .trace import Trace
 
 OWN_SPAN = "notebook_agents.trace"
 """the span our events ride on"""

@@ -17,6 +17,7 @@ from typing import Any
 from livekit.agents import AgentSession
 from livekit.agents.voice.remote_session import RemoteSession
 
+from . import chrome, otlp
 from .contexts import agent_contexts, divergences
 from .delivery import Delivery, Subscriber
 from .reading import SessionReader
@@ -152,6 +153,16 @@ class Trace:
         whichever thread records the event.
         """
         return self._delivery.subscribe(callback)
+
+    def to_otlp_json(self) -> str:
+        """The events and livekit's spans as OTLP JSON (Jaeger, Langfuse, Phoenix, an
+        OpenTelemetry collector's ``/v1/traces``)."""
+        return otlp.to_otlp_json(self)
+
+    def to_chrome_json(self) -> str:
+        """The events and livekit's spans as Chrome trace-event JSON (ui.perfetto.dev,
+        ``chrome://tracing``)."""
+        return chrome.to_chrome_json(self)
 
     # -- saving ----------------------------------------------------------------------------
 
