@@ -25,12 +25,15 @@ from notebook_agents import NotebookRunner
 from notebook_agents import _livekit_internals as livekit
 from notebook_agents.__main__ import main
 from notebook_agents.emulator import Emulator
+from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace, TraceSpan
 from notebook_agents.trace.chrome import TURN_SPANS, to_chrome_trace
 from notebook_agents.trace.otlp import OWN_SPAN, to_otlp_json
 
 from .conftest import API_KEY, started
+from .handoff_agents import Concierge
 from .test_runner import production_server
+from .test_runner_voice import voice_server
 
 CONVERSATION = "gen_ai.conversation.id"
 
@@ -313,3 +316,59 @@ def test_a_global_provider_set_later_gets_livekits_spans_and_we_still_capture() 
     found = json.loads(done.stdout.splitlines()[-1])
     assert len(found["before"]) == len(found["after"]) == 1
     assert found["after"][0] in found["theirs"] and found["before"][0] not in found["theirs"]
+
+
+def handoff_server(emulator: Emulator) -> AgentServer:
+    """The Concierge hands over to Billing on a text realtime model (the session reused)."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        model = openai.realtime.RealtimeModel(
+            base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+        )
+        session: AgentSession[None] = AgentSession(llm=model)
+        await session.start(agent=Concierge(), room=ctx.room)
+
+    return server
+
+
+def children(trace: Trace, parent: TraceSpan) -> list[str]:
+    return [s.name for s in trace.spans if s.parent_id == parent.span_id]
+
+
+async def test_a_handoff_records_livekits_update_agent_span_with_its_stages(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    trace = await finished(runners, handoff_server(emulator), "transfer to billing")
+    assert [(h.data["from"], h.data["to"]) for h in trace.of_kind("handoff")][-1] == (
+        "Concierge",
+        "Billing",
+    )
+    (update,) = [s for s in trace.spans if s.name == "update_agent"]
+    assert update.attributes["lk.previous_agent_label"] == "concierge"
+    assert update.attributes["lk.agent_label"] == "billing"
+    stages = children(trace, update)
+    assert {"drain_agent_activity", "start_agent_activity"} <= set(stages)
+    handed = trace.of_kind("handoff")[-1]
+    assert update.start - 0.05 < handed.t < update.end + 0.05
+
+
+async def test_a_spoken_turn_records_its_turn_spans_with_livekits_own_figures(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = await started(runners, NotebookRunner(voice_server(emulator), audio=True))
+    await runner.send_audio(synthesize("what is two plus three"))
+    runner.stop()
+    trace = runner.trace
+    by_name = {s.name: s for s in trace.spans}
+    assert {"user_turn", "eou_detection", "agent_turn", "llm_node", "tts_node"} <= set(by_name)
+    (heard,) = trace.of_kind("user_message")
+    (said,) = trace.of_kind("agent_message")
+    # the spans carry the figures livekit put on the messages
+    user_turn, agent_turn = by_name["user_turn"], by_name["agent_turn"]
+    assert (
+        user_turn.attributes["lk.end_of_turn_delay"] == heard.data["metrics"]["end_of_turn_delay"]
+    )
+    assert agent_turn.attributes["lk.e2e_latency"] == said.data["metrics"]["e2e_latency"]
+    assert by_name["tts_node"].parent_id == agent_turn.span_id
