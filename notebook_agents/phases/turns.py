@@ -243,7 +243,7 @@ class _Splitter:
                 wait.end,
                 metrics.get("end_of_turn_delay"),
                 "lk.end_of_turn_delay",
-                _endpointing_note(delay, detection) if held else "",
+                _endpointing_note(delay, detection) if held else _decided_note(delay),
                 walk=held,
             )
         )
@@ -488,6 +488,14 @@ def _endpointing_note(delay: Any, detection: TraceSpan | None) -> str:
         "with livekit's turn detector, 0.5 s without). Change it with AgentSession("
         "turn_handling={'endpointing': {'min_delay': 0.2}}) (or the deprecated "
         "min_endpointing_delay=)"
+    )
+
+
+def _decided_note(delay: Any) -> str:
+    seconds = f" ({delay:.2f} s)" if isinstance(delay, int | float) else ""
+    return (
+        f"livekit's endpointing delay{seconds} had passed when the transcript and its "
+        "end-of-turn detection came: the turn ended on them"
     )
 
 
