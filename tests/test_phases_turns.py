@@ -22,6 +22,7 @@ from notebook_agents.phases import Breakdown, Phase, turn_phases
 from notebook_agents.phases.table import UNEXPLAINED, WAIT
 from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace, TraceEvent, TraceSpan
+from notebook_agents.views import TimelineView
 
 from .conftest import API_KEY, started
 from .handoff_agents import Concierge
@@ -153,7 +154,7 @@ def test_a_spoken_turns_phases_add_up_to_its_wait_each_where_livekit_put_it(
 
 
 def test_the_callers_wait_is_one_figure_reconciled_with_livekits_e2e_latency(
-    spoken: Trace,
+    spoken: Trace, tmp_path: Path
 ) -> None:
     """Issue 22: ``TraceAnalysis.speech`` said the caller waited ~1945 ms while livekit's
     e2e_latency said 2.52 s. The first counted from the VAD's end-of-speech event, the second
@@ -170,6 +171,9 @@ def test_the_callers_wait_is_one_figure_reconciled_with_livekits_e2e_latency(
     user, agent = TraceAnalysis.of(spoken).speech
     assert (agent.answers, agent.first_audio_s) == ("speech", b.wait)
     assert user.end == b.start  # the caller stopped where livekit says they did
+    # the timeline says the same of a saved trace
+    view = TimelineView(Trace.load(spoken.save(tmp_path / "spoken.jsonl")))
+    assert view.analysis.speech[1].first_audio_s == pytest.approx(b.wait, abs=1e-9)
     # without the trace's clock the speech ends at the VAD's event: the wait lacks the silence
     _, late = TraceAnalysis(spoken.events).speech
     assert late.first_audio_s == pytest.approx(b.wait - phase(b, "vad_end_of_speech").seconds)

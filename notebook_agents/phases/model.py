@@ -56,10 +56,14 @@ class Breakdown:
     agent: str
     """the agent that answered (a handoff's new agent)"""
     start: float
-    """when the wait began: the caller's speech ended (spoken), the text was sent (typed),
-    the handoff began"""
+    """when the wait began: the caller's speech ended (spoken: livekit's
+    ``stopped_speaking_at``, where ``lk.e2e_latency`` starts; a realtime model's server
+    ``speech_stopped``), the text reached the session (typed: its message's ``created_at``),
+    the handoff began. Defined once, in ``analysis`` (``speech_ended_at``, ``text_sent_at``),
+    which ``TraceAnalysis.speech`` uses too"""
     end: float
-    """when it ended: the first audio out of the speaker, or the first text without audio"""
+    """when it ended: the first audio out of the speaker, or the first text without audio
+    (the agent's state turning ``speaking``: livekit sets it on the first frame or text)"""
     phases: tuple[Phase, ...] = ()
     speech_id: str | None = None
     """livekit's ``lk.speech_id`` of the reply, joining spans, metrics and events"""
