@@ -25,10 +25,7 @@ from .model import Breakdown, Phase
 TOLERANCE = 0.001
 """seconds two moments may be apart and still be one (a span's end and the event it caused)"""
 
-_REPLY_SPANS = frozenset(
-    {"llm_node", "tts_request", "realtime_inference", "function_tool", "on_user_turn_completed"}
-)
-_USER_SPANS = frozenset({"eou_wait", "eou_detection"})
+_REPLY_SPANS = frozenset({"llm_node", "tts_request", "realtime_inference", "function_tool"})
 _MODEL_STEPS = frozenset({"llm_first_token", "llm_response", "llm_tool_call", "tts_first_byte"})
 
 LIVEKIT_TOTALS = (
@@ -210,8 +207,22 @@ class _Splitter:
                     walk=not realtime,  # a realtime model's reply does not wait on it
                 )
             )
-        waits = [s for s in self._within(start, end, frozenset({"eou_wait"}))]
-        committed = [s for s in waits if s.attributes.get("lk.eou.outcome") == "committed"]
+        for hook in self._within(start, end, frozenset({"on_user_turn_completed"})):
+            steps.append(
+                _Step(
+                    "on_user_turn_completed",
+                    hook.start,
+                    hook.end,
+                    metrics.get("on_user_turn_completed_delay"),
+                    "lk.on_user_turn_completed_delay",
+                    "your Agent.on_user_turn_completed",
+                )
+            )
+        committed = [
+            s
+            for s in self._within(start, end, frozenset({"eou_wait"}))
+            if s.attributes.get("lk.eou.outcome") == "committed"
+        ]
         if not committed:
             return steps
         wait = committed[-1]
@@ -271,7 +282,7 @@ class _Splitter:
                 kind, begin, ttft = self._round(span)
                 made = _model_steps(kind, begin, span.end, ttft, end)
                 steps += made
-                producers.append(min(made[0].end, end) if made[0].walk else made[-1].end)
+                producers.append(min(made[0].end, end))
             elif span.name == "function_tool":
                 name = span.attributes.get("lk.function_tool.name", "")
                 steps.append(_Step("tool", span.start, span.end, note=f"{name}()"))
@@ -279,18 +290,9 @@ class _Splitter:
                 if called:  # the model's round that called it, up to the call
                     kind = "llm" if called[-1].name == "llm_node" else "realtime"
                     steps.append(_Step(f"{kind}_tool_call", called[-1].start, span.start))
-            elif span.name == "on_user_turn_completed":
-                steps.append(
-                    _Step(
-                        "on_user_turn_completed",
-                        span.start,
-                        span.end,
-                        note="your Agent.on_user_turn_completed (livekit's figure is on the turn)",
-                    )
-                )
         for span in self._within(start, end, frozenset({"update_agent"})):
             steps.append(_Step("handoff", span.start, span.end, note=HANDOFF_NOTE))
-        first_byte = self._first_byte(reply, producers, end)
+        first_byte = self._first_byte(reply, end)
         if first_byte is not None:
             steps.append(first_byte)
             producers.append(first_byte.end)
@@ -327,9 +329,7 @@ class _Splitter:
         begin = created if created is not None and created <= span.start else span.start
         return "realtime", begin, ttft if ttft is not None and ttft >= 0 else None
 
-    def _first_byte(
-        self, reply: list[TraceSpan], producers: list[float], end: float
-    ) -> _Step | None:
+    def _first_byte(self, reply: list[TraceSpan], end: float) -> _Step | None:
         """The TTS request of the first audio: the first begun after the last text the reply
         was made of began coming (a tool call's LLM round is not spoken)."""
         nodes = [s.start for s in reply if s.name in ("llm_node", "realtime_inference")]
