@@ -184,6 +184,12 @@ def test_the_table_has_a_row_per_phase_per_turn_and_the_wait_beside_livekits(
 ) -> None:
     analysis = TraceAnalysis.of(spoken)
     (b,) = analysis.turns()
+    live = TraceAnalysis(started_at=spoken.started_at)  # as a view takes them, one by one
+    for event in spoken.events:
+        live.add(event)
+    for span in spoken.spans:
+        live.add_span(span)
+    assert live.turns() == [b] == turn_phases(spoken)
     rows = analysis.phase_rows()
     assert [r.phase for r in rows] == [WAIT, *(p.name for p in b.phases), UNEXPLAINED]
     wait, *phases, rest = rows
