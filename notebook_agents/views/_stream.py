@@ -61,8 +61,9 @@ class TraceFedView(anywidget.AnyWidget):
         return self._take(event)
 
     def close(self) -> None:
-        self._unsubscribe()
-        self._throttle.cancel()
+        if hasattr(self, "_throttle"):  # else its __init__ refused it: nothing to undo
+            self._unsubscribe()
+            self._throttle.cancel()
         super().close()
 
 

@@ -54,6 +54,10 @@ class WaterfallView(TraceFedView):
     colors = traitlets.Dict().tag(sync=True)
     """``WATERFALL_COLORS``, for the browser"""
 
+    _poll: asyncio.TimerHandle | None = None
+    """the next look for spans, while live (on the class: a view refused at its start has
+    none to cancel when it is collected)"""
+
     def __init__(self, source: AgentRunner | Trace, **kwargs: Any) -> None:
         if not isinstance(source, AgentRunner | Trace):
             raise TypeError(
@@ -66,7 +70,6 @@ class WaterfallView(TraceFedView):
         self._breakdowns: list[Breakdown] = []
         self._spans_seen = 0
         self._closed = trace.loaded
-        self._poll: asyncio.TimerHandle | None = None
         self.observe(self._show, names="selected")
         self._follow(trace)
         if not trace.loaded:
