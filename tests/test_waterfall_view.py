@@ -23,6 +23,7 @@ from notebook_agents.trace import Trace, TraceSpan
 from notebook_agents.views import WaterfallView
 from notebook_agents.views import waterfall_view as module
 from notebook_agents.views._waterfall_layout import (
+    KEY,
     UNEXPLAINED_SHOWN_S,
     WATERFALL_COLORS,
     choice,
@@ -173,6 +174,9 @@ def test_a_handoff_is_titled_with_its_mode_in_the_timelines_colour() -> None:
     assert layout["subtitle"].startswith("the handoff took 300 ms")
     assert layout["mode_color"] == "#0072B2"
     assert wait_layout(SPOKEN, 0)["mode_color"] is None
+    # the legend names what the wait draws: here no parallel phase, no livekit figure
+    assert [entry["part"] for entry in layout["key"]] == ["wait", "critical", "truth"]
+    assert [entry["part"] for entry in wait_layout(SPOKEN, 0)["key"]] == list(KEY)
     assert choice(HANDOFF, 2) == {"id": 2, "text": "Greeter → Weather · reused+copied · 300 ms"}
 
 

@@ -77,15 +77,6 @@ function row(axis, data) {
   return el;
 }
 
-const KEY = [
-  ["wait", "wait"],
-  ["critical", "critical path"],
-  ["parallel", "in parallel (not added up)"],
-  ["truth", "network (emulator's truth)"],
-  ["livekit", "livekit's figure"],
-  ["unexplained", "unexplained"],
-];
-
 function render({ model, el }) {
   const root = element("div", "na-waterfall");
   const bar = element("div", "na-wf-toolbar");
@@ -98,11 +89,6 @@ function render({ model, el }) {
   const empty = element("div", "na-wf-empty");
   const rows = element("div", "na-wf-rows");
   const key = element("div", "na-wf-key");
-  for (const [part, label] of KEY) {
-    const entry = element("span", "na-wf-key-entry");
-    entry.append(element("i", `na-wf-swatch na-wf-swatch-${part}`), label);
-    key.append(entry);
-  }
   root.append(bar, title, subtitle, empty, rows, key);
   el.append(root);
 
@@ -137,6 +123,13 @@ function render({ model, el }) {
     title.dataset.mode = shown.mode_color ? "true" : "false";
     subtitle.textContent = shown.subtitle;
     rows.append(headings(shown.axis), ...shown.rows.map((data) => row(shown.axis, data)));
+    key.textContent = "";
+    for (const { part, label } of shown.key) {
+      const entry = element("span", "na-wf-key-entry");
+      entry.dataset.part = part;
+      entry.append(element("i", `na-wf-swatch na-wf-swatch-${part}`), label);
+      key.append(entry);
+    }
   }
 
   pick.addEventListener("change", () => {

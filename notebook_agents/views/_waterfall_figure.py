@@ -65,7 +65,7 @@ def _figure(waits: list[dict[str, Any]], empty: str) -> Figure:
         )
         top -= height
     figure.legend(
-        handles=_legend(),
+        handles=_legend(waits),
         loc="lower left",
         bbox_to_anchor=(NAMES_IN / WIDTH_IN, 0.08 / total),
         ncols=6,
@@ -137,24 +137,21 @@ def _bar(ax: Axes, row: dict[str, Any], y: float) -> None:
         ax.broken_barh(extent, (at, LINE_H), color=WATERFALL_COLORS["livekit"])
 
 
-def _legend() -> list[Patch]:
+def _legend(waits: list[dict[str, Any]]) -> list[Patch]:
+    """What the waits draw, in the legend's order, as the widget's key names them."""
+    drawn = {entry["part"]: entry["label"] for wait in waits for entry in wait["key"]}
     colors = WATERFALL_COLORS
-    return [
-        Patch(color=colors["wait"], label="wait"),
-        Patch(color=colors["critical"], label="critical path"),
-        Patch(
-            label="in parallel",
-            facecolor=colors["parallel"],
-            alpha=0.35,
-            edgecolor=colors["parallel"],
-            ls="--",
-        ),
-        Patch(
-            label="network (emulator's truth)",
-            facecolor="none",
-            edgecolor=colors["critical"],
-            hatch="////",
-        ),
-        Patch(color=colors["livekit"], label="livekit's figure"),
-        Patch(color=colors["unexplained"], label="unexplained"),
-    ]
+    styles: dict[str, dict[str, Any]] = {
+        "wait": {"color": colors["wait"]},
+        "critical": {"color": colors["critical"]},
+        "parallel": {
+            "facecolor": colors["parallel"],
+            "alpha": 0.35,
+            "edgecolor": colors["parallel"],
+            "ls": "--",
+        },
+        "truth": {"facecolor": "none", "edgecolor": colors["critical"], "hatch": "////"},
+        "livekit": {"color": colors["livekit"]},
+        "unexplained": {"color": colors["unexplained"]},
+    }
+    return [Patch(label=drawn[part], **style) for part, style in styles.items() if part in drawn]

@@ -26,6 +26,15 @@ WATERFALL_COLORS = {
 """each kind of bar: the wait, a phase on the critical path, one beside it, livekit's figure,
 the unexplained rest; each stands out at >= 3:1 from the light (#fff) and the dark (#111)
 theme's page (texts stay in the theme's colours)"""
+KEY = {
+    "wait": "wait",
+    "critical": "critical path",
+    "parallel": "in parallel (not added up)",
+    "truth": "network (emulator's truth)",
+    "livekit": "livekit's figure",
+    "unexplained": "unexplained",
+}
+"""what each kind of bar is, in the legend's order (a wait's legend names what it draws)"""
 OTHER_MODE = "#777777"
 """a handoff mode the bench has no colour for"""
 UNEXPLAINED_SHOWN_S = 0.001
@@ -48,6 +57,15 @@ def wait_layout(breakdown: Breakdown, index: int) -> dict[str, Any]:
     if abs(breakdown.unexplained) >= UNEXPLAINED_SHOWN_S:
         rows.append(_unexplained_row(breakdown, ms))
     edges = [e for row in rows for e in _extent(row)]
+    parts = {part["part"] for row in rows for part in row["segments"]}
+    drawn = {
+        "wait": True,
+        "critical": any(row["kind"] == "phase" and row["critical"] for row in rows),
+        "parallel": any(not row["critical"] for row in rows),
+        "truth": "truth" in parts,
+        "livekit": any(row["livekit"] for row in rows),
+        "unexplained": "gap" in parts,
+    }
     return {
         "id": index,
         "kind": breakdown.kind,
@@ -57,6 +75,7 @@ def wait_layout(breakdown: Breakdown, index: int) -> dict[str, Any]:
         "mode_color": MODE_COLORS.get(breakdown.mode, OTHER_MODE) if breakdown.mode else None,
         "rows": rows,
         "axis": axis(min(edges), max(edges)),
+        "key": [{"part": key, "label": label} for key, label in KEY.items() if drawn[key]],
     }
 
 
