@@ -31,6 +31,7 @@ from notebook_agents.views._waterfall_layout import (
 )
 
 from .conftest import started
+from .test_readme import concierge, python_block, run
 from .test_runner import production_server
 
 T0 = 10.0
@@ -364,3 +365,22 @@ def test_the_figure_draws_the_wait_shown_one_picked_or_all(
     assert {"turn 1 · spoken · Ada", "Greeter → Weather · reused+copied"} <= set(texts(both))
     with pytest.raises(ValueError, match=r"no wait 2: the view has 2 .* or pass wait='all'"):
         view.to_figure(2)
+
+
+async def test_the_readmes_waterfall_example_runs_after_its_tour(
+    emulator: Emulator,
+    runners: list[NotebookRunner],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where the tour saves call.jsonl
+    namespace: dict[str, Any] = {"server": concierge(emulator)}
+    try:
+        await run(python_block("NotebookRunner(server)"), namespace)
+    finally:
+        if "runner" in namespace:
+            runners.append(namespace["runner"])
+    await run(python_block("WaterfallView("), namespace)
+    view = namespace["view"]
+    assert isinstance(view, WaterfallView) and view.trace is namespace["runner"].trace
+    view.close()
