@@ -221,6 +221,17 @@ def test_a_loaded_traces_waits_in_time_order_the_newest_shown(
     assert view.shown["id"] == 2
 
 
+def test_a_wait_picked_and_split_no_more_gives_way_to_the_newest(
+    split: Callable[[Splitter], None], tmp_path: Path
+) -> None:
+    split(lambda _: [SPOKEN, HANDOFF, OVERLAPPING])
+    view = WaterfallView(saved_and_loaded(tmp_path))
+    view.set_trait("selected", 2)  # as the browser's picker sets it
+    split(lambda _: [SPOKEN, HANDOFF])  # a splitter that now finds one wait fewer
+    view._flush()
+    assert view.selected is None and view.shown == wait_layout(HANDOFF, 1)
+
+
 def test_a_view_without_waits_says_so(tmp_path: Path) -> None:
     live = WaterfallView(Trace())
     assert (live.waits, live.shown, live.live) == ([], {}, True)

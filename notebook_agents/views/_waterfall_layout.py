@@ -13,8 +13,8 @@ from typing import Any
 
 from .._figure_style import INK
 from ..analysis import milliseconds
-from ..modes import MODE_COLORS
 from ..phases import Breakdown, Phase
+from ._timeline_layout import mode_color
 
 WATERFALL_COLORS = {
     "wait": INK,
@@ -35,8 +35,6 @@ KEY = {
     "unexplained": "unexplained",
 }
 """what each kind of bar is, in the legend's order (a wait's legend names what it draws)"""
-OTHER_MODE = "#777777"
-"""a handoff mode the bench has no colour for"""
 UNEXPLAINED_SHOWN_S = 0.001
 """an unexplained rest this large or more gets its row: under it, the label rounds to 0 ms"""
 TICKS = 6
@@ -72,7 +70,7 @@ def wait_layout(breakdown: Breakdown, index: int) -> dict[str, Any]:
         "label": breakdown.label,
         "title": _title(breakdown),
         "subtitle": _subtitle(breakdown),
-        "mode_color": MODE_COLORS.get(breakdown.mode, OTHER_MODE) if breakdown.mode else None,
+        "mode_color": mode_color(breakdown.mode) if breakdown.mode else None,
         "rows": rows,
         "axis": axis(min(edges), max(edges)),
         "key": [{"part": key, "label": label} for key, label in KEY.items() if drawn[key]],

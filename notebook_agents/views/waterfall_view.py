@@ -110,6 +110,8 @@ class WaterfallView(TraceFedView):
                 choice(self._breakdowns[i], i) for i in (reversed(order) if live else order)
             ]
             self.empty = "" if self._breakdowns else _nothing_yet(live)
+            if self.selected is not None and self.selected >= len(self._breakdowns):
+                self.selected = None  # the wait picked is split no more: the newest (shown)
             self._show()
 
     def _show(self, _: Any = None) -> None:
@@ -119,9 +121,10 @@ class WaterfallView(TraceFedView):
     def _index(self, wait: int | None) -> int | None:
         """The place in time order of ``wait`` (an id, or negative from the newest); None:
         the newest. None too while there are no waits."""
-        if not self._breakdowns:
+        count = len(self._breakdowns)
+        if not count:
             return None
-        return len(self._breakdowns) - 1 if wait is None else range(len(self._breakdowns))[wait]
+        return count - 1 if wait is None else range(count)[wait]
 
     def _look_for_spans(self) -> None:
         """Refresh if spans ended since the last split; again in ``SPAN_POLL_S`` until the
