@@ -22,6 +22,7 @@ from notebook_agents.phases import breakdowns
 from notebook_agents.trace import Trace, TraceSpan
 from notebook_agents.views import WaterfallView
 from notebook_agents.views import waterfall_view as module
+from notebook_agents.views._waterfall_figure import waterfall_figure
 from notebook_agents.views._waterfall_layout import (
     KEY,
     UNEXPLAINED_SHOWN_S,
@@ -31,6 +32,7 @@ from notebook_agents.views._waterfall_layout import (
 )
 
 from .conftest import started
+from .test_figures import assert_readable_in_both_themes
 from .test_readme import concierge, python_block, run
 from .test_runner import production_server
 
@@ -395,3 +397,11 @@ async def test_the_readmes_waterfall_example_runs_after_its_tour(
     view = namespace["view"]
     assert isinstance(view, WaterfallView) and view.trace is namespace["runner"].trace
     view.close()
+
+
+@pytest.mark.parametrize(
+    "waits", [[SPOKEN], [HANDOFF, OVERLAPPING], []], ids=["spoken", "handoff-and-typed", "none"]
+)
+def test_the_waterfall_figure_reads_in_both_themes(waits: list[Breakdown]) -> None:
+    layouts = [wait_layout(wait, i) for i, wait in enumerate(waits)]
+    assert_readable_in_both_themes(waterfall_figure(layouts, "No turn or handoff yet"))

@@ -10,7 +10,7 @@ from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.transforms import blended_transform_factory
 
 from .._figure_style import static_figure
@@ -56,8 +56,11 @@ def _figure(waits: list[dict[str, Any]], empty: str) -> Figure:
         ax = figure.add_axes((*box, plot / total))
         _draw(ax, wait, ys, units)
         title_y, x = (top - TITLE_IN / 2) / total, 0.01
-        if wait["mode_color"]:  # a handoff: its mode's colour, as on the timeline
-            figure.text(x, title_y, "■", color=wait["mode_color"], va="center")
+        if wait["mode_color"]:  # a handoff: a swatch of its mode's colour, as on the timeline
+            side = SWATCH_IN * 0.6
+            corner = (x, title_y - side / 2 / total)
+            swatch = Rectangle(corner, side / WIDTH_IN, side / total, color=wait["mode_color"])
+            figure.add_artist(swatch)
             x += SWATCH_IN / WIDTH_IN
         figure.text(x, title_y, wait["title"], weight="bold", va="center")
         figure.text(
