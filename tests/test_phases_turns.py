@@ -31,8 +31,9 @@ from .test_runner_voice import realtime_voice_server, voice_server
 from .test_trace_spans import cascaded_server
 from .upstream import greeter_weather
 
-TICK = 0.001
-"""two records of one moment: a span's end and the event livekit emits right after it"""
+SAME_MOMENT = 0.02
+"""two records of one moment (a span's end and the event livekit emits right after it) are
+apart by the code between them, which a loaded machine stretches: the issue's 20 ms"""
 
 
 def spoken_trace(server: AgentServer, words: str) -> Trace:
@@ -87,10 +88,10 @@ def assert_critical_phases_fill_the_wait(b: Breakdown) -> None:
     """The critical phases follow one another from the wait's start to its end, and what
     they leave between them is under 20 ms."""
     critical = [p for p in b.phases if p.critical]
-    assert critical[0].start == pytest.approx(b.start, abs=TICK)
-    assert critical[-1].end == pytest.approx(b.end, abs=TICK)
+    assert critical[0].start == pytest.approx(b.start, abs=SAME_MOMENT)
+    assert critical[-1].end == pytest.approx(b.end, abs=SAME_MOMENT)
     for before, after in pairwise(critical):
-        assert after.start >= before.end - TICK
+        assert after.start >= before.end - SAME_MOMENT
     assert 0 <= b.unexplained < 0.02
 
 
@@ -166,7 +167,7 @@ def test_the_callers_wait_is_one_figure_reconciled_with_livekits_e2e_latency(
     # one start; livekit stamps the first frame, the trace records the state it then sets
     began = clock(spoken, said.data["metrics"]["started_speaking_at"])
     assert b.wait - e2e == pytest.approx(b.end - began, abs=1e-9)
-    assert 0 <= b.end - began < TICK
+    assert 0 <= b.end - began < SAME_MOMENT
 
     user, agent = TraceAnalysis.of(spoken).speech
     assert (agent.answers, agent.first_audio_s) == ("speech", b.wait)

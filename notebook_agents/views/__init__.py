@@ -8,6 +8,7 @@ from .state_view import StateView
 from .suite_view import SuiteView
 from .timeline_view import TimelineView
 from .voice_view import VoiceView
+from .waterfall_view import WaterfallView
 
 __all__ = [
     "AgentGraphView",
@@ -18,4 +19,5 @@ __all__ = [
     "SuiteView",
     "TimelineView",
     "VoiceView",
+    "WaterfallView",
 ]

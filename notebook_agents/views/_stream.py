@@ -10,23 +10,26 @@ reloaded page) asks for the history and gets it once (TimelineView, ChatView).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import anywidget
 import traitlets
 
 from ..trace import Trace, TraceEvent
-from ._throttle import Throttle
+from ._throttle import MAX_HZ, Throttle
 
 
 class TraceFedView(anywidget.AnyWidget):
     """Base of the views fed by a trace. A subclass sets up its state, then calls ``_follow``;
     ``_take`` gets each event once, ``_flush`` sends what changed, throttled."""
 
+    flush_hz: ClassVar[float] = MAX_HZ
+    """the most flushes a second: fewer for a view whose flush reads the whole trace"""
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._next_seq = 0
-        self._throttle = Throttle(self._flush)
+        self._throttle = Throttle(self._flush, self.flush_hz)
         self._unsubscribe: Callable[[], None] = _nothing
 
     def _follow(self, trace: Trace | None) -> None:
@@ -58,8 +61,9 @@ class TraceFedView(anywidget.AnyWidget):
         return self._take(event)
 
     def close(self) -> None:
-        self._unsubscribe()
-        self._throttle.cancel()
+        if hasattr(self, "_throttle"):  # else its __init__ refused it: nothing to undo
+            self._unsubscribe()
+            self._throttle.cancel()
         super().close()
 
 
