@@ -1,0 +1,386 @@
+"""Every handoff in a trace split into its phases, from livekit's spans and the trace's own.
+
+livekit's ``update_agent`` span holds a handoff's stages (``drain_agent_activity`` with the old
+agent's ``on_exit``, ``start_agent_activity`` with the new one's ``on_enter``); the trace adds
+what livekit makes no span of (``realtime_spans``): a fresh session's connect and the new
+agent's reply from its request to its first text or audio. The wait runs from the moment the
+old agent's tool returned the new one (or livekit began the handoff) to the new agent starting
+to speak; the phases on its critical path follow one another, and what ran beside them (a
+fresh session's connect while the new agent started) is shown beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..bench.truth import connect_awaited, handoff_truths
+from ..emulator.latency import LatencyModel
+from ..modes import UNKNOWN_MODE, mode_label
+from ..trace import Trace, TraceEvent, TraceSpan
+from ..trace.realtime_spans import (
+    ACQUIRE_TIME,
+    CONNECT_SPAN,
+    CREATED,
+    FIRST_AUDIO,
+    FIRST_TEXT,
+    RESPONSE_ID,
+    RESPONSE_SPAN,
+)
+from .model import Breakdown, Phase
+
+HANDOFF_PHASES = (
+    "tool_return",
+    "on_exit",
+    "drain",
+    "connect",
+    "session_update",
+    "on_enter",
+    "reply_request",
+    "reply_created",
+    "first_text",
+    "first_audio",
+    "playout",
+)
+"""a handoff's phases in the order they can happen: the old agent's tool returns the new one,
+the old agent's ``on_exit`` and the rest of its drain (its tool's output synced to the model),
+a fresh session's connect, the new agent's session set up (instructions, tools, context),
+its ``on_enter``, until its reply is requested, the request to ``response.created``, to the
+first text or audio, and until livekit starts playing it"""
+
+CONNECT_NOTE = (
+    "a fresh realtime session connects its own websocket: give the new agent no llm= of its "
+    "own (the session's RealtimeModel) to reuse the open session instead"
+)
+
+_SLACK = 0.05
+"""seconds between two clocks' readings of one moment (livekit's spans are timed on the wall
+clock, the trace's events on the monotonic one) within which they count as the same"""
+
+
+def handoff_phases(trace: Trace, latency: LatencyModel | None = None) -> list[Breakdown]:
+    """Each handoff between two agents in ``trace``, split into its phases (``HANDOFF_PHASES``).
+
+    ``latency``: the emulator's network the session ran on (what its ``base_url`` asked for);
+    each phase then has its truth, the network's share of it, and ``Phase.client`` the rest.
+    A handoff is labelled by what happened (``reused+copied``...): a fresh connect seen during
+    it makes it ``fresh``. Needs the trace's spans (a ``NotebookRunner``'s trace has them); a
+    trace without them has no handoffs to split.
+    """
+    spans = _Spans(trace.spans)
+    handoffs = [e for e in trace.events if e.kind == "handoff" and e.data.get("from")]
+    return [
+        _split(update, spans, handoffs, trace.events, latency)
+        for update in spans.named("update_agent")
+    ]
+
+
+class _Spans:
+    """A trace's spans by name and by parent."""
+
+    def __init__(self, spans: Iterable[TraceSpan]) -> None:
+        self.all = sorted(spans, key=lambda s: s.start)
+        self._by_id = {s.span_id: s for s in self.all}
+
+    def named(self, *names: str) -> list[TraceSpan]:
+        return [s for s in self.all if s.name in names]
+
+    def child(self, parent: TraceSpan | None, *names: str) -> TraceSpan | None:
+        if parent is None:
+            return None
+        return next(
+            (s for s in self.all if s.parent_id == parent.span_id and s.name in names), None
+        )
+
+    def parent(self, span: TraceSpan) -> TraceSpan | None:
+        return self._by_id.get(span.parent_id) if span.parent_id else None
+
+
+@dataclass
+class _Reply:
+    """The new agent's first reply: its request, creation, first text and audio, and when
+    livekit began playing it (trace seconds; None where unknown)."""
+
+    requested: float | None = None
+    created: float | None = None
+    first_text: float | None = None
+    first_audio: float | None = None
+    playing: float | None = None
+    turn: TraceSpan | None = None
+    ttft: float | None = None
+    """livekit's ``ttft`` of the response (``lk.realtime_model_metrics``)"""
+
+
+def _split(
+    update: TraceSpan,
+    spans: _Spans,
+    handoffs: list[TraceEvent],
+    events: list[TraceEvent],
+    latency: LatencyModel | None,
+) -> Breakdown:
+    old = spans.child(update, "drain_agent_activity", "pause_agent_activity")
+    new = spans.child(update, "start_agent_activity", "resume_agent_activity")
+    on_exit = spans.child(old, "on_exit")
+    on_enter = spans.child(new, "on_enter")
+    tool = _handing_tool(update, spans)
+    started = new.start if new is not None else update.start
+    event = min(handoffs, key=lambda e: abs(e.t - started), default=None)
+    if event is not None and not update.start - _SLACK <= event.t <= update.end + _SLACK:
+        event = None
+    connect = next((s for s in spans.named(CONNECT_SPAN) if s.start >= started), None)
+    reply = _reply(update, started, spans, events, event)
+    if connect is not None and reply.created is not None and connect.start > reply.created:
+        connect = None  # a later reconnection, not this handoff's
+    session, context = _what_happened(event, connect)
+    truths = (
+        handoff_truths(
+            session, context, int(event.data.get("items_to", 0)), latency, tool=bool(tool)
+        )
+        if latency is not None and event is not None and session and context
+        else {}
+    )
+
+    critical: list[_Step] = []
+    beside: list[Phase] = []
+    if tool is not None:
+        critical.append(_Step("tool_return", update.start))
+    if on_exit is not None:
+        critical.append(_Step("on_exit", on_exit.end, on_exit))
+    if old is not None:
+        critical.append(_Step("drain", old.end, old))
+    set_up = [
+        _Step("session_update", new.end, new) if new is not None else None,
+        _Step("on_enter", on_enter.end, on_enter) if on_enter is not None else None,
+    ]
+    steps = [step for step in set_up if step is not None]
+    if connect is not None:
+        joined = _Step(
+            "connect",
+            connect.end,
+            livekit=connect.attributes.get(ACQUIRE_TIME),
+            livekit_name="acquire_time",
+            note=CONNECT_NOTE,
+        )
+        awaited = new is not None and connect.end <= new.end
+        if awaited or connect_awaited(session or "", context or ""):
+            critical += [joined, *steps]
+        elif steps and connect.end < steps[-1].end:  # the set-up took longer: it gated the reply
+            critical += steps
+            beside.append(joined.beside(connect.start, connect.end, truths))
+        else:  # the reply waited for the connect, the set-up ran beside it
+            critical.append(joined)
+            beside += [
+                step.beside(step.span.start, step.span.end, truths) for step in steps if step.span
+            ]
+    else:
+        critical += steps
+    critical += _reply_steps(reply)
+    if reply.first_audio is not None and reply.first_text is not None and reply.created is not None:
+        beside.append(
+            Phase(
+                "first_text",
+                reply.created,
+                reply.first_text,
+                critical=False,
+                truth=truths.get("first_text"),
+            )
+        )
+
+    start = tool.end if tool is not None else update.start
+    phases = _chained(start, critical, truths)
+    target = (
+        str(event.data["to"])
+        if event is not None
+        else str(update.attributes.get("lk.agent_label", ""))
+    )
+    source = (
+        str(event.data["from"])
+        if event is not None
+        else str(update.attributes.get("lk.previous_agent_label", ""))
+    )
+    mode = mode_label(session, context) if context else UNKNOWN_MODE
+    attributes = {"update_agent": update.end - update.start}
+    if reply.ttft is not None:
+        attributes["ttft"] = reply.ttft
+    return Breakdown(
+        kind="handoff",
+        label=f"{source} → {target} · {mode}",
+        agent=target,
+        start=start,
+        end=phases[-1].end if phases else start,
+        phases=tuple(sorted((*phases, *beside), key=lambda p: (p.start, p.end))),
+        speech_id=_speech_id(reply.turn),
+        mode=mode,
+        spoken=reply.first_audio is not None,
+        attributes=attributes,
+    )
+
+
+@dataclass
+class _Step:
+    """A critical phase by the moment it ends, and livekit's span of it (if any)."""
+
+    name: str
+    end: float
+    span: TraceSpan | None = None
+    livekit: float | None = None
+    livekit_name: str | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.span is not None and self.livekit is None:
+            self.livekit, self.livekit_name = self.span.end - self.span.start, self.span.name
+
+    def phase(self, start: float, end: float, truths: dict[str, float], critical: bool) -> Phase:
+        return Phase(
+            self.name,
+            start,
+            end,
+            critical=critical,
+            livekit=self.livekit,
+            livekit_name=self.livekit_name,
+            truth=truths.get(self.name),
+            note=self.note,
+        )
+
+    def beside(self, start: float, end: float, truths: dict[str, float]) -> Phase:
+        return self.phase(start, end, truths, critical=False)
+
+
+def _chained(start: float, steps: list[_Step], truths: dict[str, float]) -> list[Phase]:
+    """The critical phases one after another from ``start``: each ends when its moment came,
+    but never after a later one (an ``on_enter`` that awaited its reply ends, on the critical
+    path, when it requested it) nor before the one before it."""
+    ends = [step.end for step in steps]
+    for i in range(len(ends) - 2, -1, -1):
+        ends[i] = min(ends[i], ends[i + 1])
+    phases, cursor = [], start
+    for step, end in zip(steps, ends, strict=True):
+        end = max(end, cursor)
+        phases.append(step.phase(cursor, end, truths, critical=True))
+        cursor = end
+    return phases
+
+
+def _reply_steps(reply: _Reply) -> Iterator[_Step]:
+    if reply.requested is not None:
+        yield _Step("reply_request", reply.requested)
+    if reply.created is not None:
+        yield _Step("reply_created", reply.created)
+    first, name = (
+        (reply.first_audio, "first_audio")
+        if reply.first_audio is not None
+        else (reply.first_text, "first_text")
+    )
+    if first is not None:
+        yield _Step(
+            name, first, livekit=reply.ttft, livekit_name="ttft" if reply.ttft is not None else None
+        )
+    if reply.playing is not None:
+        yield _Step("playout", reply.playing)
+
+
+def _handing_tool(update: TraceSpan, spans: _Spans) -> TraceSpan | None:
+    """The tool that returned the new agent: it ended in the turn still running when livekit
+    began the handoff, last before it."""
+    found = None
+    for tool in spans.named("function_tool"):
+        turn = spans.parent(tool)
+        if (
+            tool.end <= update.start
+            and turn is not None
+            and turn.name == "agent_turn"
+            and turn.start <= update.start <= turn.end
+            and (found is None or tool.end > found.end)
+        ):
+            found = tool
+    return found
+
+
+def _reply(
+    update: TraceSpan,
+    started: float,
+    spans: _Spans,
+    events: list[TraceEvent],
+    event: TraceEvent | None,
+) -> _Reply:
+    """The new agent's first reply after the handoff: our ``realtime_response`` span of it
+    and livekit's turn, else livekit's turn alone (a trace without our spans, a cascaded
+    model)."""
+    reply = _Reply()
+    response = next((s for s in spans.named(RESPONSE_SPAN) if s.start >= started), None)
+    label = update.attributes.get("lk.agent_label")
+    turns = [
+        s
+        for s in spans.named("agent_turn")
+        if s.start >= started and s.attributes.get("gen_ai.agent.name", label) == label
+    ]
+    if response is not None:
+        marks = {e["name"]: e["t"] for e in response.events}
+        reply.requested = response.start
+        reply.created = marks.get(CREATED)
+        reply.first_text, reply.first_audio = marks.get(FIRST_TEXT), marks.get(FIRST_AUDIO)
+        answer = response.attributes.get(RESPONSE_ID)
+        # livekit names the response on its span once the response's metrics came (they may
+        # come after the span ended); else its turn is the first to start once it was created
+        created = reply.created if reply.created is not None else response.start
+        reply.turn = next(
+            (t for t in turns if _inference_attribute(spans, t, RESPONSE_ID) == answer),
+            next((t for t in turns if t.start >= created - _SLACK), None),
+        )
+    else:
+        reply.turn = turns[0] if turns else None
+        inference = spans.child(reply.turn, "realtime_inference")
+        reply.created = inference.start if inference is not None else None
+    inference = spans.child(reply.turn, "realtime_inference")
+    if inference is not None:
+        reply.ttft = _ttft(inference)
+    speaking = spans.child(reply.turn, "agent_speaking")
+    if speaking is not None:
+        reply.playing = speaking.start
+    elif event is not None:  # livekit's span of it missing: the trace's own state change
+        reply.playing = next(
+            (
+                e.t
+                for e in events
+                if e.kind == "agent_state"
+                and e.agent == event.data["to"]
+                and e.data.get("new") == "speaking"
+                and e.t >= (reply.created or started)
+            ),
+            None,
+        )
+    return reply
+
+
+def _inference_attribute(spans: _Spans, turn: TraceSpan, name: str) -> Any:
+    inference = spans.child(turn, "realtime_inference")
+    return inference.attributes.get(name) if inference is not None else None
+
+
+def _ttft(inference: TraceSpan) -> float | None:
+    raw = inference.attributes.get("lk.realtime_model_metrics")
+    try:
+        ttft = json.loads(raw).get("ttft") if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return float(ttft) if isinstance(ttft, (int, float)) and ttft >= 0 else None
+
+
+def _what_happened(
+    event: TraceEvent | None, connect: TraceSpan | None
+) -> tuple[str | None, str | None]:
+    """The session (reused/fresh/none) and the context (copied/empty/own) as the handoff left
+    them: the trace's reading of it, a fresh connection during it overruling the session."""
+    session = event.data.get("session") if event is not None else None
+    context = event.data.get("context") if event is not None else None
+    if connect is not None:
+        session = "fresh"
+    return session, context
+
+
+def _speech_id(turn: TraceSpan | None) -> str | None:
+    found: Any = turn.attributes.get("lk.speech_id") if turn is not None else None
+    return found if isinstance(found, str) else None
