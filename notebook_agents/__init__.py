@@ -13,6 +13,7 @@ from .emulator import (
     ToolCallReply,
     VerdictReply,
 )
+from .phases import Breakdown, Phase, handoff_phases
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -69,6 +70,7 @@ __all__ = [
     "AgentRunner",
     "AgentStateData",
     "AudioError",
+    "Breakdown",
     "ChatItemData",
     "ClosedData",
     "ContextChangedData",
@@ -88,6 +90,7 @@ __all__ = [
     "ModelUsageData",
     "NotebookRunner",
     "Outcome",
+    "Phase",
     "Recording",
     "RemoteAgent",
     "ReplyContext",
@@ -116,6 +119,7 @@ __all__ = [
     "VerdictReply",
     "bring_ups",
     "check_event_data",
+    "handoff_phases",
     "handoff_targets",
     "load_suite",
     "run_app",

@@ -61,6 +61,8 @@ def handoff_truths(
     if realtime:
         truths["reply_created"] = net.response_created_s()
         truths["first_text"] = truths["first_audio"] = net.first_token_ms / 1000.0
+    else:  # a chat model's request on its pooled connection, to its first chunk
+        truths["first_text"] = net.http_first_byte_s(new_connection=False)
     return truths
 
 

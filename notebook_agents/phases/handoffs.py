@@ -31,25 +31,6 @@ from ..trace.realtime_spans import (
 )
 from .model import Breakdown, Phase
 
-HANDOFF_PHASES = (
-    "tool_return",
-    "on_exit",
-    "drain",
-    "connect",
-    "session_update",
-    "on_enter",
-    "reply_request",
-    "reply_created",
-    "first_text",
-    "first_audio",
-    "playout",
-)
-"""a handoff's phases in the order they can happen: the old agent's tool returns the new one,
-the old agent's ``on_exit`` and the rest of its drain (its tool's output synced to the model),
-a fresh session's connect, the new agent's session set up (instructions, tools, context),
-its ``on_enter``, until its reply is requested, the request to ``response.created``, to the
-first text or audio, and until livekit starts playing it"""
-
 CONNECT_NOTE = (
     "a fresh realtime session connects its own websocket: give the new agent no llm= of its "
     "own (the session's RealtimeModel) to reuse the open session instead"
@@ -61,7 +42,8 @@ clock, the trace's events on the monotonic one) within which they count as the s
 
 
 def handoff_phases(trace: Trace, latency: LatencyModel | None = None) -> list[Breakdown]:
-    """Each handoff between two agents in ``trace``, split into its phases (``HANDOFF_PHASES``).
+    """Each handoff between two agents in ``trace``, split into its phases (``HANDOFF_PHASES``
+    names them).
 
     ``latency``: the emulator's network the session ran on (what its ``base_url`` asked for);
     each phase then has its truth, the network's share of it, and ``Phase.client`` the rest.
@@ -334,9 +316,15 @@ def _reply(
         reply.turn = turns[0] if turns else None
         inference = spans.child(reply.turn, "realtime_inference")
         reply.created = inference.start if inference is not None else None
+        # a chat model's: its request, and its first chunk ttft after (livekit's figure)
+        request = spans.child(spans.child(reply.turn, "llm_node"), "llm_request")
+        if request is not None:
+            reply.requested, reply.ttft = request.start, _metric(request, "lk.llm_metrics")
+            if reply.ttft is not None:
+                reply.first_text = request.start + reply.ttft
     inference = spans.child(reply.turn, "realtime_inference")
     if inference is not None:
-        reply.ttft = _ttft(inference)
+        reply.ttft = _metric(inference, "lk.realtime_model_metrics")
     speaking = spans.child(reply.turn, "agent_speaking")
     if speaking is not None:
         reply.playing = speaking.start
@@ -360,13 +348,14 @@ def _inference_attribute(spans: _Spans, turn: TraceSpan, name: str) -> Any:
     return inference.attributes.get(name) if inference is not None else None
 
 
-def _ttft(inference: TraceSpan) -> float | None:
-    raw = inference.attributes.get("lk.realtime_model_metrics")
+def _metric(span: TraceSpan, attribute: str, name: str = "ttft") -> float | None:
+    """A figure of livekit's metrics that ``span`` carries as JSON (None where it says -1)."""
+    raw = span.attributes.get(attribute)
     try:
-        ttft = json.loads(raw).get("ttft") if isinstance(raw, str) else None
+        found = json.loads(raw).get(name) if isinstance(raw, str) else None
     except ValueError:
         return None
-    return float(ttft) if isinstance(ttft, (int, float)) and ttft >= 0 else None
+    return float(found) if isinstance(found, (int, float)) and found >= 0 else None
 
 
 def _what_happened(
