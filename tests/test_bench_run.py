@@ -228,7 +228,7 @@ def test_cli_phases_split_every_handoff_against_its_truth_end_to_end(
     table = printed[printed.index("handoff phases, ms") :]
     rows = [line.split() for line in table.splitlines()[2:] if line.startswith("fresh+empty")]
     assert [row[2] for row in rows if row[1] == "20"] == [
-        "tool_return", "on_exit", "drain", "connect", "(session_update)", "(on_enter)",
+        "tool_return", "on_exit", "drain", "close", "connect", "(session_update)", "(on_enter)",
         "reply_request", "reply_created", "first_text", "playout", "wait",
     ]  # fmt: skip
     assert "goal: a phase within 0.1 RTT + 3 ms of its truth" in printed

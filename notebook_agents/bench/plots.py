@@ -149,6 +149,7 @@ PHASE_COLORS: dict[str, str] = {
     "tool_return": "#9E9E9E",
     "on_exit": "#CC79A7",
     "drain": "#56B4E9",
+    "close": "#E0E0E0",
     "connect": "#D55E00",
     "session_update": "#0072B2",
     "on_enter": "#009E73",

@@ -47,7 +47,9 @@ def handoff_truths(
     fresh session creates; ``tool``: a tool's output handed off (synced before the drain ends).
     """
     realtime = session in ("reused", "fresh")
-    truths = dict.fromkeys(("tool_return", "on_exit", "on_enter", "reply_request", "playout"), 0.0)
+    truths = dict.fromkeys(
+        ("tool_return", "on_exit", "close", "on_enter", "reply_request", "playout"), 0.0
+    )
     truths["drain"] = net.item_ack_s() if realtime and tool else 0.0
     if session == "fresh":
         truths["connect"] = net.connect_s()

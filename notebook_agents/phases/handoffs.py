@@ -132,6 +132,8 @@ def _split(
         critical.append(_Step("on_exit", on_exit.end, on_exit))
     if old is not None:
         critical.append(_Step("drain", old.end, old))
+    if new is not None:  # livekit closes the old activity, then starts the new one
+        critical.append(_Step("close", new.start))
     set_up = [
         _Step("session_update", new.end, new) if new is not None else None,
         _Step("on_enter", on_enter.end, on_enter) if on_enter is not None else None,

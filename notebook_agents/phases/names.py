@@ -8,6 +8,7 @@ HANDOFF_PHASES: dict[str, str] = {
     "tool_return": "the old agent's tool returned the new one, until livekit began the handoff",
     "on_exit": "the old agent's on_exit",
     "drain": "the old agent's speech finishing: its tool's output synced to the model",
+    "close": "the old agent's activity closed (a fresh handoff closes its realtime session)",
     "connect": "a fresh realtime session's websocket connecting",
     "session_update": "the new agent's session set up: instructions, tools, context synced",
     "on_enter": "the new agent's on_enter, until it asked for its reply",
