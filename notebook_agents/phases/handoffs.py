@@ -12,6 +12,7 @@ fresh session's connect while the new agent started) is shown beside them.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,10 +53,12 @@ def handoff_phases(trace: Trace, latency: LatencyModel | None = None) -> list[Br
     trace without them has no handoffs to split.
     """
     spans = _Spans(trace.spans)
-    handoffs = [e for e in trace.events if e.kind == "handoff" and e.data.get("from")]
+    events = trace.events
+    updates = spans.named("update_agent")
+    ends = [later.start for later in updates[1:]] + [math.inf]
     return [
-        _split(update, spans, handoffs, trace.events, latency)
-        for update in spans.named("update_agent")
+        _split(update, until, spans, events, latency)
+        for update, until in zip(updates, ends, strict=True)
     ]
 
 
@@ -97,104 +100,57 @@ class _Reply:
 
 def _split(
     update: TraceSpan,
+    until: float,
     spans: _Spans,
-    handoffs: list[TraceEvent],
     events: list[TraceEvent],
     latency: LatencyModel | None,
 ) -> Breakdown:
-    old = spans.child(update, "drain_agent_activity", "pause_agent_activity")
-    new = spans.child(update, "start_agent_activity", "resume_agent_activity")
-    on_exit = spans.child(old, "on_exit")
-    on_enter = spans.child(new, "on_enter")
-    tool = _handing_tool(update, spans)
-    started = new.start if new is not None else update.start
-    event = min(handoffs, key=lambda e: abs(e.t - started), default=None)
-    if event is not None and not update.start - _SLACK <= event.t <= update.end + _SLACK:
-        event = None
-    connect = next((s for s in spans.named(CONNECT_SPAN) if s.start >= started), None)
-    reply = _reply(update, started, spans, events, event)
-    if connect is not None and reply.created is not None and connect.start > reply.created:
-        connect = None  # a later reconnection, not this handoff's
+    """One handoff (livekit's ``update_agent`` span), before the next one starts at ``until``."""
+    stages = _Stages.of(update, spans)
+    event = _handoff_event(update, stages.started, events)
+    reply = _reply(update, stages.started, spans, events, event)
+    # the new agent's own session connecting: after it started, before its reply was created
+    limit = reply.created if reply.created is not None else until
+    connect = next(
+        (s for s in spans.named(CONNECT_SPAN) if stages.started <= s.start <= limit), None
+    )
     session, context = _what_happened(event, connect)
     truths = (
         handoff_truths(
-            session, context, int(event.data.get("items_to", 0)), latency, tool=bool(tool)
+            session, context, int(event.data.get("items_to", 0)), latency, tool=bool(stages.tool)
         )
         if latency is not None and event is not None and session and context
         else {}
     )
-
-    critical: list[_Step] = []
-    beside: list[Phase] = []
-    if tool is not None:
-        critical.append(_Step("tool_return", update.start))
-    if on_exit is not None:
-        critical.append(_Step("on_exit", on_exit.end, on_exit))
-    if old is not None:
-        critical.append(_Step("drain", old.end, old))
-    if new is not None:  # livekit closes the old activity, then starts the new one
-        critical.append(_Step("close", new.start))
-    set_up = [
-        _Step("session_update", new.end, new) if new is not None else None,
-        _Step("on_enter", on_enter.end, on_enter) if on_enter is not None else None,
-    ]
-    steps = [step for step in set_up if step is not None]
-    if connect is not None:
-        joined = _Step(
-            "connect",
-            connect.end,
-            livekit=connect.attributes.get(ACQUIRE_TIME),
-            livekit_name="acquire_time",
-            note=CONNECT_NOTE,
-        )
-        awaited = new is not None and connect.end <= new.end
-        if awaited or connect_awaited(session or "", context or ""):
-            critical += [joined, *steps]
-        elif steps and connect.end < steps[-1].end:  # the set-up took longer: it gated the reply
-            critical += steps
-            beside.append(joined.beside(connect.start, connect.end, truths))
-        else:  # the reply waited for the connect, the set-up ran beside it
-            critical.append(joined)
-            beside += [
-                step.beside(step.span.start, step.span.end, truths) for step in steps if step.span
-            ]
-    else:
-        critical += steps
+    critical, beside = _paths(stages, connect, connect_awaited(session or "", context or ""))
     critical += _reply_steps(reply)
     if reply.first_audio is not None and reply.first_text is not None and reply.created is not None:
-        beside.append(
-            Phase(
-                "first_text",
-                reply.created,
-                reply.first_text,
-                critical=False,
-                truth=truths.get("first_text"),
-            )
+        beside.append(_Step("first_text", reply.first_text, start=reply.created))
+    start = stages.tool.end if stages.tool is not None else update.start
+    phases = [
+        *_chained(start, critical, truths),
+        *(step.beside(step.start if step.start is not None else start, truths) for step in beside),
+    ]
+    source, target = (
+        (str(event.data["from"]), str(event.data["to"]))
+        if event is not None
+        else (
+            str(update.attributes.get("lk.previous_agent_label", "")),
+            str(update.attributes.get("lk.agent_label", "")),
         )
-
-    start = tool.end if tool is not None else update.start
-    phases = _chained(start, critical, truths)
-    target = (
-        str(event.data["to"])
-        if event is not None
-        else str(update.attributes.get("lk.agent_label", ""))
-    )
-    source = (
-        str(event.data["from"])
-        if event is not None
-        else str(update.attributes.get("lk.previous_agent_label", ""))
     )
     mode = mode_label(session, context) if context else UNKNOWN_MODE
     attributes = {"update_agent": update.end - update.start}
     if reply.ttft is not None:
         attributes["ttft"] = reply.ttft
+    on_path = [p for p in phases if p.critical]
     return Breakdown(
         kind="handoff",
         label=f"{source} → {target} · {mode}",
         agent=target,
         start=start,
-        end=phases[-1].end if phases else start,
-        phases=tuple(sorted((*phases, *beside), key=lambda p: (p.start, p.end))),
+        end=on_path[-1].end if on_path else start,
+        phases=tuple(sorted(phases, key=lambda p: (p.start, p.end))),
         speech_id=_speech_id(reply.turn),
         mode=mode,
         spoken=reply.first_audio is not None,
@@ -203,8 +159,76 @@ def _split(
 
 
 @dataclass
+class _Stages:
+    """livekit's spans of one handoff: the old agent's drain (or pause) and ``on_exit``, the
+    new one's start (or resume) and ``on_enter``, and the tool that handed off."""
+
+    old: TraceSpan | None
+    on_exit: TraceSpan | None
+    new: TraceSpan | None
+    on_enter: TraceSpan | None
+    tool: TraceSpan | None
+    began: float
+    """when livekit began the handoff"""
+    started: float
+    """when the new agent's start began (else the handoff's)"""
+
+    @classmethod
+    def of(cls, update: TraceSpan, spans: _Spans) -> _Stages:
+        old = spans.child(update, "drain_agent_activity", "pause_agent_activity")
+        new = spans.child(update, "start_agent_activity", "resume_agent_activity")
+        return cls(
+            old=old,
+            on_exit=spans.child(old, "on_exit"),
+            new=new,
+            on_enter=spans.child(new, "on_enter"),
+            tool=_handing_tool(update, spans),
+            began=update.start,
+            started=new.start if new is not None else update.start,
+        )
+
+
+def _paths(
+    stages: _Stages, connect: TraceSpan | None, awaited: bool
+) -> tuple[list[_Step], list[_Step]]:
+    """The steps up to the new agent's reply: those on the critical path, and those beside it
+    (a fresh session connecting while the new agent starts, or the other way round)."""
+    critical: list[_Step] = []
+    if stages.tool is not None:
+        critical.append(_Step("tool_return", stages.began))
+    if stages.on_exit is not None:
+        critical.append(_Step("on_exit", stages.on_exit.end, stages.on_exit))
+    if stages.old is not None:
+        critical.append(_Step("drain", stages.old.end, stages.old))
+    new, on_enter = stages.new, stages.on_enter
+    if new is not None:  # livekit closes the old activity, then starts the new one
+        critical.append(_Step("close", new.start))
+    set_up = [
+        _Step(name, span.end, span)
+        for name, span in (("session_update", new), ("on_enter", on_enter))
+        if span is not None
+    ]
+    if connect is None:
+        return critical + set_up, []
+    joined = _Step(
+        "connect",
+        connect.end,
+        livekit=connect.attributes.get(ACQUIRE_TIME),
+        livekit_name="acquire_time",
+        note=CONNECT_NOTE,
+        start=connect.start,
+    )
+    if awaited or (new is not None and connect.end <= new.end):  # the update waited for it
+        return [*critical, joined, *set_up], []
+    if set_up and connect.end < set_up[-1].end:  # the set-up took longer: it gated the reply
+        return critical + set_up, [joined]
+    return [*critical, joined], set_up  # the reply waited for the connect
+
+
+@dataclass
 class _Step:
-    """A critical phase by the moment it ends, and livekit's span of it (if any)."""
+    """A phase by the moment it ends, and livekit's span of it (if any): chained on the
+    critical path (``_chained``), or shown beside it from its own start."""
 
     name: str
     end: float
@@ -212,10 +236,14 @@ class _Step:
     livekit: float | None = None
     livekit_name: str | None = None
     note: str = ""
+    start: float | None = None
+    """where it began, for a step shown beside the critical path (default: its span's start)"""
 
     def __post_init__(self) -> None:
         if self.span is not None and self.livekit is None:
             self.livekit, self.livekit_name = self.span.end - self.span.start, self.span.name
+        if self.span is not None and self.start is None:
+            self.start = self.span.start
 
     def phase(self, start: float, end: float, truths: dict[str, float], critical: bool) -> Phase:
         return Phase(
@@ -229,8 +257,9 @@ class _Step:
             note=self.note,
         )
 
-    def beside(self, start: float, end: float, truths: dict[str, float]) -> Phase:
-        return self.phase(start, end, truths, critical=False)
+    def beside(self, start: float, truths: dict[str, float]) -> Phase:
+        """As a phase beside the critical path, from ``start`` (its own, where it has one)."""
+        return self.phase(start, self.end, truths, critical=False)
 
 
 def _chained(start: float, steps: list[_Step], truths: dict[str, float]) -> list[Phase]:
@@ -264,6 +293,21 @@ def _reply_steps(reply: _Reply) -> Iterator[_Step]:
         )
     if reply.playing is not None:
         yield _Step("playout", reply.playing)
+
+
+def _handoff_event(
+    update: TraceSpan, started: float, events: list[TraceEvent]
+) -> TraceEvent | None:
+    """The trace's ``handoff`` event of it: recorded as the new agent starts (on the events'
+    clock, within ``_SLACK`` of livekit's span)."""
+    found = min(
+        (e for e in events if e.kind == "handoff" and e.data.get("from")),
+        key=lambda e: abs(e.t - started),
+        default=None,
+    )
+    if found is not None and update.start - _SLACK <= found.t <= update.end + _SLACK:
+        return found
+    return None
 
 
 def _handing_tool(update: TraceSpan, spans: _Spans) -> TraceSpan | None:
