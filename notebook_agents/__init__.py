@@ -13,7 +13,7 @@ from .emulator import (
     ToolCallReply,
     VerdictReply,
 )
-from .phases import Breakdown, Phase, turn_phases
+from .phases import Breakdown, Phase, handoff_phases, turn_phases
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -119,6 +119,7 @@ __all__ = [
     "VerdictReply",
     "bring_ups",
     "check_event_data",
+    "handoff_phases",
     "handoff_targets",
     "load_suite",
     "run_app",

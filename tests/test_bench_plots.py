@@ -14,16 +14,21 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from notebook_agents.bench.plots import (
+    PHASE_COLORS,
     plot_cdf,
     plot_cost_vs_history,
     plot_cost_vs_rtt,
     plot_distributions,
+    plot_phase_client,
+    plot_phases,
     save_all,
 )
-from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, Trial
+from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, PhaseTiming, Trial
 from notebook_agents.modes import MODE_COLORS, REALTIME_MODES
+from notebook_agents.phases import HANDOFF_PHASES
 
 RTTS = (0.0, 20.0, 100.0)
 HISTORIES = (0, 10, 50)
@@ -233,6 +238,65 @@ def test_save_all_skips_a_cost_curve_over_an_axis_the_run_did_not_vary(tmp_path:
     paths = save_all(emulator_result(histories=(10,)), tmp_path)  # several RTTs, one history
     assert "reply_ms_cost_vs_rtt.png" in [p.name for p in paths]
     assert "reply_ms_cost_vs_history.png" not in [p.name for p in paths]
+
+
+def phased_result() -> BenchmarkResult:
+    """Each realtime mode's handoffs at two RTTs, split into phases: drain and the reply on
+    the network (truth: an RTT each), on_enter the client's alone; fresh ones also connect."""
+    trials = []
+    for rtt in (0.0, 20.0):
+        for session, context in REALTIME_MODES:
+            for i in range(4):
+                phases = {"drain": PhaseTiming(rtt + 1.0 + i / 10, truth_ms=rtt)}
+                if session == "fresh":
+                    phases["connect"] = PhaseTiming(3 * rtt + 4.0, truth_ms=3 * rtt)
+                phases["on_enter"] = PhaseTiming(0.5, truth_ms=0.0, critical=context == "copied")
+                phases["reply_created"] = PhaseTiming(rtt + 2.0, truth_ms=rtt)
+                trials.append(trial(rtt, 10, i, session, context, reply_ms=9.0, phases=phases))
+    return result(trials, target="emulator")
+
+
+def test_phase_colors_are_fixed_and_distinct_one_per_phase() -> None:
+    assert list(PHASE_COLORS) == list(HANDOFF_PHASES)
+    assert len({to_hex(color) for color in PHASE_COLORS.values()}) == len(PHASE_COLORS)
+
+
+def test_phases_plot_stacks_each_modes_critical_phases_above_their_truth() -> None:
+    fig = plot_phases(phased_result())
+    assert len(fig.axes) == 2  # one panel per RTT
+    bars = fig.axes[1].patches
+    # a bar per critical phase, and one per truth that is not 0 (on_enter's is): reused+copied
+    # 3 + 2, reused+empty (on_enter beside) 2 + 2, fresh+copied 4 + 3, fresh+empty 3 + 3
+    assert len(bars) == 22
+    colors = {to_hex(b.get_facecolor()) for b in bars}
+    assert to_hex(PHASE_COLORS["connect"]) in colors
+    assert to_hex(PHASE_COLORS["drain"]) in colors
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert labels == REALTIME
+    assert "phases" in title(fig) and "bench-box" in title(fig)
+
+
+def test_phase_client_plot_has_a_bar_per_mode_and_phase_against_the_goal() -> None:
+    fig = plot_phase_client(phased_result())
+    bottom = fig.axes[1]  # RTT 20
+    assert [t.get_text() for t in bottom.get_xticklabels()] == [
+        "drain", "connect", "on_enter", "reply_created",
+    ]  # fmt: skip
+    heights = sorted(round(b.get_height(), 6) for b in bottom.patches if isinstance(b, Rectangle))
+    # client: drain 1.0..1.3 (median 1.15), connect 4, on_enter 0.5, reply 2, per mode
+    assert heights.count(4.0) == 2 and heights.count(2.0) == 4 and heights.count(0.5) == 4
+    goal = [
+        float(np.asarray(line.get_ydata())[0])
+        for line in bottom.get_lines()
+        if line.get_linestyle() == "--"
+    ]
+    assert sorted(goal) == [-5.0, 5.0]  # 0.1 x 20 + 3
+
+
+def test_save_all_adds_the_phase_plots_when_trials_have_phases(tmp_path: Path) -> None:
+    names = [p.name for p in save_all(phased_result(), tmp_path)]
+    assert "phases.png" in names and "phase_client.png" in names
+    assert "phases.png" not in [p.name for p in save_all(emulator_result(), tmp_path / "plain")]
 
 
 def test_the_plots_import_no_widget_code() -> None:

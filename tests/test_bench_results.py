@@ -15,6 +15,7 @@ from notebook_agents.bench.results import (
     FORMAT_VERSION,
     BenchmarkConfig,
     BenchmarkResult,
+    PhaseTiming,
     ResultsFileError,
     Trial,
 )
@@ -38,6 +39,13 @@ def make_trials() -> list[Trial]:
         for session, context in REALTIME_MODES
         for i in range(3)
     ]  # fmt: skip
+    for trial in trials[:2]:  # two split with --phases, the second with a phase more
+        trial.phases = {
+            "drain": PhaseTiming(21.5, truth_ms=20.0, livekit_ms=21.75),
+            "session_update": PhaseTiming(1.25, truth_ms=0.0, critical=False),
+            "reply_created": PhaseTiming(20.5, truth_ms=20.0),
+        }
+    trials[1].phases = {"connect": PhaseTiming(63.0, truth_ms=60.0), **trials[1].phases}
     trials.append(Trial("agent", "reused", "copied", None, 10, 0, reply_ms=87.5, traced=True))
     trials.append(Trial("cascaded", "none", "empty", 20.0, 0, 0, reply_ms=45.0, first_text_ms=45.0))
     trials.append(Trial("agent", "fresh", "copied", 20.0, 10, 3, ok=False, error="timeout: 30 s"))
@@ -75,6 +83,43 @@ def test_a_version_1_result_loads_with_the_session_mode_named_as_now() -> None:
     assert loaded.trials == make_trials()
     assert loaded.config.modes == ["reused+copied", "fresh+empty"]
     assert {t.mode for t in loaded.trials} >= {"reused+copied", "cascaded+empty"}
+
+
+def test_a_version_2_result_without_phases_loads() -> None:
+    old = make_result().to_dict()
+    old["format_version"] = 2
+    del old["config"]["phases"]
+    for trial in old["trials"]:
+        del trial["phases"]
+    loaded = BenchmarkResult.from_dict(old)
+    assert all(trial.phases == {} for trial in loaded.trials)
+    assert [t.reply_ms for t in loaded.trials] == [t.reply_ms for t in make_trials()]
+
+
+def test_csv_has_four_columns_per_phase_in_the_order_phases_run(tmp_path: Path) -> None:
+    path = make_result().save_csv(tmp_path / "results.csv")
+    with path.open(newline="") as f:
+        header = next(csv.reader(f))
+    phases = [c for c in header if c.startswith("phase_")]
+    assert phases[:4] == [
+        "phase_drain_ms", "phase_drain_truth_ms", "phase_drain_livekit_ms",
+        "phase_drain_critical",
+    ]  # fmt: skip
+    assert [c.removesuffix("_ms") for c in phases[::4]] == [
+        "phase_drain", "phase_connect", "phase_session_update", "phase_reply_created",
+    ]  # fmt: skip
+
+
+def test_a_csv_without_phase_columns_loads(tmp_path: Path) -> None:
+    """A results.csv written before --phases existed."""
+    path = make_result().save_csv(tmp_path / "results.csv")
+    _rewrite_csv(
+        path,
+        lambda rows: [{k: v for k, v in r.items() if not k.startswith("phase_")} for r in rows],
+    )
+    loaded = BenchmarkResult.load_csv(path)
+    assert all(trial.phases == {} for trial in loaded)
+    assert [t.reply_ms for t in loaded] == [t.reply_ms for t in make_trials()]
 
 
 def test_csv_round_trip_keeps_every_trial(tmp_path: Path) -> None:
@@ -178,6 +223,18 @@ CSV_DAMAGE: dict[str, tuple[Callable[[list[dict[str, str]]], list[dict[str, str]
     "text timing": (lambda rows: [{**r, "reply_ms": "fast"} for r in rows], "line 2, reply_ms"),
     "text trial number": (lambda rows: [{**r, "trial": "first"} for r in rows], "line 2, trial"),
     "unknown column": (lambda rows: [{**r, "colour": "red"} for r in rows], "colour: not a field"),
+    "text phase timing": (
+        lambda rows: [{**r, "phase_drain_ms": "slow"} for r in rows],
+        'line 2, phase_drain_ms: found "slow", expected a finite number',
+    ),
+    "phase without its time": (
+        lambda rows: [{**r, "phase_drain_ms": ""} for r in rows],
+        "line 2, phase_drain_ms: found",
+    ),
+    "unknown phase column": (
+        lambda rows: [{**r, "phase_drain_colour": "red"} for r in rows],
+        "phase_drain_colour: not a phase column",
+    ),
 }
 
 
@@ -210,6 +267,8 @@ def test_unusable_csv_is_refused_naming_file_and_problem(tmp_path: Path, damage:
         ("versions", ["1.8.9"], "versions", "an object"),
         ("duration_s", "long", "duration_s", "a finite number"),
         ("started", 2026, "started", "a string"),
+        ("trials.0.phases.drain.ms", "slow", "trials[0].phases.drain.ms", "a finite number"),
+        ("trials.0.phases", [], "trials[0].phases", "an object"),
     ],
 )
 def test_wrongly_typed_json_fields_are_refused_naming_the_field(

@@ -125,6 +125,7 @@ def test_cli_writes_results_plots_and_a_summary(
         (["--rtt", "fast"], "--rtt"),
         (["--trials", "0"], "--trials"),
         (["--base-url", "http://127.0.0.1:9/v1"], "API key"),
+        (["--phases", "--trace"], "--phases attaches a Trace"),
     ],
 )
 def test_cli_bad_arguments_name_the_fix(
@@ -195,3 +196,40 @@ def test_cli_out_on_a_file_is_a_one_line_error(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"--out {out}" in err and "not a directory" in err
+
+
+def test_cli_phases_split_every_handoff_against_its_truth_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["bench", "--rtt", "0,20", "--trials", "2", "--history", "1", "--warmup", "0"]
+    assert main([*argv, "--level", "agent,session", "--phases", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    result = BenchmarkResult.load_json(out / "results.json")
+    assert result.config.phases and not result.failed_trials()
+    # an AgentSession's handoff is split; upstream's bare session has none to split
+    assert {t.level for t in result.trials if t.phases} == {"agent"}
+    assert not [t for t in result.trials if t.level == "session" and t.phases]
+    for trial in result.select(level="agent"):
+        critical = [name for name, p in trial.phases.items() if p.critical]
+        assert critical[:3] == ["tool_return", "on_exit", "drain"]
+        assert critical[-3:] == ["reply_created", "first_text", "playout"]
+        assert ("connect" in trial.phases) == (trial.session == "fresh")
+        assert all(p.truth_ms is not None for p in trial.phases.values())
+        # the network's share: the tool's output synced (drain), the reply created
+        assert trial.phases["reply_created"].truth_ms == trial.rtt_ms
+        if trial.session == "fresh":
+            assert trial.phases["connect"].truth_ms == 3 * (trial.rtt_ms or 0.0)
+        # the critical phases' truths add up to the benchmark's own ground truth
+        path_truth = sum(p.truth_ms or 0.0 for p in trial.phases.values() if p.critical)
+        assert path_truth == pytest.approx(trial.truth_reply_ms)
+    assert BenchmarkResult.load_csv(out / "results.csv") == result.trials
+    # the CLI table: per mode and RTT, each phase's median, truth, client time and the goal
+    table = printed[printed.index("handoff phases, ms") :]
+    rows = [line.split() for line in table.splitlines()[2:] if line.startswith("fresh+empty")]
+    assert [row[2] for row in rows if row[1] == "20"] == [
+        "tool_return", "on_exit", "drain", "close", "connect", "(session_update)", "(on_enter)",
+        "reply_request", "reply_created", "first_text", "playout", "wait",
+    ]  # fmt: skip
+    assert "goal: a phase within 0.1 RTT + 3 ms of its truth" in printed
+    assert (out / "phases.png").exists() and (out / "phase_client.png").exists()

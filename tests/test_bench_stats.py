@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, Trial
+from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, PhaseTiming, Trial
 from notebook_agents.bench.stats import (
     Summary,
     compare,
+    phase_table,
     summarize,
     summary_table,
 )
@@ -178,3 +179,54 @@ def test_compare_skips_groups_without_values_on_one_side() -> None:
     a = result_of(trials_for(latencies(5, seed=12)))
     b = result_of(trials_for([], failed=5))
     assert len(compare(a, b)) == 0
+
+
+def phased(rtt: float, session: str, drains: list[float], **phases: PhaseTiming) -> list[Trial]:
+    """A group's trials whose handoffs drained in ``drains`` ms (truth: the RTT), each with
+    ``phases`` too."""
+    group: dict[str, Any] = {"level": "agent", "session": session, "context": "copied"}
+    return [
+        Trial(
+            **group,
+            rtt_ms=rtt,
+            history_turns=10,
+            trial=i,
+            phases={"drain": PhaseTiming(d, truth_ms=rtt, livekit_ms=d - 0.5), **phases},
+        )
+        for i, d in enumerate(drains)
+    ]
+
+
+def test_phase_table_gives_each_phase_its_median_truth_client_time_and_the_goal() -> None:
+    beside = PhaseTiming(2.0, truth_ms=0.0, critical=False)
+    trials = phased(20.0, "reused", [21.0, 22.0, 29.0], on_enter=PhaseTiming(0.5, truth_ms=0.0))
+    trials += phased(100.0, "fresh", [109.0, 111.0, 112.0], session_update=beside)
+    trials.append(Trial("agent", "reused", "copied", 20.0, 10, 9, ok=False, error="timeout"))
+    rows = {(r.rtt_ms, r.timing): r for r in phase_table(result_of(trials))}
+    assert list(rows) == [
+        (20.0, "drain"), (20.0, "on_enter"), (20.0, "wait"),
+        (100.0, "drain"), (100.0, "session_update"), (100.0, "wait"),
+    ]  # fmt: skip
+    drain = rows[(20.0, "drain")]
+    assert drain.summary is not None and drain.summary.median == 22.0
+    assert drain.truth_ms == 20.0 and drain.livekit_ms == 21.5
+    assert drain.client is not None and drain.client.median == 2.0
+    assert drain.goal_ms == pytest.approx(5.0) and drain.meets
+    slow = rows[(100.0, "drain")]
+    assert slow.client is not None and slow.client.median == 11.0
+    assert slow.goal_ms == pytest.approx(13.0) and slow.meets
+    assert not rows[(100.0, "session_update")].critical
+    # the wait: the critical phases added up, the one beside left out
+    wait = rows[(100.0, "wait")]
+    assert wait.summary is not None and wait.summary.median == 111.0 and wait.truth_ms == 100.0
+    assert wait.goal_ms is None and wait.meets is None
+    assert rows[(20.0, "wait")].summary.median == 22.5  # type: ignore[union-attr]
+
+
+def test_a_phase_beyond_the_goal_is_marked_in_the_table() -> None:
+    table = phase_table(result_of(phased(0.0, "reused", [4.0, 5.0, 6.0])))
+    (drain, _) = table
+    assert drain.goal_ms == 3.0 and drain.meets is False
+    text = table.to_text()
+    assert "goal" in text and " no" in text.splitlines()[2]
+    assert "drain: the old agent's speech finishing" in text

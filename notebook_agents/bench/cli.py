@@ -85,6 +85,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run every trial with a Trace attached, to measure what it costs (default: off)",
     )
     parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="split each handoff into its phases (drain, connect, session update, on_enter, "
+        "reply...), each beside its truth: per-phase medians and CIs per mode in the table, "
+        "results and plots; attaches a Trace to every trial, so not with --trace "
+        "(default: off)",
+    )
+    parser.add_argument(
         "--out",
         default="bench-results",
         help="directory for results.json, results.csv and the plots (default: %(default)s)",
@@ -108,6 +116,11 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
     for level in levels:
         if level not in _LEVELS:
             raise ValueError(f"--level {level!r}: use one of {', '.join(_LEVELS)}")
+    if args.phases and args.trace:
+        raise ValueError(
+            "--phases attaches a Trace to every trial, --trace compares trials without and "
+            "with one: pass one of them"
+        )
     return BenchmarkConfig(
         levels=[cast(Level, level) for level in levels],
         rtts_ms=_numbers("--rtt", args.rtt, float),
@@ -118,6 +131,7 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
         target=args.base_url or "emulator",
         traced=args.trace,
         modality=args.modality,
+        phases=args.phases,
     )
 
 
@@ -140,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     bar.close()
     from . import plots
-    from .stats import compare, summary_table
+    from .stats import compare, phase_table, summary_table
 
     written = [result.save_json(out / "results.json"), result.save_csv(out / "results.csv")]
     plain, traced = result.split_traced()
@@ -153,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
     tables: list[Table[Any]] = [summary_table(plain, timing=timing) for timing in timings]
     if traced.trials:  # what a Trace costs: the same trials, interleaved, without and with one
         tables.append(compare(plain, traced, names=("untraced", "traced")))
+    if config.phases:
+        tables.append(phase_table(plain))
     for table in tables:
         print("\n" + table.to_text(notes=False))
     # the tables share their columns' notes: each said once, after all of them

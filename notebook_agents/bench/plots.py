@@ -20,8 +20,8 @@ from matplotlib.patches import Patch
 
 from .._figure_style import INK, static_figure
 from ..modes import MODE_COLORS, mode_label
-from .results import TIMING_NAMES, BenchmarkResult, Trial, timing_title, values
-from .stats import ModeSummary, group_trials, summary_table
+from .results import TIMING_NAMES, BenchmarkResult, Trial, phase_names, timing_title, values
+from .stats import WAIT, ModeSummary, PhaseSummary, group_trials, phase_table, summary_table
 
 _CI_BARS = "bars: bootstrap 95% CI of the median"
 
@@ -144,13 +144,174 @@ def plot_cost_vs_history(result: BenchmarkResult, timing: str = "reply_ms") -> F
     )
 
 
+PHASE_COLORS: dict[str, str] = {
+    # the network's exchanges in strong hues, the client's own steps in greys and pastels
+    "tool_return": "#9E9E9E",
+    "on_exit": "#CC79A7",
+    "drain": "#56B4E9",
+    "close": "#E0E0E0",
+    "connect": "#D55E00",
+    "session_update": "#0072B2",
+    "on_enter": "#009E73",
+    "reply_request": "#BDBDBD",
+    "reply_created": "#E69F00",
+    "first_text": "#F0E442",
+    "first_audio": "#8C564B",
+    "playout": "#616161",
+}
+"""one colour per phase, the same in every phase plot"""
+
+
+def phase_color(phase: str) -> str:
+    return PHASE_COLORS.get(phase, INK)
+
+
+@static_figure()
+def plot_phases(result: BenchmarkResult) -> Figure:
+    """Where each mode's handoff wait goes: per RTT, a bar per mode of its critical phases'
+    medians end to end, and under it the same phases' truths (the network's share): what
+    sticks out of the truth is the client's."""
+    rows = [r for r in phase_table(result) if r.critical and r.timing != WAIT and r.summary]
+    panels = _by_rtt(rows)
+    fig = Figure(
+        figsize=(
+            9.0,
+            1.2 + 1.1 * max((len(_modes(p)) for p in panels.values()), default=1) * len(panels),
+        ),
+        layout="constrained",
+    )
+    axes = fig.subplots(len(panels) or 1, 1, squeeze=False)[:, 0]
+    shown: dict[str, None] = {}
+    for ax, (rtt, panel) in zip(axes, panels.items(), strict=False):
+        modes = _modes(panel)
+        for i, mode in enumerate(modes):
+            measured = truth = 0.0
+            for row in (r for r in panel if _mode_key(r) == mode):
+                assert row.summary is not None
+                color = phase_color(row.timing)
+                ax.barh(i + 0.18, row.summary.median, left=measured, height=0.34, color=color)
+                if row.truth_ms:
+                    ax.barh(
+                        i - 0.18,
+                        row.truth_ms,
+                        left=truth,
+                        height=0.34,
+                        color=color,
+                        alpha=0.45,
+                        hatch="//",
+                        edgecolor=INK,
+                        linewidth=0,
+                    )
+                measured += row.summary.median
+                truth += row.truth_ms or 0.0
+                shown[row.timing] = None
+        ax.set_yticks(range(len(modes)), [_mode_text(result, m) for m in modes], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(_rtt_text(rtt), fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+    if not panels:
+        axes[0].text(
+            0.5,
+            0.5,
+            "no trial has phases (run with --phases)",
+            transform=axes[0].transAxes,
+            ha="center",
+        )
+    axes[-1].set_xlabel(
+        "handoff wait, from the tool's return (ms): median of each phase; hatched: its truth"
+    )
+    marks = [
+        Patch(facecolor=phase_color(name), label=name) for name in PHASE_COLORS if name in shown
+    ]
+    marks.append(Patch(facecolor="none", edgecolor=INK, hatch="//", label="truth (network)"))
+    fig.legend(handles=marks, loc="outside right upper", fontsize=8, frameon=False)
+    _title(fig, result, "phases", "where each mode's handoff wait goes")
+    return fig
+
+
+@static_figure()
+def plot_phase_client(result: BenchmarkResult) -> Figure:
+    """The client's own time per phase (median minus truth, bars its 95% CI), per RTT and
+    mode, against the goal (dashed: within 0.1 RTT + 3 ms of the truth)."""
+    rows = [r for r in phase_table(result) if r.timing != WAIT and r.client is not None]
+    panels = _by_rtt(rows)
+    names = [n for n in phase_names(result.trials) if any(r.timing == n for r in rows)]
+    fig = Figure(
+        figsize=(max(7.0, 0.9 * len(names) + 3), 1.5 + 2.6 * max(len(panels), 1)),
+        layout="constrained",
+    )
+    axes = fig.subplots(len(panels) or 1, 1, squeeze=False)[:, 0]
+    for ax, (rtt, panel) in zip(axes, panels.items(), strict=False):
+        modes = _modes(panel)
+        width = 0.8 / max(len(modes), 1)
+        for j, mode in enumerate(modes):
+            points = [(names.index(r.timing), r.client) for r in panel if _mode_key(r) == mode]
+            x = np.array([i for i, _ in points]) - 0.4 + width * (j + 0.5)
+            median = np.array([c.median for _, c in points if c])
+            low = median - [c.ci_low for _, c in points if c]
+            high = np.array([c.ci_high for _, c in points if c]) - median
+            ax.bar(
+                x,
+                median,
+                width=width,
+                color=mode_color(mode_label(mode[1], mode[2])),
+                label=_mode_text(result, mode) if ax is axes[0] else None,
+            )
+            ax.errorbar(
+                x, median, yerr=[low, high], fmt="none", ecolor=INK, capsize=2, linewidth=0.8
+            )
+        goal = 0.1 * (rtt or 0.0) + 3.0
+        for sign in (1, -1):
+            ax.axhline(sign * goal, color=INK, linestyle="--", linewidth=0.8)
+        ax.axhline(0, color=INK, linewidth=0.6)
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("client (ms)")
+        ax.set_title(f"{_rtt_text(rtt)}: dashed, the goal ±{goal:g} ms", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    if not panels:
+        axes[0].text(
+            0.5, 0.5, "no trial has phases with truth", transform=axes[0].transAxes, ha="center"
+        )
+    _legend_or_note(
+        axes[0],
+        [Line2D([], [], color=INK, marker="|", markersize=10, linestyle="", label=_CI_BARS)],
+    )
+    _title(fig, result, "phases", "the client's time per phase, beyond the network's")
+    return fig
+
+
+def _by_rtt(rows: Sequence[PhaseSummary]) -> dict[float | None, list[PhaseSummary]]:
+    panels: dict[float | None, list[PhaseSummary]] = {}
+    for row in rows:
+        panels.setdefault(row.rtt_ms, []).append(row)
+    return panels
+
+
+ModeKey = tuple[str, str, str, int]
+"""(level, session, context, history_turns): one bar or series of a phase plot"""
+
+
+def _mode_key(row: PhaseSummary) -> ModeKey:
+    return (row.level, row.session, row.context, row.history_turns)
+
+
+def _modes(rows: Sequence[PhaseSummary]) -> list[ModeKey]:
+    return list(dict.fromkeys(_mode_key(row) for row in rows))
+
+
+def _mode_text(result: BenchmarkResult, mode: ModeKey) -> str:
+    level, session, context, history = mode
+    return _label(result, level, session, context, history=history)
+
+
 def save_all(
     result: BenchmarkResult,
     directory: str | Path,
     timings: Sequence[str] = ("reply_ms", "handoff_ms"),
 ) -> list[Path]:
     """Every plot as PNG (``<timing>_<plot>.png``) for the timings the result has values of;
-    a cost curve only over an axis the run varied (more than one RTT, history length)."""
+    a cost curve only over an axis the run varied (more than one RTT, history length); the
+    phase plots (``phases.png``, ``phase_client.png``) when its trials have phases."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     present = [timing for timing in timings if values(result.trials, timing)]
@@ -170,6 +331,11 @@ def save_all(
         for name, plot in plots.items():
             path = directory / f"{timing}_{name}.png"
             plot(result, timing).savefig(path, dpi=120)
+            paths.append(path)
+    if any(trial.phases for trial in result.trials):
+        for name, phase_plot in (("phases", plot_phases), ("phase_client", plot_phase_client)):
+            path = directory / f"{name}.png"
+            phase_plot(result).savefig(path, dpi=120)
             paths.append(path)
     return paths
 

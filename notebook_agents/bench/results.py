@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._records import FieldError, arms, build, fields_of, not_utf8
+from .._records import FieldError, arms, build, fields_of, not_utf8, value
 from ..modes import ContextMode, SessionMode, mode_label
+from ..phases.names import HANDOFF_PHASES
 
 FORMAT = "notebook-agents.bench"
-FORMAT_VERSION = 2
-"""2: the session mode is named as in the trace (``reused``); version 1 said ``reuse``"""
+FORMAT_VERSION = 3
+"""3: a trial may hold its handoff's phases (``--phases``); 2: the session mode is named as in
+the trace (``reused``), version 1 said ``reuse``. Every earlier version loads."""
 
 Level = Literal["agent", "session", "cascaded"]
 Modality = Literal["text", "audio"]
@@ -37,6 +39,24 @@ TIMING_NAMES = {
 """what each timing measures, in words, for titles, captions and axes; the handoff is t0, the
 moment A's tool returns B"""
 TRUTHS = ("truth_handoff_ms", "truth_reply_ms", "truth_first_audio_ms")
+
+
+@dataclass
+class PhaseTiming:
+    """One phase of a trial's handoff (``HANDOFF_PHASES`` names them), in milliseconds."""
+
+    ms: float
+    truth_ms: float | None = None
+    """the network's share of it, from the emulator's model"""
+    livekit_ms: float | None = None
+    """livekit's own figure for it (its span's duration, the connect's ``acquire_time``...)"""
+    critical: bool = True
+    """on the handoff's critical path; else it ran beside (a set-up during a connect)"""
+
+    @property
+    def client_ms(self) -> float | None:
+        """The phase beyond the network's share: the client's own time."""
+        return None if self.truth_ms is None else self.ms - self.truth_ms
 
 
 @dataclass
@@ -62,16 +82,34 @@ class Trial:
     truth_first_audio_ms: float | None = None
     traced: bool = False
     """a Trace was attached during this trial"""
+    phases: dict[str, PhaseTiming] = field(default_factory=dict)
+    """its handoff's phases by name, in the order they ran (``--phases``; else empty)"""
 
     @property
     def mode(self) -> str:
         return mode_label(self.session, self.context)
 
 
-_TRIAL_FIELDS = tuple(f.name for f in dataclasses.fields(Trial))
+_TRIAL_FIELDS = tuple(f.name for f in dataclasses.fields(Trial) if f.name != "phases")
 CSV_COLUMNS = (*_TRIAL_FIELDS[:3], "mode", *_TRIAL_FIELDS[3:])
 """a trial's fields and, after its session and context, its mode as the tables name it
-(``cascaded+copied``), to pivot on; derived, so loading ignores it"""
+(``cascaded+copied``), to pivot on; derived, so loading ignores it. A result with phases has
+four more columns per phase after these (``phase_columns``)."""
+_PHASE_FIELDS = tuple(f.name for f in dataclasses.fields(PhaseTiming))
+_PHASE_PREFIX = "phase_"
+
+
+def phase_column(phase: str, name: str) -> str:
+    """The CSV column of ``phase``'s field ``name``: ``phase_drain_truth_ms``."""
+    return f"{_PHASE_PREFIX}{phase}_{name}"
+
+
+def phase_names(trials: Iterable[Trial]) -> list[str]:
+    """The phases the trials hold, in ``HANDOFF_PHASES``' order (others after, as found)."""
+    found = dict.fromkeys(name for trial in trials for name in trial.phases)
+    return [name for name in HANDOFF_PHASES if name in found] + [
+        name for name in found if name not in HANDOFF_PHASES
+    ]
 
 
 @dataclass
@@ -94,6 +132,8 @@ class BenchmarkConfig:
     modality: Modality = "text"
     """what B's realtime reply is: ``text``, or ``audio`` (speech, paced as it plays), which
     gives each trial its ``first_audio_ms``"""
+    phases: bool = False
+    """split each agent-level trial's handoff into its phases (a Trace attached to each)"""
 
     def __post_init__(self) -> None:
         """Refuse a run that cannot work: a trial needs time and must end, and at least one."""
@@ -194,13 +234,18 @@ class BenchmarkResult:
     # -- CSV -------------------------------------------------------------------------------
 
     def save_csv(self, path: str | Path) -> Path:
-        """One row per trial; empty cells for absent timings."""
+        """One row per trial; empty cells for absent timings, and for a phase a trial lacks."""
         path = Path(path)
+        phases = phase_names(self.trials)
+        columns = [phase_column(p, name) for p in phases for name in _PHASE_FIELDS]
         with path.open("w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
+            writer = csv.DictWriter(out, fieldnames=[*CSV_COLUMNS, *columns])
             writer.writeheader()
             for trial in self.trials:
-                row = {**dataclasses.asdict(trial), "mode": trial.mode}
+                row = {k: getattr(trial, k) for k in _TRIAL_FIELDS} | {"mode": trial.mode}
+                for phase, timing in trial.phases.items():
+                    for name in _PHASE_FIELDS:
+                        row[phase_column(phase, name)] = getattr(timing, name)
                 writer.writerow({k: "" if v is None else v for k, v in row.items()})
         return path
 
@@ -259,13 +304,49 @@ def _trials_from_csv(path: Path, reader: csv.DictReader[str]) -> list[Trial]:
         record = {
             name: _from_cell(raw or "", fields[name].hint if name in fields else Any)
             for name, raw in row.items()
-            if name != "mode"  # derived from session and context
+            # mode: derived from session and context; phases: their own columns
+            if name != "mode" and not name.startswith(_PHASE_PREFIX)
         }
         try:
+            record["phases"] = _phases_from_cells(row)
             trials.append(build(Trial, record))
         except FieldError as e:
             raise ResultsFileError(path, f"is invalid at {where}, {e}") from None
     return trials
+
+
+def _phases_from_cells(row: dict[str, str]) -> dict[str, Any]:
+    """A row's ``phase_<phase>_<field>`` cells as ``Trial.phases``' record: a phase whose
+    cells are all empty is one the trial did not have."""
+    cells: dict[str, dict[str, str]] = {}
+    for column, raw in row.items():
+        if not column.startswith(_PHASE_PREFIX):
+            continue
+        rest = column.removeprefix(_PHASE_PREFIX)
+        # longest first: ``_truth_ms`` before ``_ms``
+        name = next(
+            (n for n in sorted(_PHASE_FIELDS, key=len, reverse=True) if rest.endswith(f"_{n}")),
+            None,
+        )
+        if name is None:
+            raise FieldError(
+                f"not a phase column (they end in {', '.join('_' + n for n in _PHASE_FIELDS)})",
+                (column,),
+            )
+        cells.setdefault(rest.removesuffix(f"_{name}"), {})[name] = raw or ""
+    fields = fields_of(PhaseTiming)
+    phases: dict[str, Any] = {}
+    for phase, found in cells.items():
+        if any(found.values()):
+            phases[phase] = {}
+            for name, raw in found.items():
+                try:
+                    phases[phase][name] = value(
+                        _from_cell(raw, fields[name].hint), fields[name].hint, name
+                    )
+                except FieldError as e:
+                    raise FieldError(e.problem, (phase_column(phase, name),)) from None
+    return phases
 
 
 def _from_cell(raw: str, hint: Any) -> Any:

@@ -109,6 +109,11 @@ async def run_benchmark(
 
 async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, key: str) -> Trial:
     trial = Trial(**cell)
+    latency = (
+        LatencyModel(rtt_ms=trial.rtt_ms, connect_rtts=config.connect_rtts)
+        if trial.rtt_ms is not None
+        else None
+    )
     spec = TrialSpec(
         level=trial.level,
         session=trial.session,
@@ -119,6 +124,9 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
         model=config.model,
         traced=trial.traced,
         modality=config.modality,
+        # a handoff through an AgentSession has phases; upstream's bare session has none
+        phases=config.phases and trial.level != "session",
+        latency=latency,
     )
     try:
         timings = await asyncio.wait_for(run_trial(spec), config.timeout_s)
@@ -129,10 +137,9 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
     except Exception as e:  # a broken trial is a data point, not the end of the run
         trial.ok, trial.error = False, f"{type(e).__name__}: {e}"
     else:
-        for name, value in dataclasses.asdict(timings).items():
-            setattr(trial, name, value)
-    if trial.rtt_ms is not None:
-        latency = LatencyModel(rtt_ms=trial.rtt_ms, connect_rtts=config.connect_rtts)
+        for found in dataclasses.fields(timings):
+            setattr(trial, found.name, getattr(timings, found.name))
+    if latency is not None:
         truth = ground_truth(
             trial.level, trial.session, trial.context, trial.history_turns, latency
         )

@@ -27,9 +27,12 @@ from livekit.agents import (
 from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
+from ..emulator import LatencyModel
 from ..modes import ContextMode, SessionMode
+from ..phases import Breakdown, handoff_phases
 from ..trace import Trace
-from .results import Level, Modality
+from ..trace.livekit_spans import capture_spans_here
+from .results import Level, Modality, PhaseTiming
 
 QUESTION = "What is 2 + 2?"
 HANDOFF_REQUEST = "Please transfer to the specialist."
@@ -49,6 +52,10 @@ class TrialSpec:
     chat_model: str = "gpt-4o-mini"
     traced: bool = False
     modality: Modality = "text"
+    phases: bool = False
+    """split the handoff into its phases: a Trace attached, livekit's spans captured"""
+    latency: LatencyModel | None = None
+    """the emulator's network at ``base_url``: the phases' truths (None: a foreign target)"""
 
 
 @dataclass
@@ -60,6 +67,7 @@ class Timings:
     reply_ms: float | None = None
     first_text_ms: float | None = None
     first_audio_ms: float | None = None
+    phases: dict[str, PhaseTiming] = field(default_factory=dict)
 
 
 def history(turns: int) -> llm.ChatContext:
@@ -221,7 +229,9 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
     )
     errors: list[str] = []
     session.on("error", lambda ev: errors.append(f"{type(ev.error).__name__}: {ev.error}"))
-    trace = Trace(session) if spec.traced else None
+    trace = Trace(session) if spec.traced or spec.phases else None
+    # the session runs in no job: its spans are this trial's by context (the trial's task)
+    release = capture_spans_here(trace) if trace is not None and spec.phases else None
     try:
         await session.start(Receptionist())
         await session.run(user_input=HANDOFF_REQUEST)
@@ -235,7 +245,7 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
         reply_mark = "first_text" if cascaded else "response_created"
         if reply_mark not in clock.marks:
             raise TrialFailed("B's reply never arrived")
-        return Timings(
+        timings = Timings(
             handoff_ms=clock.since_t0("on_enter"),
             update_ms=probe.update_ms(),
             reply_ms=clock.since_t0(reply_mark),
@@ -243,9 +253,36 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
             first_audio_ms=clock.since_t0("first_audio"),
         )
     finally:
-        if trace is not None:
+        # closed first when splitting: every span of the handoff and of B's reply has ended
+        if trace is not None and release is None:
             trace.detach()
         await _close(session, models)
+        if trace is not None and release is not None:
+            trace.detach()
+            release()
+    if trace is not None and spec.phases:
+        handoffs = handoff_phases(trace, spec.latency)
+        if not handoffs:
+            raise TrialFailed("the trace holds no handoff to split: no update_agent span")
+        timings.phases = phase_timings(handoffs[-1])
+    return timings
+
+
+def phase_timings(breakdown: Breakdown) -> dict[str, PhaseTiming]:
+    """A handoff's phases as a trial keeps them, in milliseconds."""
+
+    def ms(seconds: float | None) -> float | None:
+        return None if seconds is None else seconds * 1000.0
+
+    return {
+        phase.name: PhaseTiming(
+            ms=phase.seconds * 1000.0,
+            truth_ms=ms(phase.truth),
+            livekit_ms=ms(phase.livekit),
+            critical=phase.critical,
+        )
+        for phase in breakdown.phases
+    }
 
 
 async def _session_trial(spec: TrialSpec) -> Timings:

@@ -14,7 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..modes import MODE_COLORS, REALTIME_MODES, mode_label
-from .results import BenchmarkResult, Trial, timing_title, values
+from ..phases.names import HANDOFF_PHASES
+from .results import BenchmarkResult, Trial, phase_names, timing_title, values
 from .tables import ABSENT, Column, Table, number
 
 RESAMPLES = 2000
@@ -236,6 +237,94 @@ def compare(
     return Table(f"{timing_title(timing)}, ms: {name_a} vs {name_b}", columns, tuple(comparisons))
 
 
+WAIT = "wait"
+"""the phase table's row of a handoff's whole wait: its critical phases added up"""
+
+
+def phase_goal_ms(rtt_ms: float | None) -> float | None:
+    """How far from its truth a phase may be (the issue's goal): 0.1 RTT + 3 ms."""
+    return None if rtt_ms is None else 0.1 * rtt_ms + 3.0
+
+
+@dataclass(frozen=True)
+class PhaseSummary(_Group):
+    """One row of the phase table: a phase of one mode's handoffs (``timing`` is its name)."""
+
+    critical: bool
+    """on the critical path in most of the trials (else it ran beside)"""
+    summary: Summary | None
+    """of the phase's milliseconds"""
+    truth_ms: float | None
+    client: Summary | None
+    """of each trial's phase minus its truth: the client's own time, with its CI"""
+    livekit_ms: float | None
+    """the median of livekit's own figure for the phase"""
+
+    @property
+    def goal_ms(self) -> float | None:
+        return phase_goal_ms(self.rtt_ms) if self.timing != WAIT else None
+
+    @property
+    def meets(self) -> bool | None:
+        """Whether the median client time is within the goal of the truth."""
+        goal = self.goal_ms
+        if goal is None or self.client is None:
+            return None
+        return abs(self.client.median) <= goal
+
+
+def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
+    """Each mode's handoffs phase by phase (``--phases``): median and CI of each phase, its
+    truth, the client's time beyond it with its CI, and whether that is within the goal; then
+    the whole wait (the critical phases added up)."""
+    rows: list[PhaseSummary] = []
+    names = phase_names(result.trials)
+    for (level, session, context, rtt, history), trials in group_trials(result.trials).items():
+        timed = [t for t in trials if t.ok and t.phases]
+        if not timed:
+            continue
+        for name in [*names, WAIT]:
+            found = [_phase_or_wait(t, name) for t in timed]
+            present = [f for f in found if f is not None]
+            if not present:
+                continue
+            ms = [f[0] for f in present]
+            truths = [f[1] for f in present if f[1] is not None]
+            clients = [f[0] - f[1] for f in present if f[1] is not None]
+            livekit = [f[2] for f in present if f[2] is not None]
+            rows.append(
+                PhaseSummary(
+                    level=level,
+                    session=session,
+                    context=context,
+                    rtt_ms=rtt,
+                    history_turns=history,
+                    timing=name,
+                    critical=2 * sum(f[3] for f in present) >= len(present),
+                    summary=summarize(ms),
+                    truth_ms=float(np.median(truths)) if truths else None,
+                    client=summarize(clients),
+                    livekit_ms=float(np.median(livekit)) if livekit else None,
+                )
+            )
+    return Table("handoff phases, ms", PHASE_COLUMNS, tuple(rows))
+
+
+def _phase_or_wait(
+    trial: Trial, name: str
+) -> tuple[float, float | None, float | None, bool] | None:
+    """(ms, truth, livekit's figure, critical) of a trial's phase, or of its whole wait."""
+    if name != WAIT:
+        found = trial.phases.get(name)
+        if found is None:
+            return None
+        return found.ms, found.truth_ms, found.livekit_ms, found.critical
+    path = [p for p in trial.phases.values() if p.critical]
+    truths = [p.truth_ms for p in path]
+    truth = sum(t for t in truths if t is not None) if None not in truths else None
+    return sum(p.ms for p in path), truth, None, True
+
+
 # ------------------------------------------------------------------------------- columns
 
 _GROUP_COLUMNS: tuple[Column[Any], ...] = (
@@ -329,3 +418,78 @@ SUMMARY_COLUMNS: tuple[Column[ModeSummary], ...] = (
     Column("failed", "failed", lambda r: str(r.failed), "failed trials"),
 )
 """the summary table's columns, in the CLI, a notebook and BenchmarkView alike"""
+
+
+def _meets(row: PhaseSummary) -> str:
+    return ABSENT if row.meets is None else "yes" if row.meets else "no"
+
+
+PHASE_COLUMNS: tuple[Column[PhaseSummary], ...] = (
+    *_GROUP_COLUMNS,
+    Column(
+        "phase",
+        "phase",
+        lambda r: r.timing if r.critical else f"({r.timing})",
+        "the handoff's phase (in parentheses: it ran beside the critical path); wait: the "
+        "critical phases added up",
+        words=True,
+        note="phase: in parentheses, one that ran beside the critical path; wait: the "
+        "critical phases added up."
+        + "".join(f"\n  {name}: {meaning}" for name, meaning in HANDOFF_PHASES.items()),
+    ),
+    Column("n", "n", lambda r: str(r.summary.n if r.summary else 0), "trials that had it"),
+    Column(
+        "median", "median", lambda r: number(r.summary.median if r.summary else None), "median (ms)"
+    ),
+    Column(
+        "ci",
+        "95% CI",
+        lambda r: _interval(r.summary.ci_low, r.summary.ci_high) if r.summary else ABSENT,
+        "bootstrap 95% confidence interval of the median (ms)",
+        note=f"95% CI: the median's bootstrap 95% confidence interval ({RESAMPLES} resamples).",
+    ),
+    Column(
+        "truth_ms",
+        "truth",
+        lambda r: number(r.truth_ms),
+        "the network's share of the phase, from the emulator's model (ms)",
+        # as the summary table says it: said once under both
+        note="truth: what the injected network delays alone cost, from the emulator's model.",
+        optional=True,
+    ),
+    Column(
+        "client_ms",
+        "client",
+        lambda r: number(r.client.median, signed=True) if r.client else ABSENT,
+        "the median of each trial's phase minus its truth: the client's own time (ms)",
+        note="client: the median of each trial's phase minus its truth, the client's own "
+        "time, with its 95% CI.",
+        optional=True,
+    ),
+    Column(
+        "client_ci",
+        "client CI",
+        lambda r: _interval(r.client.ci_low, r.client.ci_high) if r.client else ABSENT,
+        "bootstrap 95% confidence interval of the client's median (ms)",
+        optional=True,
+    ),
+    Column(
+        "goal_ms",
+        "goal",
+        lambda r: number(r.goal_ms) if r.client else ABSENT,
+        "0.1 RTT + 3 ms: how far from its truth a phase may be (ms)",
+        note="goal: a phase within 0.1 RTT + 3 ms of its truth; met: its client median is.",
+        optional=True,
+    ),
+    Column("meets", "met", _meets, "whether the client median is within the goal", optional=True),
+    Column(
+        "livekit_ms",
+        "livekit",
+        lambda r: number(r.livekit_ms),
+        "the median of livekit's own figure for the phase: its span's duration, the "
+        "connect's acquire_time, the reply's ttft (ms)",
+        note="livekit: livekit's own figure for the phase (its span, acquire_time, ttft).",
+        optional=True,
+    ),
+)
+"""the phase table's columns"""

@@ -7,11 +7,14 @@ when none is set do we give livekit a provider of our own (not the global one, w
 set once and is the user's to set). Spans reach the trace of the room whose job made them:
 livekit creates them in the job's context, so ``get_job_context`` at a span's start says whose
 it is; the job's own span (``job_entrypoint``) names its room, and any other span started
-outside a job (a task livekit spawned without it) follows its parent.
+outside a job (a task livekit spawned without it) follows its parent. A session run outside
+any job (the bench's) is captured by context instead: ``capture_spans_here``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import threading
 import weakref
@@ -31,6 +34,22 @@ logger = logging.getLogger(__name__)
 
 Sink = Callable[[trace_sdk.ReadableSpan], None]
 
+_context_sink: contextvars.ContextVar[_ContextSink | None] = contextvars.ContextVar(
+    "notebook_agents_span_sink", default=None
+)
+"""where the spans started in this context go (``capture_spans_here``), while it is open"""
+
+
+class _ContextSink:
+    """A trace's sink for the spans of one context, until closed (the context's tasks may
+    outlive the capture, and still carry it)."""
+
+    __slots__ = ("open", "sink")
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.open = True
+
 
 class _JobRouter(trace_sdk.SpanProcessor):
     """Hands each ended span to the sink of the room whose job started it (or its parent's)."""
@@ -44,9 +63,12 @@ class _JobRouter(trace_sdk.SpanProcessor):
     def on_start(
         self, span: trace_sdk.Span, parent_context: otel_context.Context | None = None
     ) -> None:
-        job = get_job_context(required=False)
-        room = job.job.room.name if job is not None else _named_room(span)
-        sink = self.sinks.get(room) if room is not None else None
+        here = _context_sink.get()
+        sink = here.sink if here is not None and here.open else None
+        if sink is None:
+            job = get_job_context(required=False)
+            room = job.job.room.name if job is not None else _named_room(span)
+            sink = self.sinks.get(room) if room is not None else None
         if sink is None:
             parent = trace_api.get_current_span(parent_context).get_span_context()
             sink = self._open.get(parent.span_id) if parent.is_valid else None
@@ -94,17 +116,8 @@ def capture_spans(trace: Trace, room: str) -> Callable[[], None]:
     """Record the spans livekit makes for the job in room ``room`` in ``trace``, from now
     until the returned function is called (a later capture of the same room takes over)."""
     with _lock:
-        provider = _provider()
-        if provider is None:
-            logger.warning(
-                "livekit's tracer provider %s takes no span processor: its spans are not in "
-                "the trace",
-                type(livekit.livekit_tracer_provider()).__name__,
-            )
-        elif provider not in _joined:
-            provider.add_span_processor(_router)
-            _joined.add(provider)
-        _router.sinks[room] = sink = lambda span: trace._add_span(to_trace_span(span, trace))
+        _join_provider()
+        _router.sinks[room] = sink = _sink(trace)
 
     def release() -> None:
         with _lock:
@@ -112,6 +125,41 @@ def capture_spans(trace: Trace, room: str) -> Callable[[], None]:
                 del _router.sinks[room]
 
     return release
+
+
+def capture_spans_here(trace: Trace) -> Callable[[], None]:
+    """Record in ``trace`` the spans started from now on in this context and in the tasks it
+    starts (a session run outside any job, as the bench runs one), until the returned function
+    is called. Call it from the task that starts the session, before ``session.start``."""
+    with _lock:
+        _join_provider()
+    here = _ContextSink(_sink(trace))
+    token = _context_sink.set(here)
+
+    def release() -> None:
+        here.open = False
+        # released from another context: closing the sink is enough
+        with contextlib.suppress(ValueError):
+            _context_sink.reset(token)
+
+    return release
+
+
+def _join_provider() -> None:
+    """Our router on the provider livekit's spans go to (under ``_lock``)."""
+    provider = _provider()
+    if provider is None:
+        logger.warning(
+            "livekit's tracer provider %s takes no span processor: its spans are not in the trace",
+            type(livekit.livekit_tracer_provider()).__name__,
+        )
+    elif provider not in _joined:
+        provider.add_span_processor(_router)
+        _joined.add(provider)
+
+
+def _sink(trace: Trace) -> Sink:
+    return lambda span: trace._add_span(to_trace_span(span, trace))
 
 
 def to_trace_span(span: trace_sdk.ReadableSpan, trace: Trace) -> TraceSpan:

@@ -4,7 +4,8 @@ livekit emits no session event for some of what the trace records: an agent's ch
 edited from code (``update_chat_ctx``), an ``on_enter``/``on_exit`` that raised (livekit runs
 them in a task whose error nobody retrieves) and a realtime context sync (a failed one is only
 logged). The trace wraps those methods on the instances, once each, and listens to each
-realtime session's own events; ``restore`` undoes all of it.
+realtime session's own events (its connection and responses become spans: ``realtime_spans``);
+``restore`` undoes all of it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from livekit.agents import Agent, llm
 
+from .realtime_spans import RealtimeSpans
 from .tap import Handler, listen
 
 if TYPE_CHECKING:
@@ -183,5 +185,6 @@ class Patches:
         self._wrap(rt_session, "interrupt", wrapped_interrupt)
         if not any(emitter is rt_session for emitter, _ in self._listening):
             handlers = {**self._watcher.realtime_handlers, **syncs.session_handlers(rt_session)}
-            stop = listen(rt_session, handlers, self._watcher.failed)
-            self._listening.append((rt_session, stop))
+            for listened in (handlers, RealtimeSpans().handlers()):
+                stop = listen(rt_session, listened, self._watcher.failed)
+                self._listening.append((rt_session, stop))
