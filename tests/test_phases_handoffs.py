@@ -146,3 +146,8 @@ async def test_without_a_latency_model_the_phases_have_no_truth(
     (breakdown,) = handoff_phases(trace)
     assert breakdown.phases and {p.truth for p in breakdown.phases} == {None}
     assert {p.client for p in breakdown.phases} == {None}
+
+
+def test_a_trace_without_handoffs_has_none_to_split() -> None:
+    """A new live trace (no spans yet) is where every view starts; it raised before."""
+    assert handoff_phases(Trace()) == []

@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 from aiohttp import web
-from livekit.agents import NOT_GIVEN, Agent, AgentServer, AgentSession, JobContext, NotGivenOr
+from livekit.agents import (
+    NOT_GIVEN,
+    Agent,
+    AgentServer,
+    AgentSession,
+    JobContext,
+    NotGivenOr,
+    TurnHandlingOptions,
+)
 from livekit.plugins import openai, silero
 
 from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError, TurnStopped
@@ -37,9 +45,11 @@ def voice_server(
     *,
     stt_url: str | None = None,
     llm_url: str | None = None,
+    turn_handling: TurnHandlingOptions | None = None,
 ) -> AgentServer:
     """The Concierge/Billing pair as a cascaded voice agent, every model the emulator (the
-    STT's and the LLM's at ``stt_url`` / ``llm_url`` if given: a slow or failing one)."""
+    STT's and the LLM's at ``stt_url`` / ``llm_url`` if given: a slow or failing one), with
+    livekit's default turn handling unless ``turn_handling`` is given."""
     server = AgentServer()
 
     @server.rtc_session()
@@ -49,6 +59,7 @@ def voice_server(
             stt=openai.STT(base_url=stt_url or emulator.base_url(), api_key=API_KEY),
             llm=openai.LLM(base_url=llm_url or emulator.base_url(), api_key=API_KEY),
             tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
+            turn_handling=turn_handling if turn_handling is not None else NOT_GIVEN,
         )
         await session.start(agent=first(), room=ctx.room)
 

@@ -55,7 +55,7 @@ def handoff_phases(trace: Trace, latency: LatencyModel | None = None) -> list[Br
     spans = _Spans(trace.spans)
     events = trace.events
     updates = spans.named("update_agent")
-    ends = [later.start for later in updates[1:]] + [math.inf]
+    ends = [later.start for later in updates[1:]] + [math.inf] if updates else []
     return [
         _split(update, until, spans, events, latency)
         for update, until in zip(updates, ends, strict=True)
