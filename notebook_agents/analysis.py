@@ -24,7 +24,7 @@ from .modes import UNKNOWN_MODE, mode_label
 from .trace import Trace, TraceEvent, TraceSpan
 
 if TYPE_CHECKING:
-    from .bench.tables import Table
+    from ._table import Table
     from .phases import Breakdown
     from .phases.table import PhaseRow
 

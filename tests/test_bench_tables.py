@@ -5,8 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from notebook_agents._table import Table
 from notebook_agents.bench.stats import ModeSummary, compare, summary_table
-from notebook_agents.bench.tables import Table
 from notebook_agents.modes import MODE_COLORS
 
 from .test_bench_stats import latencies, result_of, trials_for

@@ -34,7 +34,7 @@ from notebook_agents.views._waterfall_layout import (
 from .conftest import started
 from .test_figures import assert_readable_in_both_themes
 from .test_readme import concierge, python_block, run
-from .test_runner import production_server
+from .test_trace_spans import handoff_server
 
 T0 = 10.0
 SPOKEN = Breakdown(
@@ -192,7 +192,7 @@ def split(monkeypatch: pytest.MonkeyPatch) -> Callable[[Splitter], None]:
     gives it."""
 
     def use(splitter: Splitter) -> None:
-        monkeypatch.setattr(module, "breakdowns", splitter)
+        monkeypatch.setattr(module, "breakdowns", lambda trace, latency: splitter(trace))
 
     return use
 
@@ -337,23 +337,26 @@ async def test_a_live_view_sees_spans_that_end_after_the_last_event(
 async def test_a_runners_view_shows_what_the_trace_splits_into(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    """A real runner's turn: the view shows the waits ``breakdowns`` finds in its trace, or says
-    there are none; after the call, as a replay."""
-    runner = await started(runners, NotebookRunner(production_server(emulator)))
-    view = WaterfallView(runner)
+    """A real runner's turns and handoff: the view shows the waits ``breakdowns`` finds in its
+    trace, each handoff phase with its truth from the network it was given; after the call, as
+    a replay."""
+    runner = await started(runners, NotebookRunner(handoff_server(emulator)))
+    network = emulator.settings.latency
+    view = WaterfallView(runner, network)
     assert view.trace is runner.trace and view.live
     await runner.send_text("what is 2 plus 3")
+    await runner.send_text("transfer to billing")
     closed = changes(view, "live")
     runner.stop()
     await asyncio.wait_for(closed.wait(), 10)
     view._flush()  # the spans the stop ended, without waiting for the view's next look
-    found = breakdowns(runner.trace)
+    found = breakdowns(runner.trace, network)
     assert view.breakdowns == found
+    assert [b.kind for b in found].count("handoff") == 1
+    (handoff,) = [b for b in found if b.kind == "handoff"]
+    assert all(phase.truth is not None for phase in handoff.phases)
     assert view.waits == [choice(b, i) for i, b in enumerate(found)]
-    if found:
-        assert view.shown == wait_layout(found[-1], len(found) - 1) and view.empty == ""
-    else:
-        assert view.shown == {} and view.empty.startswith("No turn or handoff in this trace")
+    assert view.shown == wait_layout(found[-1], len(found) - 1) and view.empty == ""
     view.close()
 
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from .._table import Table
 from .results import BenchmarkConfig, BenchmarkResult, Level, Trial
-from .tables import Table
 
 HELP = "measure handoff latency: realtime session reused vs fresh, context copied vs empty"
 DESCRIPTION = (

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._table import ABSENT, Column, Table, number
 from ..modes import MODE_COLORS, REALTIME_MODES, mode_label
 from ..phases.names import HANDOFF_PHASES
 from .results import BenchmarkResult, Trial, phase_names, timing_title, values
-from .tables import ABSENT, Column, Table, number
 
 RESAMPLES = 2000
 SEED = 20260401

@@ -16,16 +16,17 @@ Agent level (A's tool returns B; B's ``on_enter`` calls ``generate_reply``):
 - fresh + empty: nothing to sync, so on_enter follows the tool sync at once; the reply waits
   for the connect (c R), the session update and the response (R + cr).
 
-Each leg is a phase of the handoff (``handoff_truths``, which ``handoff_phases`` gives each
-phase of a traced handoff as its truth); the agent level's totals are those phases added along
-the critical path. Session level (upstream's test: ``_update_session`` then the question and a
-reply) and the cascaded baseline (Chat Completions on the LLM's pooled connection) are
-simpler; see below.
+Each leg is a phase of the handoff (``phases.truth.handoff_truths``, which ``handoff_phases``
+gives each phase of a traced handoff as its truth); the agent level's totals are those phases
+added along the critical path. Session level (upstream's test: ``_update_session`` then the
+question and a reply) and the cascaded baseline (Chat Completions on the LLM's pooled
+connection) are simpler; see below.
 """
 
 from __future__ import annotations
 
 from ..emulator import LatencyModel
+from ..phases.truth import connect_awaited, handoff_truths
 
 
 def ground_truth(
@@ -37,41 +38,6 @@ def ground_truth(
         return None
     # rounded: float seconds turned back into ms must compare equal to the formula in RTTs
     return round(seconds[0] * 1000, 9), round(seconds[1] * 1000, 9)
-
-
-def handoff_truths(
-    session: str, context: str, items: int, net: LatencyModel, *, tool: bool = True
-) -> dict[str, float]:
-    """The network's share of each phase of an agent handing off to another (seconds), by
-    the phases' names in ``handoff_phases``: ``items`` are the new agent's context items a
-    fresh session creates; ``tool``: a tool's output handed off (synced before the drain ends).
-    """
-    realtime = session in ("reused", "fresh")
-    truths = dict.fromkeys(
-        ("tool_return", "on_exit", "close", "on_enter", "reply_request", "playout"), 0.0
-    )
-    truths["drain"] = net.item_ack_s() if realtime and tool else 0.0
-    if session == "fresh":
-        truths["connect"] = net.connect_s()
-    if session == "reused":
-        # the new context diffed against the session's: deletes, one pipelined round trip
-        truths["session_update"] = net.round_trip_s()
-    elif session == "fresh" and context == "copied":
-        truths["session_update"] = net.item_ack_s(items)  # created after the connect
-    else:
-        truths["session_update"] = 0.0  # nothing awaited: sent with the reply's request
-    if realtime:
-        truths["reply_created"] = net.response_created_s()
-        truths["first_text"] = truths["first_audio"] = net.first_token_ms / 1000.0
-    else:  # a chat model's request on its pooled connection, to its first chunk
-        truths["first_text"] = net.http_first_byte_s(new_connection=False)
-    return truths
-
-
-def connect_awaited(session: str, context: str) -> bool:
-    """Whether the new agent's session update waits for a fresh session's connect (it has
-    items to create there); else the connect runs beside it, until the reply's request."""
-    return session == "fresh" and context == "copied"
 
 
 def _ground_truth_s(

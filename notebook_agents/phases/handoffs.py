@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..bench.truth import connect_awaited, handoff_truths
 from ..emulator.latency import LatencyModel
 from ..modes import UNKNOWN_MODE, mode_label
 from ..trace import Trace, TraceEvent, TraceSpan
@@ -31,6 +30,7 @@ from ..trace.realtime_spans import (
     RESPONSE_SPAN,
 )
 from .model import Breakdown, Phase
+from .truth import connect_awaited, handoff_truths
 
 CONNECT_NOTE = (
     "a fresh realtime session connects its own websocket: give the new agent no llm= of its "

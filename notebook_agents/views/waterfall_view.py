@@ -14,6 +14,7 @@ from typing import Any, Literal
 import traitlets
 from matplotlib.figure import Figure
 
+from ..emulator.latency import LatencyModel
 from ..phases import Breakdown, breakdowns
 from ..runner import AgentRunner
 from ..trace import Trace, TraceEvent
@@ -58,7 +59,11 @@ class WaterfallView(TraceFedView):
     """the next look for spans, while live (on the class: a view refused at its start has
     none to cancel when it is collected)"""
 
-    def __init__(self, source: AgentRunner | Trace, **kwargs: Any) -> None:
+    def __init__(
+        self, source: AgentRunner | Trace, latency: LatencyModel | None = None, **kwargs: Any
+    ) -> None:
+        """``latency``: the emulator's network the agents' models asked for (their
+        ``base_url``), for each handoff phase's truth (``handoff_phases``)."""
         if not isinstance(source, AgentRunner | Trace):
             raise TypeError(
                 "WaterfallView takes a runner (NotebookRunner, AgentProcess) or a Trace "
@@ -67,6 +72,7 @@ class WaterfallView(TraceFedView):
         trace = source.trace if isinstance(source, AgentRunner) else source
         super().__init__(live=not trace.loaded, colors=WATERFALL_COLORS, **kwargs)
         self.trace = trace
+        self._latency = latency
         self._breakdowns: list[Breakdown] = []
         self._spans_seen = 0
         self._closed = trace.loaded
@@ -101,7 +107,7 @@ class WaterfallView(TraceFedView):
 
     def _flush(self) -> None:
         self._spans_seen = len(self.trace.spans)
-        self._breakdowns = breakdowns(self.trace)
+        self._breakdowns = breakdowns(self.trace, self._latency)
         live = not self._closed
         order = range(len(self._breakdowns))
         with self.hold_sync():  # one comm message per refresh, not one per trait

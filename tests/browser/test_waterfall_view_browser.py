@@ -19,7 +19,7 @@ from notebook_agents.modes import mode_label
 from notebook_agents.views import waterfall_view
 
 
-def replies(trace):
+def replies(trace, latency):
     """Stands in for the splitters (phases.turns, phases.handoffs; not on this branch): each
     typed turn from the caller's message to the reply, each handoff from its event to the new
     agent's first words, in phases made up from the two times."""

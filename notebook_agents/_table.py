@@ -1,5 +1,6 @@
-"""Benchmark tables as text (the terminal) and as HTML (a notebook cell, BenchmarkView): one list
-of columns, two renderings, so every place shows the same table in the same words.
+"""Tables as text (the terminal) and as HTML (a notebook cell, BenchmarkView): one list of
+columns, two renderings, so every place shows the same table in the same words (the bench's
+summaries, the phase table).
 
 A table fits its output: a column that says the same in every row is said once in the caption,
 a column without any value is left out, and what a reader must know to read a column is said
