@@ -1,0 +1,153 @@
+"""What the notebook runner adds to a warm typed turn, against a bare ``AgentSession``.
+
+In one real ipykernel, against one in-process emulator, with the same agent (the realtime
+plugin, text): a bare ``AgentSession`` started on the kernel's loop (``session.run``), and a
+``NotebookRunner`` (``runner.run``, the same as ``send_text`` without joining the text). Warm
+turns, interleaved in alternating order, so the machine's load falls on both alike. The
+difference is split into parts, each measured interleaved beside them:
+
+- hop: ``runner.call`` of a no-op (the kernel's loop -> the job's loop and back);
+- job session: ``session.run`` run on the job's loop through ``runner.call``, minus the hop and
+  the bare turn (the runner's session: its trace, its guard, the job's room and loop);
+- trace: a bare session with a ``Trace`` attached (as the runner's), minus the bare turn;
+- checks: ``runner.run`` minus ``session.run`` in the job (the turn lock, the greeting's
+  wait, the context comparison, ``problems_since``, the failed-expectation memo).
+
+Goal: the runner's turn within 1.1x the bare one. The machine's other load moves the figures:
+quote one run's, taken while little else runs.
+
+    .venv/bin/python benchmarks/runner_overhead.py --turns 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import start_new_kernel
+
+from notebook_agents.bench.stats import summarize
+
+SETUP = """
+import asyncio, gc, json, time
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai
+from notebook_agents import Emulator, NotebookRunner, Trace
+
+emulator = Emulator().start()
+INSTRUCTIONS = "You are Ada."
+
+def model():
+    return openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(), api_key="bench", modalities=["text"]
+    )
+
+server = AgentServer()
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    session = AgentSession(llm=model())
+    await session.start(agent=Agent(instructions=INSTRUCTIONS), room=ctx.room)
+
+runner = NotebookRunner(server).start()
+job_session = await runner.ready()
+bare = AgentSession(llm=model())
+await bare.start(agent=Agent(instructions=INSTRUCTIONS))
+traced = AgentSession(llm=model())
+Trace().attach(traced)
+await traced.start(agent=Agent(instructions=INSTRUCTIONS))
+
+async def in_job():
+    await AgentSession.run(job_session, user_input="hello")
+
+def noop():
+    return None
+
+VARIANTS = {
+    "bare": lambda: bare.run(user_input="hello"),
+    "traced": lambda: traced.run(user_input="hello"),
+    "hop": lambda: runner.call(noop),
+    "in_job": lambda: runner.call(in_job),
+    "runner": lambda: runner.run("hello"),
+}
+
+async def measure(turns):
+    times = {name: [] for name in VARIANTS}
+    names = list(VARIANTS)
+    for name in names:  # warm: each path's first turn is not counted
+        await VARIANTS[name]()
+    for i in range(turns):
+        gc.collect()
+        for name in names if i % 2 == 0 else reversed(names):
+            started = time.perf_counter()
+            await VARIANTS[name]()
+            times[name].append(time.perf_counter() - started)
+    return times
+"""
+
+
+def run_cell(client: Any, code: str) -> Any:
+    """Execute ``code`` and return the JSON its output prints, if any."""
+    text: list[str] = []
+
+    def collect(msg: dict[str, Any]) -> None:
+        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
+            text.append(msg["content"]["text"])
+
+    reply = client.execute_interactive(code, timeout=600, output_hook=collect)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError(f"cell failed: {reply['content'].get('evalue')}")
+    return json.loads("".join(text)) if text else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=300, help="turns of each kind")
+    args = parser.parse_args()
+
+    # the kernel imports this checkout's notebook_agents, as the interpreter running this does
+    here = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    manager, client = start_new_kernel(kernel_name="python3", env=env)
+    try:
+        run_cell(client, SETUP)
+        times = run_cell(client, f"print(json.dumps(await measure({args.turns})))")
+        run_cell(client, "runner.stop()")
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+    ms = {name: [t * 1e3 for t in values] for name, values in times.items()}
+    medians: dict[str, float] = {}
+    for name, values in ms.items():
+        s = summarize(values)
+        assert s is not None
+        medians[name] = s.median
+        print(
+            f"{name:<7} median {s.median:6.2f} ms  IQR {s.q1:6.2f}-{s.q3:6.2f}  "
+            f"95% CI {s.ci_low:.2f}-{s.ci_high:.2f}  n={s.n}"
+        )
+    ratios = [r / b for r, b in zip(ms["runner"], ms["bare"], strict=True)]
+    paired = summarize(ratios)
+    assert paired is not None
+    bare, runner = medians["bare"], medians["runner"]
+    print(
+        f"\nrunner / bare: {runner / bare:.2f} (ratio of medians); paired median "
+        f"{paired.median:.2f} (95% CI {paired.ci_low:.2f}-{paired.ci_high:.2f}); goal <= 1.10"
+    )
+    print(f"the runner's own cost: {runner - bare:+.2f} ms per turn, of which (medians)")
+    parts = {
+        "hop (kernel loop -> job loop -> back)": medians["hop"],
+        "job session (room, trace, guard, loop)": medians["in_job"] - medians["hop"] - bare,
+        "  of it, the trace on a bare session": medians["traced"] - bare,
+        "checks after the turn (runner.run - in job)": runner - medians["in_job"],
+    }
+    for name, value in parts.items():
+        print(f"  {name:<44} {value:+6.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
