@@ -22,6 +22,7 @@ from livekit.plugins import openai
 
 from notebook_agents import NotebookRunner, RunnerError, RunnerState
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner._model_truth import InProcessEmulators
 
 from .conftest import API_KEY, started
 from .test_readme import python_block, run
@@ -263,3 +264,30 @@ async def test_the_readme_check_runs_as_written(emulator: Emulator, no_livekit_e
         if isinstance(runner := namespace.get("runner"), NotebookRunner):
             runner.stop()
     assert namespace["runner"].state is RunnerState.STOPPED
+
+
+class _CountedTruth:
+    """The emulators in this process as the model's side, counting how often they are read."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self._truth = InProcessEmulators()
+
+    def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
+        self.reads += 1
+        return self._truth.conversation(session_id)
+
+
+async def test_each_turn_reads_the_models_server_once(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """The trace compares when a turn's speech is done; the runner's check after the turn
+    reads the server again only if the trace heard more since (a read copies all of it)."""
+    truth = _CountedTruth()
+    server = _ada_server(emulator.base_url(), [])
+    runner = await started(runners, NotebookRunner(server, model_truth=truth))
+    await runner.send_text("hi")
+    before = truth.reads
+    for words in ("one", "two", "three"):
+        assert await runner.send_text(words) == f'You are Ada. You said: "{words}".'
+    assert truth.reads - before == 3

@@ -63,12 +63,15 @@ class ModelSide:
             weakref.WeakKeyDictionary()
         )
         self._comparing = threading.Lock()  # the session's loop, and a caller's compare
+        self._heard = 0  # changes of the sides heard here (the recorder counts the others)
+        self._compared_at: tuple[int, int] | None = None  # what was heard at the last compare
 
     # -- on the session's thread -----------------------------------------------------------
 
     def changed(self, *_: object) -> None:
         """A sync ended or the model's side gained an item: compare if that happened between
         turns (a late ack, an edit from code); within a turn, the turn's end compares."""
+        self._heard += 1
         if self.syncs or self._compare_pending:
             return
         session = self.session
@@ -96,6 +99,15 @@ class ModelSide:
         if session.current_speech is None:
             self.compare()
 
+    def compare_if_changed(self) -> None:
+        """``compare``, unless nothing was heard since the last one: livekit's side and the
+        plugin's are as they were compared (each comparison with a server reads all of it)."""
+        if self._compared_at != self._heard_so_far():
+            self.compare()
+
+    def _heard_so_far(self) -> tuple[int, int]:
+        return self._recorder.captures, self._heard
+
     def compare(self) -> None:
         """Snapshot both sides of the active agent; the comparison (ids only) is made with
         the events. A sync under way is left to finish (its end compares again). Never
@@ -113,6 +125,7 @@ class ModelSide:
                 self._asked, self._item_by_item = rt_session, capabilities.mutable_chat_context
             if not self._item_by_item:
                 return  # no item-by-item conversation on the model's side to hold livekit's to
+            self._compared_at = self._heard_so_far()
             # copies made now: livekit's read-only context, the plugin's rebuilt one, and the
             # server's (read first: it may wait on the server's thread, never on a lock here)
             server = self._server_side(rt_session)
@@ -204,6 +217,7 @@ class ModelSide:
     # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
 
     def sync_started(self) -> None:
+        self._heard += 1
         self.syncs += 1
 
     def sync_failed(self, error: llm.RealtimeError) -> None:

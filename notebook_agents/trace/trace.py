@@ -180,13 +180,18 @@ class Trace:
         self._reader.detach()
         self._delivery.kick()  # the session's loop may close before a scheduled kick
 
-    def compare_contexts(self) -> None:
+    def compare_contexts(self, *, if_changed: bool = False) -> None:
         """Record ``context_diverged`` if the active agent's chat context and its realtime
         model's conversation now differ (``context_converged`` if they agree again).
 
         The trace calls it between turns; call it when you know the session is settled (the
-        runner does after each turn). Never raises: a failure is recorded instead."""
-        self._reader.model.compare()
+        runner does after each turn). ``if_changed``: not if the trace heard nothing since
+        the last comparison (the model's server is read again only after a change on the
+        client's side). Never raises: a failure is recorded instead."""
+        if if_changed:
+            self._reader.model.compare_if_changed()
+        else:
+            self._reader.model.compare()
 
     def record_failure(self, message: str) -> None:
         """Record why the session cannot go on (an ``error``, not recoverable); the
