@@ -174,13 +174,18 @@ def content_text(item: dict[str, Any]) -> str:
     the model heard of a caller's audio, if nobody asked for its transcript)."""
     texts = []
     for part in item.get("content") or []:
-        text = next(
-            (part[key] for key in ("text", "transcript", "_heard") if part.get(key) is not None),
-            None,
-        )
-        if text:
-            texts.append(str(text))
+        # a plain loop, not next() over a generator: the runner asks after every turn
+        for key in _TEXT_KEYS:
+            text = part.get(key)
+            if text is not None:
+                if text:
+                    texts.append(str(text))
+                break
     return " ".join(texts)
+
+
+_TEXT_KEYS = ("text", "transcript", "_heard")
+"""where a part's text is, in the order looked at"""
 
 
 def public(item: dict[str, Any]) -> dict[str, Any]:
