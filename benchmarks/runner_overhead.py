@@ -16,7 +16,7 @@ difference is split into parts, each measured interleaved beside them:
 Goal: the runner's turn within 1.1x the bare one. The machine's other load moves the figures:
 quote one run's, taken while little else runs.
 
-    .venv/bin/python benchmarks/runner_overhead.py --turns 300
+    .venv/bin/python benchmarks/runner_overhead.py --turns 100
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import asyncio, gc, json, time
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 from notebook_agents import Emulator, NotebookRunner, Trace
+from notebook_agents.runner._model_truth import InProcessEmulators
 
 emulator = Emulator().start()
 INSTRUCTIONS = "You are Ada."
@@ -52,39 +53,60 @@ async def entrypoint(ctx: JobContext) -> None:
     session = AgentSession(llm=model())
     await session.start(agent=Agent(instructions=INSTRUCTIONS), room=ctx.room)
 
+async def started(room=None):
+    session = AgentSession(llm=model())
+    if room is None:
+        await session.start(agent=Agent(instructions=INSTRUCTIONS))
+    else:
+        await session.start(agent=Agent(instructions=INSTRUCTIONS), room=room)
+    return session
+
 runner = NotebookRunner(server).start()
 job_session = await runner.ready()
-bare = AgentSession(llm=model())
-await bare.start(agent=Agent(instructions=INSTRUCTIONS))
+bare = await started()
 traced = AgentSession(llm=model())
-Trace().attach(traced)
+Trace(model_truth=InProcessEmulators()).attach(traced)  # as the runner's trace
 await traced.start(agent=Agent(instructions=INSTRUCTIONS))
+# a second session of the job, on its loop and its room: the runner neither traces nor
+# guards it (it follows the job's first session only)
+job_room = await runner.call(started, runner._ctx.room)
 
-async def in_job():
-    await AgentSession.run(job_session, user_input="hello")
+async def turn(session):
+    await AgentSession.run(session, user_input="hello")
 
 def noop():
     return None
 
 VARIANTS = {
-    "bare": lambda: bare.run(user_input="hello"),
-    "traced": lambda: traced.run(user_input="hello"),
+    "bare": lambda: turn(bare),
+    "traced": lambda: turn(traced),
     "hop": lambda: runner.call(noop),
-    "in_job": lambda: runner.call(in_job),
+    "job_room": lambda: runner.call(turn, job_room),
+    "in_job": lambda: runner.call(turn, job_session),
     "runner": lambda: runner.run("hello"),
 }
+# the runner's session takes two turns a round (in_job, runner): the others take one more,
+# untimed, so that every conversation is as long (livekit's work per turn grows with it)
+EVEN_UP = (
+    lambda: turn(bare), lambda: turn(traced), lambda: runner.call(turn, job_room)
+)
 
 async def measure(turns):
     times = {name: [] for name in VARIANTS}
     names = list(VARIANTS)
     for name in names:  # warm: each path's first turn is not counted
         await VARIANTS[name]()
+    for extra in EVEN_UP:
+        await extra()
     for i in range(turns):
         gc.collect()
         for name in names if i % 2 == 0 else reversed(names):
             started = time.perf_counter()
             await VARIANTS[name]()
             times[name].append(time.perf_counter() - started)
+        for extra in EVEN_UP:
+            await extra()
+    times["items"] = [len(bare.history.items), len(job_session.history.items)]
     return times
 """
 
@@ -105,7 +127,7 @@ def run_cell(client: Any, code: str) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=300, help="turns of each kind")
+    parser.add_argument("--turns", type=int, default=100, help="timed turns of each kind")
     args = parser.parse_args()
 
     # the kernel imports this checkout's notebook_agents, as the interpreter running this does
@@ -120,6 +142,8 @@ def main() -> None:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
 
+    items = times.pop("items")
+    print(f"conversations of {items[0]} items (bare) and {items[1]} (the runner's) at the end")
     ms = {name: [t * 1e3 for t in values] for name, values in times.items()}
     medians: dict[str, float] = {}
     for name, values in ms.items():
@@ -141,8 +165,13 @@ def main() -> None:
     print(f"the runner's own cost: {runner - bare:+.2f} ms per turn, of which (medians)")
     parts = {
         "hop (kernel loop -> job loop -> back)": medians["hop"],
-        "job session (room, trace, guard, loop)": medians["in_job"] - medians["hop"] - bare,
-        "  of it, the trace on a bare session": medians["traced"] - bare,
+        "livekit's room IO on the job loop (mock room)": medians["job_room"]
+        - medians["hop"]
+        - bare,
+        "the trace, its model truth (on a bare session)": medians["traced"] - bare,
+        "the rest of the job's session (guard, host)": medians["in_job"]
+        - medians["job_room"]
+        - (medians["traced"] - bare),
         "checks after the turn (runner.run - in job)": runner - medians["in_job"],
     }
     for name, value in parts.items():
