@@ -13,6 +13,11 @@ difference is split into parts, each measured interleaved beside them:
 - checks: ``runner.run`` minus ``session.run`` in the job (the turn lock, the greeting's
   wait, the context comparison, ``problems_since``, the failed-expectation memo).
 
+These differences of medians move by a millisecond from run to run on a loaded machine;
+then, after the interleaved turns, as many turns again go through the runner with each part
+timed where it runs (perf_counter around the trace's handlers and comparisons, the runner's
+checks, the turn on the job's loop, livekit's session host writing to the mock room).
+
 Goal: the runner's turn within 1.1x the bare one. The machine's other load moves the figures:
 quote one run's, taken while little else runs.
 
@@ -110,6 +115,73 @@ async def measure(turns):
     return times
 """
 
+PARTS = """
+import collections, functools
+from notebook_agents.runner import notebook_runner
+from notebook_agents.trace import tap
+
+spent = collections.defaultdict(float)
+
+def timed(name, call):
+    @functools.wraps(call)
+    def timing(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - started
+    return timing
+
+def timed_async(name, call):
+    @functools.wraps(call)
+    async def timing(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return await call(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - started
+    return timing
+
+def timed_tap(self, event, *args):
+    self.emit(event, *args)
+    started = time.perf_counter()
+    for handlers, failed in self.listeners:
+        handler = handlers.get(event)
+        if handler is not None:
+            handler(*args)
+    spent["the trace's event handlers"] += time.perf_counter() - started
+
+async def parts(turns):
+    model_side = runner.trace._reader.model
+    model_side.compare = timed("the trace's comparison with the model", model_side.compare)
+    model_side._server_side = timed("  of it, reading the emulator's side", model_side._server_side)
+    model_side.synced = timed("the trace's check after a sync", model_side.synced)
+    runner._checked = timed("the runner's checks after a turn", runner._checked)
+    runner._turn = timed_async("the turn on the job's loop", runner._turn)
+    host = job_session._session_host._transport
+    host.send_message = timed_async("livekit's session host (to the mock room)", host.send_message)
+    tap._Tap.__call__ = timed_tap
+    started = time.perf_counter()
+    for _ in range(turns):
+        await runner.run("hello")
+    total = time.perf_counter() - started
+    hop = total - spent["the turn on the job's loop"]
+    shares = {"runner.run": total, "the hops (runner.run - the turn on the job's loop)": hop}
+    for name in sorted(spent, key=ORDER.index):
+        shares[name] = spent[name]
+    return {name: value / turns for name, value in shares.items()}
+
+ORDER = [
+    "the turn on the job's loop",
+    "the runner's checks after a turn",
+    "the trace's event handlers",
+    "the trace's check after a sync",
+    "the trace's comparison with the model",
+    "  of it, reading the emulator's side",
+    "livekit's session host (to the mock room)",
+]
+"""
+
 
 def run_cell(client: Any, code: str) -> Any:
     """Execute ``code`` and return the JSON its output prints, if any."""
@@ -137,6 +209,10 @@ def main() -> None:
     try:
         run_cell(client, SETUP)
         times = run_cell(client, f"print(json.dumps(await measure({args.turns})))")
+        # then, once: each part of the runner's turn timed where it runs (a conversation as
+        # long again: the comparisons grow with it)
+        run_cell(client, PARTS)
+        parts = run_cell(client, f"print(json.dumps(await parts({args.turns})))")
         run_cell(client, "runner.stop()")
     finally:
         client.stop_channels()
@@ -163,7 +239,7 @@ def main() -> None:
         f"{paired.median:.2f} (95% CI {paired.ci_low:.2f}-{paired.ci_high:.2f}); goal <= 1.10"
     )
     print(f"the runner's own cost: {runner - bare:+.2f} ms per turn, of which (medians)")
-    parts = {
+    differences = {
         "hop (kernel loop -> job loop -> back)": medians["hop"],
         "livekit's room IO on the job loop (mock room)": medians["job_room"]
         - medians["hop"]
@@ -174,8 +250,11 @@ def main() -> None:
         - (medians["traced"] - bare),
         "checks after the turn (runner.run - in job)": runner - medians["in_job"],
     }
-    for name, value in parts.items():
+    for name, value in differences.items():
         print(f"  {name:<44} {value:+6.2f} ms")
+    print(f"\n{args.turns} more turns through the runner, each part timed where it runs (mean):")
+    for name, value in parts.items():
+        print(f"  {name:<52} {value * 1e3:6.3f} ms")
 
 
 if __name__ == "__main__":
