@@ -127,6 +127,16 @@ class Conversation:
         }
         return [describe(item, names) for item in self._items]
 
+    def chat_item_ids(self) -> list[str]:
+        """The ids of the items a livekit chat context holds too (the caller's and the model's
+        messages, tool calls and their outputs), in order. Safe from any thread without the
+        server's loop: the list is copied in one step, and an item's id never changes."""
+        return [
+            item["id"]
+            for item in list(self._items)
+            if item.get("role") in _CHAT_ROLES or item.get("type") in _TOOL_TYPES
+        ]
+
     def turns(self) -> list[Turn]:
         """The conversation as the reply rules see it."""
         return [turn for item in self._items if (turn := to_turn(item)) is not None]
@@ -183,6 +193,9 @@ def content_text(item: dict[str, Any]) -> str:
                 break
     return " ".join(texts)
 
+
+_CHAT_ROLES = ("user", "assistant")
+_TOOL_TYPES = ("function_call", "function_call_output")
 
 _TEXT_KEYS = ("text", "transcript", "_heard")
 """where a part's text is, in the order looked at"""

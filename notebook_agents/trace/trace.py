@@ -57,10 +57,12 @@ class Trace:
 
     @model_truth.setter
     def model_truth(self, truth: ModelTruth | None) -> None:
-        if truth is not None and not callable(getattr(truth, "conversation", None)):
+        if truth is not None and not all(
+            callable(getattr(truth, method, None)) for method in ("conversation", "item_ids")
+        ):
             raise TypeError(
-                f"model_truth= needs an object with conversation(session_id), such as an "
-                f"Emulator, not {type(truth).__name__}"
+                f"model_truth= needs an object with conversation(session_id) and "
+                f"item_ids(session_id), such as an Emulator, not {type(truth).__name__}"
             )
         self._reader.model.truth = truth
 
