@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 from .bench import cli as bench_cli
 from .emulator import cli as emulator_cli
+from .trace import cli as trace_cli
 
-COMMANDS = {"emulator": emulator_cli, "bench": bench_cli}
+COMMANDS = {"emulator": emulator_cli, "bench": bench_cli, "export": trace_cli}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

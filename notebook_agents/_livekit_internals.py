@@ -31,11 +31,13 @@ from livekit.agents import (
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import JobContext, get_job_context
 from livekit.agents.simulation import SimulationContext, SimulationRun, SimulationVerdict
+from livekit.agents.telemetry import traces as telemetry_traces
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io, run_result, tool_executor
 from livekit.agents.voice.remote_session import TcpSessionTransport
 from livekit.agents.voice.speech_handle import SpeechHandle
 from livekit.protocol.agent_pb import agent_session as agent_pb
+from opentelemetry import trace as trace_api
 
 SERVER_OPTIONS = (
     "_job_executor_type",
@@ -72,6 +74,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     tool_executor._RunningTask: ("exe_task",),
     JobContext: ("_simulation_end_fnc",),
     SimulationContext: ("_begin_finalize", "_dispatch"),
+    telemetry_traces._DynamicTracer: ("_tracer_provider",),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
 RUN_WRITES_ENV = {
@@ -466,3 +469,12 @@ def reported_run_result(
             result._item_added(item)
     result._mark_done()
     return result
+
+
+# -- telemetry -----------------------------------------------------------------------------
+
+
+def livekit_tracer_provider() -> trace_api.TracerProvider:
+    """The provider livekit's spans go to: ``set_tracer_provider`` sets it and livekit has no
+    getter; until it is called this is OpenTelemetry's global (proxy) provider."""
+    return telemetry_traces.tracer._tracer_provider

@@ -11,6 +11,7 @@ from notebook_agents.__main__ import main
 EXPECTED = {
     "emulator": {"--port": "0", "--rtt-ms": "0.0", "--connect-rtts": "3.0", "--fault": "none"},
     "bench": {"--rtt": "0,20,100", "--trials": "20", "--history": "10", "--level": "agent"},
+    "export": {"--format": "otlp"},
 }
 """a few defaults each subcommand must show, as the API has them"""
 

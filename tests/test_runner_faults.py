@@ -38,7 +38,6 @@ from notebook_agents import (
 from notebook_agents import _livekit_internals as livekit
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner._real_room import LiveKitCredentials
-from notebook_agents.runner._worker_logs import WorkerLogs
 from notebook_agents.views import ChatView, StateView, TimelineView
 
 from .conftest import API_KEY, started
@@ -455,11 +454,13 @@ async def test_an_interrupt_inside_start_leaves_the_server_restored(
     server = server_for(emulator.base_url())
     before = livekit.server_options(server)
 
-    def interrupted(self: WorkerLogs) -> None:
+    def interrupted(server: AgentServer, entrypoint: object) -> None:
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(WorkerLogs, "install", interrupted)  # the interrupt lands here
+        # the interrupt lands on start()'s last step before the server thread: everything
+        # else (options, loopback, environment) is changed by then
+        patch.setattr(livekit, "set_entrypoint", interrupted)
         runner = NotebookRunner(server)
         with pytest.raises(KeyboardInterrupt):
             runner.start()

@@ -594,6 +594,41 @@ def test_an_interrupt_at_any_moment_of_run_app_leaves_the_server_usable(
     assert kernel.eval("server_as_found()") == AS_FOUND
 
 
+LOGGING_LOCK_LEFT_HELD = """
+import logging, threading
+
+_clear_cache = logging.Manager._clear_cache
+
+def interrupted_clear_cache(manager):
+    # what a kernel interrupt landing in this loop does on the main thread: Logger.setLevel
+    # takes logging's module lock with no try/finally around it, so the lock stays held
+    if threading.current_thread() is threading.main_thread():
+        logging._acquireLock()
+        raise KeyboardInterrupt
+    _clear_cache(manager)
+
+logging.Manager._clear_cache = interrupted_clear_cache
+"""
+
+
+@pytest.mark.timeout(90)
+def test_run_app_leaves_loggings_lock_to_the_kernel_alone(own_kernel: Kernel) -> None:
+    """CI saw ``run_app`` interrupted at 1 ms return with the server thread still alive (and,
+    once, never return): the runner set the ``livekit`` logger's level on the kernel's main
+    thread, and an interrupt inside ``Logger.setLevel`` leaves logging's module lock held, so
+    every other thread's next log call waits forever. The level is set off the main thread."""
+    kernel = own_kernel
+    kernel.run_ok(RESTORED)
+    kernel.run_ok(LOGGING_LOCK_LEFT_HELD)
+    cell = _interruptible(kernel, "app = run_app(server)")
+    kernel.interrupt()
+    kernel.wait(cell, timeout=30)
+    assert kernel.eval("server_as_found()") == AS_FOUND, cell.traceback
+    kernel.run_ok(START + "assert await runner.send_text('hi') == " + repr(ADA_HI))
+    kernel.run_ok("runner.stop()")
+    assert kernel.eval("server_as_found()") == AS_FOUND
+
+
 @pytest.mark.timeout(90)
 def test_an_interrupted_stop_finishes_and_stop_can_be_called_again(
     own_kernel: Kernel, tmp_path: Path

@@ -665,7 +665,7 @@ def test_load_reads_a_trace_saved_in_the_earlier_format(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     loaded = Trace.load(path)
     assert [e.data for e in loaded.events] == [old_metrics, {"reason": "user"}]
-    assert TRACE_FORMAT == "notebook-agents.trace/4"
+    assert TRACE_FORMAT == "notebook-agents.trace/5"
 
 
 def test_load_reads_a_version_2_trace_whose_messages_say_nothing_of_interruptions(

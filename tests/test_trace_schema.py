@@ -3,6 +3,7 @@ schema: every kind, every field."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from pathlib import Path
@@ -18,7 +19,7 @@ from notebook_agents import EVENT_DATA, EventKind, NotebookRunner, check_event_d
 from notebook_agents._records import FieldError
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import synthesize
-from notebook_agents.trace import Trace
+from notebook_agents.trace import SpanEventData, Trace, TraceSpan
 from notebook_agents.trace.describe import usage_data
 
 from .conftest import API_KEY, MakeModel
@@ -162,6 +163,16 @@ def test_the_format_doc_names_every_kind_and_every_field() -> None:
             assert f"| `{key}` |" in section, f"{schema.__name__}.{key} is not in the doc"
         documented = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
         assert set(documented) == set(get_type_hints(schema)), schema.__name__
+
+
+def test_the_format_doc_names_every_field_of_a_span() -> None:
+    sections = _sections(DOC.read_text(encoding="utf-8"))
+    for schema, fields in (
+        (TraceSpan, {f.name for f in dataclasses.fields(TraceSpan)}),
+        (SpanEventData, set(get_type_hints(SpanEventData))),
+    ):
+        (section,) = [text for title, text in sections.items() if f"({schema.__name__})" in title]
+        assert set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)) == fields
 
 
 def _sections(text: str) -> dict[str, str]:

@@ -37,6 +37,7 @@ from typing_extensions import Self
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
+from ..trace.livekit_spans import capture_spans
 from . import _environment, _failed_expectation, _session_guard, _session_hook
 from ._caller import CallerInput, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
@@ -148,6 +149,7 @@ class NotebookRunner(StartStop):
         self._served = threading.Event()
         self._ready: concurrent.futures.Future[AgentSession[Any]] = concurrent.futures.Future()
         self._ctx: JobContext | None = None
+        self._release_spans: Callable[[], None] = _nothing_to_release
         self._job_loop: asyncio.AbstractEventLoop | None = None
         # the entrypoint's context variables (livekit's job context and HTTP session among
         # them): turns sent from cells run in it, as turns from the room do
@@ -201,7 +203,6 @@ class NotebookRunner(StartStop):
                 self.real_room = RealRoom(self.credentials, self.room_name)
                 self.real_room.display()
             self._configure_server()
-            self.logs.install()
             self._loop = asyncio.new_event_loop()
             self._stop_signal = asyncio.Event()
             self._thread = threading.Thread(
@@ -514,6 +515,10 @@ class NotebookRunner(StartStop):
         assert loop is not None and self._stop_signal is not None
         try:
             if not self._stop_requested.is_set():  # stopped before this thread even ran
+                # here, not on the kernel's main thread: Logger.setLevel holds logging's module
+                # lock with no try/finally, and an interrupt there would leave it held for good
+                # (every other thread's next log call then waits forever)
+                self.logs.install()
                 loop.run_until_complete(self._run_server(self._stop_signal))
         except BaseException as e:
             self._fail(e)
@@ -529,6 +534,8 @@ class NotebookRunner(StartStop):
         """Run the server and its one job until ``stop`` is set, then close it (no drain)."""
         server = self.server
         livekit.renew_server_lock(server)
+        # before the job: livekit's first span (``job_entrypoint``) starts ahead of our code
+        self._release_spans = capture_spans(self.trace, self.room_name)
         started = asyncio.Event()
         server.once("worker_started", started.set)
         run = asyncio.create_task(server.run(devmode=True, unregistered=True))
@@ -549,10 +556,13 @@ class NotebookRunner(StartStop):
         finally:
             up.cancel()
             stopped.cancel()
-            if not run.done():
-                # the job never started or the runner stops: its HTTP listener goes too
-                await server.aclose()
-            await run
+            try:
+                if not run.done():
+                    # the job never started or the runner stops: its HTTP listener goes too
+                    await server.aclose()
+                await run
+            finally:
+                self._release_spans()  # after the job: its closing spans are the trace's too
 
     async def _start_job(self) -> None:
         if self.real_room is not None:
@@ -971,6 +981,10 @@ def _as_server(server: AgentServer | Entrypoint) -> AgentServer:
         f"NotebookRunner needs a livekit AgentServer or an async entrypoint(ctx), "
         f"not {type(server).__name__}"
     )
+
+
+def _nothing_to_release() -> None:
+    """No job started yet, so no spans are being captured."""
 
 
 def _no_load(*_: Any) -> float:

@@ -9,6 +9,8 @@ their JavaScript read them by string.
 
 # no `from __future__ import annotations`: the types below are evaluated, and a key such as
 # `from` is no identifier, so the TypedDicts use the functional syntax
+import dataclasses
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from livekit.agents import llm
@@ -218,6 +220,44 @@ EVENT_DATA: dict[EventKind, Any] = {
     "closed": ClosedData,
 }
 """each kind -> the TypedDict of its ``data``"""
+
+
+class SpanEventData(TypedDict):
+    name: str
+    t: float
+    attributes: dict[str, Any]
+
+
+"""Something a span noted at one moment (an exception, a stage of the job's dispatch):
+``t`` on the trace's clock."""
+
+SpanStatus = Literal["unset", "ok", "error"]
+"""a span's status, as OpenTelemetry's ``StatusCode`` names it in lower case"""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSpan:
+    """One OpenTelemetry span livekit recorded for the session (``agent_turn``, ``llm_node``,
+    ``update_agent``...): ``start`` and ``end`` on the trace's clock (seconds since t = 0),
+    ids in hex as OTLP JSON writes them, ``attributes`` as livekit set them."""
+
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    start: float
+    end: float
+    scope: str
+    """the instrumentation scope that made it (``livekit-agents``)"""
+    kind: str
+    """OpenTelemetry's ``SpanKind`` in lower case: ``internal``, ``client``..."""
+    status: SpanStatus
+    status_message: str | None
+    attributes: dict[str, Any]
+    events: list[SpanEventData]
+
+    def to_record(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def check_event_data(kind: str, data: Any) -> None:

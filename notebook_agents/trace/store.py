@@ -1,7 +1,9 @@
-"""The trace's events in order, and their JSON Lines file.
+"""The trace's events in order, livekit's spans as they ended, and their JSON Lines file.
 
 ``EventLog`` numbers events as they are stored (``seq``, from 0, no gaps) and hands out copies,
-so a reader on another thread never sees the list change under it.
+so a reader on another thread never sees the list change under it. Spans are kept apart from
+the events: a span has a duration and a parent and is known only once it ends (a turn's span
+after the events inside it), so it has no place in the events' order.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from .._records import FieldError, build, not_utf8, value
-from .schema import EventKind
+from .schema import EventKind, TraceSpan
 
-TRACE_FORMAT = "notebook-agents.trace/4"
+TRACE_FORMAT = "notebook-agents.trace/5"
 """the first line of a saved trace, so an unrelated or newer file is refused clearly"""
 EARLIER_FORMATS = {
+    "notebook-agents.trace/4": "no livekit spans",
     "notebook-agents.trace/3": "no tool errors, refused session updates or model_source of "
     "a divergence (the plugin's view)",
     "notebook-agents.trace/2": "no user_transcript events; agent messages do not say whether "
@@ -51,6 +54,7 @@ class EventLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._events: list[TraceEvent] = []
+        self._spans: list[TraceSpan] = []
         self.t0 = time.perf_counter()
         """the monotonic clock's reading at trace time 0"""
         self.started_at = time.time()
@@ -79,14 +83,25 @@ class EventLog:
     def __len__(self) -> int:
         return len(self._events)
 
+    def add_span(self, span: TraceSpan) -> None:
+        with self._lock:
+            self._spans.append(span)
+
+    def spans(self) -> list[TraceSpan]:
+        with self._lock:
+            return list(self._spans)
+
     def save(self, path: str | Path) -> Path:
-        """Write the events as JSON Lines (a format line first)."""
+        """Write the events as JSON Lines (a format line first), then one ``{"span": ...}``
+        line per span."""
         path = Path(path)
         with path.open("w", encoding="utf-8") as out:
             header = {"format": TRACE_FORMAT, "started_at": self.started_at}
             out.write(json.dumps(header) + "\n")
             for event in self.events():
                 out.write(json.dumps(event.to_record(), default=str) + "\n")
+            for span in self.spans():
+                out.write(json.dumps({"span": span.to_record()}, default=str) + "\n")
         return path
 
     def load(self, path: str | Path) -> None:
@@ -106,8 +121,13 @@ class EventLog:
                 if "started_at" in header:
                     self.started_at = value(header["started_at"], float, "started_at")
                 for number, line in enumerate(lines, start=2):
-                    if line.strip():
-                        self._events.append(build(TraceEvent, _parse_line(path, number, line)))
+                    if not line.strip():
+                        continue
+                    record = _parse_line(path, number, line)
+                    if "span" in record and len(record) == 1:
+                        self._spans.append(build(TraceSpan, record["span"]))
+                    else:
+                        self._events.append(build(TraceEvent, record))
             except FieldError as e:
                 raise ValueError(f"{path}:{number}: {e}") from None
 

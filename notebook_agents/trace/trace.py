@@ -17,12 +17,13 @@ from typing import Any
 from livekit.agents import AgentSession
 from livekit.agents.voice.remote_session import RemoteSession
 
+from . import chrome, otlp
 from .contexts import agent_contexts, divergences
 from .delivery import Delivery, Subscriber
 from .reading import SessionReader
 from .recorder import Recorder, given
 from .remote import RemoteReader
-from .schema import EventKind
+from .schema import EventKind, TraceSpan
 from .store import EventLog, TraceEvent
 from .truth import ModelTruth
 
@@ -88,6 +89,15 @@ class Trace:
     def __iter__(self) -> Iterator[TraceEvent]:
         return iter(self.events)
 
+    @property
+    def spans(self) -> list[TraceSpan]:
+        """livekit's OpenTelemetry spans of this session, in the order they ended (a runner
+        captures them; ``livekit_spans``)."""
+        return self._log.spans()
+
+    def _add_span(self, span: TraceSpan) -> None:
+        self._log.add_span(span)
+
     def of_kind(self, *kinds: EventKind) -> list[TraceEvent]:
         return [e for e in self.events if e.kind in kinds]
 
@@ -146,10 +156,20 @@ class Trace:
         """
         return self._delivery.subscribe(callback)
 
+    def to_otlp_json(self) -> str:
+        """The events and livekit's spans as OTLP JSON (Jaeger, Langfuse, Phoenix, an
+        OpenTelemetry collector's ``/v1/traces``)."""
+        return otlp.to_otlp_json(self)
+
+    def to_chrome_json(self) -> str:
+        """The events and livekit's spans as Chrome trace-event JSON (ui.perfetto.dev,
+        ``chrome://tracing``)."""
+        return chrome.to_chrome_json(self)
+
     # -- saving ----------------------------------------------------------------------------
 
     def save(self, path: str | Path) -> Path:
-        """Write the events as JSON Lines (a format line first; docs/trace-format.md)."""
+        """Write the events and spans as JSON Lines (a format line first; docs/trace-format.md)."""
         self._flush()
         return self._log.save(path)
 
