@@ -551,6 +551,20 @@ async def test_start_stop_cycles_leave_no_calls_on_the_offline_room(
         assert livekit.mock_room_call_records() == 0
 
 
+async def test_turns_add_no_calls_to_the_offline_room(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """What livekit's room IO sends every turn (transcriptions, session messages, the
+    agent's state) goes nowhere offline: the cached room's mock kept each call, ~33 a turn
+    with their payloads, until the runner stopped."""
+    runner = await started(runners, NotebookRunner(server_for(emulator.base_url())))
+    await runner.send_text("hi")
+    before = livekit.mock_room_call_records()
+    for _ in range(3):
+        await runner.send_text("hello")
+    assert livekit.mock_room_call_records() == before
+
+
 def test_every_private_livekit_name_exists() -> None:
     missing = [
         f"{getattr(owner, '__qualname__', owner.__name__)}.{name}"

@@ -572,6 +572,7 @@ class NotebookRunner(StartStop):
             # otherwise, where the first one in a kernel (~60 ms of mocks, cached after) is
             # reported as a blocked event loop
             livekit.name_mock_room_by_job()
+            livekit.quiet_mock_room()
             await self.server.simulate_job(self.room_name, fake_job=True)
 
     def _observed(self, entrypoint: Entrypoint) -> Entrypoint:
