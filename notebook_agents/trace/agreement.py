@@ -27,8 +27,9 @@ class Agreement(Generic[T]):
 
     def __init__(self, ids_of: Callable[[Sequence[T]], list[str]]) -> None:
         self._ids_of = ids_of
-        self._ours: Sequence[llm.ChatItem] | None = None  # None: nothing to build on
-        self._theirs: Sequence[T] = ()
+        # copies of the lists (a caller's list may change after): None, nothing to build on
+        self._ours: list[llm.ChatItem] | None = None
+        self._theirs: list[T] = []
         self._held: set[str] = set()
         self._unsent: list[llm.ChatItem] = []  # livekit's items the model did not hold
         self.alike = 0
@@ -37,19 +38,17 @@ class Agreement(Generic[T]):
     def holds(self, ours: Sequence[llm.ChatItem], theirs: Sequence[T]) -> bool:
         """True if the sides agree now, told from what each gained since they last agreed
         (remembered as the new agreement); False if they may not: compare them in full."""
-        before = self._ours
-        if before is None:
+        if self._ours is None:
             return False
-        mine, others = len(before), len(self._theirs)
-        # list equality: element by element, each found alike by identity first
-        if ours[:mine] != before or theirs[:others] != self._theirs:
+        our_new, their_new = past(ours, self._ours), past(theirs, self._theirs)
+        if our_new is None or their_new is None:
             return False
-        gained = self._ids_of(theirs[others:])
+        gained = self._ids_of(their_new)
         held, new = self._held, set(gained)
         if any(item.id in new or sent_to_model(item) for item in self._unsent):
             return False  # held now, or livekit would send it now: not as it was
         added, unsent = [], []
-        for item in ours[mine:]:
+        for item in our_new:
             if item.id in held:
                 return False  # livekit holds an id twice: the full comparison says how
             if item.id in new or sent_to_model(item):
@@ -58,7 +57,7 @@ class Agreement(Generic[T]):
                 unsent.append(item)
         if added != gained:
             return False
-        self._ours, self._theirs = ours, theirs
+        self._ours, self._theirs = list(ours), list(theirs)
         held.update(new)
         self._unsent += unsent
         self.alike += len(added)
@@ -67,10 +66,19 @@ class Agreement(Generic[T]):
     def agreed(self, ours: Sequence[llm.ChatItem], theirs: Sequence[T]) -> None:
         """A full comparison found the sides alike: build on it."""
         their_ids = self._ids_of(theirs)
-        self._ours, self._theirs, self._held = ours, theirs, set(their_ids)
+        self._ours, self._theirs, self._held = list(ours), list(theirs), set(their_ids)
         self._unsent = [item for item in ours if item.id not in self._held]
         self.alike = len(their_ids)
 
     def forget(self) -> None:
         """The sides parted: the next comparison is a full one."""
         self._ours = None
+
+
+def past(now: Sequence[T], before: Sequence[T]) -> Sequence[T] | None:
+    """What ``now`` holds past ``before``, if it still begins with it (None if not). Items
+    are compared by identity first (list equality), then by value: an item equal in every
+    field is the same item here."""
+    if now[: len(before)] != before:
+        return None
+    return now[len(before) :]

@@ -20,12 +20,12 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from livekit.agents import AgentSession, llm
 
 from .. import _livekit_internals as livekit
-from .agreement import Agreement
+from .agreement import Agreement, past
 from .describe import (
     activity_label,
     agent_label,
@@ -70,6 +70,7 @@ class ModelSide:
         # where livekit's context last agreed with each side: the next compare builds on it
         self._with_server: Agreement[str] = Agreement(list)
         self._with_plugin: Agreement[llm.ChatItem] = Agreement(_synced_ids)
+        self._all_held: _AllHeld | None = None  # the next sync's check builds on it
 
     # -- on the session's thread -----------------------------------------------------------
 
@@ -259,16 +260,27 @@ class ModelSide:
         self.changed()
 
     def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None:
-        """After a sync: an ``error`` for each item sent that the model does not hold."""
-        if rt_session.realtime_model.capabilities.mutable_chat_context:
-            held = {item.id for item in rt_session.chat_ctx.items}
-            rejected = [
-                item for item in chat_ctx.items if item.id not in held and syncs_to_model(item)
-            ]
-            if rejected:
-                session = self.session
-                activity = livekit.current_activity(session) if session is not None else None
-                self._recorder.capture_alarm(_rejected, activity, rejected)
+        """After a sync: an ``error`` for each item sent that the model does not hold. Once a
+        check found every item held, the next looks only at the items sent since, while the
+        plugin's view still holds what it held then."""
+        if not rt_session.realtime_model.capabilities.mutable_chat_context:
+            return
+        sent, plugin = list(chat_ctx.items), rt_session.chat_ctx.items
+        last = self._all_held
+        sent_since = past(sent, last.sent) if last is not None else None
+        held_since = past(plugin, last.plugin) if last is not None else None
+        to_check: Sequence[llm.ChatItem]
+        if last is None or sent_since is None or held_since is None:
+            to_check, held = sent, {item.id for item in plugin}
+        else:
+            to_check, held = sent_since, last.held
+            held.update(item.id for item in held_since)
+        rejected = [item for item in to_check if item.id not in held and syncs_to_model(item)]
+        self._all_held = None if rejected else _AllHeld(sent, plugin, held)
+        if rejected:
+            session = self.session
+            activity = livekit.current_activity(session) if session is not None else None
+            self._recorder.capture_alarm(_rejected, activity, rejected)
 
     def _label(self) -> str | None:
         session = self.session
@@ -276,6 +288,16 @@ class ModelSide:
 
 
 # -- where the events are made ---------------------------------------------------------------
+
+
+class _AllHeld(NamedTuple):
+    """A sync after which the model held every item sent."""
+
+    sent: list[llm.ChatItem]
+    plugin: list[llm.ChatItem]
+    """the plugin's items then"""
+    held: set[str]
+    """their ids (and those the plugin gained since, once a later check builds on it)"""
 
 
 Apart = tuple[ModelSource, set[str], set[str], bool]
