@@ -116,9 +116,8 @@ async def measure(turns):
 """
 
 PARTS = """
-import collections, functools
-from notebook_agents.runner import notebook_runner
-from notebook_agents.trace import tap
+import collections, functools, statistics
+from notebook_agents.trace import livekit_spans, tap
 
 spent = collections.defaultdict(float)
 
@@ -149,37 +148,49 @@ def timed_tap(self, event, *args):
         handler = handlers.get(event)
         if handler is not None:
             handler(*args)
-    spent["the trace's event handlers"] += time.perf_counter() - started
+    spent[HANDLERS] += time.perf_counter() - started
+
+TURN, HOPS, HANDLERS = "the turn on the job's loop", "the hops (runner.run - the turn)", \
+    "the trace's event handlers"
+ORDER = [
+    "runner.run",
+    HOPS,
+    TURN,
+    "the runner's checks after a turn",
+    HANDLERS,
+    "the trace's span capture",
+    "the trace's check after a sync",
+    "the trace's comparison with the model",
+    "  of it, reading the emulator's ids",
+    "livekit's session host (to the mock room)",
+]
 
 async def parts(turns):
     model_side = runner.trace._reader.model
-    model_side.compare = timed("the trace's comparison with the model", model_side.compare)
-    model_side._server_side = timed("  of it, reading the emulator's side", model_side._server_side)
-    model_side.synced = timed("the trace's check after a sync", model_side.synced)
-    runner._checked = timed("the runner's checks after a turn", runner._checked)
-    runner._turn = timed_async("the turn on the job's loop", runner._turn)
+    model_side.compare = timed(ORDER[7], model_side.compare)
+    model_side._server_side = timed(ORDER[8], model_side._server_side)
+    model_side.synced = timed(ORDER[6], model_side.synced)
+    router = livekit_spans._router
+    router.on_start = timed(ORDER[5], router.on_start)
+    router.on_end = timed(ORDER[5], router.on_end)
+    runner._checked = timed(ORDER[3], runner._checked)
+    runner._turn = timed_async(TURN, runner._turn)
     host = job_session._session_host._transport
-    host.send_message = timed_async("livekit's session host (to the mock room)", host.send_message)
+    host.send_message = timed_async(ORDER[9], host.send_message)
     tap._Tap.__call__ = timed_tap
-    started = time.perf_counter()
+    per_turn = collections.defaultdict(list)
     for _ in range(turns):
+        spent.clear()
+        started = time.perf_counter()
         await runner.run("hello")
-    total = time.perf_counter() - started
-    hop = total - spent["the turn on the job's loop"]
-    shares = {"runner.run": total, "the hops (runner.run - the turn on the job's loop)": hop}
-    for name in sorted(spent, key=ORDER.index):
-        shares[name] = spent[name]
-    return {name: value / turns for name, value in shares.items()}
-
-ORDER = [
-    "the turn on the job's loop",
-    "the runner's checks after a turn",
-    "the trace's event handlers",
-    "the trace's check after a sync",
-    "the trace's comparison with the model",
-    "  of it, reading the emulator's side",
-    "livekit's session host (to the mock room)",
-]
+        spent["runner.run"] = time.perf_counter() - started
+        spent[HOPS] = spent["runner.run"] - spent[TURN]
+        for name in ORDER:
+            per_turn[name].append(spent[name])
+    return {
+        name: [statistics.median(per_turn[name]), statistics.fmean(per_turn[name])]
+        for name in ORDER
+    }
 """
 
 
@@ -252,9 +263,10 @@ def main() -> None:
     }
     for name, value in differences.items():
         print(f"  {name:<44} {value:+6.2f} ms")
-    print(f"\n{args.turns} more turns through the runner, each part timed where it runs (mean):")
-    for name, value in parts.items():
-        print(f"  {name:<52} {value * 1e3:6.3f} ms")
+    print(f"\n{args.turns} more turns through the runner, each part timed where it runs:")
+    print(f"  {'(per turn)':<52} {'median':>8} {'mean':>8}")
+    for name, (median, mean) in parts.items():
+        print(f"  {name:<52} {median * 1e3:5.3f} ms {mean * 1e3:5.3f} ms")
 
 
 if __name__ == "__main__":

@@ -267,13 +267,12 @@ class ModelSide:
             return
         sent, plugin = list(chat_ctx.items), rt_session.chat_ctx.items
         last = self._all_held
-        sent_since = past(sent, last.sent) if last is not None else None
         held_since = past(plugin, last.plugin) if last is not None else None
         to_check: Sequence[llm.ChatItem]
-        if last is None or sent_since is None or held_since is None:
+        if last is None or held_since is None:
             to_check, held = sent, {item.id for item in plugin}
         else:
-            to_check, held = sent_since, last.held
+            to_check, held = _unchecked(sent, last.sent), last.held
             held.update(item.id for item in held_since)
         rejected = [item for item in to_check if item.id not in held and syncs_to_model(item)]
         self._all_held = None if rejected else _AllHeld(sent, plugin, held)
@@ -304,6 +303,16 @@ Apart = tuple[ModelSource, set[str], set[str], bool]
 """what parts two sides: which side, the ids only livekit holds, only the model, the order"""
 Item = llm.ChatItem | ChatItemData
 """an item of the model's side: the plugin's (livekit's type) or the server's (described)"""
+
+
+def _unchecked(sent: list[llm.ChatItem], checked: list[llm.ChatItem]) -> list[llm.ChatItem]:
+    """The items of ``sent`` past the start it shares with ``checked`` (all of them if none
+    is shared). livekit sends the caller's newest message again as another object (the same
+    id, a later ``created_at``): the shared start is found walking back from the end."""
+    shared = min(len(sent), len(checked))
+    while shared and sent[shared - 1] is not checked[shared - 1]:
+        shared -= 1
+    return sent[shared:] if sent[:shared] == checked[:shared] else sent
 
 
 def _synced_ids(items: Sequence[llm.ChatItem]) -> list[str]:
