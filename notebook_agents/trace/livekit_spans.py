@@ -104,7 +104,10 @@ def capture_spans(trace: Trace, room: str) -> Callable[[], None]:
         elif provider not in _joined:
             provider.add_span_processor(_router)
             _joined.add(provider)
-        _router.sinks[room] = sink = lambda span: trace._add_span(to_trace_span(span, trace))
+        # the span is made when the trace's spans are read, not on the session's thread
+        _router.sinks[room] = sink = lambda span: trace._span_ended(
+            lambda: to_trace_span(span, trace)
+        )
 
     def release() -> None:
         with _lock:

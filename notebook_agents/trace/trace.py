@@ -95,8 +95,13 @@ class Trace:
         captures them; ``livekit_spans``)."""
         return self._log.spans()
 
+    def _span_ended(self, make: Callable[[], TraceSpan]) -> None:
+        """Keep a span that ended, made (``make()``) when the spans are next read."""
+        self._log.add_span(make)
+
     def _add_span(self, span: TraceSpan) -> None:
-        self._log.add_span(span)
+        """Keep a span made already (a test's, a replay's)."""
+        self._log.add_span(lambda: span)
 
     def of_kind(self, *kinds: EventKind) -> list[TraceEvent]:
         return [e for e in self.events if e.kind in kinds]
