@@ -3,7 +3,7 @@
 In one real ipykernel, against one in-process emulator, with the same agent (the realtime
 plugin, text): a bare ``AgentSession`` started on the kernel's loop (``session.run``), and a
 ``NotebookRunner`` (``runner.run``, the same as ``send_text`` without joining the text). Warm
-turns, interleaved in alternating order, so the machine's load falls on both alike. The
+turns, interleaved in rotating order, so the machine's load falls on all alike. The
 difference is split into parts, each measured interleaved beside them:
 
 - hop: ``runner.call`` of a no-op (the kernel's loop -> the job's loop and back);
@@ -16,7 +16,7 @@ difference is split into parts, each measured interleaved beside them:
 These differences of medians move by a millisecond from run to run on a loaded machine;
 then, after the interleaved turns, as many turns again go through the runner with each part
 timed where it runs (perf_counter around the trace's handlers and comparisons, the runner's
-checks, the turn on the job's loop, livekit's session host writing to the mock room).
+checks, the turn on the job's loop, the capture of livekit's spans).
 
 Goal: the runner's turn within 1.1x the bare one. The machine's other load moves the figures:
 quote one run's, taken while little else runs.
@@ -105,7 +105,9 @@ async def measure(turns):
         await extra()
     for i in range(turns):
         gc.collect()
-        for name in names if i % 2 == 0 else reversed(names):
+        # each kind in each place of the round as often (the first after gc.collect() is
+        # slower): every difference is between kinds that ran in the same places
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             started = time.perf_counter()
             await VARIANTS[name]()
             times[name].append(time.perf_counter() - started)
@@ -162,7 +164,6 @@ ORDER = [
     "the trace's check after a sync",
     "the trace's comparison with the model",
     "  of it, reading the emulator's ids",
-    "livekit's session host (to the mock room)",
 ]
 
 async def parts(turns):
@@ -175,8 +176,6 @@ async def parts(turns):
     router.on_end = timed(ORDER[5], router.on_end)
     runner._checked = timed(ORDER[3], runner._checked)
     runner._turn = timed_async(TURN, runner._turn)
-    host = job_session._session_host._transport
-    host.send_message = timed_async(ORDER[9], host.send_message)
     tap._Tap.__call__ = timed_tap
     per_turn = collections.defaultdict(list)
     for _ in range(turns):
