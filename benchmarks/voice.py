@@ -1,8 +1,10 @@
 """A caller's wait in a voice session, offline, and what an open microphone costs.
 
 For each RTT and each pipeline the Concierge is asked "hello there" by a synthesized caller
-``--turns`` times after a warm-up turn; the wait is from the end of the caller's speech, as
-the session's VAD heard it, to the reply's first audio (the trace's ``Speech.first_audio_s``).
+``--turns`` times after a warm-up turn; the wait is from the end of the caller's speech, where
+livekit's VAD placed it (``stopped_speaking_at``, as ``lk.e2e_latency`` counts), to the reply's
+first audio (``TraceAnalysis.of(trace).speech``'s ``first_audio_s``); under it, the median of
+each phase the caller waited on (``turn_phases``), and what none explains.
 
 - cascaded (silero VAD, ``openai.STT``, ``openai.LLM``, ``openai.TTS`` on the emulator): each
   request answers ``http_first_byte_s`` after it was sent on a warm connection; livekit
@@ -25,12 +27,21 @@ import asyncio
 import contextlib
 import statistics
 import time
+from collections import defaultdict
 
 import numpy as np
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai, silero
 
-from notebook_agents import Emulator, LatencyModel, NotebookRunner, RunnerError, TraceAnalysis
+from notebook_agents import (
+    Breakdown,
+    Emulator,
+    LatencyModel,
+    NotebookRunner,
+    RunnerError,
+    TraceAnalysis,
+    turn_phases,
+)
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 
 RTTS_MS = (0, 20, 100)
@@ -64,9 +75,11 @@ def truth_s(pipeline: str, latency: LatencyModel) -> float:
     return (latency.created_ms + latency.first_token_ms) / 1000.0
 
 
-async def waits(pipeline: str, rtt_ms: float, turns: int) -> tuple[list[float], float]:
-    """The caller's waits over ``turns`` turns after a warm-up, and the network's share of
-    the wait by the latency model."""
+async def waits(
+    pipeline: str, rtt_ms: float, turns: int
+) -> tuple[list[float], list[Breakdown], float]:
+    """The caller's waits over ``turns`` turns after a warm-up, each split into phases, and
+    the network's share of the wait by the latency model."""
     latency = LatencyModel(rtt_ms=rtt_ms)
     caller = synthesize("hello there")
     with Emulator(latency=latency) as emulator:
@@ -75,11 +88,22 @@ async def waits(pipeline: str, rtt_ms: float, turns: int) -> tuple[list[float], 
             await runner.ready()
             for _ in range(turns + 1):
                 await runner.send_audio(caller)
-            speech = TraceAnalysis(runner.trace.events).speech
         finally:
             runner.stop()
+    speech = TraceAnalysis.of(runner.trace).speech
     answers = [s.first_audio_s for s in speech if s.speaker == "agent" and s.first_audio_s]
-    return answers[1:], truth_s(pipeline, latency)
+    return answers[1:], turn_phases(runner.trace)[1:], truth_s(pipeline, latency)
+
+
+def phase_medians(breakdowns: list[Breakdown]) -> str:
+    """``name ms`` of each phase the caller waited on, medians over the turns, in order."""
+    taken: defaultdict[str, list[float]] = defaultdict(list)
+    for b in breakdowns:
+        for p in b.phases:
+            if p.critical:
+                taken[p.name].append(p.seconds)
+        taken["unexplained"].append(b.unexplained)
+    return ", ".join(f"{name} {statistics.median(s) * 1000:.0f}" for name, s in taken.items())
 
 
 async def open_mic_cpu(seconds: float) -> float:
@@ -105,7 +129,7 @@ async def main() -> None:
     for pipeline in PIPELINES:
         baseline: tuple[float, float] | None = None
         for rtt_ms in RTTS_MS:
-            measured, truth = await waits(pipeline, rtt_ms, args.turns)
+            measured, phases, truth = await waits(pipeline, rtt_ms, args.turns)
             median = statistics.median(measured)
             baseline = baseline or (median, truth)
             print(
@@ -114,6 +138,7 @@ async def main() -> None:
                 f"{(median - baseline[0]) * 1000:+4.0f} ms vs RTT 0 "
                 f"(truth {(truth - baseline[1]) * 1000:+4.0f} ms)"
             )
+            print(f"    phases, median ms: {phase_medians(phases)}")
     cores = await open_mic_cpu(args.idle_s)
     print(f"open microphone, silence for {args.idle_s:.0f} s: {cores * 100:.1f}% of a core")
 

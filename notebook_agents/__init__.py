@@ -13,6 +13,7 @@ from .emulator import (
     ToolCallReply,
     VerdictReply,
 )
+from .phases import Breakdown, Phase, turn_phases
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -69,6 +70,7 @@ __all__ = [
     "AgentRunner",
     "AgentStateData",
     "AudioError",
+    "Breakdown",
     "ChatItemData",
     "ClosedData",
     "ContextChangedData",
@@ -88,6 +90,7 @@ __all__ = [
     "ModelUsageData",
     "NotebookRunner",
     "Outcome",
+    "Phase",
     "Recording",
     "RemoteAgent",
     "ReplyContext",
@@ -120,5 +123,6 @@ __all__ = [
     "load_suite",
     "run_app",
     "run_suite",
+    "turn_phases",
 ]
 __version__ = "0.1.0"

@@ -1,10 +1,16 @@
 """What a trace says happened, computed once: the agents in order of appearance, each one's
-state over time, the handoffs and each new agent's bring-up, and the stretches with no events.
+state over time, the handoffs and each new agent's bring-up, the stretches with no events, who
+spoke when and how long the caller waited, and where each turn's wait went.
 
 Engine side (no views, no widgets): the views draw from it, notebook 03 measures bring-ups with
-it, and it reads a loaded trace as well as a live one. ``TraceAnalysis`` takes events one at a
-time, so a live view updates it as they arrive; ``TraceAnalysis(trace.events)`` reads a whole
-trace.
+it, and it reads a loaded trace as well as a live one. ``TraceAnalysis`` takes events (and
+livekit's spans) one at a time, so a live view updates it as they arrive;
+``TraceAnalysis.of(trace)`` reads a whole trace.
+
+The caller's wait is defined here, once: from the end of the caller's speech (livekit's
+``stopped_speaking_at``, where ``lk.e2e_latency`` counts from), or from the moment typed text
+reached the session, to the first audio out (the agent's state turning ``speaking``; the first
+text when there is no audio). ``Speech.first_audio_s`` and each turn's ``Breakdown`` use it.
 """
 
 from __future__ import annotations
@@ -12,16 +18,27 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .modes import UNKNOWN_MODE, mode_label
-from .trace import TraceEvent
+from .trace import Trace, TraceEvent, TraceSpan
+
+if TYPE_CHECKING:
+    from .bench.tables import Table
+    from .phases import Breakdown
+    from .phases.table import PhaseRow
 
 IDLE_AFTER = 3.0
 """seconds without any event after which a stretch counts as idle (views shorten it)"""
 WAITING_STATES = ("listening", "idle")
 """agent states that wait on the caller: only then is a quiet stretch idle (a long quiet
 ``thinking`` is the agent or its model being slow, which is worth seeing at full length)"""
+SPOKEN_METRICS = frozenset({"started_speaking_at", "stopped_speaking_at"})
+"""what livekit measures of a user message that was spoken (a typed one has neither)"""
+
+Prompt = Literal["speech", "text", "handoff"]
+"""what an agent's speech answered: the caller's speech, their typed text, or a handoff no one
+asked for"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +133,19 @@ class Speech:
     text: str = ""
     """the user's final transcript; the agent's reply as far as it was heard"""
     first_audio_s: float | None = None
-    """an agent's: how long the caller waited for its first audio, from the end of the
-    caller's speech it answers (a handoff in between included; after a barge-in, the end of
-    the speech that cut the agent short), else from an unasked handoff to it; None when it
-    spoke unprompted: nothing was said since its last speech began but talk-over (the caller
-    spoke over it and did not cut it short), or it resumed after a false interruption"""
+    """an agent's: how long the caller waited for its first audio (or text), from the end of
+    the caller's speech it answers (a handoff in between included; after a barge-in, the end
+    of the speech that cut the agent short), from the caller's typed text reaching the
+    session, else from an unasked handoff to it; None when it spoke unprompted: nothing was
+    said since its last speech began but talk-over (the caller spoke over it and did not cut
+    it short), or it resumed after a false interruption. With the trace's ``started_at`` the
+    caller's speech ends where livekit's VAD put it (``stopped_speaking_at``: the wait is
+    ``lk.e2e_latency`` as the trace saw it); without it, where the VAD said so, its
+    ``min_silence_duration`` later, and a typed turn's wait starts at the user's message."""
     interrupted: bool = False
     """an agent's reply the user spoke over (barge-in): ``text`` is what was heard"""
+    answers: Prompt | None = None
+    """an agent's: what its ``first_audio_s`` counts from (None with it)"""
 
     @property
     def seconds(self) -> float:
@@ -130,16 +153,32 @@ class Speech:
 
 
 class TraceAnalysis:
-    """Lanes, state spans, handoffs, bring-ups and idle gaps of events fed in order.
+    """Lanes, state spans, handoffs, bring-ups, idle gaps, speech and turns of events fed in
+    order (and of livekit's spans, for the turns' phases).
 
     The agent state is the session's: a handoff ends the old agent's span and starts the new
     agent's in the same state. A bring-up ends at the new agent's first words: its state
     turning ``speaking``, or its first message if that comes first; a handoff after which its
     agent never spoke (another handoff or the end came first) has none, nor has the first agent.
+    ``started_at`` (the trace's) puts livekit's wall-clock times on the trace's clock: without
+    it the caller's wait is measured from later moments (see ``Speech.first_audio_s``).
     """
 
-    def __init__(self, events: Iterable[TraceEvent] = (), idle_after: float = IDLE_AFTER) -> None:
+    def __init__(
+        self,
+        events: Iterable[TraceEvent] = (),
+        idle_after: float = IDLE_AFTER,
+        *,
+        started_at: float | None = None,
+        spans: Iterable[TraceSpan] = (),
+    ) -> None:
         self.idle_after = idle_after
+        self.started_at = started_at
+        """the trace's wall-clock time of t = 0 (``Trace.started_at``)"""
+        self.events: list[TraceEvent] = []
+        """every event taken, in order"""
+        self.livekit_spans: list[TraceSpan] = list(spans)
+        """livekit's OpenTelemetry spans taken (``Trace.spans``), for the turns' phases"""
         self.lanes: list[str] = []
         """agents in order of first appearance"""
         self.spans: list[Span] = []
@@ -177,6 +216,38 @@ class TraceAnalysis:
         for event in events:
             self.add(event)
 
+    @classmethod
+    def of(cls, trace: Trace, idle_after: float = IDLE_AFTER) -> TraceAnalysis:
+        """A whole trace, live or loaded: its events, its spans and its clock."""
+        return cls(trace.events, idle_after, started_at=trace.started_at, spans=trace.spans)
+
+    def add_span(self, span: TraceSpan) -> None:
+        """Take a span livekit ended (``Trace.spans`` lists them as they end)."""
+        self.livekit_spans.append(span)
+
+    @property
+    def speaking(self) -> list[Speech]:
+        """The speech still going on (its ``end`` is its start until it ends)."""
+        return list(self._speaking.values())
+
+    def turns(self) -> list[Breakdown]:
+        """Each turn's wait split into phases (``phases.turn_phases``), so far."""
+        from .phases.turns import split_turns  # the phases read this module: not at import
+
+        return split_turns(self)
+
+    def phase_rows(self) -> list[PhaseRow]:
+        """``turns()`` as rows, one per phase per turn and one for each wait."""
+        from .phases.table import phase_rows
+
+        return phase_rows(self.turns())
+
+    def phase_table(self) -> Table[PhaseRow]:
+        """``turns()`` as a table: text with ``str()``, HTML in a notebook."""
+        from .phases.table import phase_table
+
+        return phase_table(self.turns())
+
     def lane(self, agent: str) -> int:
         """``agent``'s lane, added after the others on first sight."""
         if agent not in self._lane_of:
@@ -204,6 +275,7 @@ class TraceAnalysis:
 
     def add(self, event: TraceEvent) -> None:
         """Take the next event (in recording order)."""
+        self.events.append(event)
         if self.end is not None and event.t - self.end > self.idle_after and self.waiting:
             self.gaps.append(Gap(self.end, event.t))
         self.start = event.t if self.start is None else self.start
@@ -229,7 +301,7 @@ class TraceAnalysis:
             self._switch(handoff.target, event.t)
             self._arriving = handoff if handoff.source else None
             if handoff.source and self._prompt is None:  # an agent handing over unasked
-                self._prompt = _Prompt(event.t, None)
+                self._prompt = _Prompt(event.t, None, "handoff")
         elif event.kind == "closed":
             self._switch(None, event.t)
             self._arriving = None
@@ -240,10 +312,13 @@ class TraceAnalysis:
         if event.kind in ("user_state", "agent_state"):
             speaker: Literal["user", "agent"] = "user" if event.kind == "user_state" else "agent"
             if data["new"] == "speaking" and speaker not in self._speaking:
-                first_audio = self._agent_began(event.t) if speaker == "agent" else None
+                waited = self._agent_began(event.t) if speaker == "agent" else None
                 if speaker == "user":
                     self._user_began()
-                self._speaking[speaker] = Speech(speaker, agent, event.t, event.t, "", first_audio)
+                first_audio, answers = waited if waited is not None else (None, None)
+                self._speaking[speaker] = Speech(
+                    speaker, agent, event.t, event.t, "", first_audio, answers=answers
+                )
             elif data["old"] == "speaking" and speaker in self._speaking:
                 opened = self._speaking.pop(speaker)
                 self.speech.append(dataclasses.replace(opened, end=event.t))
@@ -255,14 +330,43 @@ class TraceAnalysis:
             self._give_words("user", data["text"], False)
         elif event.kind == "agent_message":
             self._give_words("agent", data["text"], bool(data.get("interrupted")))
+        elif event.kind == "user_message":
+            self._user_message(event)
 
-    def _agent_began(self, t: float) -> float | None:
-        """An agent speech starts at ``t``: how long the caller waited for it, if it answers."""
+    def _agent_began(self, t: float) -> tuple[float, Prompt] | None:
+        """An agent speech starts at ``t``: how long the caller waited for it and what it
+        answers, if it answers."""
         prompt, resumed = self._prompt, self._paused
         self._prompt, self._paused, self._unsaid = None, False, True
         if "user" in self._speaking:
             self._overlapped = True
-        return t - prompt.end if prompt is not None and not resumed else None
+        return (t - prompt.end, prompt.kind) if prompt is not None and not resumed else None
+
+    def _user_message(self, event: TraceEvent) -> None:
+        """A spoken message says where the caller's speech ended (``speech_ended_at``); a
+        typed one is what the next agent speech answers, from when it reached the session."""
+        data = event.data
+        metrics = data.get("metrics") or {}
+        if SPOKEN_METRICS & metrics.keys():
+            ended = speech_ended_at(metrics, self.started_at)
+            if ended is not None:
+                self._user_stopped_at(ended)
+        elif self._prompt is None or self._prompt.kind != "speech":  # not a spoken turn's
+            sent = text_sent_at(data, self.started_at)
+            self._prompt = _Prompt(event.t if sent is None else min(sent, event.t), None, "text")
+
+    def _user_stopped_at(self, t: float) -> None:
+        """The caller's last speech really ended at ``t``, before the VAD said so: it and the
+        wait for what answers it end and start there."""
+        for i in range(len(self.speech) - 1, -1, -1):
+            said = self.speech[i]
+            if said.speaker == "user":
+                if said.start <= t < said.end:
+                    self.speech[i] = dataclasses.replace(said, end=t)
+                    prompt = self._prompt
+                    if prompt is not None and prompt.kind == "speech" and prompt.end == said.end:
+                        self._prompt = prompt._replace(end=t)
+                return
 
     def _user_began(self) -> None:
         agent = self._speaking.get("agent")
@@ -274,7 +378,7 @@ class TraceAnalysis:
         over = self._over
         if self._overlapped or (over is not None and self._said == (over, False)):
             return
-        self._prompt = _Prompt(t, over)
+        self._prompt = _Prompt(t, over, "speech")
 
     def _agent_said(self, start: float, interrupted: bool) -> None:
         """The words of the agent speech that began at ``start`` came: whether it was cut."""
@@ -318,9 +422,33 @@ class _Prompt(NamedTuple):
     over: float | None
     """the start of the agent speech the caller began speaking over (a barge-in if it was
     cut short, talk-over if it went on)"""
+    kind: Prompt
 
 
-_SPEECH_KINDS = frozenset({"user_state", "agent_state", "user_transcript", "agent_message"})
+def on_trace_clock(unix: Any, started_at: float | None) -> float | None:
+    """A livekit wall-clock time (Unix seconds) on the trace's clock, if both are known."""
+    if started_at is None or not isinstance(unix, int | float) or isinstance(unix, bool):
+        return None
+    return float(unix) - started_at
+
+
+def speech_ended_at(metrics: Mapping[str, Any], started_at: float | None) -> float | None:
+    """Where the caller's wait for a spoken turn begins: livekit's ``stopped_speaking_at`` of
+    the user's message (its VAD's end of speech less the silence the VAD waited for, where
+    ``lk.e2e_latency`` counts from), on the trace's clock; None if unknown (a realtime model
+    hears on its server: there the end of speech is its ``speech_stopped``, the user's state)."""
+    return on_trace_clock(metrics.get("stopped_speaking_at"), started_at)
+
+
+def text_sent_at(data: Mapping[str, Any], started_at: float | None) -> float | None:
+    """Where the caller's wait for a typed turn begins: when the text reached the session
+    (the user message's ``created_at``), on the trace's clock; None if unknown."""
+    return on_trace_clock(data.get("created_at"), started_at)
+
+
+_SPEECH_KINDS = frozenset(
+    {"user_state", "agent_state", "user_transcript", "agent_message", "user_message"}
+)
 
 
 def _handoff(event: TraceEvent) -> Handoff:

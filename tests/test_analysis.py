@@ -56,10 +56,10 @@ def test_speech_spans_carry_their_words_and_how_long_the_caller_waited() -> None
     ]
     assert TraceAnalysis(events).speech == [
         Speech("user", "A", 1.0, 2.0, "hello"),
-        Speech("agent", "A", 2.5, 3.125, "You are A. Wait", 0.5, interrupted=True),
+        Speech("agent", "A", 2.5, 3.125, "You are A. Wait", 0.5, True, "speech"),
         Speech("user", "A", 3.0, 3.5, "transfer to b"),
-        Speech("agent", "B", 4.25, 5.25, "B here.", 0.75),
-        Speech("agent", "A", 6.5, 7.0, "", 0.5),
+        Speech("agent", "B", 4.25, 5.25, "B here.", 0.75, answers="speech"),
+        Speech("agent", "A", 6.5, 7.0, "", 0.5, answers="handoff"),
         Speech("agent", "A", 8.0, 8.5),  # unprompted
     ]
 

@@ -387,7 +387,12 @@ def _make_transcript(
 
 
 def _make_user_message(activity: AgentActivity | None, item: llm.ChatMessage) -> Iterable[Record]:
-    data = {"text": message_text(item), "item_id": item.id, "metrics": message_metrics(item)}
+    data = {
+        "text": message_text(item),
+        "item_id": item.id,
+        "metrics": message_metrics(item),
+        "created_at": item.created_at,
+    }
     yield "user_message", data, activity_label(activity)
 
 

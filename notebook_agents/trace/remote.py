@@ -126,6 +126,7 @@ class RemoteReader:
                 "text": message_text(item),
                 "item_id": item.id,
                 "metrics": message_metrics(item),
+                "created_at": item.created_at,
             }
             self._capture("user_message", data)
         elif isinstance(item, llm.ChatMessage) and item.role == "assistant":

@@ -78,10 +78,13 @@ class UserMessageData(TypedDict):
     text: str
     item_id: str
     metrics: dict[str, float]
+    created_at: NotRequired[float]
 
 
 """``metrics``: the numbers of livekit's ``ChatMessage.metrics`` (per-turn latency such as
-``end_of_turn_delay``, ``transcription_delay``; seconds, or Unix times for ``*_at``)"""
+``end_of_turn_delay``, ``transcription_delay``; seconds, or Unix times for ``*_at``);
+``created_at``: livekit's ``ChatMessage.created_at`` (Unix seconds): for typed text, when it
+reached the session, where a typed turn's wait begins"""
 
 
 class UserTranscriptData(TypedDict):

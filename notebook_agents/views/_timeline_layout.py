@@ -159,8 +159,11 @@ class TimelineLayout:
     ``first_t`` (the widget's traits of the same names).
     """
 
-    def __init__(self, events: list[TraceEvent] | None = None) -> None:
-        self.analysis = TraceAnalysis()
+    def __init__(
+        self, events: list[TraceEvent] | None = None, started_at: float | None = None
+    ) -> None:
+        # the trace's clock: the caller's wait as TraceAnalysis defines it
+        self.analysis = TraceAnalysis(started_at=started_at)
         self.marks: list[Mark] = []
         self.changed: list[str] = []
         self._legend: dict[tuple[str, str], dict[str, Any]] = {}

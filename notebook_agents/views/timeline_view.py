@@ -59,7 +59,7 @@ class TimelineView(TraceStreamView):
 
     def __init__(self, trace: Trace, **kwargs: Any) -> None:
         # the history is laid out during the base's __init__: the layout must exist first
-        self._timeline = TimelineLayout()
+        self._timeline = TimelineLayout(started_at=trace.started_at)
         styles = {key: asdict(style) for key, style in MARK_STYLES.items()}
         super().__init__(trace, mark_styles=styles, **kwargs)
         self.observe(self._on_scrub, names="scrub_t")

@@ -1,0 +1,335 @@
+"""Every turn's wait split into phases (``turn_phases``), on real parts: the runner, the
+emulator, livekit's own pipeline (silero's VAD, its turn detector, the OpenAI plugins). Each
+phase sits where livekit's spans and the trace's events put it; the critical ones add up to
+the wait; the caller's wait is the same figure in ``TraceAnalysis.speech`` and in the
+breakdown, and it is reconciled with livekit's ``lk.e2e_latency``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from livekit.agents import AgentServer, AgentSession, JobContext
+from livekit.plugins import openai, silero
+
+from notebook_agents import NotebookRunner, TraceAnalysis
+from notebook_agents.emulator import Emulator
+from notebook_agents.phases import Breakdown, Phase, turn_phases
+from notebook_agents.phases.table import UNEXPLAINED, WAIT
+from notebook_agents.speech import synthesize
+from notebook_agents.trace import Trace, TraceEvent, TraceSpan
+from notebook_agents.views import TimelineView
+
+from .conftest import API_KEY, started
+from .handoff_agents import Concierge
+from .test_runner import production_server
+from .test_runner_voice import realtime_voice_server, voice_server
+from .test_trace_spans import cascaded_server
+from .upstream import greeter_weather
+
+TICK = 0.001
+"""two records of one moment: a span's end and the event livekit emits right after it"""
+
+
+def spoken_trace(server: AgentServer, words: str) -> Trace:
+    """The trace of a runner that took one spoken turn, on a loop of its own."""
+
+    async def run() -> Trace:
+        runner = NotebookRunner(server, audio=True)
+        runner.start()
+        try:
+            await runner.ready()
+            await runner.send_audio(synthesize(words))
+        finally:
+            runner.stop()
+        return runner.trace
+
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
+            env.delenv(name, raising=False)
+        return asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def spoken() -> Iterator[Trace]:
+    """The issue's spoken "what is two plus three" to the cascaded Concierge, offline."""
+    with Emulator() as emulator:
+        yield spoken_trace(voice_server(emulator), "what is two plus three")
+
+
+def only(trace: Trace, name: str) -> TraceSpan:
+    (span,) = [s for s in trace.spans if s.name == name]
+    return span
+
+
+def first(trace: Trace, name: str) -> TraceSpan:
+    return next(s for s in trace.spans if s.name == name)
+
+
+def phase(breakdown: Breakdown, name: str) -> Phase:
+    (found,) = [p for p in breakdown.phases if p.name == name]
+    return found
+
+
+def speaking(trace: Trace) -> TraceEvent:
+    return next(e for e in trace.of_kind("agent_state") if e.data["new"] == "speaking")
+
+
+def clock(trace: Trace, unix: float) -> float:
+    return unix - trace.started_at
+
+
+def assert_critical_phases_fill_the_wait(b: Breakdown) -> None:
+    """The critical phases follow one another from the wait's start to its end, and what
+    they leave between them is under 20 ms."""
+    critical = [p for p in b.phases if p.critical]
+    assert critical[0].start == pytest.approx(b.start, abs=TICK)
+    assert critical[-1].end == pytest.approx(b.end, abs=TICK)
+    for before, after in pairwise(critical):
+        assert after.start >= before.end - TICK
+    assert 0 <= b.unexplained < 0.02
+
+
+def test_a_spoken_turns_phases_add_up_to_its_wait_each_where_livekit_put_it(
+    spoken: Trace, tmp_path: Path
+) -> None:
+    (b,) = turn_phases(spoken)
+    (heard,) = spoken.of_kind("user_message")
+    metrics = heard.data["metrics"]
+    assert (b.kind, b.label, b.agent, b.spoken) == ("turn", "turn 1 · spoken", "Concierge", True)
+    # the wait: from the end of speech, as livekit's VAD placed it, to the first audio out
+    assert b.start == clock(spoken, metrics["stopped_speaking_at"])
+    assert b.end == speaking(spoken).t
+    assert_critical_phases_fill_the_wait(b)
+    assert b.speech_id == only(spoken, "agent_turn").attributes["lk.speech_id"]
+
+    vad = phase(b, "vad_end_of_speech")  # the VAD said so once its silence had passed
+    (stopped,) = [e for e in spoken.of_kind("user_state") if e.data["new"] == "listening"]
+    assert (vad.start, vad.end) == (b.start, stopped.t)
+    assert "min_silence_duration" in vad.note
+    transcript = phase(b, "final_transcript")
+    (final,) = [e for e in spoken.of_kind("user_transcript") if e.data["final"]]
+    assert transcript.end == final.t
+    assert transcript.livekit == only(spoken, "user_turn").attributes["lk.transcription_delay"]
+    detection = only(spoken, "eou_detection")
+    eou = phase(b, "eou_detection")
+    assert (eou.start, eou.end) == (detection.start, detection.end)
+
+    # the end of turn is livekit's endpointing delay, its maximum: the turn detector was
+    # unsure the caller had finished
+    end_of_turn = phase(b, "end_of_turn")
+    wait = only(spoken, "eou_wait")
+    assert end_of_turn.critical and (end_of_turn.start, end_of_turn.end) == (b.start, wait.end)
+    assert end_of_turn.livekit == metrics["end_of_turn_delay"]
+    probability = detection.attributes["lk.eou.probability"]
+    assert probability < detection.attributes["lk.eou.unlikely_threshold"]
+    assert wait.attributes["lk.eou.endpointing_delay"] == 2.5  # the streaming default
+    assert end_of_turn.seconds == pytest.approx(2.5, abs=0.02)
+    assert end_of_turn.seconds > 0.9 * b.wait
+    assert f"probability {probability:.2f}" in end_of_turn.note
+    assert "max_delay" in end_of_turn.note and "turn_handling" in end_of_turn.note
+    # what ran beside it: the VAD, the transcript, the detection, the preemptive LLM request
+    assert not any(
+        phase(b, name).critical
+        for name in ("vad_end_of_speech", "final_transcript", "eou_detection", "llm_first_token")
+    )
+
+    llm = phase(b, "llm_first_token")
+    node = only(spoken, "llm_node")
+    assert llm.start == node.start and llm.livekit == node.attributes["lk.response.ttft"]
+    assert llm.seconds == pytest.approx(llm.livekit)
+    tts = phase(b, "tts_first_byte")
+    request = first(spoken, "tts_request")
+    assert tts.critical and tts.start == request.start
+    assert tts.livekit == only(spoken, "tts_node").attributes["lk.response.ttfb"]
+    out = phase(b, "first_audio")
+    assert out.critical and (out.start, out.end) == (tts.end, b.end)
+
+    loaded = Trace.load(spoken.save(tmp_path / "spoken.jsonl"))
+    assert turn_phases(loaded) == [b]
+
+
+def test_the_callers_wait_is_one_figure_reconciled_with_livekits_e2e_latency(
+    spoken: Trace, tmp_path: Path
+) -> None:
+    """Issue 22: ``TraceAnalysis.speech`` said the caller waited ~1945 ms while livekit's
+    e2e_latency said 2.52 s. The first counted from the VAD's end-of-speech event, the second
+    from the end of speech that event reports: the VAD's silence apart."""
+    (b,) = turn_phases(spoken)
+    (said,) = spoken.of_kind("agent_message")
+    e2e = said.data["metrics"]["e2e_latency"]
+    assert b.attributes["lk.e2e_latency"] == e2e
+    # one start; livekit stamps the first frame, the trace records the state it then sets
+    began = clock(spoken, said.data["metrics"]["started_speaking_at"])
+    assert b.wait - e2e == pytest.approx(b.end - began, abs=1e-9)
+    assert 0 <= b.end - began < TICK
+
+    user, agent = TraceAnalysis.of(spoken).speech
+    assert (agent.answers, agent.first_audio_s) == ("speech", b.wait)
+    assert user.end == b.start  # the caller stopped where livekit says they did
+    # the timeline says the same of a saved trace
+    view = TimelineView(Trace.load(spoken.save(tmp_path / "spoken.jsonl")))
+    assert view.analysis.speech[1].first_audio_s == pytest.approx(b.wait, abs=1e-9)
+    # without the trace's clock the speech ends at the VAD's event: the wait lacks the silence
+    _, late = TraceAnalysis(spoken.events).speech
+    assert late.first_audio_s == pytest.approx(b.wait - phase(b, "vad_end_of_speech").seconds)
+
+
+def test_the_table_has_a_row_per_phase_per_turn_and_the_wait_beside_livekits(
+    spoken: Trace,
+) -> None:
+    analysis = TraceAnalysis.of(spoken)
+    (b,) = analysis.turns()
+    live = TraceAnalysis(started_at=spoken.started_at)  # as a view takes them, one by one
+    for event in spoken.events:
+        live.add(event)
+    for span in spoken.spans:
+        live.add_span(span)
+    assert live.turns() == [b] == turn_phases(spoken)
+    rows = analysis.phase_rows()
+    assert [r.phase for r in rows] == [WAIT, *(p.name for p in b.phases), UNEXPLAINED]
+    wait, *phases, rest = rows
+    assert (wait.label, wait.ms, wait.livekit_ms) == (
+        "turn 1 · spoken",
+        b.wait * 1000,
+        b.attributes["lk.e2e_latency"] * 1000,
+    )
+    assert "e2e_latency" in wait.note and rest.ms == b.unexplained * 1000
+    assert [(r.start, r.ms, r.critical, r.note) for r in phases] == [
+        (p.start, p.seconds * 1000, p.critical, p.note) for p in b.phases
+    ]
+    table = analysis.phase_table()
+    text, html = str(table), table._repr_html_()
+    assert "end_of_turn" in text and "(final_transcript)" in text and "livekit ms" in text
+    assert "<table" in html and "max_delay" in html
+    assert "truth ms" not in text  # no truth for a turn: the column is left out
+
+
+def endpointing_server(emulator: Emulator, delay: float) -> AgentServer:
+    """The cascaded Concierge with the endpointing delay the note says to set (both: livekit
+    takes the max after an unsure end-of-turn detection, the min after a sure one)."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            vad=silero.VAD.load(),
+            stt=openai.STT(base_url=emulator.base_url(), api_key=API_KEY),
+            llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
+            tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
+            turn_handling={"endpointing": {"min_delay": delay, "max_delay": delay}},
+        )
+        await session.start(agent=Concierge(), room=ctx.room)
+
+    return server
+
+
+def test_the_end_of_turn_notes_advice_changes_it() -> None:
+    """The endpointing delay set as the note says: the end of turn takes it (1.5 s: longer
+    than the offline transcript takes, so it is still what the caller waits on)."""
+    with Emulator() as emulator:
+        trace = spoken_trace(endpointing_server(emulator, 1.5), "what is two plus three")
+    (b,) = turn_phases(trace)
+    end_of_turn = phase(b, "end_of_turn")
+    assert end_of_turn.critical and "delay (1.50 s)" in end_of_turn.note
+    assert end_of_turn.seconds == pytest.approx(1.5, abs=0.02)
+    assert_critical_phases_fill_the_wait(b)
+
+
+async def typed_trace(runners: list[NotebookRunner], server: AgentServer, *texts: str) -> Trace:
+    runner = await started(runners, NotebookRunner(server))
+    for text in texts:
+        await runner.send_text(text)
+    runner.stop()
+    return runner.trace
+
+
+async def test_a_typed_turns_phases_add_up_to_its_wait(
+    emulator: Emulator, runners: list[NotebookRunner], tmp_path: Path
+) -> None:
+    """On the Chat Completions LLM: the text reaches the session, the reply starts, the LLM
+    answers, its first text goes out."""
+    trace = await typed_trace(runners, cascaded_server(emulator), "what is 2 plus 3")
+    (b,) = turn_phases(trace)
+    (typed,) = trace.of_kind("user_message")
+    assert (b.label, b.spoken, b.agent) == ("turn 1 · typed", False, "Agent")
+    assert b.start == clock(trace, typed.data["created_at"]) and b.end == speaking(trace).t
+    assert_critical_phases_fill_the_wait(b)
+    node = only(trace, "llm_node")
+    assert [(p.name, p.start) for p in b.phases if p.critical] == [
+        ("reply_start", b.start),
+        ("llm_first_token", node.start),
+        ("first_text", node.start + node.attributes["lk.response.ttft"]),
+    ]
+    assert phase(b, "llm_first_token").livekit == node.attributes["lk.response.ttft"]
+    assert turn_phases(Trace.load(trace.save(tmp_path / "typed.jsonl"))) == [b]
+    (agent,) = TraceAnalysis.of(trace).speech
+    assert (agent.answers, agent.first_audio_s) == ("text", b.wait)
+
+
+def response_created(span: TraceSpan, trace: Trace) -> float:
+    """When livekit's realtime plugin took the model's response.created (its metrics)."""
+    return clock(trace, json.loads(span.attributes["lk.realtime_model_metrics"])["timestamp"])
+
+
+async def test_a_typed_turn_to_a_realtime_model_splits_what_exists(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """No LLM or TTS node: the message reaches the model, it creates its response, the
+    response's first output goes out."""
+    trace = await typed_trace(runners, production_server(emulator), "hello")
+    (b,) = turn_phases(trace)
+    (typed,) = trace.of_kind("user_message")
+    assert_critical_phases_fill_the_wait(b)
+    critical = [p for p in b.phases if p.critical]
+    assert [p.name for p in critical[:2]] == ["message_sync", "response_created"]
+    assert critical[0].end == typed.t  # livekit records the message once the model has it
+    inference = only(trace, "realtime_inference")
+    assert critical[1].end == response_created(inference, trace)
+    assert critical[-1].name == "first_text"
+
+
+async def test_a_spoken_turn_to_a_realtime_model_splits_what_exists(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = await started(runners, NotebookRunner(realtime_voice_server(emulator), audio=True))
+    await runner.send_audio(synthesize("what is two plus three"))
+    runner.stop()
+    trace = runner.trace
+    (b,) = turn_phases(trace)
+    (stopped,) = [e for e in trace.of_kind("user_state") if e.data["new"] == "listening"]
+    assert b.spoken and b.start == stopped.t  # the model's server said the speech ended
+    assert_critical_phases_fill_the_wait(b)
+    created = phase(b, "response_created")
+    assert created.end == response_created(only(trace, "realtime_inference"), trace)
+    assert "turn_detection" in created.note
+    assert not phase(b, "final_transcript").critical
+    assert phase(b, "first_audio").end == b.end
+
+
+async def test_an_upstream_agents_turns_split_through_its_tool_and_handoff(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """livekit/agents PR #5229's Greeter/Weather, unchanged: the turn that hands over waits
+    through the tool and the handoff to the new agent's first words."""
+    model = openai.realtime.RealtimeModel(
+        base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+    )
+    runner = await started(runners, NotebookRunner(greeter_weather.make_server(model)))
+    await runner.greeting()
+    await runner.send_text("transfer to weather")
+    await runner.send_text("lookup weather location=Paris")
+    runner.stop()
+    transfer, lookup = turn_phases(runner.trace)  # the greeting answers no one
+    assert transfer.agent == lookup.agent == "WeatherAgent"
+    assert phase(transfer, "tool").note == "transfer_to_weather()"
+    handoff = phase(transfer, "handoff")
+    update = only(runner.trace, "update_agent")
+    assert handoff.critical and (handoff.start, handoff.end) == (update.start, update.end)
+    assert_critical_phases_fill_the_wait(transfer)
+    assert "lookup_weather()" in [p.note for p in lookup.phases]
+    assert abs(lookup.unexplained) < 0.02
