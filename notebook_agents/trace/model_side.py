@@ -7,10 +7,10 @@ they agree again; an item the model rejected during a sync is an ``error``. Wher
 server can be asked (``truth``: an emulator in this process), livekit's context is held
 against the model's own conversation as well: a late ack can leave the plugin's view agreeing
 with livekit while the model answers from another conversation. The checks compare ids on the
-session's thread, where the sides are, only those that came since the sides last agreed
-(``Agreement``: a few microseconds, however long the conversation), and capture only what
-they find: a parting, a coming together, a rejected item. What the runner looks for after
-each turn is then known without making any event (``Recorder.last_alarm``, ``parted``,
+session's thread, where the sides are, judging only the items that came since the sides last
+agreed (``Agreement``; the lists are only copied and compared whole, at C speed), and capture
+only what they find: a parting, a coming together, a rejected item. What the runner looks for
+after each turn is then known without making any event (``Recorder.last_alarm``, ``parted``,
 ``lacking``).
 """
 
