@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, NamedTuple
 from unittest import mock
 
+from livekit import rtc
 from livekit.agents import (
     AgentServer,
     AgentSession,
@@ -373,6 +374,46 @@ def name_mock_room_by_job() -> None:
     room_class = type(mock_room.create_mock_room())
     if not isinstance(vars(room_class).get("name"), property):
         room_class.name = property(_job_room_name)
+
+
+def quiet_mock_room() -> None:
+    """Make what livekit's room IO calls on the offline room every turn plain functions.
+
+    The cached room is an autospec mock: each call is checked against the real signature and
+    kept, with its arguments, until the runner stops (~33 a turn: transcription streams,
+    session messages, the agent's state; ~1 ms a turn). Nothing offline reads them. The room
+    answers as before (connected, the writes go nowhere); its local participant is an agent,
+    as a real job's is (the mock's kind read as an ingress in livekit's spans).
+    """
+    room = mock_room.create_mock_room()
+    room.isconnected = _connected
+    participant = room.local_participant
+    participant.kind = rtc.ParticipantKind.PARTICIPANT_KIND_AGENT
+    participant.stream_text = _text_to_nobody
+    participant.send_bytes = _sent_to_nobody
+    participant.set_attributes = _sent_to_nobody
+
+
+def _connected() -> bool:
+    return True
+
+
+async def _sent_to_nobody(*_: Any, **__: Any) -> None:
+    return None
+
+
+class _TextToNobody:
+    """A text stream nobody reads (``rtc.TextStreamWriter``'s calls)."""
+
+    async def write(self, text: str) -> None:
+        return None
+
+    async def aclose(self, *, reason: str = "", attributes: dict[str, str] | None = None) -> None:
+        return None
+
+
+async def _text_to_nobody(**_: Any) -> _TextToNobody:
+    return _TextToNobody()
 
 
 def _job_room_name(_room: Any) -> str:

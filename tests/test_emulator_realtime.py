@@ -209,6 +209,41 @@ async def test_conversations_are_each_connections_items_in_server_order(
     assert emulator.conversations() == [server]  # still there to read once it stopped
 
 
+async def test_item_ids_follow_the_conversation_through_inserts_and_deletes(
+    emulator: Emulator,
+) -> None:
+    """``item_ids`` (read after every turn, off the server's thread) is the described
+    conversation's messages and tool items, whatever the edits: an item put first or in the
+    middle, one deleted, a system message the model keeps that no chat context holds."""
+    async with realtime_session(emulator) as sess:
+        ctx = llm.ChatContext()
+        ctx.add_message(role="system", content="Be brief.")
+        for text in ("one", "two", "three"):
+            ctx.add_message(role="user", content=text)
+        await sess.update_chat_ctx(ctx)
+        session_id = emulator.connections[-1].session_id
+        assert session_id is not None
+
+        def chat_items(ctx: llm.ChatContext) -> list[str]:
+            return [i.id for i in ctx.messages() if i.role != "system"]
+
+        def described() -> list[str]:
+            items = emulator.conversation(session_id) or []
+            return [i["id"] for i in items if i.get("role") in ("user", "assistant")]
+
+        assert emulator.item_ids(session_id) == described() == chat_items(ctx)
+        edited = sess.chat_ctx.copy()
+        edited.items[2:2] = [llm.ChatMessage(role="assistant", content=["one and a half"])]
+        edited.items.insert(0, llm.ChatMessage(role="user", content=["zero"]))
+        del edited.items[-2]  # "two"
+        await sess.update_chat_ctx(edited)
+        assert emulator.item_ids(session_id) == described() == chat_items(edited)
+        await reply_text(await sess.generate_reply())  # appended by the model
+        assert emulator.item_ids(session_id) == described() == chat_items(sess.chat_ctx)
+        assert len(described()) == 5
+    assert emulator.item_ids("no-such-session") is None
+
+
 async def test_cancel_bare_and_by_response_id(emulator: Emulator) -> None:
     async with realtime_session(emulator, token_ms=20) as sess:
         events = ServerEvents(sess)

@@ -20,8 +20,11 @@ from livekit.agents import (
 from livekit.agents.voice.speech_handle import SpeechHandle
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner, RunnerError, RunnerState
+from notebook_agents import NotebookRunner, RunnerError, RunnerState, TurnError
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner._model_truth import InProcessEmulators
+from notebook_agents.trace import describe, model_side
+from notebook_agents.trace.describe import syncs_to_model
 
 from .conftest import API_KEY, started
 from .test_readme import python_block, run
@@ -263,3 +266,95 @@ async def test_the_readme_check_runs_as_written(emulator: Emulator, no_livekit_e
         if isinstance(runner := namespace.get("runner"), NotebookRunner):
             runner.stop()
     assert namespace["runner"].state is RunnerState.STOPPED
+
+
+class _CountedTruth:
+    """The emulators in this process as the model's side, counting how often they are read."""
+
+    def __init__(self) -> None:
+        self.described = 0
+        self.ids_read = 0
+        self._truth = InProcessEmulators()
+
+    def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
+        self.described += 1
+        return self._truth.conversation(session_id)
+
+    def item_ids(self, session_id: str) -> list[str] | None:
+        self.ids_read += 1
+        return self._truth.item_ids(session_id)
+
+
+async def test_each_turn_reads_the_models_ids_once_and_describes_nothing_while_alike(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """The trace compares when a turn's speech is done; the runner's check after the turn
+    reads the server again only if the trace heard more since. While the sides agree, only
+    the ids are read: the described conversation (a copy of all of it) is not."""
+    truth = _CountedTruth()
+    server = _ada_server(emulator.base_url(), [])
+    runner = await started(runners, NotebookRunner(server, model_truth=truth))
+    await runner.send_text("hi")
+    before = truth.ids_read, truth.described
+    for words in ("one", "two", "three"):
+        assert await runner.send_text(words) == f'You are Ada. You said: "{words}".'
+    assert (truth.ids_read - before[0], truth.described - before[1]) == (3, 0)
+
+
+async def test_each_turns_comparison_looks_only_at_what_the_turn_added(
+    emulator: Emulator, runners: list[NotebookRunner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Judging whether an item goes to the model is the per-item work of holding livekit's
+    context against the model's: a turn's check does as much of it after twenty turns as
+    after one (before, it judged every item of the conversation again)."""
+    judged = [0]
+
+    def counted(item: Any) -> bool:
+        judged[0] += 1
+        return syncs_to_model(item)
+
+    for module in (describe, model_side):
+        monkeypatch.setattr(module, "syncs_to_model", counted)
+    runner = await started(runners, NotebookRunner(_ada_server(emulator.base_url(), [])))
+
+    async def judged_in(turns: int) -> int:
+        judged[0] = 0
+        for _ in range(turns):
+            await runner.send_text("hello")
+        return judged[0]
+
+    await runner.send_text("hi")  # the first comparison is a full one: nothing to build on
+    early = await judged_in(3)
+    for _ in range(20):
+        await runner.send_text("more")
+    assert early > 0 and await judged_in(3) == early
+
+
+async def test_an_early_item_removed_from_livekits_side_alone_fails_the_next_turn(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """Many turns after they last parted, the agent's context drops the caller's first words
+    and the model refuses to: the comparison that builds on the last agreement still finds
+    it, an item the model holds that livekit lacks."""
+    url = f"{emulator.base_url()}?error_on=conversation.item.delete"
+    runner = await started(runners, NotebookRunner(_ada_server(url, [])))
+    for words in ("first words", "two", "three", "four", "five"):
+        await runner.send_text(words)
+    assert runner.session is not None
+    agent = runner.session.current_agent
+    edited = agent.chat_ctx.copy()
+    (first,) = [item for item in edited.items if item.id == _said_id(runner, "first words")]
+    edited.items.remove(first)
+    await runner.call(agent.update_chat_ctx, edited)
+
+    with pytest.raises(TurnError, match="holds 1 item livekit lacks") as raised:
+        await runner.send_text("six")
+    (parted,) = raised.value.errors
+    assert parted.kind == "context_diverged" and parted.data["model_source"] == "server"
+    assert [item["text"] for item in parted.data["extra"]] == ["first words"]
+
+
+def _said_id(runner: NotebookRunner, text: str) -> str:
+    """The item id of what the caller said as ``text`` (in the runner's trace)."""
+    (said,) = [e for e in runner.trace.of_kind("user_message") if e.data["text"] == text]
+    return str(said.data["item_id"])

@@ -23,6 +23,7 @@ from livekit.agents import (
     get_job_context,
     stt,
 )
+from livekit.agents.ipc import mock_room
 from livekit.agents.utils import http_context
 from livekit.plugins import openai
 
@@ -549,6 +550,44 @@ async def test_start_stop_cycles_leave_no_calls_on_the_offline_room(
         assert livekit.mock_room_call_records() > 0  # the job did use it
         runner.stop()
         assert livekit.mock_room_call_records() == 0
+
+
+async def test_turns_add_no_calls_to_the_offline_room(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """What livekit's room IO sends every turn (transcriptions, session messages, the
+    agent's state) goes nowhere offline: the cached room's mock kept each call, ~33 a turn
+    with their payloads, until the runner stopped."""
+    runner = await started(runners, NotebookRunner(server_for(emulator.base_url())))
+    await runner.send_text("hi")
+    before = livekit.mock_room_call_records()
+    for _ in range(3):
+        await runner.send_text("hello")
+    assert livekit.mock_room_call_records() == before
+
+
+async def test_offline_the_session_sends_no_session_messages_to_the_room(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """Nobody can join the offline room to drive or watch the session (livekit's
+    ``RemoteSession``), so it hosts none: before, every event of every turn was encoded for
+    the room and dropped there (~5 messages a turn)."""
+    runner = await started(runners, NotebookRunner(server_for(emulator.base_url())))
+    participant = mock_room.create_mock_room().local_participant
+    sent: list[str] = []
+    send_bytes = participant.send_bytes
+
+    async def counted(*args: Any, topic: str = "", **kwargs: Any) -> Any:
+        sent.append(topic)
+        return await send_bytes(*args, topic=topic, **kwargs)
+
+    participant.send_bytes = counted
+    try:
+        for _ in range(3):
+            await runner.send_text("hello")
+    finally:
+        participant.send_bytes = send_bytes
+    assert sent == []
 
 
 def test_every_private_livekit_name_exists() -> None:

@@ -26,8 +26,9 @@ from notebook_agents import _livekit_internals as livekit
 from notebook_agents.__main__ import main
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import synthesize
-from notebook_agents.trace import Trace, TraceSpan
+from notebook_agents.trace import Trace, TraceSpan, livekit_spans
 from notebook_agents.trace.chrome import TURN_SPANS, to_chrome_trace
+from notebook_agents.trace.livekit_spans import to_trace_span
 from notebook_agents.trace.otlp import OWN_SPAN, to_otlp_json
 
 from .conftest import API_KEY, started
@@ -136,6 +137,26 @@ async def test_two_runners_at_once_keep_their_spans_apart(
     assert len(conversations(one.trace)) == len(conversations(two.trace)) == 1
     assert conversations(one.trace) != conversations(two.trace)
     assert not {s.span_id for s in one.trace.spans} & {s.span_id for s in two.trace.spans}
+
+
+async def test_a_turns_spans_are_made_into_trace_spans_only_when_read(
+    emulator: Emulator, runners: list[NotebookRunner], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the session's thread a span's end is only kept: made into a ``TraceSpan`` (its
+    attributes and events copied, its ids formatted) when the trace's spans are read, as the
+    trace makes its events."""
+    made: list[str] = []
+
+    def counted(span: Any, trace: Trace) -> TraceSpan:
+        made.append(span.name)
+        return to_trace_span(span, trace)
+
+    monkeypatch.setattr(livekit_spans, "to_trace_span", counted)
+    runner = await started(runners, NotebookRunner(production_server(emulator)))
+    await runner.send_text("hello")
+    assert made == []
+    assert "agent_turn" in names(runner.trace)
+    assert made == names(runner.trace)  # each once, in the order they ended
 
 
 async def test_spans_survive_save_and_load_and_export_the_same(

@@ -17,6 +17,8 @@ class Conversation:
 
     def __init__(self) -> None:
         self._items: list[dict[str, Any]] = []
+        # kept as the items change (on the server's thread), for readers on other threads
+        self._chat_ids: list[str] = []
 
     def __len__(self) -> int:
         return len(self._items)
@@ -54,9 +56,12 @@ class Conversation:
                 param="item.id",
                 event_id=event_id,
             )
-        if previous_item_id is None:
+        if previous_item_id is None or previous_item_id == self.last_id():
             self._items.append(stored)
-        elif previous_item_id == ROOT:
+            if _in_chat(stored):
+                self._chat_ids.append(stored["id"])
+            return stored
+        if previous_item_id == ROOT:
             self._items.insert(0, stored)
         else:
             if self.get(previous_item_id) is None:
@@ -67,6 +72,7 @@ class Conversation:
                     event_id=event_id,
                 )
             self._items.insert(self._index(previous_item_id) + 1, stored)
+        self._chat_ids = [item["id"] for item in self._items if _in_chat(item)]
         return stored
 
     def delete(self, item_id: str, *, event_id: str | None = None) -> None:
@@ -78,6 +84,7 @@ class Conversation:
                 event_id=event_id,
             )
         del self._items[self._index(item_id)]
+        self._chat_ids = [item["id"] for item in self._items if _in_chat(item)]
 
     def truncate(
         self, item_id: str, content_index: int, audio_end_ms: int, *, event_id: str | None = None
@@ -127,6 +134,12 @@ class Conversation:
         }
         return [describe(item, names) for item in self._items]
 
+    def chat_item_ids(self) -> list[str]:
+        """The ids of the items a livekit chat context holds too (the caller's and the model's
+        messages, tool calls and their outputs), in order. Safe from any thread without the
+        server's loop: kept as the items change, and copied in one step."""
+        return list(self._chat_ids)
+
     def turns(self) -> list[Turn]:
         """The conversation as the reply rules see it."""
         return [turn for item in self._items if (turn := to_turn(item)) is not None]
@@ -174,13 +187,25 @@ def content_text(item: dict[str, Any]) -> str:
     the model heard of a caller's audio, if nobody asked for its transcript)."""
     texts = []
     for part in item.get("content") or []:
-        text = next(
-            (part[key] for key in ("text", "transcript", "_heard") if part.get(key) is not None),
-            None,
-        )
-        if text:
-            texts.append(str(text))
+        # a plain loop, not next() over a generator: the runner asks after every turn
+        for key in _TEXT_KEYS:
+            text = part.get(key)
+            if text is not None:
+                if text:
+                    texts.append(str(text))
+                break
     return " ".join(texts)
+
+
+def _in_chat(item: dict[str, Any]) -> bool:
+    return item.get("role") in _CHAT_ROLES or item.get("type") in _TOOL_TYPES
+
+
+_CHAT_ROLES = ("user", "assistant")
+_TOOL_TYPES = ("function_call", "function_call_output")
+
+_TEXT_KEYS = ("text", "transcript", "_heard")
+"""where a part's text is, in the order looked at"""
 
 
 def public(item: dict[str, Any]) -> dict[str, Any]:

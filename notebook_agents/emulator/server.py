@@ -21,6 +21,7 @@ from ._http import MAX_BODY_BYTES
 from ._open_connections import OpenConnections
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
+from .conversation import Conversation
 from .errors import EmulatorError, http_error
 from .faults import Faults
 from .latency import LatencyModel, query_to_str, query_value
@@ -269,9 +270,19 @@ class Emulator(StartStop):
         """The conversation of the realtime session ``session_id`` (its ``session.created``
         id), described as ``conversations()`` does; None if this emulator did not serve it.
         A ``ModelTruth`` for the trace: the runner holds livekit's chat context against it."""
-        found = [log.conversation for log in self.connections if log.session_id == session_id]
-        conversation = found[-1] if found else None
+        conversation = self._conversation_of(session_id)
         return self._snapshot(conversation.described) if conversation is not None else None
+
+    def item_ids(self, session_id: str) -> list[str] | None:
+        """The ids of ``conversation(session_id)``'s items, in order, read at once from any
+        thread (nothing described, no wait for the server's loop): what the runner's trace
+        compares with livekit's after every turn. None if this emulator did not serve it."""
+        conversation = self._conversation_of(session_id)
+        return conversation.chat_item_ids() if conversation is not None else None
+
+    def _conversation_of(self, session_id: str) -> Conversation | None:
+        found = [log.conversation for log in self.connections if log.session_id == session_id]
+        return found[-1] if found else None
 
     def _snapshot(self, read: Callable[[], T]) -> T:
         """``read()`` on the server's loop: no conversation changes half-way through."""

@@ -61,6 +61,9 @@ async def _start(self: AgentSession[Any], agent: Any, **kwargs: Any) -> Any:
         return await _upstream_start(self, agent, **kwargs)
     if observer.text_only and is_given(kwargs.get("room", NOT_GIVEN)):
         kwargs["room_options"] = _without_audio(kwargs)
+        # nobody can join the offline room to drive or watch the session (livekit's
+        # RemoteSession): hosting them would encode every event of every turn for nobody
+        kwargs.setdefault("session_host", False)
     greeted = observer.session_starting(self)
     # the greeting is captured as capture_run does; the entrypoint gets what it asked for
     capture = greeted and not kwargs.get("capture_run")

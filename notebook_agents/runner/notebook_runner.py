@@ -572,6 +572,7 @@ class NotebookRunner(StartStop):
             # otherwise, where the first one in a kernel (~60 ms of mocks, cached after) is
             # reported as a blocked event loop
             livekit.name_mock_room_by_job()
+            livekit.quiet_mock_room()
             await self.server.simulate_job(self.room_name, fake_job=True)
 
     def _observed(self, entrypoint: Entrypoint) -> Entrypoint:
@@ -784,7 +785,8 @@ class NotebookRunner(StartStop):
         chat context and its model's conversation are apart: even a turn that went through
         smoothly was answered from a conversation other than livekit's."""
         # the turn is over: the model's conversation should now hold what livekit's does
-        self.trace.compare_contexts()
+        # (the trace compares when a turn's speech is done: again only if it heard more since)
+        self.trace.compare_contexts(if_changed=True)
         problems = self.trace.problems_since(started, agent_label(session.current_agent))
         return [e for e in problems if e.kind != "error" or fails_turn(e, spoken=spoken)]
 

@@ -84,8 +84,10 @@ def syncs_to_model(item: llm.ChatItem) -> bool:
     return item.type in ("function_call", "function_call_output")
 
 
-def empty_message(item: llm.ChatItem) -> bool:
-    return isinstance(item, llm.ChatMessage) and not item.content
+def sent_to_model(item: llm.ChatItem) -> bool:
+    """What a realtime plugin sends of livekit's context: ``syncs_to_model``, but not an
+    empty message (livekit keeps one for itself)."""
+    return syncs_to_model(item) and not (isinstance(item, llm.ChatMessage) and not item.content)
 
 
 def error_text(reported: object) -> str:

@@ -159,7 +159,8 @@ def _join_provider() -> None:
 
 
 def _sink(trace: Trace) -> Sink:
-    return lambda span: trace._add_span(to_trace_span(span, trace))
+    # the span is made when the trace's spans are read, not on the session's thread
+    return lambda span: trace._span_ended(lambda: to_trace_span(span, trace))
 
 
 def to_trace_span(span: trace_sdk.ReadableSpan, trace: Trace) -> TraceSpan:

@@ -7,10 +7,11 @@ they agree again; an item the model rejected during a sync is an ``error``. Wher
 server can be asked (``truth``: an emulator in this process), livekit's context is held
 against the model's own conversation as well: a late ack can leave the plugin's view agreeing
 with livekit while the model answers from another conversation. The checks compare ids on the
-session's thread, where the sides are (a few microseconds; a cross-thread read of the server's
-side with a truth), and capture only what they find: a parting, a coming together, a rejected
-item. What the runner looks for after each turn is then known without making any event
-(``Recorder.last_alarm``, ``parted``, ``lacking``).
+session's thread, where the sides are, judging only the items that came since the sides last
+agreed (``Agreement``; the lists are only copied and compared whole, at C speed), and capture
+only what they find: a parting, a coming together, a rejected item. What the runner looks for
+after each turn is then known without making any event (``Recorder.last_alarm``, ``parted``,
+``lacking``).
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from livekit.agents import Agent, AgentSession, llm
+from livekit.agents import AgentSession, llm
 
 from .. import _livekit_internals as livekit
+from .agreement import Agreement, past
 from .describe import (
     activity_label,
     agent_label,
     describe_item,
-    empty_message,
+    sent_to_model,
     syncs_to_model,
 )
 from .realtime_protocol import RealtimeProtocol
@@ -63,12 +65,19 @@ class ModelSide:
             weakref.WeakKeyDictionary()
         )
         self._comparing = threading.Lock()  # the session's loop, and a caller's compare
+        self._heard = 0  # changes of the sides heard here (the recorder counts the others)
+        self._compared_at: tuple[int, int] | None = None  # what was heard at the last compare
+        # where livekit's context last agreed with each side: the next compare builds on it
+        self._with_server: Agreement[str] = Agreement(list)
+        self._with_plugin: Agreement[llm.ChatItem] = Agreement(_synced_ids)
+        self._all_held: _AllHeld | None = None  # the next sync's check builds on it
 
     # -- on the session's thread -----------------------------------------------------------
 
     def changed(self, *_: object) -> None:
         """A sync ended or the model's side gained an item: compare if that happened between
         turns (a late ack, an edit from code); within a turn, the turn's end compares."""
+        self._heard += 1
         if self.syncs or self._compare_pending:
             return
         session = self.session
@@ -96,10 +105,19 @@ class ModelSide:
         if session.current_speech is None:
             self.compare()
 
+    def compare_if_changed(self) -> None:
+        """``compare``, unless nothing was heard since the last one: livekit's side and the
+        plugin's are as they were compared (the server's is read again only after a change)."""
+        if self._compared_at != self._heard_so_far():
+            self.compare()
+
+    def _heard_so_far(self) -> tuple[int, int]:
+        return self._recorder.captures, self._heard
+
     def compare(self) -> None:
-        """Snapshot both sides of the active agent; the comparison (ids only) is made with
-        the events. A sync under way is left to finish (its end compares again). Never
-        raises: a failure is recorded instead."""
+        """Hold the active agent's context against the model's sides, from what changed since
+        they last agreed (``Agreement``); the event is made with the events. A sync under way
+        is left to finish (its end compares again). Never raises: a failure is recorded."""
         try:
             session = self.session
             activity = livekit.current_activity(session) if session is not None else None
@@ -113,58 +131,84 @@ class ModelSide:
                 self._asked, self._item_by_item = rt_session, capabilities.mutable_chat_context
             if not self._item_by_item:
                 return  # no item-by-item conversation on the model's side to hold livekit's to
-            # copies made now: livekit's read-only context, the plugin's rebuilt one, and the
-            # server's (read first: it may wait on the server's thread, never on a lock here)
+            self._compared_at = self._heard_so_far()
+            # lists made now: livekit's read-only context, the plugin's rebuilt one, and the
+            # server's ids (read at once, without waiting on the server's thread)
             server = self._server_side(rt_session)
             ours, plugin = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
-            sides: list[tuple[Sequence[Item], ModelSource]] = []
-            if server is not None:
-                sides.append((server, "server"))
-            sides.append(([item for item in plugin if syncs_to_model(item)], "plugin"))
             with self._comparing:
-                self._compare(activity.agent, ours, sides)
+                self._compare(agent_label(activity.agent), ours, plugin, server)
         except Exception as e:  # a trace must never break the session it observes
             self._recorder.capture_failure(e)
 
     def _compare(
         self,
-        agent: Agent,
+        label: str,
         ours: list[llm.ChatItem],
-        sides: list[tuple[Sequence[Item], ModelSource]],
+        plugin: list[llm.ChatItem],
+        server: tuple[list[str], str] | None,
     ) -> None:
         """Parted if livekit's ids differ from either side's (the server's first)."""
-        label, held_alike = agent_label(agent), 0
-        for theirs, source in sides:
-            their_ids = [_item_id(item) for item in theirs]
-            held = set(their_ids)
-            # what livekit would send: an empty message it keeps only for itself is not synced
-            # (an item the model holds is one it was sent: no need to ask)
-            our_ids = [
-                item.id
-                for item in ours
-                if item.id in held or (syncs_to_model(item) and not empty_message(item))
-            ]
-            if our_ids != their_ids:
-                kept = set(our_ids)
-                order = [i for i in our_ids if i in held] != [i for i in their_ids if i in kept]
-                apart = (source, kept - held, held - kept, order)
-                if self.parted.get(label) != apart:  # parted, or parted otherwise than before
-                    self.parted[label] = apart
-                    ours = [item for item in ours if item.id in kept]
-                    known = len(sides) > 1  # the server was read: the plugin's view is a view
-                    self._recorder.capture_alarm(_diverged, label, ours, theirs, source, known)
+        server_read = server is not None
+        if server is not None and not self._with_server.holds(ours, server[0]):
+            # described only now: the ids found the sides apart, or could not tell
+            described = self._server_items(server[1])
+            server_read = described is not None
+            if described is not None:
+                if self._parted(label, ours, described, "server", True):
+                    self._with_server.forget()
+                    return
+                self._with_server.agreed(ours, [item["id"] for item in described])
+        if not self._with_plugin.holds(ours, plugin):
+            theirs = [item for item in plugin if syncs_to_model(item)]
+            if self._parted(label, ours, theirs, "plugin", server_read):
+                self._with_plugin.forget()
                 return
-            held_alike = len(our_ids)
+            self._with_plugin.agreed(ours, plugin)
         if self.parted.pop(label, None) is not None:
-            data = {"agent": label, "items": held_alike}
+            data = {"agent": label, "items": self._with_plugin.alike}
             self._recorder.capture(given, "context_converged", data, label)
 
-    def _server_side(self, rt_session: llm.RealtimeSession[Any]) -> list[ChatItemData] | None:
-        """The model's items as its server holds them, if a truth serves this session."""
+    def _parted(
+        self,
+        label: str,
+        ours: list[llm.ChatItem],
+        theirs: Sequence[Item],
+        source: ModelSource,
+        server_known: bool,
+    ) -> bool:
+        """Whether livekit's ids differ from ``theirs``: a ``context_diverged`` if they part
+        otherwise than they did at the agent's last comparison. ``server_known``: the
+        server's side was read (then the plugin's is only a view of it)."""
+        their_ids = [_item_id(item) for item in theirs]
+        held = set(their_ids)
+        # what livekit would send (an item the model holds is one it was sent: no need to ask)
+        our_ids = [item.id for item in ours if item.id in held or sent_to_model(item)]
+        if our_ids == their_ids:
+            return False
+        kept = set(our_ids)
+        order = [i for i in our_ids if i in held] != [i for i in their_ids if i in kept]
+        apart = (source, kept - held, held - kept, order)
+        if self.parted.get(label) != apart:  # parted, or parted otherwise than before
+            self.parted[label] = apart
+            ours = [item for item in ours if item.id in kept]
+            self._recorder.capture_alarm(_diverged, label, ours, theirs, source, server_known)
+        return True
+
+    def _server_side(self, rt_session: llm.RealtimeSession[Any]) -> tuple[list[str], str] | None:
+        """The ids of the model's items as its server holds them, and its session id, if a
+        truth serves this session."""
         truth, protocol = self.truth, self._protocols.get(rt_session)
         if truth is None or protocol is None or protocol.session_id is None:
             return None
-        items = truth.conversation(protocol.session_id)
+        ids = truth.item_ids(protocol.session_id)
+        return (ids, protocol.session_id) if ids is not None else None
+
+    def _server_items(self, session_id: str) -> list[ChatItemData] | None:
+        """The model's items as its server holds them, described (the truth's conversation
+        may wait on the server's thread: never on a lock here that the server takes)."""
+        truth = self.truth
+        items = truth.conversation(session_id) if truth is not None else None
         if items is None:
             return None
         # what livekit's side holds too: messages of the caller and the model, tool items
@@ -204,6 +248,7 @@ class ModelSide:
     # -- what the sync wrapper reports (patching.SyncWatcher) ------------------------------
 
     def sync_started(self) -> None:
+        self._heard += 1
         self.syncs += 1
 
     def sync_failed(self, error: llm.RealtimeError) -> None:
@@ -215,16 +260,26 @@ class ModelSide:
         self.changed()
 
     def synced(self, chat_ctx: llm.ChatContext, rt_session: llm.RealtimeSession[Any]) -> None:
-        """After a sync: an ``error`` for each item sent that the model does not hold."""
-        if rt_session.realtime_model.capabilities.mutable_chat_context:
-            held = {item.id for item in rt_session.chat_ctx.items}
-            rejected = [
-                item for item in chat_ctx.items if item.id not in held and syncs_to_model(item)
-            ]
-            if rejected:
-                session = self.session
-                activity = livekit.current_activity(session) if session is not None else None
-                self._recorder.capture_alarm(_rejected, activity, rejected)
+        """After a sync: an ``error`` for each item sent that the model does not hold. Once a
+        check found every item held, the next looks only at the items sent since, while the
+        plugin's view still holds what it held then."""
+        if not rt_session.realtime_model.capabilities.mutable_chat_context:
+            return
+        sent, plugin = list(chat_ctx.items), rt_session.chat_ctx.items
+        last = self._all_held
+        held_since = past(plugin, last.plugin) if last is not None else None
+        to_check: Sequence[llm.ChatItem]
+        if last is None or held_since is None:
+            to_check, held = sent, {item.id for item in plugin}
+        else:
+            to_check, held = _unchecked(sent, last.sent), last.held
+            held.update(item.id for item in held_since)
+        rejected = [item for item in to_check if item.id not in held and syncs_to_model(item)]
+        self._all_held = None if rejected else _AllHeld(sent, plugin, held)
+        if rejected:
+            session = self.session
+            activity = livekit.current_activity(session) if session is not None else None
+            self._recorder.capture_alarm(_rejected, activity, rejected)
 
     def _label(self) -> str | None:
         session = self.session
@@ -234,10 +289,34 @@ class ModelSide:
 # -- where the events are made ---------------------------------------------------------------
 
 
+class _AllHeld(NamedTuple):
+    """A sync after which the model held every item sent."""
+
+    sent: list[llm.ChatItem]
+    plugin: list[llm.ChatItem]
+    """the plugin's items then"""
+    held: set[str]
+    """their ids (and those the plugin gained since, once a later check builds on it)"""
+
+
 Apart = tuple[ModelSource, set[str], set[str], bool]
 """what parts two sides: which side, the ids only livekit holds, only the model, the order"""
 Item = llm.ChatItem | ChatItemData
 """an item of the model's side: the plugin's (livekit's type) or the server's (described)"""
+
+
+def _unchecked(sent: list[llm.ChatItem], checked: list[llm.ChatItem]) -> list[llm.ChatItem]:
+    """The items of ``sent`` past the start it shares with ``checked`` (all of them if none
+    is shared). livekit sends the caller's newest message again as another object (the same
+    id, a later ``created_at``): the shared start is found walking back from the end."""
+    shared = min(len(sent), len(checked))
+    while shared and sent[shared - 1] is not checked[shared - 1]:
+        shared -= 1
+    return sent[shared:] if sent[:shared] == checked[:shared] else sent
+
+
+def _synced_ids(items: Sequence[llm.ChatItem]) -> list[str]:
+    return [item.id for item in items if syncs_to_model(item)]
 
 
 def _item_id(item: Item) -> str:

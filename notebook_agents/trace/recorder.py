@@ -46,9 +46,12 @@ class Recorder:
         """the clock's reading at the last capture that may make an ``error`` or a
         ``context_diverged``: whoever looks for those since a moment makes events only if
         this is later (the notebook runner, after every turn)"""
+        self.captures = 0
+        """how many moments were captured: unchanged, nothing was heard in between"""
 
     def capture(self, normalize: Normalize, *args: Any) -> None:
         """``normalize(*args)`` will make this moment's events when flushed."""
+        self.captures += 1
         self._pending.append((_now(), normalize, args))
         if self._delivery.needs_notify:
             self._delivery.notify()
@@ -62,6 +65,7 @@ class Recorder:
         append, delivery = self._pending.append, self._delivery
 
         def capture(event: Any) -> None:
+            self.captures += 1
             append((_now(), normalize, (*fixed, read(source), event)))
             if delivery.needs_notify:
                 delivery.notify()
@@ -75,6 +79,7 @@ class Recorder:
 
     def capture_last(self, normalize: Normalize, *args: Any) -> None:
         """``capture``, for an event nothing follows (``closed``): delivered at once."""
+        self.captures += 1
         self._pending.append((_now(), normalize, args))
         self._delivery.notify(last=True)
 

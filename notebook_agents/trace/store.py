@@ -12,6 +12,8 @@ import dataclasses
 import json
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,8 @@ class EventLog:
         self._lock = threading.Lock()
         self._events: list[TraceEvent] = []
         self._spans: list[TraceSpan] = []
+        # spans as they ended, made when next read (appending to a deque needs no lock)
+        self._unmade_spans: deque[Callable[[], TraceSpan]] = deque()
         self.t0 = time.perf_counter()
         """the monotonic clock's reading at trace time 0"""
         self.started_at = time.time()
@@ -83,12 +87,16 @@ class EventLog:
     def __len__(self) -> int:
         return len(self._events)
 
-    def add_span(self, span: TraceSpan) -> None:
-        with self._lock:
-            self._spans.append(span)
+    def add_span(self, make: Callable[[], TraceSpan]) -> None:
+        """Keep a span that ended; ``make()`` gives it when the spans are next read (on the
+        session's thread a span's end is only kept, as an event's capture is)."""
+        self._unmade_spans.append(make)
 
     def spans(self) -> list[TraceSpan]:
         with self._lock:
+            unmade = self._unmade_spans
+            while unmade:
+                self._spans.append(unmade.popleft()())
             return list(self._spans)
 
     def save(self, path: str | Path) -> Path:

@@ -58,10 +58,12 @@ class Trace:
 
     @model_truth.setter
     def model_truth(self, truth: ModelTruth | None) -> None:
-        if truth is not None and not callable(getattr(truth, "conversation", None)):
+        if truth is not None and not all(
+            callable(getattr(truth, method, None)) for method in ("conversation", "item_ids")
+        ):
             raise TypeError(
-                f"model_truth= needs an object with conversation(session_id), such as an "
-                f"Emulator, not {type(truth).__name__}"
+                f"model_truth= needs an object with conversation(session_id) and "
+                f"item_ids(session_id), such as an Emulator, not {type(truth).__name__}"
             )
         self._reader.model.truth = truth
 
@@ -93,8 +95,13 @@ class Trace:
         captures them; ``livekit_spans``)."""
         return self._log.spans()
 
+    def _span_ended(self, make: Callable[[], TraceSpan]) -> None:
+        """Keep a span that ended, made (``make()``) when the spans are next read."""
+        self._log.add_span(make)
+
     def _add_span(self, span: TraceSpan) -> None:
-        self._log.add_span(span)
+        """Keep a span made already (a test's, a replay's)."""
+        self._log.add_span(lambda: span)
 
     def of_kind(self, *kinds: EventKind) -> list[TraceEvent]:
         return [e for e in self.events if e.kind in kinds]
@@ -200,13 +207,18 @@ class Trace:
         self._reader.detach()
         self._delivery.kick()  # the session's loop may close before a scheduled kick
 
-    def compare_contexts(self) -> None:
+    def compare_contexts(self, *, if_changed: bool = False) -> None:
         """Record ``context_diverged`` if the active agent's chat context and its realtime
         model's conversation now differ (``context_converged`` if they agree again).
 
         The trace calls it between turns; call it when you know the session is settled (the
-        runner does after each turn). Never raises: a failure is recorded instead."""
-        self._reader.model.compare()
+        runner does after each turn). ``if_changed``: not if the trace heard nothing since
+        the last comparison (the model's server is read again only after a change on the
+        client's side). Never raises: a failure is recorded instead."""
+        if if_changed:
+            self._reader.model.compare_if_changed()
+        else:
+            self._reader.model.compare()
 
     def record_failure(self, message: str) -> None:
         """Record why the session cannot go on (an ``error``, not recoverable); the

@@ -18,3 +18,10 @@ class ModelTruth(Protocol):
         """The items the model holds in session ``session_id`` (its ``session.created`` id),
         in order, described as the trace describes chat items; None if it is not known here."""
         ...
+
+    def item_ids(self, session_id: str) -> list[str] | None:
+        """The ids of the items of ``conversation(session_id)`` that a chat context holds too
+        (the caller's and the model's messages, tool calls and their outputs), in order; None
+        if it is not known here. Read after every turn: only ids, so it can be cheap; the
+        described conversation is read only when the two sides part."""
+        ...
