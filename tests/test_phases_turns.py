@@ -238,14 +238,17 @@ def endpointing_server(emulator: Emulator, delay: float) -> AgentServer:
 
 
 def test_the_end_of_turn_notes_advice_changes_it() -> None:
-    """The endpointing delay set as the note says: the end of turn takes it (1.5 s: longer
-    than the offline transcript takes, so it is still what the caller waits on)."""
+    """The endpointing delay set as the note says: livekit waits it, and the end of turn takes
+    it (2 s: twice what the offline transcript takes, so still what the caller waits on)."""
     with Emulator() as emulator:
-        trace = spoken_trace(endpointing_server(emulator, 1.5), "what is two plus three")
+        trace = spoken_trace(endpointing_server(emulator, 2.0), "what is two plus three")
     (b,) = turn_phases(trace)
     end_of_turn = phase(b, "end_of_turn")
-    assert end_of_turn.critical and "delay (1.50 s)" in end_of_turn.note
-    assert end_of_turn.seconds == pytest.approx(1.5, abs=0.02)
+    wait = only(trace, "eou_wait")
+    assert wait.attributes["lk.eou.endpointing_delay"] == 2.0
+    assert end_of_turn.critical and "delay (2.00 s)" in end_of_turn.note
+    assert (end_of_turn.start, end_of_turn.end) == (b.start, wait.end)
+    assert end_of_turn.seconds > 2.0 - SAME_MOMENT  # livekit waits at least its delay
     assert_critical_phases_fill_the_wait(b)
 
 
