@@ -37,6 +37,18 @@ async def run(block: str, namespace: dict[str, Any]) -> None:
         await pending
 
 
+async def run_tour(emulator: Emulator, runners: list[NotebookRunner]) -> dict[str, Any]:
+    """The README's tour on the Concierge; its names as the tour leaves them (its runner kept
+    in ``runners``, to be stopped whatever happens)."""
+    namespace: dict[str, Any] = {"server": concierge(emulator)}
+    try:
+        await run(python_block("NotebookRunner(server)"), namespace)
+    finally:
+        if "runner" in namespace:
+            runners.append(namespace["runner"])
+    return namespace
+
+
 def concierge(emulator: Emulator) -> AgentServer:
     """A cascaded text agent on ``emulator``'s Chat Completions, as an app would write it."""
     server = AgentServer()
@@ -58,12 +70,7 @@ async def test_the_runner_tour_runs_and_its_saved_trace_loads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # where the example saves call.jsonl
-    namespace: dict[str, Any] = {"server": concierge(emulator)}
-    try:
-        await run(python_block("NotebookRunner(server)"), namespace)
-    finally:
-        if "runner" in namespace:
-            runners.append(namespace["runner"])
+    namespace = await run_tour(emulator, runners)
     runner: NotebookRunner = namespace["runner"]
     assert not runner.running  # the tour ends with stop()
     loaded = Trace.load(tmp_path / "call.jsonl")

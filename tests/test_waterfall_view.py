@@ -33,7 +33,7 @@ from notebook_agents.views._waterfall_layout import (
 
 from .conftest import started
 from .test_figures import assert_readable_in_both_themes
-from .test_readme import concierge, python_block, run
+from .test_readme import python_block, run, run_tour
 from .test_trace_spans import handoff_server
 
 T0 = 10.0
@@ -390,12 +390,7 @@ async def test_the_readmes_waterfall_example_runs_after_its_tour(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # where the tour saves call.jsonl
-    namespace: dict[str, Any] = {"server": concierge(emulator)}
-    try:
-        await run(python_block("NotebookRunner(server)"), namespace)
-    finally:
-        if "runner" in namespace:
-            runners.append(namespace["runner"])
+    namespace = await run_tour(emulator, runners)
     await run(python_block("WaterfallView("), namespace)
     view = namespace["view"]
     assert isinstance(view, WaterfallView) and view.trace is namespace["runner"].trace

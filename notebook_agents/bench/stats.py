@@ -369,6 +369,17 @@ def _interval(low: float | None, high: float | None, digits: int = 1) -> str:
     return ABSENT if low is None or high is None else f"{low:.{digits}f}..{high:.{digits}f}"
 
 
+def _median_ci() -> Column[Any]:
+    """The median's confidence interval, in the summary and the phase tables alike."""
+    return Column(
+        "ci",
+        "95% CI",
+        lambda r: _interval(r.summary.ci_low, r.summary.ci_high) if r.summary else ABSENT,
+        "bootstrap 95% confidence interval of the median (ms)",
+        note=f"95% CI: the median's bootstrap 95% confidence interval ({RESAMPLES} resamples).",
+    )
+
+
 SUMMARY_COLUMNS: tuple[Column[ModeSummary], ...] = (
     *_GROUP_COLUMNS,
     Column("n", "n", lambda r: str(r.summary.n if r.summary else 0), "trials that gave a value"),
@@ -376,13 +387,7 @@ SUMMARY_COLUMNS: tuple[Column[ModeSummary], ...] = (
     _stat("p90", "p90", "90th percentile (ms)"),
     _stat("p95", "p95", "95th percentile (ms)"),
     _stat("iqr", "IQR", "interquartile range: the middle half of the trials spans this (ms)"),
-    Column(
-        "ci",
-        "95% CI",
-        lambda r: _interval(r.summary.ci_low, r.summary.ci_high) if r.summary else ABSENT,
-        "bootstrap 95% confidence interval of the median (ms)",
-        note=f"95% CI: the median's bootstrap 95% confidence interval ({RESAMPLES} resamples).",
-    ),
+    _median_ci(),
     Column(
         "truth_ms",
         "truth",
@@ -441,13 +446,7 @@ PHASE_COLUMNS: tuple[Column[PhaseSummary], ...] = (
     Column(
         "median", "median", lambda r: number(r.summary.median if r.summary else None), "median (ms)"
     ),
-    Column(
-        "ci",
-        "95% CI",
-        lambda r: _interval(r.summary.ci_low, r.summary.ci_high) if r.summary else ABSENT,
-        "bootstrap 95% confidence interval of the median (ms)",
-        note=f"95% CI: the median's bootstrap 95% confidence interval ({RESAMPLES} resamples).",
-    ),
+    _median_ci(),
     Column(
         "truth_ms",
         "truth",
