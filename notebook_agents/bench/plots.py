@@ -145,8 +145,6 @@ def plot_cost_vs_history(result: BenchmarkResult, timing: str = "reply_ms") -> F
     )
 
 
-
-
 def phase_color(phase: str) -> str:
     return PHASE_COLORS.get(phase, INK)
 
