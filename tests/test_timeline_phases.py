@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgba
@@ -164,25 +165,40 @@ async def test_a_loaded_trace_shows_them_and_the_chip_names_the_mode_that_happen
     assert_figure_strip(figure, strip)
 
 
+Box = tuple[float, float, float, float]
+
+
+def boxes(figure: Figure) -> list[tuple[PolyCollection, list[Box]]]:
+    """Each bar collection of the figure with its bars' (left, right, top, bottom), in data."""
+    (ax,) = figure.axes
+    found = []
+    for collection in ax.collections:
+        if isinstance(collection, PolyCollection):
+            corners = [np.asarray(path.vertices) for path in collection.get_paths()]
+            found.append(
+                (
+                    collection,
+                    [(c[:, 0].min(), c[:, 0].max(), c[:, 1].min(), c[:, 1].max()) for c in corners],
+                )
+            )
+    return found
+
+
 def assert_figure_strip(figure: Figure, strip: dict[str, Any]) -> None:
     """The figure draws the strip as the widget does: its segments in their colours, in
     order, at the top of the new agent's lane; each phase in the legend."""
-    (ax,) = figure.axes
     top = strip["lane"] + STRIP_Y
-    drawn = [
-        c
-        for c in ax.collections
-        if isinstance(c, PolyCollection)
-        and len(c.get_paths()) == len(strip["segments"])
-        and all(abs(p.vertices[:, 1].min() - top) < 1e-9 for p in c.get_paths())
-    ]
-    (segments,) = drawn
-    assert [tuple(f) for f in segments.get_facecolors()] == [
+    (segments, bars) = next(
+        (c, bars)
+        for c, bars in boxes(figure)
+        if len(bars) == len(strip["segments"]) and all(abs(b[2] - top) < 1e-9 for b in bars)
+    )
+    assert [tuple(f) for f in segments.get_facecolor()] == [
         to_rgba(s["color"]) for s in strip["segments"]
     ]
-    lefts = [p.vertices[:, 0].min() for p in segments.get_paths()]
-    assert lefts == sorted(lefts)
-    assert all(abs(p.vertices[:, 1].max() - top - STRIP_H) < 1e-9 for p in segments.get_paths())
+    assert [b[0] for b in bars] == sorted(b[0] for b in bars)
+    assert all(abs(b[3] - top - STRIP_H) < 1e-9 for b in bars)
+    (ax,) = figure.axes
     legend = ax.get_legend()
     assert legend is not None
     keys = {t.get_text() for t in legend.get_texts()}
@@ -195,12 +211,7 @@ def test_a_trace_without_spans_draws_as_before(tmp_path: Path) -> None:
     view = TimelineView(Trace.load(write_trace(tmp_path / "remote.jsonl", records)), LATENCY)
     assert view.phases == []
     assert [c["label"] for c in chips(view)] == ["mode unknown"]
-    (ax,) = view.to_figure().axes
-    assert not any(
-        abs(p.vertices[:, 1].min() - (lane + STRIP_Y)) < 1e-9
-        for c in ax.collections
-        if isinstance(c, PolyCollection)
-        for p in c.get_paths()
-        for lane in range(len(view.lanes))
-    )
+    tops = {lane + STRIP_Y for lane in range(len(view.lanes))}
+    bars = [bar for _, drawn in boxes(view.to_figure()) for bar in drawn]
+    assert bars and not any(abs(bar[2] - top) < 1e-9 for bar in bars for top in tops)
     view.close()
