@@ -193,9 +193,8 @@ def assert_figure_strip(figure: Figure, strip: dict[str, Any]) -> None:
         for c, bars in boxes(figure)
         if len(bars) == len(strip["segments"]) and all(abs(b[2] - top) < 1e-9 for b in bars)
     )
-    assert [tuple(f) for f in segments.get_facecolor()] == [
-        to_rgba(s["color"]) for s in strip["segments"]
-    ]
+    faces = np.asarray(segments.get_facecolor())
+    assert [tuple(face) for face in faces] == [to_rgba(s["color"]) for s in strip["segments"]]
     assert [b[0] for b in bars] == sorted(b[0] for b in bars)
     assert all(abs(b[3] - top - STRIP_H) < 1e-9 for b in bars)
     (ax,) = figure.axes
