@@ -355,14 +355,14 @@ function render({ model, el }) {
     }
 
     // each handoff's phases: a segment per phase where the kernel's times put it, framed, the
-    // phases on hover with the handoff's details
+    // phases on hover (the chip's hover adds them to the handoff's details)
     const strips = store.handoffs.filter((h) => phases.has(h.seq)).map((h) => [h, phases.get(h.seq)]);
-    for (const [handoff, strip] of strips) {
+    for (const [, strip] of strips) {
       if (strip.end < t0 || strip.start > t1) continue;
       const y = laneY(strip.lane) + STRIP_Y;
       const x0 = Math.max(x(strip.start), LABEL_W);
       const x1 = Math.min(x(strip.end), right);
-      parts.push(`<g class="na-phases" data-mode="${escape(strip.mode)}" data-tip="${tip(handoffTip(handoff))}" role="img" aria-label="${escape(strip.name)}">`);
+      parts.push(`<g class="na-phases" data-mode="${escape(strip.mode)}" data-tip="${tip(strip.detail)}" role="img" aria-label="${escape(strip.name)}">`);
       for (const segment of strip.segments) {
         const s0 = Math.max(x(segment.start), LABEL_W);
         const s1 = Math.min(x(segment.end), right);
