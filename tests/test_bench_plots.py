@@ -17,7 +17,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from notebook_agents.bench.plots import (
-    PHASE_COLORS,
     plot_cdf,
     plot_cost_vs_history,
     plot_cost_vs_rtt,
@@ -29,6 +28,7 @@ from notebook_agents.bench.plots import (
 from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, PhaseTiming, Trial
 from notebook_agents.modes import MODE_COLORS, REALTIME_MODES
 from notebook_agents.phases import HANDOFF_PHASES
+from notebook_agents.phases.names import PHASE_COLORS
 
 RTTS = (0.0, 20.0, 100.0)
 HISTORIES = (0, 10, 50)

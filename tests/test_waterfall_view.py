@@ -331,7 +331,7 @@ async def test_a_live_view_sees_spans_that_end_after_the_last_event(
         "the caller waited 400 ms"
     )
     view.close()
-    assert view._poll is None  # closed: it looks no more
+    assert view._spans is not None and view._spans._poll is None  # closed: it looks no more
 
 
 async def test_a_runners_view_shows_what_the_trace_splits_into(

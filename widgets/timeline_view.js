@@ -1,6 +1,6 @@
 // TimelineView: draws what the kernel laid out (notebook_agents/views/_timeline_layout.py):
 // lanes, agent-state spans, marks, handoff arrows with chips coloured by mode, bring-up bands,
-// idle gaps and the legend, with their colours, labels and hover texts. Decided here is only
+// each handoff's phases (a strip of segments, from the "phases" trait), idle gaps and the legend, with their colours, labels and hover texts. Decided here is only
 // where things go on screen: the time axis (each idle gap drawn a fixed width), the row a
 // handoff chip takes so none covers another, a mark moved beside the one it would cover, and
 // where a hover box fits inside the view. Records arrive in batches ("msg:custom"); only the
@@ -14,6 +14,9 @@ const DODGE_MAX = 3 * MARK_W; // the farthest a mark moves right of its time to 
 const BAR_Y = 40; // the agent-state bar: its top and height in a lane
 const BAR_H = 13;
 const SPEECH_Y = 55; // the speech bar under it
+const STRIP_Y = 1; // a handoff's phases: a thin strip at the top of the new agent's lane
+const STRIP_H = 5;
+const BRING_UP_LABEL_Y = 10; // a bring-up's label baseline in its lane; under a strip, lower
 const HEAD_L = 9; // the handoff arrow's head: length and width
 const HEAD_W = 9;
 const LABEL_W = 120;
@@ -59,7 +62,7 @@ class Store {
   reset() {
     this.seen = new Set();
     this.marks = []; // {seq, t, lane, style, detail}, in time order
-    this.handoffs = []; // {t, from, to, mode, label, color, ink, detail}, in time order
+    this.handoffs = []; // {seq, t, from, to, mode, label, color, ink, detail}, in time order
     this.bringUps = []; // {lane, start, end, label, color, name, detail}, in time order
     this.spans = []; // per lane: closed spans {start, end, state, color, ink}, in time order
     this.open = null; // the open span {lane, start, state, color, ink, waiting}: to the live edge
@@ -82,7 +85,7 @@ class Store {
       const [lane, style, detail] = record.mark;
       this.marks.push({ seq: record.seq, t: record.t, lane, style, detail });
     }
-    if (record.handoff) this.handoffs.push({ t: record.t, ...record.handoff });
+    if (record.handoff) this.handoffs.push({ seq: record.seq, t: record.t, ...record.handoff });
     for (const speech of record.speech || []) this.speech.set(speech.id, speech);
     if (record.bring_up) this.bringUps.push(record.bring_up);
   }
@@ -263,6 +266,13 @@ function render({ model, el }) {
     const end = liveEnd();
     tips = [];
     const tip = (text) => tips.push(text) - 1;
+    // each handoff's phases once the kernel split them: they name the mode that happened
+    const phases = new Map(model.get("phases").map((strip) => [strip.seq, strip]));
+    const chipOf = (handoff) => phases.get(handoff.seq) ?? handoff;
+    const handoffTip = (handoff) => {
+      const strip = phases.get(handoff.seq);
+      return strip ? `${handoff.detail}\n\n${strip.detail}` : handoff.detail;
+    };
 
     // the handoffs in view, each chip in the first row where it covers no other; one at the
     // right edge ends at its arrow instead of starting there
@@ -271,7 +281,7 @@ function render({ model, el }) {
     for (const handoff of handoffs) {
       if (handoff.t > t1) break;
       const at = x(handoff.t);
-      const w = textWidth(handoff.label, 10) + 2 * CHIP_PAD;
+      const w = textWidth(chipOf(handoff).label, 10) + 2 * CHIP_PAD;
       const left = at + w > right ? at - w : at;
       chips.push({ handoff, at, left, w });
     }
@@ -344,8 +354,27 @@ function render({ model, el }) {
       parts.push(`<rect class="na-speech" data-speaker="${escape(speech.speaker)}" data-tip="${tip(speech.detail)}" fill="${speech.color}" x="${x0}" y="${laneY(speech.lane) + SPEECH_Y}" width="${Math.max(x1 - x0, 1)}" height="3"/>`);
     }
 
+    // each handoff's phases: a segment per phase where the kernel's times put it, framed, the
+    // phases on hover (the chip's hover adds them to the handoff's details)
+    const strips = store.handoffs.filter((h) => phases.has(h.seq)).map((h) => [h, phases.get(h.seq)]);
+    for (const [, strip] of strips) {
+      if (strip.end < t0 || strip.start > t1) continue;
+      const y = laneY(strip.lane) + STRIP_Y;
+      const x0 = Math.max(x(strip.start), LABEL_W);
+      const x1 = Math.min(x(strip.end), right);
+      parts.push(`<g class="na-phases" data-mode="${escape(strip.mode)}" data-tip="${tip(strip.detail)}" role="img" aria-label="${escape(strip.name)}">`);
+      for (const segment of strip.segments) {
+        const s0 = Math.max(x(segment.start), LABEL_W);
+        const s1 = Math.min(x(segment.end), right);
+        if (s1 <= s0) continue;
+        parts.push(`<rect class="na-phase" data-phase="${escape(segment.name)}" fill="${segment.color}" x="${s0}" y="${y}" width="${s1 - s0}" height="${STRIP_H}"/>`);
+      }
+      parts.push(`<rect class="na-phases-frame" x="${x0}" y="${y}" width="${Math.max(x1 - x0, 1)}" height="${STRIP_H}"/></g>`);
+    }
+
     // bring-ups under the marks: few (one per handoff) and short, so a plain scan will do. The
-    // band starts at its handoff's arrow: its label starts clear of the arrow's head
+    // band starts at its handoff's arrow: its label starts clear of the arrow's head, and of
+    // the phases' strip over it
     for (const bringUp of store.bringUps) {
       if (bringUp.end < t0 || bringUp.start > t1) continue;
       const x0 = Math.max(x(bringUp.start), LABEL_W);
@@ -353,7 +382,9 @@ function render({ model, el }) {
       const y = laneY(bringUp.lane);
       parts.push(`<g class="na-bringup" style="--na-color: ${bringUp.color}" data-tip="${tip(bringUp.detail)}" role="img" aria-label="${escape(bringUp.name)}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="${BAR_Y - 4}"/>`);
       const labelX = Math.max(x0 + 3, x(bringUp.start) + HEAD_W / 2 + 3);
-      if (x1 - labelX > textWidth(bringUp.label, 9) + 3) parts.push(`<text class="na-bringup-label" x="${labelX}" y="${y + 10}">${escape(bringUp.label)}</text>`);
+      const under = strips.some(([, s]) => s.lane === bringUp.lane && s.start <= bringUp.start && bringUp.start <= s.end);
+      const labelY = y + BRING_UP_LABEL_Y + (under ? STRIP_Y + STRIP_H : 0);
+      if (x1 - labelX > textWidth(bringUp.label, 9) + 3) parts.push(`<text class="na-bringup-label" x="${labelX}" y="${labelY}">${escape(bringUp.label)}</text>`);
       parts.push("</g>");
     }
 
@@ -364,13 +395,14 @@ function render({ model, el }) {
       const y1 = laneY(handoff.to) + LANE_H / 2 - 8 * down; // the head's tip
       const base = y1 - HEAD_L * down;
       const chipY = row * ROW_H + 2;
-      const attrs = `class="na-handoff" data-mode="${escape(handoff.mode)}" data-tip="${tip(handoff.detail)}"`;
+      const chip = chipOf(handoff);
+      const attrs = `class="na-handoff" data-mode="${escape(chip.mode)}" data-tip="${tip(handoffTip(handoff))}"`;
       parts.push(`<g ${attrs}><line class="na-handoff-lead" x1="${at}" y1="${chipY + CHIP_H}" x2="${at}" y2="${Math.min(y0, y1)}"/>`);
       parts.push(`<line class="na-handoff-arrow" x1="${at}" y1="${y0}" x2="${at}" y2="${base}"/>`);
       parts.push(`<path class="na-handoff-head" d="M${at - HEAD_W / 2},${base}L${at},${y1}L${at + HEAD_W / 2},${base}Z"/>`);
       parts.push(`<line class="na-hit" x1="${at}" y1="${y0}" x2="${at}" y2="${y1}"/>`);
-      parts.push(`<rect class="na-handoff-chip" fill="${handoff.color}" x="${left}" y="${chipY}" width="${w}" height="${CHIP_H}" rx="3"/>`);
-      parts.push(`<text class="na-handoff-label" fill="${handoff.ink}" x="${left + CHIP_PAD}" y="${chipY + 10.5}">${escape(handoff.label)}</text></g>`);
+      parts.push(`<rect class="na-handoff-chip" fill="${chip.color}" x="${left}" y="${chipY}" width="${w}" height="${CHIP_H}" rx="3"/>`);
+      parts.push(`<text class="na-handoff-label" fill="${chip.ink}" x="${left + CHIP_PAD}" y="${chipY + 10.5}">${escape(chip.label)}</text></g>`);
     }
 
     // each mark over the arrows, in its row (the kernel's), at its time or, where it would
@@ -558,7 +590,7 @@ function render({ model, el }) {
   });
 
   model.on("msg:custom", onMessage);
-  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t", "change:last_t"];
+  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t", "change:last_t", "change:phases"];
   for (const name of redrawOn) model.on(name, redraw);
   model.on("change:legend", showLegend);
   model.on("change:scrub_contexts", showContexts);

@@ -20,6 +20,7 @@ from matplotlib.patches import Patch
 
 from .._figure_style import INK, static_figure
 from ..modes import MODE_COLORS, mode_label
+from ..phases.names import PHASE_COLORS
 from .results import TIMING_NAMES, BenchmarkResult, Trial, phase_names, timing_title, values
 from .stats import WAIT, ModeSummary, PhaseSummary, group_trials, phase_table, summary_table
 
@@ -142,24 +143,6 @@ def plot_cost_vs_history(result: BenchmarkResult, timing: str = "reply_ms") -> F
         xlabel="history before the handoff (turns)",
         what="median vs history length",
     )
-
-
-PHASE_COLORS: dict[str, str] = {
-    # the network's exchanges in strong hues, the client's own steps in greys and pastels
-    "tool_return": "#9E9E9E",
-    "on_exit": "#CC79A7",
-    "drain": "#56B4E9",
-    "close": "#E0E0E0",
-    "connect": "#D55E00",
-    "session_update": "#0072B2",
-    "on_enter": "#009E73",
-    "reply_request": "#BDBDBD",
-    "reply_created": "#E69F00",
-    "first_text": "#F0E442",
-    "first_audio": "#8C564B",
-    "playout": "#616161",
-}
-"""one colour per phase, the same in every phase plot"""
 
 
 def phase_color(phase: str) -> str:

@@ -19,3 +19,20 @@ HANDOFF_PHASES: dict[str, str] = {
     "playout": "the first text or audio, until livekit began to play it (the agent speaking)",
 }
 """name -> what the phase is, in the order phases can happen"""
+
+PHASE_COLORS: dict[str, str] = {
+    # the network's exchanges in strong hues, the client's own steps in greys and pastels
+    "tool_return": "#9E9E9E",
+    "on_exit": "#CC79A7",
+    "drain": "#56B4E9",
+    "close": "#E0E0E0",
+    "connect": "#D55E00",
+    "session_update": "#0072B2",
+    "on_enter": "#009E73",
+    "reply_request": "#BDBDBD",
+    "reply_created": "#E69F00",
+    "first_text": "#F0E442",
+    "first_audio": "#8C564B",
+    "playout": "#616161",
+}
+"""one colour per phase, the same in every phase plot and on the timeline"""

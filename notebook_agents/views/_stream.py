@@ -9,6 +9,7 @@ reloaded page) asks for the history and gets it once (TimelineView, ChatView).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -17,6 +18,10 @@ import traitlets
 
 from ..trace import Trace, TraceEvent
 from ._throttle import MAX_HZ, Throttle
+
+SPAN_POLL_S = 0.5
+"""how often a live view looks for livekit spans that ended after the last event (a turn's or
+a handoff's span closes after its events, and no event announces it)"""
 
 
 class TraceFedView(anywidget.AnyWidget):
@@ -108,6 +113,49 @@ class TraceStreamView(TraceFedView):
     def _on_browser_message(self, _: Any, content: dict[str, Any], __: Any) -> None:
         if content.get("type") == "history":
             self.send({"type": "events", "events": self._sent, "reset": True})
+
+
+class SpanWatch:
+    """Looks for livekit spans that ended since the view last read them, for the views that
+    split a trace's waits from its spans (WaterfallView, TimelineView): ``grew`` (the view's
+    throttled refresh) when some did; again every ``SPAN_POLL_S`` until ``closed()`` says the
+    session ended and none came after. A view calls ``read`` as it reads the spans."""
+
+    _poll: asyncio.TimerHandle | None = None
+    """the next look, while live"""
+
+    def __init__(self, trace: Trace, grew: Callable[[], None], closed: Callable[[], bool]) -> None:
+        self._trace = trace
+        self._grew = grew
+        self._closed = closed
+        self.seen = 0
+        """the spans the view read last"""
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to look again from: events alone bring spans in
+            self._loop = None
+        else:
+            self._poll = self._loop.call_later(SPAN_POLL_S, self._look)
+
+    def read(self) -> bool:
+        """Note the spans as the view reads them now; True if some ended since last time."""
+        count = len(self._trace.spans)
+        grew, self.seen = count != self.seen, count
+        return grew
+
+    def _look(self) -> None:
+        assert self._loop is not None  # only a loop calls it
+        self._poll = None
+        grew = len(self._trace.spans) != self.seen
+        if grew:
+            self._grew()
+        if grew or not self._closed():
+            self._poll = self._loop.call_later(SPAN_POLL_S, self._look)
+
+    def cancel(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
 
 
 def _nothing() -> None:

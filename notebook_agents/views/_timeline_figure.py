@@ -1,6 +1,7 @@
 """The timeline as a matplotlib figure, drawn from the same ``TimelineLayout`` as the widget:
 lanes, state bars, marks, handoff arrows with their mode chips (in rows above the lanes, so
-none covers another), bring-up bands, idle gaps shortened and marked, and the layout's legend.
+none covers another), bring-up bands, each handoff's phases as a strip, idle gaps shortened and
+marked, and the layout's legend.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ._timeline_layout import (
     TimelineLayout,
     ink,
     mode_color,
+    mode_text,
     state_color,
 )
 
@@ -55,6 +57,9 @@ PAD_IN = 0.1
 """the margin around the figure's parts, and between the x axis and the legend"""
 RIGHT_IN = 0.3
 """room right of the plot for the last tick label's overhang"""
+STRIP_Y, STRIP_H = -0.47, 0.08
+"""a handoff's phases: a strip at the top of the new agent's lane, above its state bar (a
+lane runs from -0.5 to 0.5 about its centre, the state bar from -0.35)"""
 
 
 class _Axis:
@@ -128,8 +133,9 @@ def _timeline_figure(layout: TimelineLayout) -> Figure:
         ax.broken_barh([(start, x(speech.end) - start)], (lane - 0.02, 0.07), color=color)
     for gap in layout.gaps:
         _draw_gap(ax, x, gap, len(lanes))
+    _draw_phases(ax, layout, x)
     drawn = _draw_marks(ax, layout, x)
-    chips = _draw_handoffs(ax, analysis, x)
+    chips = _draw_handoffs(ax, layout, x)
     pad = (x(x.end) - x(x.start)) * 0.02 or 0.05
     ax.set_xlim(x(x.start) - pad, x(x.end) + pad)
     _ticks(ax, x)
@@ -137,7 +143,7 @@ def _timeline_figure(layout: TimelineLayout) -> Figure:
     ax.set_xlabel("trace time (s)")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title("agent timeline", fontsize=10)
-    _lay_out(figure, ax, _legend(layout), chips, len(lanes))
+    _lay_out(figure, ax, _legend(layout) + _phase_keys(layout), chips, len(lanes))
     _stack_close_marks(ax, drawn)
     return figure
 
@@ -290,9 +296,39 @@ Chips = list[tuple[Text, Line2D, float]]
 """each handoff's chip, the line leading from it to its arrow, and the arrow's top"""
 
 
-def _draw_handoffs(ax: Axes, analysis: TraceAnalysis, x: _Axis) -> Chips:
+def _draw_phases(ax: Axes, layout: TimelineLayout, x: _Axis) -> None:
+    """Each handoff's phases as the widget draws them: a segment per critical phase (and
+    the unexplained rest) in its colour, in a thin outlined strip."""
+    for strip in layout.phases:
+        top = strip["lane"] + STRIP_Y
+        ax.broken_barh(
+            [(x(s["start"]), x(s["end"]) - x(s["start"])) for s in strip["segments"]],
+            (top, STRIP_H),
+            facecolors=[s["color"] for s in strip["segments"]],
+            zorder=2,
+        )
+        start = x(strip["start"])
+        ax.broken_barh(
+            [(start, x(strip["end"]) - start)],
+            (top, STRIP_H),
+            facecolors="none",
+            edgecolors=INK,
+            linewidth=0.5,
+            zorder=2,
+        )
+
+
+def _phase_keys(layout: TimelineLayout) -> list[Line2D | Patch]:
+    """The phases the strips show, each in its colour: a picture has no hover text."""
+    colors = {s["name"]: s["color"] for strip in layout.phases for s in strip["segments"]}
+    return [Patch(color=color, label=f"phase: {name}") for name, color in colors.items()]
+
+
+def _draw_handoffs(ax: Axes, layout: TimelineLayout, x: _Axis) -> Chips:
     """An arrow from the old agent's lane to the new one's, and a chip in the mode's colour
-    naming the mode, in the first row above the lanes (placed once laid out)."""
+    naming the mode (as it happened, where its phases say), in the first row above the lanes
+    (placed once laid out)."""
+    analysis = layout.analysis
     chips: Chips = []
     for handoff in analysis.handoffs:
         if handoff.source is None:
@@ -305,12 +341,13 @@ def _draw_handoffs(ax: Axes, analysis: TraceAnalysis, x: _Axis) -> Chips:
             xytext=(at, source),
             arrowprops={"arrowstyle": "->", "color": INK, "lw": 1.2},
         )
-        color = mode_color(handoff.mode)
+        mode = layout.mode_of(handoff)
+        color = mode_color(mode)
         top = min(source, target)
         chip = ax.text(
             at,
             -0.6 - LABEL_ROW / 2,
-            handoff.label,
+            mode_text(mode),
             fontsize=7,
             va="center",
             color=ink(color),

@@ -20,7 +20,7 @@ from ..analysis import (
     TraceAnalysis,
     milliseconds,
 )
-from ..modes import MODE_COLORS
+from ..modes import MODE_COLORS, UNKNOWN_MODE
 from ..trace import TraceEvent
 from ._text import cut
 from .context_table import item_line
@@ -119,6 +119,11 @@ def mode_color(mode: str) -> str:
     return MODE_COLORS.get(mode, OTHER_MODE)
 
 
+def mode_text(mode: str) -> str:
+    """A mode as the chips write it: ``"reused · copied"``, ``"mode unknown"``."""
+    return "mode unknown" if mode == UNKNOWN_MODE else mode.replace("+", " · ")
+
+
 @functools.cache
 def ink(color: str) -> str:
     """Black or white, whichever reads better on ``color`` (WCAG contrast)."""
@@ -168,6 +173,7 @@ class TimelineLayout:
         self.changed: list[str] = []
         self._legend: dict[tuple[str, str], dict[str, Any]] = {}
         self._speech_sent: list[Speech] = []
+        self._phases: dict[int, dict[str, Any]] = {}
         for event in events or []:
             self.add(event)
 
@@ -184,6 +190,32 @@ class TimelineLayout:
         """The last event's time, of any kind: an event not drawn (the caller going away
         after a long silence) still ends an idle gap and the trace."""
         return self.analysis.end
+
+    @property
+    def phases(self) -> list[dict[str, Any]]:
+        """Each handoff's phases as drawn (``_timeline_phases.handoff_strip``), in time order:
+        the handoffs livekit's spans split."""
+        return [self._phases[seq] for seq in sorted(self._phases)]
+
+    def set_phases(self, strips: list[dict[str, Any]]) -> bool:
+        """Take each handoff's phases as last split; True if they changed. A handoff's chip
+        and its legend entry then name the mode that happened (``Breakdown.mode``)."""
+        phases = {strip["seq"]: strip for strip in strips}
+        if phases == self._phases:
+            return False
+        self._phases = phases
+        for key in [key for key in self._legend if key[0] == "mode"]:
+            del self._legend[key]
+        for handoff in self.analysis.handoffs:
+            if handoff.source is not None:
+                mode = self.mode_of(handoff)
+                self._show("mode", mode, functools.partial(_mode_key, mode))
+        return True
+
+    def mode_of(self, handoff: Handoff) -> str:
+        """The mode ``handoff`` is drawn with: as its phases found it, else as its event says."""
+        strip = self._phases.get(handoff.seq)
+        return str(strip["mode"]) if strip is not None else handoff.mode
 
     @property
     def gaps(self) -> list[dict[str, Any]]:
@@ -247,7 +279,7 @@ class TimelineLayout:
         if len(analysis.handoffs) > counts[1] and analysis.handoffs[-1].source is not None:
             handoff = analysis.handoffs[-1]
             color = mode_color(handoff.mode)
-            self._show("mode", handoff.mode, lambda: {"label": handoff.label, "color": color})
+            self._show("mode", handoff.mode, functools.partial(_mode_key, handoff.mode))
             record["handoff"] = self._handoff(handoff, color, describe(event))
         if len(analysis.bring_ups) > counts[2]:
             self._show("band", "bring_up", lambda: {"label": "bring-up", "color": BRING_UP})
@@ -309,6 +341,10 @@ def _bring_up(lane: int, bring_up: BringUp) -> dict[str, Any]:
         "detail": f"bring-up · {bring_up.agent}\nhandoff → first words: {took}"
         + (f"\n{how}" if how else ""),
     }
+
+
+def _mode_key(mode: str) -> dict[str, Any]:
+    return {"label": mode_text(mode), "color": mode_color(mode)}
 
 
 def _speech_key(speaker: str) -> dict[str, Any]:

@@ -183,10 +183,10 @@ def _phase_row(phase: Phase, ms: Callable[[float], float]) -> dict[str, Any]:
             {"start_ms": start_ms, "end_ms": truth_end, "part": "truth"},
             {"start_ms": truth_end, "end_ms": end_ms, "part": "client"},
         ]
-        row["truth_text"] = f"net {milliseconds(phase.truth)} · client {_signed(phase.client)}"
+        row["truth_text"] = f"net {milliseconds(phase.truth)} · client {signed(phase.client)}"
         lines.append(
             f"network (the emulator's truth): {milliseconds(phase.truth)}; "
-            f"the client's own: {_signed(phase.client)}"
+            f"the client's own: {signed(phase.client)}"
         )
     if phase.note:
         lines.append(phase.note)
@@ -199,7 +199,7 @@ def _unexplained_row(breakdown: Breakdown, ms: Callable[[float], float]) -> dict
     more phase than wait (critical phases overlapping) is said, not drawn."""
     rest = breakdown.unexplained
     end_ms = ms(breakdown.end)
-    gaps = _uncovered([(ms(p.start), ms(p.end)) for p in breakdown.phases if p.critical], end_ms)
+    gaps = uncovered([(ms(p.start), ms(p.end)) for p in breakdown.phases if p.critical], end_ms)
     if rest > 0:
         title = (
             f"{milliseconds(rest)} of the {milliseconds(breakdown.wait)} wait is in no critical "
@@ -216,12 +216,12 @@ def _unexplained_row(breakdown: Breakdown, ms: Callable[[float], float]) -> dict
         gaps[0][0] if gaps else 0.0,
         gaps[-1][1] if gaps else 0.0,
         segments=[{"start_ms": a, "end_ms": b, "part": "gap"} for a, b in gaps] if rest > 0 else [],
-        measured=_signed(rest),
+        measured=signed(rest),
         title=title,
     )
 
 
-def _uncovered(spans: list[tuple[float, float]], end_ms: float) -> list[tuple[float, float]]:
+def uncovered(spans: list[tuple[float, float]], end_ms: float) -> list[tuple[float, float]]:
     """The stretches of 0..``end_ms`` that none of ``spans`` covers, in order."""
     gaps, covered = [], 0.0
     for start, end in sorted(spans):
@@ -244,6 +244,6 @@ def _at(ms: float) -> str:
     return "0" if ms == 0 else ("+" if ms > 0 else "−") + milliseconds(abs(ms) / 1000)
 
 
-def _signed(seconds: float) -> str:
+def signed(seconds: float) -> str:
     """``milliseconds``, a minus sign before a negative one."""
     return ("−" if seconds < 0 else "") + milliseconds(abs(seconds))

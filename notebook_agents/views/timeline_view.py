@@ -1,6 +1,7 @@
 """TimelineView: a lane per agent with state spans, message and tool marks, handoff arrows
 labelled and coloured by mode, each new agent's bring-up (from the arrow to its first words),
-where an agent's chat context and its model's conversation parted, and idle stretches shortened.
+each handoff's phases (from livekit's spans, ``handoff_phases``), where an agent's chat context
+and its model's conversation parted, and idle stretches shortened.
 
 What it shows is computed in the kernel, once (``TimelineLayout``): the browser
 (``timeline_view.js``) and the matplotlib figure (``to_figure``) only draw it.
@@ -15,13 +16,16 @@ import traitlets
 from matplotlib.figure import Figure
 
 from ..analysis import IDLE_AFTER, TraceAnalysis
+from ..emulator.latency import LatencyModel
+from ..phases import handoff_phases
 from ..trace import Trace, TraceEvent
 from ..trace.contexts import compared, item_key
 from ._assets import asset
-from ._stream import TraceStreamView
+from ._stream import SpanWatch, TraceStreamView
 from ._text import cut
 from ._timeline_figure import timeline_figure
 from ._timeline_layout import MARK_STYLES, TimelineLayout
+from ._timeline_phases import handoff_strips
 
 
 class TimelineView(TraceStreamView):
@@ -56,12 +60,24 @@ class TimelineView(TraceStreamView):
     """each agent's chat context at ``scrub_t``; an item its model lacked is marked"""
     scrub_models = traitlets.Dict().tag(sync=True)
     """the model's side of each agent apart from it at ``scrub_t``: ``title``, ``items``"""
+    phases = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """``TimelineLayout.phases``: each handoff's phases once livekit's spans of it ended"""
 
-    def __init__(self, trace: Trace, **kwargs: Any) -> None:
+    _spans: SpanWatch | None = None
+    """looks for spans that ended after the last event (on the class: the base's __init__
+    flushes before this one's sets it)"""
+
+    def __init__(self, trace: Trace, latency: LatencyModel | None = None, **kwargs: Any) -> None:
+        """``latency``: the emulator's network the agents' models asked for, for each handoff
+        phase's truth (as ``WaterfallView`` takes it)."""
         # the history is laid out during the base's __init__: the layout must exist first
         self._timeline = TimelineLayout(started_at=trace.started_at)
+        self._latency = latency
+        self._split_again = True
         styles = {key: asdict(style) for key, style in MARK_STYLES.items()}
         super().__init__(trace, mark_styles=styles, **kwargs)
+        self._spans = SpanWatch(trace, self._throttle.request, lambda: not self.live)
+        self._split()
         self.observe(self._on_scrub, names="scrub_t")
 
     def _record(self, event: TraceEvent) -> dict[str, Any] | None:
@@ -78,6 +94,20 @@ class TimelineView(TraceStreamView):
         # before the events, so the browser's whole-trace view already reaches them
         self.last_t = self._timeline.last_t
         super()._flush()
+        self._split()
+
+    def _split(self) -> None:
+        """Split the handoffs again once spans ended since (a handoff's come after its
+        events), or a handoff split last time had no event on the timeline yet."""
+        if self._spans is None or not (self._spans.read() or self._split_again):
+            return
+        breakdowns = handoff_phases(self.trace, self._latency)
+        strips = handoff_strips(breakdowns, self._timeline)
+        self._split_again = len(strips) < len(breakdowns)
+        if self._timeline.set_phases(strips):
+            with self.hold_sync():
+                self.legend = self._timeline.legend
+                self.phases = self._timeline.phases
 
     @property
     def analysis(self) -> TraceAnalysis:
@@ -115,8 +145,14 @@ class TimelineView(TraceStreamView):
             }
         return models
 
+    def close(self) -> None:
+        if self._spans is not None:
+            self._spans.cancel()
+        super().close()
+
     def to_figure(self) -> Figure:
         """The timeline as a static picture, drawn from the same layout as the widget."""
+        self._split()  # the spans as they are now, not as last looked for
         return timeline_figure(self._timeline)
 
 

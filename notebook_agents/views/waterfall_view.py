@@ -8,7 +8,6 @@ What it shows is computed in the kernel (``_waterfall_layout``); the browser
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Literal
 
 import traitlets
@@ -19,13 +18,9 @@ from ..phases import Breakdown, breakdowns
 from ..runner import AgentRunner
 from ..trace import Trace, TraceEvent
 from ._assets import asset
-from ._stream import TraceFedView
+from ._stream import SpanWatch, TraceFedView
 from ._waterfall_figure import waterfall_figure
 from ._waterfall_layout import WATERFALL_COLORS, choice, wait_layout
-
-SPAN_POLL_S = 0.5
-"""how often a live view looks for livekit spans that ended after the last event (a turn's
-span closes after its events, and no event announces it)"""
 
 
 class WaterfallView(TraceFedView):
@@ -55,9 +50,9 @@ class WaterfallView(TraceFedView):
     colors = traitlets.Dict().tag(sync=True)
     """``WATERFALL_COLORS``, for the browser"""
 
-    _poll: asyncio.TimerHandle | None = None
-    """the next look for spans, while live (on the class: a view refused at its start has
-    none to cancel when it is collected)"""
+    _spans: SpanWatch | None = None
+    """looks for spans that ended after the last event, while live (on the class: a view
+    refused at its start has none to cancel when it is collected)"""
 
     def __init__(
         self, source: AgentRunner | Trace, latency: LatencyModel | None = None, **kwargs: Any
@@ -74,16 +69,11 @@ class WaterfallView(TraceFedView):
         self.trace = trace
         self._latency = latency
         self._breakdowns: list[Breakdown] = []
-        self._spans_seen = 0
         self._closed = trace.loaded
         self.observe(self._show, names="selected")
-        self._follow(trace)
         if not trace.loaded:
-            try:
-                self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-            except RuntimeError:  # no loop to look again from: events alone bring spans in
-                self._loop = None
-            self._look_for_spans()
+            self._spans = SpanWatch(trace, self._throttle.request, lambda: self._closed)
+        self._follow(trace)
 
     @property
     def breakdowns(self) -> list[Breakdown]:
@@ -106,7 +96,8 @@ class WaterfallView(TraceFedView):
         return True  # any event may end a wait or add to one
 
     def _flush(self) -> None:
-        self._spans_seen = len(self.trace.spans)
+        if self._spans is not None:
+            self._spans.read()
         self._breakdowns = breakdowns(self.trace, self._latency)
         live = not self._closed
         order = range(len(self._breakdowns))
@@ -132,20 +123,9 @@ class WaterfallView(TraceFedView):
             return None
         return count - 1 if wait is None else range(count)[wait]
 
-    def _look_for_spans(self) -> None:
-        """Refresh if spans ended since the last split; again in ``SPAN_POLL_S`` until the
-        session closed and none came after."""
-        self._poll = None
-        grew = len(self.trace.spans) != self._spans_seen
-        if grew:
-            self._throttle.request()
-        if self._loop is not None and (grew or not self._closed):
-            self._poll = self._loop.call_later(SPAN_POLL_S, self._look_for_spans)
-
     def close(self) -> None:
-        if self._poll is not None:
-            self._poll.cancel()
-            self._poll = None
+        if self._spans is not None:
+            self._spans.cancel()
         super().close()
 
     def to_figure(self, wait: int | Literal["all"] | None = None) -> Figure:
