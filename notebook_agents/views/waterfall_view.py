@@ -29,8 +29,8 @@ span closes after its events, and no event announces it)"""
 
 class WaterfallView(TraceFedView):
     """The waits of a runner (``NotebookRunner`` or ``AgentProcess``) or of a ``Trace``, live
-    or loaded (``Trace.load``): pick one (the newest unless another is picked) to see it
-    phase by phase.
+    or loaded (``Trace.load``): pick one (the newest unless another is picked, as
+    ``selected=`` its id in time order) to see it phase by phase.
     """
 
     flush_hz = 5.0
@@ -65,6 +65,8 @@ class WaterfallView(TraceFedView):
                 f"(Trace.load(path) for a saved one), not {type(source).__name__}"
             )
         trace = source.trace if isinstance(source, AgentRunner) else source
+        # a wait picked here is checked against the waits, once the trace is split
+        selected = kwargs.pop("selected", None)
         super().__init__(live=not trace.loaded, colors=WATERFALL_COLORS, **kwargs)
         self.trace = trace
         self._breakdowns: list[Breakdown] = []
@@ -78,6 +80,12 @@ class WaterfallView(TraceFedView):
             except RuntimeError:  # no loop to look again from: events alone bring spans in
                 self._loop = None
             self._look_for_spans()
+        if selected is not None:
+            try:
+                self.selected = selected
+            except traitlets.TraitError:
+                self.close()  # no view left following the trace
+                raise
 
     @property
     def breakdowns(self) -> list[Breakdown]:
