@@ -125,7 +125,7 @@ class Table(Sequence[R]):
             + "</tr>"
             for row, cells in zip(self.rows, rows, strict=True)
         )
-        notes = "".join(f"<div>{_e(note)}</div>" for note in self.notes())
+        notes = "".join(f"<div>{_lines(note)}</div>" for note in self.notes())
         return (
             f'{_STYLE}<div class="na-table-box"><table class="na-table">'
             f"<caption>{_e(caption)}</caption><thead><tr>{head}</tr></thead>"
@@ -149,6 +149,11 @@ def _align(column: Column[R]) -> str:
 def _marked(column: Column[R], row: R) -> str:
     color = column.color(row) if column.color else None
     return f' style="border-left: 0.4em solid {_e(color)}"' if color else ""
+
+
+def _lines(text: str) -> str:
+    """``text`` as HTML, its lines kept apart (the phase table's note: a phase a line)."""
+    return "<br/>".join(_e(line) for line in text.splitlines())
 
 
 def _e(text: str) -> str:
