@@ -27,6 +27,7 @@ _STYLE = """<style>
   border-bottom: 1px solid var(--jp-border-color2, #e2e8f0); white-space: nowrap; }
 .na-table-box th { font-weight: 600; cursor: help; vertical-align: bottom; }
 .na-table-box th.na-text, .na-table-box td.na-text { text-align: left; }
+.na-table-box td.na-wrap { white-space: normal; min-width: 18em; }
 .na-table-box .na-table-notes { margin: 0.4em 0 0 0; font-size: 0.85em;
   color: var(--jp-ui-font-color2, #64748b); }
 </style>"""
@@ -47,6 +48,8 @@ class Column(Generic[R]):
     """said under the table whenever the column is shown: what a reader needs to read it"""
     words: bool = False
     """flush left; numbers are flush right, so their digits line up"""
+    wrap: bool = False
+    """sentences (a note): in HTML wrapped to the room the output has, not one long line"""
     fold: str | None = None
     """when every row has the same cell, the caption says it once (with this unit) instead"""
     optional: bool = False
@@ -143,7 +146,7 @@ def number(value: float | None, digits: int = 1, *, signed: bool = False) -> str
 
 
 def _align(column: Column[R]) -> str:
-    return "na-text" if column.words else "na-num"
+    return ("na-text" if column.words else "na-num") + (" na-wrap" if column.wrap else "")
 
 
 def _marked(column: Column[R], row: R) -> str:
