@@ -28,6 +28,7 @@ _STYLE = """<style>
   border-bottom: 1px solid var(--jp-border-color2, #e2e8f0); white-space: nowrap; }
 .na-table-box th { font-weight: 600; cursor: help; vertical-align: bottom; }
 .na-table-box th.na-text, .na-table-box td.na-text { text-align: left; }
+.na-table-box td.na-wrap { white-space: normal; min-width: 18em; }
 .na-table-box .na-table-notes { margin: 0.4em 0 0 0; font-size: 0.85em;
   color: var(--jp-ui-font-color2, #64748b); }
 </style>"""
@@ -48,6 +49,8 @@ class Column(Generic[R]):
     """said under the table whenever the column is shown: what a reader needs to read it"""
     words: bool = False
     """flush left; numbers are flush right, so their digits line up"""
+    wrap: bool = False
+    """sentences (a note): in HTML wrapped to the room the output has, not one long line"""
     fold: str | None = None
     """when every row has the same cell, the caption says it once (with this unit) instead"""
     optional: bool = False
@@ -126,7 +129,7 @@ class Table(Sequence[R]):
             + "</tr>"
             for row, cells in zip(self.rows, rows, strict=True)
         )
-        notes = "".join(f"<div>{_e(note)}</div>" for note in self.notes())
+        notes = "".join(f"<div>{_lines(note)}</div>" for note in self.notes())
         return (
             f'{_STYLE}<div class="na-table-box"><table class="na-table">'
             f"<caption>{_e(caption)}</caption><thead><tr>{head}</tr></thead>"
@@ -144,12 +147,17 @@ def number(value: float | None, digits: int = 1, *, signed: bool = False) -> str
 
 
 def _align(column: Column[R]) -> str:
-    return "na-text" if column.words else "na-num"
+    return ("na-text" if column.words else "na-num") + (" na-wrap" if column.wrap else "")
 
 
 def _marked(column: Column[R], row: R) -> str:
     color = column.color(row) if column.color else None
     return f' style="border-left: 0.4em solid {_e(color)}"' if color else ""
+
+
+def _lines(text: str) -> str:
+    """``text`` as HTML, its lines kept apart (the phase table's note: a phase a line)."""
+    return "<br/>".join(_e(line) for line in text.splitlines())
 
 
 def _e(text: str) -> str:

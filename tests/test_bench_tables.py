@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from notebook_agents._table import Table
+from notebook_agents._table import Column, Table
 from notebook_agents.bench.stats import ModeSummary, compare, summary_table
 from notebook_agents.modes import MODE_COLORS
 
@@ -85,6 +85,18 @@ def test_html_has_the_texts_cells_with_meanings_and_mode_colours() -> None:
     ]
     notes = [text_of(div) for div in root.iter("div") if div.get("class") == "na-table-notes"]
     assert notes == ["".join(table.notes())]
+
+
+def test_a_notes_lines_stay_lines_in_html() -> None:
+    """The phase table's note names each phase on a line of its own, as the text shows it;
+    in HTML the lines ran together into one paragraph before."""
+    lines = ["phase: what happened", "  drain: the tool's output synced", "  connect: a websocket"]
+    column = Column("phase", "phase", str, "the phase", note="\n".join(lines), words=True)
+    table = Table("phases", (column,), ("drain",))
+    assert table.to_text().splitlines()[-3:] == lines
+    (notes,) = [div for div in html_of(table).iter("div") if div.get("class") == "na-table-notes"]
+    (note,) = list(notes)
+    assert [note.text, *(br.tail for br in note.iter("br"))] == lines
 
 
 def test_the_cascaded_row_is_cascaded_in_text_and_html() -> None:

@@ -141,10 +141,17 @@ def test_notebook_runs_offline(path: Path) -> None:
     if path.name == "02_handoff_benchmark.ipynb":
         assert "0 failed" in text and "fresh+copied" in text and "truth 6 RTT" in text
         assert widget_views(outputs) == 1  # the benchmark, with its distribution plot
-        # one figure besides the view's: the cost vs RTT (the distributions are not shown twice)
-        assert sum("image/png" in output.get("data", {}) for output in outputs) == 1
+        # two figures besides the view's: the cost vs RTT and the phases per mode (the
+        # distributions are not shown twice)
+        assert sum("image/png" in output.get("data", {}) for output in outputs) == 2
         tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
-        assert len(tables) == 1 and "handoff_ms" in tables[0] and "vs RTT 0:" in tables[0]
+        assert len(tables) == 2 and "handoff_ms" in tables[0] and "vs RTT 0:" in tables[0]
+        # each mode's handoff phase by phase at one RTT, each beside its truth and the client's
+        phases = tables[1]
+        assert "handoff phases" in phases and "RTT 50" in phases and "session_update" in phases
+        assert 'data-key="truth_ms"' in phases and 'data-key="client_ms"' in phases
+        # the session update after a long history, per mode
+        assert len(re.findall(r"session_update +\d+\.\d ms", text)) == 3
     if path.name == "04_voice.ipynb":
         # a synthesized caller was heard, answered aloud, and handed over by voice
         assert 'You are the Concierge. You said: "hello there".' in text
@@ -152,7 +159,18 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert re.search(r"agent Concierge +after \d+ ms", text)  # the caller's wait, measured
         players = [o for o in outputs if "<audio" in o.get("data", {}).get("text/html", "")]
         assert len(players) == 2  # the caller's voice and the agents' recording
-        assert widget_views(outputs) == 3  # state, voice, timeline
+        assert widget_views(outputs) == 4  # state, voice, timeline, waterfall
+        # where the wait went, phase by phase: the turns' table, livekit's figures beside
+        (phases,) = [
+            o["data"]["text/html"]
+            for o in outputs
+            if "na-table" in o.get("data", {}).get("text/html", "")
+        ]
+        assert "where the wait went" in phases and "end_of_turn" in phases
+        assert 'data-key="livekit_ms"' in phases and "unexplained" in phases
+        # the same words again in a call with a shorter max_delay, each wait measured
+        for name in ("max_delay 2.5 s", "max_delay 1.0 s"):
+            assert re.search(rf"{name}: waited \d+ ms \(.*first_audio \d+ ms\)", text), name
     if path.name == "05_checking_agents.ipynb":
         # the failed expectation shown as the notebook's own display, the cell's error after it
         assert "Expectation failed: result.expect.next_event().is_function_call(" in text

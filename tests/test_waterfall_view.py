@@ -223,6 +223,18 @@ def test_a_loaded_traces_waits_in_time_order_the_newest_shown(
     assert view.shown["id"] == 2
 
 
+def test_a_wait_picked_as_the_view_is_made_is_shown(
+    split: Callable[[Splitter], None], tmp_path: Path
+) -> None:
+    """``WaterfallView(trace, selected=0)``, as a notebook cell picks the wait it is about
+    (an AttributeError before: the pick was checked before the view had split the trace)."""
+    split(lambda _: [SPOKEN, HANDOFF, OVERLAPPING])
+    view = WaterfallView(saved_and_loaded(tmp_path), selected=0)
+    assert view.selected == 0 and view.shown == wait_layout(SPOKEN, 0)
+    with pytest.raises(traitlets.TraitError, match=r"no wait 3: the view has 3 \(ids 0 to 2"):
+        WaterfallView(saved_and_loaded(tmp_path), selected=3)
+
+
 def test_a_wait_picked_and_split_no_more_gives_way_to_the_newest(
     split: Callable[[Splitter], None], tmp_path: Path
 ) -> None:

@@ -123,5 +123,12 @@ _COLUMNS: tuple[Column[PhaseRow], ...] = (
         "the phase beyond the network's share: the client's own time",
         optional=True,
     ),
-    Column("note", "note", lambda r: r.note or ABSENT, "why, and how to change it", words=True),
+    Column(
+        "note",
+        "note",
+        lambda r: r.note or ABSENT,
+        "why, and how to change it",
+        words=True,
+        wrap=True,
+    ),
 )

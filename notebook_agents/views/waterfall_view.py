@@ -25,8 +25,8 @@ from ._waterfall_layout import WATERFALL_COLORS, choice, wait_layout
 
 class WaterfallView(TraceFedView):
     """The waits of a runner (``NotebookRunner`` or ``AgentProcess``) or of a ``Trace``, live
-    or loaded (``Trace.load``): pick one (the newest unless another is picked) to see it
-    phase by phase.
+    or loaded (``Trace.load``): pick one (the newest unless another is picked, as
+    ``selected=`` its id in time order) to see it phase by phase.
     """
 
     flush_hz = 5.0
@@ -65,6 +65,8 @@ class WaterfallView(TraceFedView):
                 f"(Trace.load(path) for a saved one), not {type(source).__name__}"
             )
         trace = source.trace if isinstance(source, AgentRunner) else source
+        # a wait picked here is checked against the waits, once the trace is split
+        selected = kwargs.pop("selected", None)
         super().__init__(live=not trace.loaded, colors=WATERFALL_COLORS, **kwargs)
         self.trace = trace
         self._latency = latency
@@ -74,6 +76,12 @@ class WaterfallView(TraceFedView):
         if not trace.loaded:
             self._spans = SpanWatch(trace, self._throttle.request, lambda: self._closed)
         self._follow(trace)
+        if selected is not None:
+            try:
+                self.selected = selected
+            except traitlets.TraitError:
+                self.close()  # no view left following the trace
+                raise
 
     @property
     def breakdowns(self) -> list[Breakdown]:

@@ -10,7 +10,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from ..test_notebooks import CALLS_03
 from .conftest import open_notebook, run_all, run_cell, screenshot
-from .lab import ARTIFACTS, REPO
+from .lab import REPO
 from .test_benchmark_view_browser import assert_fits_its_output
 from .test_timeline_layout_browser import boxes, overlap
 from .themes import in_both_themes
@@ -166,28 +166,36 @@ def test_benchmark_notebook_fits_and_shows_each_figure_once(
     expect(view.locator(".na-bench-count")).to_have_text("40 / 40")
     expect(view.locator(".na-bench-status")).to_have_text(re.compile(r"^done in \d+\.\d s$"))
 
-    # the view's table (reply_ms) and the handoff_ms cell's: HTML, no wider than their outputs
+    # the view's table (reply_ms), the handoff_ms cell's and the phases': HTML, no wider
+    # than their outputs
     tables = page.locator(".na-table")
-    expect(tables).to_have_count(2)
+    expect(tables).to_have_count(3)
     for table in tables.all():
         assert_fits_its_output(table)
-    notes = page.locator(".na-table-notes").last
+    notes = page.locator(".na-table-notes").nth(1)
     expect(notes).to_contain_text("95% CI: the median's bootstrap 95% confidence interval")
     expect(notes).to_contain_text("vs RTT 0: the excess minus the same mode's excess at RTT 0")
-    # the distributions once (in the view), the cost vs RTT as the one image
+    phases = tables.last
+    expect(phases.locator("caption")).to_contain_text("handoff phases")
+    # every mode's (fresh+empty's in brackets: beside the connect)
+    expect(phases.locator('td[data-key="phase"]', has_text="session_update")).to_have_count(4)
+    # the distributions once (in the view), the cost vs RTT and the phases as images
     expect(view.locator(".na-bench-plot svg").first).to_be_visible()
-    expect(page.locator(".jp-OutputArea-output.jp-RenderedImage")).to_have_count(1)
+    images = page.locator(".jp-OutputArea-output.jp-RenderedImage")
+    expect(images).to_have_count(2)
+    updates = page.locator(".jp-OutputArea-output").filter(has_text="session_update")
+    expect(updates.last).to_contain_text("fresh+copied")
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.set_viewport_size({"width": 1280, "height": 1300})  # the view's cell, whole
-    for name, shown in [
-        ("view", view),
-        ("table", tables.last),
-        ("cost_vs_rtt", page.locator(".jp-RenderedImage")),
-    ]:
-        cell = shown.locator("xpath=ancestor::div[contains(@class, 'jp-Cell ')][1]")
-        cell.scroll_into_view_if_needed()
-        cell.screenshot(path=str(ARTIFACTS / f"notebook_02_{name}.png"))
+    page.set_viewport_size({"width": 1280, "height": 2400})  # each cell whole, the tallest too
+    shown = {
+        "view": view,
+        "table": tables.nth(1),
+        "cost_vs_rtt": images.first,
+        "phases": images.last,
+        "phase_table": phases,
+        "session_update": updates.last,
+    }
+    assert in_both_themes(page, ".na-bench, .na-table-box", "notebook_02", shown) == []
 
 
 def test_voice_notebook_shows_the_call_its_speech_and_a_microphone(
@@ -208,3 +216,24 @@ def test_voice_notebook_shows_the_call_its_speech_and_a_microphone(
     expect(voice.locator(".na-voice-button")).to_have_attribute("aria-pressed", "false")
     expect(page.locator(".na-state .na-agent")).to_have_text("Billing")
     screenshot(page, "notebook_04_voice")
+
+    # the first spoken turn's waterfall, its waits listed newest first, and the turns' table
+    waterfall = page.locator(".na-waterfall")
+    expect(waterfall.locator(".na-wf-title")).to_have_text("turn 1 · spoken · Concierge")
+    expect(waterfall.locator(".na-wf-pick option")).to_have_text(
+        ["newest", re.compile(r"^Concierge → Billing · "), re.compile(r"^turn 2 · spoken · "),
+         re.compile(r"^turn 1 · spoken · Concierge · ")]
+    )  # fmt: skip
+    rows = waterfall.locator(".na-wf-row:not(.na-wf-headings) .na-wf-name")
+    expect(rows.first).to_have_text("wait")
+    expect(waterfall).to_contain_text("end_of_turn")
+    table = page.locator(".na-table")
+    expect(table.locator("caption")).to_have_text("where the wait went")
+    expect(table).to_contain_text("end_of_turn")
+    assert_fits_its_output(table)  # its notes wrap: every one read without scrolling
+    # the same words in a second call with a shorter max_delay, both waits measured
+    waits = page.locator(".jp-OutputArea-output").filter(has_text="max_delay 1.0 s: waited")
+    expect(waits).to_contain_text("max_delay 2.5 s: waited")
+    shown = {"waterfall": waterfall, "phase_table": table, "waits": waits}
+    page.set_viewport_size({"width": 1280, "height": 2400})  # each cell whole, the tallest too
+    assert in_both_themes(page, ".na-waterfall, .na-table-box", "notebook_04", shown) == []

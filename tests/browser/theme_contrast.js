@@ -80,7 +80,7 @@
     return box.width > 0 && box.height > 0 && el.checkVisibility({ visibilityProperty: true });
   };
   const describe = (el, text) => {
-    const view = el.closest(".na-state, .na-timeline, .na-chat, .na-graph, .na-context-table, .na-voice, .na-suite, .na-failed-expectation, .na-waterfall").classList[0];
+    const view = el.closest(".na-state, .na-timeline, .na-chat, .na-graph, .na-context-table, .na-voice, .na-suite, .na-failed-expectation, .na-waterfall, .na-bench, .na-table-box").classList[0];
     const name = (n) => (n.getAttribute("class") || n.tagName.toLowerCase()).split(" ").join(".");
     const dot = (n) => (n.getAttribute("class") ? "." : "") + name(n);
     return `${view} ${dot(el.parentElement)} ${dot(el)} "${text.trim().replace(/\s+/g, " ").slice(0, 28)}"`;
