@@ -93,14 +93,14 @@ def clock(trace: Trace, unix: float) -> float:
 
 
 def assert_critical_phases_fill_the_wait(b: Breakdown) -> None:
-    """The critical phases follow one another from the wait's start to its end, and what
-    they leave between them is under 20 ms."""
+    """The critical phases follow one another from the wait's start to its end, and add up
+    to the wait within 20 ms (either way: two clocks may put one moment a little apart)."""
     critical = [p for p in b.phases if p.critical]
     assert critical[0].start == pytest.approx(b.start, abs=SAME_MOMENT)
     assert critical[-1].end == pytest.approx(b.end, abs=SAME_MOMENT)
     for before, after in pairwise(critical):
         assert after.start >= before.end - SAME_MOMENT
-    assert 0 <= b.unexplained < 0.02
+    assert abs(b.unexplained) < 0.02
 
 
 def test_a_spoken_turns_phases_add_up_to_its_wait_each_where_livekit_put_it(
@@ -297,11 +297,13 @@ async def test_a_typed_turn_to_a_realtime_model_splits_what_exists(
     (b,) = turn_phases(trace)
     (typed,) = trace.of_kind("user_message")
     assert_critical_phases_fill_the_wait(b)
-    critical = [p for p in b.phases if p.critical]
-    assert [p.name for p in critical[:2]] == ["message_sync", "response_created"]
-    assert critical[0].end == typed.t  # livekit records the message once the model has it
+    # livekit records the message once the model has it; on a loaded machine that record can
+    # come after the response began, and the message's phase then runs beside the path
+    assert phase(b, "message_sync").end == typed.t
+    created = phase(b, "response_created")
     inference = only(trace, "realtime_inference")
-    assert critical[1].end == response_created(inference, trace)
+    assert created.critical and created.end == response_created(inference, trace)
+    critical = [p for p in b.phases if p.critical]
     assert critical[-1].name == "first_text"
 
 
