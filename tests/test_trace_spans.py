@@ -217,6 +217,26 @@ async def test_otlp_json_holds_livekits_spans_and_our_events(
     assert len(ids["traceId"]) == 32 and len(ids["spanId"]) == 16  # hex, as OTLP JSON has it
 
 
+async def test_a_trace_saved_mid_call_exports_in_livekits_one_trace(
+    emulator: Emulator, runners: list[NotebookRunner], tmp_path: Path
+) -> None:
+    """Saved before ``stop()`` (the job's span still open), ours was a root in a trace of its
+    own: two trace ids in one export."""
+    runner = await started(runners, NotebookRunner(production_server(emulator)))
+    await runner.send_text("hi")
+    saved = Trace.load(runner.trace.save(tmp_path / "live.jsonl"))
+    runner.stop()
+    assert "job_entrypoint" not in names(saved)
+    request = parsed_otlp(to_otlp_json(saved))
+    exported = [
+        span
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
+    assert {span.trace_id for span in exported} == {bytes.fromhex(saved.spans[0].trace_id)}
+
+
 def span(name: str, span_id: str, start: float, end: float, parent: str | None) -> TraceSpan:
     return TraceSpan(
         name=name,
@@ -286,6 +306,23 @@ def test_the_export_command_writes_both_formats_beside_a_saved_trace(
     assert json.loads(capsys.readouterr().out) == to_chrome_trace(loaded)
     assert main(["export", str(tmp_path / "missing.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
+    # a folder that is not there: said in a line, not a traceback
+    assert main(["export", str(saved), "--out", str(tmp_path / "no" / "x.json")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_export_to_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
+    """``--out - | head -c 1``: a BrokenPipeError traceback before."""
+    trace = Trace()
+    for n in range(200):
+        trace._record("user_message", {"text": "hi" * 50, "item_id": f"i{n}", "metrics": {}}, "A")
+    saved = trace.save(tmp_path / "run.jsonl")
+    command = [sys.executable, "-m", "notebook_agents", "export", str(saved), "--out", "-"]
+    export = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert export.stdout is not None and export.stdout.read(1)
+    export.stdout.close()  # the reader is gone
+    _, err = export.communicate(timeout=60)
+    assert export.returncode == 0 and b"Traceback" not in err, err.decode()
 
 
 GLOBAL_PROVIDER_LATER = """

@@ -18,9 +18,9 @@ from matplotlib.text import Text
 
 from notebook_agents import Breakdown, NotebookRunner, Phase
 from notebook_agents.emulator import Emulator
-from notebook_agents.phases import breakdowns
+from notebook_agents.phases import breakdowns, handoff_phases
 from notebook_agents.trace import Trace, TraceSpan
-from notebook_agents.views import WaterfallView
+from notebook_agents.views import TimelineView, WaterfallView
 from notebook_agents.views import waterfall_view as module
 from notebook_agents.views._waterfall_figure import waterfall_figure
 from notebook_agents.views._waterfall_layout import (
@@ -261,6 +261,19 @@ def test_a_view_takes_a_runner_or_a_trace_and_says_so_otherwise() -> None:
     with pytest.raises(TypeError, match=r"a runner \(NotebookRunner, AgentProcess\) or a Trace"):
         WaterfallView("trace.jsonl")  # type: ignore[arg-type]
     gc.collect()  # the refused view, closed as it goes, has nothing to undo (no error)
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_views_and_phases_take_the_network_as_a_latency_model_and_say_so_otherwise() -> None:
+    """An RTT given as a number was an AttributeError ('int' object has no attribute
+    'item_ack_s'), from the views only once they split the trace."""
+    fix = r"pass LatencyModel\(rtt_ms=20\) \(from notebook_agents import LatencyModel\)"
+    for make in (WaterfallView, TimelineView, handoff_phases):
+        with pytest.raises(TypeError, match=fix):
+            make(Trace(), 20)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"TimelineView takes a Trace \(runner.trace"):
+        TimelineView("trace.jsonl")  # type: ignore[arg-type]
+    gc.collect()
 
 
 def turns(trace: Trace) -> list[Breakdown]:

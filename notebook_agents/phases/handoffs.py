@@ -30,7 +30,7 @@ from ..trace.realtime_spans import (
     RESPONSE_SPAN,
 )
 from .model import Breakdown, Phase
-from .truth import connect_awaited, handoff_truths
+from .truth import connect_awaited, handoff_truths, network
 
 CONNECT_NOTE = (
     "a fresh realtime session connects its own websocket: give the new agent no llm= of its "
@@ -52,6 +52,7 @@ def handoff_phases(trace: Trace, latency: LatencyModel | None = None) -> list[Br
     it makes it ``fresh``. Needs the trace's spans (a ``NotebookRunner``'s trace has them); a
     trace without them has no handoffs to split.
     """
+    latency = network(latency)
     spans = _Spans(trace.spans)
     events = trace.events
     updates = spans.named("update_agent")

@@ -40,3 +40,14 @@ def connect_awaited(session: str, context: str) -> bool:
     """Whether the new agent's session update waits for a fresh session's connect (it has
     items to create there); else the connect runs beside it, until the reply's request."""
     return session == "fresh" and context == "copied"
+
+
+def network(latency: object) -> LatencyModel | None:
+    """``latency`` as the phases take it (None: no truth), or a ``TypeError`` naming the fix."""
+    if latency is None or isinstance(latency, LatencyModel):
+        return latency
+    hint = f"LatencyModel(rtt_ms={latency})" if isinstance(latency, int | float) else "one"
+    raise TypeError(
+        "latency is the emulator's network the agents' models asked for, a LatencyModel: "
+        f"pass {hint} (from notebook_agents import LatencyModel), not {latency!r}"
+    )

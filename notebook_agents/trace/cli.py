@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -49,9 +50,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     text = encode(trace)
     if args.out == "-":
-        print(text)
+        try:
+            print(text, flush=True)
+        except BrokenPipeError:  # the reader stopped early (| head): what it read was enough
+            # as Python's signal docs advise: no second error when stdout is flushed at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     out = Path(args.out) if args.out else args.trace.with_suffix(suffix)
-    out.write_text(text, encoding="utf-8")
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        print(f"notebook-agents export: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
     print(out)
     return 0

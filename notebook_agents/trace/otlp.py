@@ -79,12 +79,13 @@ def _readable(span: TraceSpan, started_at: float, resource: Resource) -> Readabl
 
 
 def _own_span(trace: Trace, events: Sequence[TraceEvent], resource: Resource) -> ReadableSpan:
-    """Our events on one span, under livekit's outermost span when the trace has one. Its ids
+    """Our events on one span, under livekit's outermost span when the trace has one (a trace
+    saved mid-call has not: it ended after the save), in livekit's trace either way. Its ids
     come from the trace's start time, so a saved and loaded trace exports the same."""
     roots = [s for s in trace.spans if s.parent_id is None]
     root = min(roots, key=lambda s: s.start) if roots else None
     digest = hashlib.sha256(repr(trace.started_at).encode()).hexdigest()
-    trace_id = root.trace_id if root is not None else digest[:32]
+    trace_id = trace.spans[0].trace_id if trace.spans else digest[:32]
     start = min(events[0].t, root.start) if root is not None else events[0].t
     return ReadableSpan(
         name=OWN_SPAN,

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from ..analysis import IDLE_AFTER, TraceAnalysis
 from ..emulator.latency import LatencyModel
 from ..phases import handoff_phases
+from ..phases.truth import network
 from ..trace import Trace, TraceEvent
 from ..trace.contexts import compared, item_key
 from ._assets import asset
@@ -70,9 +71,14 @@ class TimelineView(TraceStreamView):
     def __init__(self, trace: Trace, latency: LatencyModel | None = None, **kwargs: Any) -> None:
         """``latency``: the emulator's network the agents' models asked for, for each handoff
         phase's truth (as ``WaterfallView`` takes it)."""
+        if not isinstance(trace, Trace):
+            raise TypeError(
+                "TimelineView takes a Trace (runner.trace; Trace.load(path) for a saved one), "
+                f"not {type(trace).__name__}"
+            )
+        self._latency = network(latency)
         # the history is laid out during the base's __init__: the layout must exist first
         self._timeline = TimelineLayout(started_at=trace.started_at)
-        self._latency = latency
         self._split_again = True
         styles = {key: asdict(style) for key, style in MARK_STYLES.items()}
         super().__init__(trace, mark_styles=styles, **kwargs)

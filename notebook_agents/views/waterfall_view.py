@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from ..emulator.latency import LatencyModel
 from ..phases import Breakdown, breakdowns
+from ..phases.truth import network
 from ..runner import AgentRunner
 from ..trace import Trace, TraceEvent
 from ._assets import asset
@@ -69,7 +70,7 @@ class WaterfallView(TraceFedView):
         selected = kwargs.pop("selected", None)
         super().__init__(live=not trace.loaded, colors=WATERFALL_COLORS, **kwargs)
         self.trace = trace
-        self._latency = latency
+        self._latency = network(latency)
         self._breakdowns: list[Breakdown] = []
         self._closed = trace.loaded
         self.observe(self._show, names="selected")
