@@ -420,6 +420,9 @@ async def test_the_readmes_waterfall_example_runs_after_its_tour(
     view = namespace["view"]
     assert isinstance(view, WaterfallView) and view.trace is namespace["runner"].trace
     view.close()
+    # the section's other examples, on the same call
+    await run(python_block("turn_phases(runner.trace)"), namespace)
+    await run(python_block("handoff_phases(runner.trace"), namespace)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from ..trace import Trace
 from .handoffs import handoff_phases
 from .model import Breakdown, Phase, WaitKind
 from .names import HANDOFF_PHASES
+from .table import phase_table
 from .turns import turn_phases
 
 
@@ -25,5 +26,6 @@ __all__ = [
     "WaitKind",
     "breakdowns",
     "handoff_phases",
+    "phase_table",
     "turn_phases",
 ]
