@@ -399,7 +399,9 @@ async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: Agent
     await asyncio.wait_for(finished(chat, turn, weather), 30)
     assert chat.pending == 0 and chat.error == ""
     lines = browser.lines()
-    assert lines[0] == ("greeter_agent", "You are a friendly greeter. How can I help you?")
-    assert ("you", "transfer to weather") in lines
-    assert any(who == "weather_agent" for who, _ in lines)
+    greeting = ("greeter_agent", "You are a friendly greeter. How can I help you?")
+    # the greeting before the weather agent's words; the caller's line is shown as it is sent,
+    # and on a loaded machine that can be before the other process's greeting has come over
+    weather_said = next(i for i, (who, _) in enumerate(lines) if who == "weather_agent")
+    assert greeting in lines[:weather_said] and ("you", "transfer to weather") in lines
     assert graph.trace is greeter.trace and graph.current == "weather_agent"
