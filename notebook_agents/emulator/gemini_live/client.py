@@ -39,7 +39,9 @@ class GeminiEndpoint:
                 info = json.load(answer)
         except urllib.error.HTTPError as e:
             message = json.load(e).get("error", {}).get("message", str(e))
-            raise EmulatorError(f"the emulator at {emulator_url} serves no Gemini: {message}") from None
+            raise EmulatorError(
+                f"the emulator at {emulator_url} serves no Gemini: {message}"
+            ) from None
         return cls(url=info["url"], ca_pem=info["ca_pem"])
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -84,7 +86,5 @@ def _google_plugin() -> Any:
     try:
         from livekit.plugins import google
     except ImportError:
-        raise EmulatorError(
-            f"Gemini Live needs livekit's google plugin: {GEMINI_EXTRA}"
-        ) from None
+        raise EmulatorError(f"Gemini Live needs livekit's google plugin: {GEMINI_EXTRA}") from None
     return google

@@ -135,7 +135,11 @@ def content_items(content: dict[str, Any]) -> list[dict[str, Any]]:
             items.append(function_response_item(response))
     if texts:
         kind = "output_text" if role == "assistant" else "input_text"
-        message = {"type": "message", "role": role, "content": [{"type": kind, "text": "".join(texts)}]}
+        message = {
+            "type": "message",
+            "role": role,
+            "content": [{"type": kind, "text": "".join(texts)}],
+        }
         items.insert(0, message)
     return items
 

@@ -289,7 +289,11 @@ class LiveConnection:
         words = vocabulary(instructions_of(self.setup), tool_specs(self.setup))
         heard = await asyncio.to_thread(transcribe, audio, INPUT_RATE, words) if audio.size else ""
         self.conversation.insert(
-            {"type": "message", "role": "user", "content": [{"type": "input_audio", "transcript": heard}]}
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_audio", "transcript": heard}],
+            }
         )
         if "inputAudioTranscription" in self.setup and heard:
             self.send({"serverContent": {"inputTranscription": {"text": heard}}})
@@ -334,7 +338,9 @@ class LiveConnection:
             return
         tools = tool_specs(self.setup)
         reply = self.settings.rules.reply(
-            ReplyContext(instructions=instructions_of(self.setup), history=self._turns(), tools=tools)
+            ReplyContext(
+                instructions=instructions_of(self.setup), history=self._turns(), tools=tools
+            )
         )
         spoken = "AUDIO" in _modalities(self.setup)
         speech = None
@@ -347,7 +353,11 @@ class LiveConnection:
                 self._tool_call(reply)
                 return
             item = self.conversation.insert(
-                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ""}]}
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": ""}],
+                }
             )
             part = item["content"][0]
             words = tokens(reply.text)
@@ -375,7 +385,9 @@ class LiveConnection:
         """One token: its text (``TEXT``), or its share of the audio and its transcript."""
         assert self.setup is not None
         if audio is None:
-            self.send({"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": word}]}}})
+            self.send(
+                {"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": word}]}}}
+            )
             return
         begin, end = (audio.size * i // count for i in (index, index + 1))
         data = base64.b64encode(audio[begin:end].astype("<i2").tobytes()).decode()
