@@ -254,7 +254,7 @@ class LiveConnection:
             self._generate()
         elif audio := body.get("audio") or next(iter(body.get("mediaChunks") or []), None):
             if str(audio.get("mimeType", "")).startswith("audio/"):
-                await self._listen(base64.b64decode(audio.get("data") or ""))
+                await self._listen(_bytes(str(audio.get("data") or "")))
 
     def _automatic_detection(self) -> bool:
         assert self.setup is not None
@@ -426,6 +426,14 @@ class LiveConnection:
 def _modalities(setup: dict[str, Any]) -> list[str]:
     config = setup.get("generationConfig") or {}
     return [str(m).upper() for m in config.get("responseModalities") or ["AUDIO"]]
+
+
+def _bytes(data: str) -> bytes:
+    """A ``Blob``'s data: protobuf's JSON takes standard or URL-safe base64, padded or not
+    (google-genai sends it URL-safe, unpadded)."""
+    return base64.urlsafe_b64decode(
+        data.replace("+", "-").replace("/", "_") + "=" * (-len(data) % 4)
+    )
 
 
 def _user_text(text: str) -> dict[str, Any]:
