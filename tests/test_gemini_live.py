@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from google.genai import errors, types
-from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, function_tool, llm
+from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, RunResult, function_tool, llm
 from livekit.plugins import google
 
 from notebook_agents import Trace
@@ -22,7 +22,9 @@ KEY = "not-a-secret"
 
 def gemini(emulator: Emulator, **overrides: Any) -> google.realtime.RealtimeModel:
     return google.realtime.RealtimeModel(
-        api_key=KEY, http_options=emulator.gemini_http_options(**overrides), modalities=["TEXT"]
+        api_key=KEY,
+        http_options=emulator.gemini_http_options(**overrides),
+        modalities=[types.Modality.TEXT],
     )
 
 
@@ -33,7 +35,9 @@ async def get_weather(city: str) -> str:
 
 
 class Specialist(Agent):
-    def __init__(self, tools: list[llm.Tool], model: llm.RealtimeModel | None = None) -> None:
+    def __init__(
+        self, tools: list[llm.Tool | llm.Toolset], model: llm.RealtimeModel | None = None
+    ) -> None:
         super().__init__(
             instructions="You are the specialist. You answer.",
             tools=tools,
@@ -95,9 +99,9 @@ async def test_a_text_turn_and_a_tool_call_through_the_unmodified_plugin(
     emulator: Emulator, sessions: list[AgentSession[None]]
 ) -> None:
     session, _ = await started(sessions, gemini(emulator), Receptionist())
-    answer = await session.run(user_input="Hello there")
+    answer: RunResult[None] = await session.run(user_input="Hello there")
     assert said(answer) == [("message", 'You are the receptionist. You said: "Hello there".')]
-    called = await session.run(user_input="get weather city=Paris")
+    called: RunResult[None] = await session.run(user_input="get weather city=Paris")
     assert said(called) == [
         ("function_call", "get_weather"),
         ("function_call_output", "get_weather"),
@@ -119,7 +123,7 @@ async def test_a_handoff_with_the_same_tools_keeps_the_gemini_session(
     emulator: Emulator, sessions: list[AgentSession[None]]
 ) -> None:
     session, trace = await started(sessions, gemini(emulator), Receptionist())
-    result = await session.run(user_input="Please transfer to the specialist.")
+    result: RunResult[None] = await session.run(user_input="Please transfer to the specialist.")
     await result
     (handoff,) = [h for h in trace.of_kind("handoff") if h.data["from"]]
     assert (handoff.data["to"], handoff.data["session"]) == ("Specialist", "reused")
@@ -129,7 +133,7 @@ async def test_a_handoff_with_the_same_tools_keeps_the_gemini_session(
     (conversation,) = emulator.conversations()
     texts = [i.get("text") for i in conversation]
     assert "You are the specialist. You answer." in texts
-    assert texts[-1].startswith("You are the receptionist.")
+    assert str(texts[-1]).startswith("You are the receptionist.")
 
 
 async def test_a_handoff_to_an_agent_with_its_own_model_opens_a_fresh_session(
@@ -139,16 +143,18 @@ async def test_a_handoff_to_an_agent_with_its_own_model_opens_a_fresh_session(
     reply = asyncio.Event()
     session.on(
         "conversation_item_added",
-        lambda ev: reply.set() if "specialist" in (ev.item.text_content or "") else None,
+        lambda ev: (
+            reply.set() if "specialist" in (getattr(ev.item, "text_content", None) or "") else None
+        ),
     )
     await session.run(user_input="Please transfer to the specialist.")
     await asyncio.wait_for(reply.wait(), 10)
     (handoff,) = [h for h in trace.of_kind("handoff") if h.data["from"]]
     assert (handoff.data["to"], handoff.data["session"]) == ("Specialist", "fresh")
-    first, fresh = emulator.connections
+    _, fresh = emulator.connections
     assert fresh.types("in")[0] == "setup" and fresh.types("out")[0] == "setupComplete"
     # the fresh session's system instruction is the specialist's, who answers
-    assert emulator.conversations()[1][-1]["text"].startswith("You are the specialist.")
+    assert str(emulator.conversations()[1][-1]["text"]).startswith("You are the specialist.")
 
 
 async def test_the_round_trip_delays_every_exchange(emulator: Emulator) -> None:
@@ -228,7 +234,7 @@ async def test_the_emulator_process_tells_its_gemini_endpoint() -> None:
 
     async with emulator_process() as url:
         endpoint = await asyncio.to_thread(GeminiEndpoint.of, url)
-        model = endpoint.realtime_model(overrides={"rtt_ms": 10}, modalities=["TEXT"])
+        model = endpoint.realtime_model(overrides={"rtt_ms": 10}, modalities=[types.Modality.TEXT])
         rt = model.session()
         try:
             generation = await rt.generate_reply()

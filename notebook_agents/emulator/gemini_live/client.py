@@ -8,7 +8,7 @@ import ssl
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._settings import check_query
 from ..errors import EmulatorError
@@ -53,13 +53,16 @@ class GeminiEndpoint:
         this endpoint, its CA, and per-connection latency and faults (``rtt_ms=20``,
         ``drop_after=5``), checked here as the server will check them (ParameterError)."""
         check_query({name: query_value(value) for name, value in overrides.items()})
-        types = _genai_types()
+        genai_types = _genai_types()
         headers = {SETTINGS_HEADER: query_to_str(overrides)} if overrides else {}
-        return types.HttpOptions(
-            base_url=self.url,
-            headers=headers,
-            # google-genai hands these to websockets' connect: the emulator's CA, not certifi's
-            async_client_args={"ssl": self.ssl_context()},
+        return cast(
+            "types.HttpOptions",
+            genai_types.HttpOptions(
+                base_url=self.url,
+                headers=headers,
+                # google-genai hands these to websockets' connect: the emulator's CA, not certifi's
+                async_client_args={"ssl": self.ssl_context()},
+            ),
         )
 
     def realtime_model(
@@ -69,9 +72,10 @@ class GeminiEndpoint:
         connections with ``overrides`` (``{"rtt_ms": 20}``); any API key will do."""
         google = _google_plugin()
         model_kwargs.setdefault("api_key", "emulator")
-        return google.realtime.RealtimeModel(
+        model = google.realtime.RealtimeModel(
             http_options=self.http_options(**dict(overrides or {})), **model_kwargs
         )
+        return cast("RealtimeModel", model)
 
 
 def _genai_types() -> Any:

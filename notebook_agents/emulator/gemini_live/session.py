@@ -252,9 +252,10 @@ class LiveConnection:
             self._interrupt()
             self.conversation.insert(_user_text(body["text"]))
             self._generate()
-        elif audio := body.get("audio") or next(iter(body.get("mediaChunks") or []), None):
-            if str(audio.get("mimeType", "")).startswith("audio/"):
-                await self._listen(_bytes(str(audio.get("data") or "")))
+        elif (
+            audio := body.get("audio") or next(iter(body.get("mediaChunks") or []), None)
+        ) and str(audio.get("mimeType", "")).startswith("audio/"):
+            await self._listen(_bytes(str(audio.get("data") or "")))
 
     def _automatic_detection(self) -> bool:
         assert self.setup is not None
@@ -397,7 +398,11 @@ class LiveConnection:
             self.send({"serverContent": {"outputTranscription": {"text": word}}})
 
     def _tool_call(self, reply: ToolCallReply) -> None:
-        call = {"id": new_id("function-call-"), "name": reply.name, "args": reply.arguments}
+        call: dict[str, Any] = {
+            "id": new_id("function-call-"),
+            "name": reply.name,
+            "args": reply.arguments,
+        }
         self.conversation.insert(function_call_item(call))
         self._pending_calls.add(call["id"])
         self.send({"toolCall": {"functionCalls": [call]}})
@@ -442,7 +447,7 @@ def _user_text(text: str) -> dict[str, Any]:
 
 def _server_kinds(message: dict[str, Any]) -> list[str]:
     """A message's kind for the connection log: ``serverContent.modelTurn``, ``toolCall``..."""
-    kinds = []
+    kinds: list[str] = []
     for key, value in message.items():
         if key == "serverContent" and isinstance(value, dict):
             kinds.extend(f"serverContent.{field}" for field in value)
