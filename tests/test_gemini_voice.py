@@ -4,6 +4,7 @@ answers aloud (24 kHz audio, sent faster than it plays) with its transcript."""
 
 from __future__ import annotations
 
+from google.genai import types
 from livekit.agents import AgentServer, AgentSession, JobContext
 from livekit.plugins import google
 
@@ -14,6 +15,7 @@ from notebook_agents.speech import synthesize
 from .conftest import started
 from .handoff_agents import Concierge
 from .speech_check import envelope_match
+from .upstream import greeter_weather
 
 
 def gemini_voice_server(emulator: Emulator) -> AgentServer:
@@ -46,3 +48,36 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_transcribed(
     assert {"serverContent.inputTranscription", "serverContent.outputTranscription"} <= set(
         log.types("out")
     )
+
+
+async def test_upstream_agents_run_on_gemini_with_only_the_model_switched(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """PR #5229's Greeter/Weather agents (tests/upstream, not our code) on Gemini Live: their
+    model is the one line that changes. Their agents have different tools, so livekit opens a
+    fresh Gemini session for the weather agent (the plugin cannot change a live session's
+    tools), and the copied context reaches it."""
+    model = google.realtime.RealtimeModel(
+        api_key="not-a-secret",
+        http_options=emulator.gemini_http_options(),
+        modalities=[types.Modality.TEXT],
+    )
+    runner = await started(runners, NotebookRunner(greeter_weather.make_server(model)))
+    result = await runner.run("transfer to weather")
+    result.expect.next_event().is_function_call(name="transfer_to_weather")
+    result.expect.next_event().is_function_call_output()
+    handoff = result.expect.next_event().is_agent_handoff()
+    assert handoff.event().item.new_agent_id == "weather_agent"
+    weather = await runner.run("lookup weather location=Paris")
+    weather.expect.contains_function_call(name="lookup_weather", arguments={"location": "Paris"})
+    assert await runner.send_text("hello") == 'You are a weather agent. You said: "hello".'
+    (moved,) = [h for h in runner.trace.of_kind("handoff") if h.data["from"]]
+    assert (moved.data["to"], moved.data["session"], moved.data["context"]) == (
+        "WeatherAgent",
+        "fresh",
+        "copied",
+    )
+    greeter, weather_session = emulator.conversations()
+    # the fresh session was given the greeter's conversation as history
+    assert "transfer to weather" in [item.get("text") for item in weather_session]
+    assert greeter  # the greeter's own session held its turns
