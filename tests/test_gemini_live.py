@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,7 +16,13 @@ from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, RunResult
 from livekit.plugins import google
 
 from notebook_agents import Trace
-from notebook_agents.emulator import Emulator, GeminiEndpoint, LatencyModel, ParameterError
+from notebook_agents.emulator import (
+    Emulator,
+    EmulatorError,
+    GeminiEndpoint,
+    LatencyModel,
+    ParameterError,
+)
 
 KEY = "not-a-secret"
 
@@ -242,3 +249,23 @@ async def test_the_emulator_process_tells_its_gemini_endpoint() -> None:
         finally:
             await rt.aclose()
     assert "".join(texts) == "How can I help you?"
+
+
+async def test_an_openai_only_fault_is_refused_with_the_reason(emulator: Emulator) -> None:
+    """Gemini acknowledges no item: a held ack cannot apply, and saying nothing would let a
+    race test pass for the wrong reason."""
+    from google import genai
+
+    client = genai.Client(api_key=KEY, http_options=emulator.gemini_http_options(ack_delay_ms=100))
+    with pytest.raises(errors.APIError, match="ack_delay_ms has no meaning on Gemini Live"):
+        async with client.aio.live.connect(model="gemini-2.5-flash-native-audio-preview-12-2025"):
+            pass
+    await client.aio.aclose()
+
+
+def test_a_missing_google_plugin_names_the_extra(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "livekit.plugins.google", None)
+    with pytest.raises(EmulatorError, match=r"pip install 'notebook-agents\[gemini\]'"):
+        emulator.gemini.realtime_model()

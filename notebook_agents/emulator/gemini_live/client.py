@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import ssl
 import urllib.request
@@ -88,7 +89,8 @@ def _genai_types() -> Any:
 
 def _google_plugin() -> Any:
     try:
-        from livekit.plugins import google
+        # by name (not ``from livekit.plugins import google``): the same lookup on any Python
+        google = importlib.import_module("livekit.plugins.google")
     except ImportError:
         raise EmulatorError(f"Gemini Live needs livekit's google plugin: {GEMINI_EXTRA}") from None
     return google
