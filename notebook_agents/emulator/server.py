@@ -212,7 +212,8 @@ _RUNNING: weakref.WeakKeyDictionary[Emulator, None] = weakref.WeakKeyDictionary(
 
 
 class Emulator(StartStop):
-    """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline.
+    """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline; it serves
+    Gemini Live to livekit's google plugin too (``gemini_http_options()``, over TLS).
 
     Runs on its own thread and event loop, so it serves while the caller's loop (a notebook's,
     a test's, or the agent's) is busy. Use as a context manager::
