@@ -6,6 +6,7 @@ from .devices import DeviceError, LocalDevices
 from .emulator import (
     Emulator,
     Faults,
+    GeminiEndpoint,
     LatencyModel,
     ReplyContext,
     ReplyRules,
@@ -81,6 +82,7 @@ __all__ = [
     "ErrorData",
     "EventKind",
     "Faults",
+    "GeminiEndpoint",
     "HandoffData",
     "HandoffGraph",
     "LatencyModel",
