@@ -11,9 +11,11 @@ from .emulator import (
     ReplyRules,
     TextReply,
     ToolCallReply,
+    ToolCallsReply,
     VerdictReply,
 )
 from .phases import Breakdown, Phase, handoff_phases, turn_phases
+from .races import RACES, RaceCase, RaceRun, RaceVerdict, run_race
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -65,6 +67,7 @@ from .trace import (
 
 __all__ = [
     "EVENT_DATA",
+    "RACES",
     "AgentMessageData",
     "AgentProcess",
     "AgentRunner",
@@ -91,6 +94,9 @@ __all__ = [
     "NotebookRunner",
     "Outcome",
     "Phase",
+    "RaceCase",
+    "RaceRun",
+    "RaceVerdict",
     "Recording",
     "RemoteAgent",
     "ReplyContext",
@@ -106,6 +112,7 @@ __all__ = [
     "TextReply",
     "ToolCallData",
     "ToolCallReply",
+    "ToolCallsReply",
     "ToolOutputData",
     "Trace",
     "TraceAnalysis",
@@ -123,6 +130,7 @@ __all__ = [
     "handoff_targets",
     "load_suite",
     "run_app",
+    "run_race",
     "run_suite",
     "turn_phases",
 ]

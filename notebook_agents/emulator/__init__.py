@@ -12,6 +12,7 @@ from .replies import (
     Rule,
     TextReply,
     ToolCallReply,
+    ToolCallsReply,
     ToolSpec,
     Turn,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "Rule",
     "TextReply",
     "ToolCallReply",
+    "ToolCallsReply",
     "ToolSpec",
     "Turn",
     "VerdictReply",
