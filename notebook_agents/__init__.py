@@ -12,9 +12,11 @@ from .emulator import (
     ReplyRules,
     TextReply,
     ToolCallReply,
+    ToolCallsReply,
     VerdictReply,
 )
 from .phases import Breakdown, Phase, handoff_phases, turn_phases
+from .races import RACES, RaceCase, RaceRun, RaceVerdict, run_race
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -66,6 +68,7 @@ from .trace import (
 
 __all__ = [
     "EVENT_DATA",
+    "RACES",
     "AgentMessageData",
     "AgentProcess",
     "AgentRunner",
@@ -93,6 +96,9 @@ __all__ = [
     "NotebookRunner",
     "Outcome",
     "Phase",
+    "RaceCase",
+    "RaceRun",
+    "RaceVerdict",
     "Recording",
     "RemoteAgent",
     "ReplyContext",
@@ -108,6 +114,7 @@ __all__ = [
     "TextReply",
     "ToolCallData",
     "ToolCallReply",
+    "ToolCallsReply",
     "ToolOutputData",
     "Trace",
     "TraceAnalysis",
@@ -125,6 +132,7 @@ __all__ = [
     "handoff_targets",
     "load_suite",
     "run_app",
+    "run_race",
     "run_suite",
     "turn_phases",
 ]

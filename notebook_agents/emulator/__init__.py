@@ -14,6 +14,7 @@ from .replies import (
     Rule,
     TextReply,
     ToolCallReply,
+    ToolCallsReply,
     ToolSpec,
     Turn,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "Rule",
     "TextReply",
     "ToolCallReply",
+    "ToolCallsReply",
     "ToolSpec",
     "Turn",
     "VerdictReply",
