@@ -182,9 +182,10 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert widget_views(outputs) == 3  # the timelines of the runner and the process, the suite
     if path.name == "06_handoff_races.ipynb":
         # each race ran, its verdict printed and shown on a timeline; the asserts all held
-        assert text.count("HAPPENED: ") == 4 and text.count("did not happen: ") == 3
+        assert text.count("HAPPENED: ") == 5 and text.count("did not happen: ") == 3
         assert "an activity is already running" in text
-        assert widget_views(outputs) == 7  # one timeline per race run
+        assert "took the place of Bob's on_enter reply" in text  # the Gemini section
+        assert widget_views(outputs) == 8  # one timeline per race run
         assert "the task completes instead" in text  # the control, quiet
     if path.name == "03_teaching_handoffs.ipynb":
         # every claim the text makes is an assert cell of its own: reaching the end proves them

@@ -4,13 +4,12 @@ latency or fault that triggers it, and a detector that says from the trace wheth
 
 from .case import Problem, Provider, RaceCase, RaceRun, RaceVerdict, WireEvent
 from .registry import RACES
-from .run import ProviderNotReady, run_race
+from .run import run_race
 
 __all__ = [
     "RACES",
     "Problem",
     "Provider",
-    "ProviderNotReady",
     "RaceCase",
     "RaceRun",
     "RaceVerdict",

@@ -1,19 +1,22 @@
-"""What a race's scenario runs with: realtime models on the emulator, one traced session, and
-a record of what each realtime session sent and what livekit logged."""
+"""What a race's scenario runs with: realtime models on the emulator (OpenAI Realtime or Gemini
+Live), one traced session, and a record of what each realtime session sent and what livekit
+logged."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
-from livekit.agents import Agent, AgentSession
+from livekit.agents import Agent, AgentSession, llm
 from livekit.agents.voice.run_result import RunResult
 from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
+from ..emulator import Emulator
 from ..trace.livekit_spans import capture_spans_here
-from .case import Problem, RaceRun, WireEvent
+from .case import Problem, Provider, RaceRun, WireEvent
 
 API_KEY = "sk-emulator-not-a-secret"
 """any key works against the emulator"""
@@ -24,10 +27,11 @@ RUN_TIMEOUT_S = 15.0
 class Harness:
     """Models, session and turns for one race run; everything it opens it closes."""
 
-    def __init__(self, run: RaceRun, base_url: str) -> None:
+    def __init__(self, run: RaceRun, emulator: Emulator, provider: Provider) -> None:
         self._run = run
-        self.base_url = base_url
-        self._models: list[openai.realtime.RealtimeModel] = []
+        self._emulator = emulator
+        self.provider: Provider = provider
+        self._models: list[llm.RealtimeModel] = []
         self._session: AgentSession[None] | None = None
         self._release_spans: Any = None
         self._log = _ProblemLog(run)
@@ -43,16 +47,29 @@ class Harness:
             raise RuntimeError("start the session first: await harness.start(agent)")
         return self._session
 
-    def model(self) -> openai.realtime.RealtimeModel:
-        """A new realtime model on the emulator (a new instance: a fresh session on handoff)."""
-        model = openai.realtime.RealtimeModel(
-            base_url=self.base_url, api_key=API_KEY, modalities=["text"]
-        )
-        self._watch(model)
+    def model(self, **options: Any) -> llm.RealtimeModel:
+        """A new realtime model of the run's provider on the emulator, text only (a new
+        instance: a fresh session on handoff); ``options`` go to the plugin's model."""
+        settings = self._run.settings
+        model: llm.RealtimeModel
+        if self.provider == "gemini":
+            from google.genai import types
+
+            model = self._emulator.gemini.realtime_model(
+                overrides=settings, api_key=API_KEY, modalities=[types.Modality.TEXT], **options
+            )
+        else:
+            model = openai.realtime.RealtimeModel(
+                base_url=self._emulator.base_url(**settings),
+                api_key=API_KEY,
+                modalities=["text"],
+                **options,
+            )
+            self._watch(model)
         self._models.append(model)
         return model
 
-    async def start(self, agent: Agent, model: openai.realtime.RealtimeModel) -> None:
+    async def start(self, agent: Agent, model: llm.RealtimeModel) -> None:
         """Start a text-only session with ``agent`` on ``model``, traced with livekit's spans."""
         session: AgentSession[None] = AgentSession(
             llm=model, vad=None, turn_handling={"turn_detection": "manual"}
@@ -82,6 +99,7 @@ class Harness:
         self._run.problems.append(Problem(self._run.trace.now(), level, message))
 
     def _watch(self, model: openai.realtime.RealtimeModel) -> None:
+        """Record each OpenAI session's client events as it queues them (Gemini's: ``heard``)."""
         open_session = model.session
         run = self._run
 
@@ -112,6 +130,23 @@ class Harness:
             for model in self._models:
                 await model.aclose()
             self._run.trace.detach()
+            if self.provider == "gemini":
+                self._heard()
+            self._run.conversations = self._emulator.conversations()
+
+    def _heard(self) -> None:
+        """Each Gemini session's client messages as the emulator received them, dated when
+        they were sent (half a round trip earlier): google's plugin announces none it sends."""
+        t0 = time.perf_counter() - self._run.trace.now()
+        sessions = [c for c in self._emulator.connections if c.kind == "gemini_live"]
+        for index, log in enumerate(sessions):
+            heard = [
+                (t - t0 - log.latency.one_way_s, k) for t, d, k in list(log.events) if d == "in"
+            ]
+            if heard:
+                self._run.wire.append(WireEvent(heard[0][0], index, "session.opened"))
+            self._run.wire.extend(WireEvent(t, index, kind) for t, kind in heard)
+        self._run.wire.sort(key=lambda w: w.t)
 
 
 class _ProblemLog(logging.Handler):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..emulator import LatencyModel, Rule
 from ..trace import Trace
@@ -41,6 +41,8 @@ class WireEvent:
     type: str
     item_type: str | None = None
     """a ``conversation.item.create``'s item type (``function_call_output``...)"""
+    # OpenAI: the client events the plugin queued; Gemini: the client messages the emulator
+    # received (``clientContent``, ``toolResponse``...), dated when sent
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class RaceRun:
     """the emulator's per-connection settings the run used (latency and faults)"""
     problems: list[Problem] = field(default_factory=list)
     wire: list[WireEvent] = field(default_factory=list)
+    conversations: list[list[dict[str, Any]]] = field(default_factory=list)
+    """each realtime session's conversation as the emulator's model held it, at the end"""
     verdict: RaceVerdict = field(default_factory=lambda: RaceVerdict(False, "not detected yet"))
 
 
@@ -83,7 +87,7 @@ class RaceCase:
     """where it was reported: ``livekit/agents#4746`` (an issue or pull request)"""
     title: str
     in_livekit_1_8_9: bool
-    """whether livekit-agents 1.8.9 still shows it (measured: the tests assert it)"""
+    """whether livekit-agents 1.8.9 still shows it on OpenAI (measured: the tests assert it)"""
     scenario: Scenario
     """runs the case's agents; reads ``harness.triggered`` for what differs in the control"""
     detect: Detector
@@ -93,5 +97,13 @@ class RaceCase:
     """what the control run does instead, in a line"""
     rules: tuple[Rule, ...] = ()
     """reply rules the emulator needs for the case (a model's parallel tool calls...)"""
-    providers: tuple[Provider, ...] = ("openai",)
+    providers: tuple[Provider, ...] = ("openai", "gemini")
     """the providers it runs on here"""
+    only_because: str = ""
+    """why it runs on no other provider (an OpenAI-only fault...)"""
+    differs_on: Mapping[Provider, bool] = field(default_factory=dict)
+    """a provider whose 1.8.9 outcome is not ``in_livekit_1_8_9`` (measured: the tests assert it)"""
+
+    def happens_on(self, provider: Provider) -> bool:
+        """Whether livekit-agents 1.8.9 still shows the race on ``provider``."""
+        return self.differs_on.get(provider, self.in_livekit_1_8_9)

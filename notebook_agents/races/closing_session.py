@@ -2,23 +2,32 @@
 agent's code goes on using its realtime session, which the swap is closing (a fresh handoff:
 the new agent has a model of its own). livekit 1.8.9 still syncs the handoff tool's output to
 the old session after ``update_agent`` (agent_activity.py, the realtime tool path has no
-early return); the drain waits for it, so on OpenAI it costs the handoff a round trip."""
+early return); the drain waits for it, so on OpenAI it costs the handoff a round trip. On
+Gemini the toolResponse reaches the closing session too (the model answers it there), but
+nothing waits for it."""
 
 from __future__ import annotations
 
-from livekit.agents import NOT_GIVEN, Agent, function_tool
-from livekit.plugins import openai
+from livekit.agents import NOT_GIVEN, Agent, function_tool, llm
 
 from ._harness import Harness
 from ._reading import described, handoffs_to, tool_outputs
 from .case import RaceCase, RaceRun, RaceVerdict
 
-USES = ("conversation.item.create", "conversation.item.delete", "response.create")
-"""client events that use a session (not the plugin's own bookkeeping on close)"""
+USES = (
+    "conversation.item.create",
+    "conversation.item.delete",
+    "response.create",
+    "clientContent",
+    "toolResponse",
+    "realtimeInput",
+)
+"""client events (OpenAI) and messages (Gemini) that use a session, not the plugin's own
+bookkeeping on close"""
 
 
 class Billing(Agent):
-    def __init__(self, model: openai.realtime.RealtimeModel | None) -> None:
+    def __init__(self, model: llm.RealtimeModel | None) -> None:
         super().__init__(
             instructions="You are Billing. You handle invoices.", llm=model or NOT_GIVEN
         )
@@ -28,7 +37,7 @@ class Billing(Agent):
 
 
 class Reception(Agent):
-    def __init__(self, billing_model: openai.realtime.RealtimeModel) -> None:
+    def __init__(self, billing_model: llm.RealtimeModel) -> None:
         super().__init__(instructions="You are the Reception. You route callers.")
         self._billing_model = billing_model
 

@@ -62,4 +62,7 @@ LATE_TOOL_ACK = RaceCase(
     # past livekit's 5 s wait for the ack (realtime_model.py's update_chat_ctx timeout)
     trigger={"ack_delay_ms": 6000, "ack_delay_items": "function_call_output"},
     control="the ack comes at once",
+    providers=("openai",),
+    only_because="Gemini Live acknowledges no item, so there is no ack to hold back (the "
+    "emulator refuses ack_delay_ms on it)",
 )

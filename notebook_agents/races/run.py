@@ -8,22 +8,19 @@ from ._harness import Harness
 from .case import Provider, RaceCase, RaceRun
 
 
-class ProviderNotReady(RuntimeError):
-    """The case cannot run on this provider here yet."""
-
-
 async def run_race(
     case: RaceCase, *, triggered: bool = True, provider: Provider = "openai"
 ) -> RaceRun:
     """Run ``case`` once (``triggered=False``: its control) and detect the race in its trace.
 
     The emulator runs in this process on 127.0.0.1 with the case's reply rules, and with its
-    trigger's latency and faults when triggered; the real OpenAI realtime plugin talks to it.
+    trigger's latency and faults when triggered; livekit's unmodified realtime plugin of
+    ``provider`` (OpenAI Realtime, or Gemini Live over the emulator's TLS site) talks to it.
     """
     if provider not in case.providers:
-        raise ProviderNotReady(
-            f"{case.name} runs on {', '.join(case.providers)} here; {provider} needs the Gemini "
-            "Live emulator (notebook-agents[gemini]) and a case that runs on it"
+        raise ValueError(
+            f"{case.name} runs on {', '.join(case.providers)} only: {case.only_because}; "
+            f"pick a case whose providers include {provider!r}"
         )
     settings = {name: str(value) for name, value in case.trigger.items()} if triggered else {}
     run = RaceRun(
@@ -34,7 +31,7 @@ async def run_race(
         settings=settings,
     )
     with Emulator(rules=ReplyRules(case.rules)) as emulator:
-        harness = Harness(run, emulator.base_url(**settings))
+        harness = Harness(run, emulator, provider)
         try:
             await case.scenario(harness)
         finally:

@@ -1,24 +1,35 @@
-"""livekit/agents PR #4746, the third race: the provider's automatic reply to the handoff
-tool races the swap. Gemini Live answers a tool output by itself, and on a reused session that
-reply leaks into the new agent's ``on_enter`` reply. OpenAI Realtime makes no reply of its own
-(livekit asks for it: the plugin's ``auto_tool_reply_generation`` is False), and livekit's
-tool reply is the old agent's, made before the swap completes: on OpenAI it does not leak."""
+"""livekit/agents PR #4746, the third race: the provider's automatic reply to the handoff tool
+races the swap. Gemini Live answers a tool result by itself (``BLOCKING`` tools, the default):
+on a session the new agent reuses, that answer reaches livekit while the swap runs. livekit
+1.8.9 still loses it: at rtt 100 ms it arrives while the new agent's ``on_enter`` reply is
+pending, and google's plugin takes it for that reply (realtime_api.py
+``_start_new_generation`` hands the next generation to the pending ``generate_reply``); the
+caller never hears it, the model keeps it (livekit's context diverges), the new agent's own
+reply comes as an unrequested turn, and ``session.run`` waits 5 s for the auto reply the old
+agent never got. With no latency it reaches the draining old agent, which skips it ("skipping
+new realtime generation"): lost as well. OpenAI Realtime makes no reply of its own (livekit
+asks the old agent for it before the swap): there it does not race."""
 
 from __future__ import annotations
 
-from livekit.agents import Agent, function_tool
+from typing import Any
+
+from livekit.agents import Agent, function_tool, llm
 
 from ._harness import Harness
-from ._reading import described
+from ._reading import described, problems_saying, said, tool_outputs
 from .case import RaceCase, RaceRun, RaceVerdict
 
 TOOL_REPLY = "Transferring you to Bob."
-BOB = "You are Bob."
+HANDOFF_TOOL = "transfer_to_bob"
+WAITED = "timed out waiting for realtime auto tool reply"
+BOB = "You are Bob. You handle billing."
 
 
 class Bob(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions=f"{BOB} You handle billing.")
+    def __init__(self, tools: list[llm.Tool | llm.Toolset]) -> None:
+        # Alice's tool objects: livekit keeps a Gemini session only for the same tools
+        super().__init__(instructions=BOB, tools=tools)
 
     async def on_enter(self) -> None:
         self.session.generate_reply()
@@ -32,33 +43,79 @@ class Alice(Agent):
     @function_tool
     async def transfer_to_bob(self) -> Agent | tuple[Agent, str]:
         """Hand the caller to Bob for billing."""
+        bob = Bob(list(self.tools))  # the same model and tools: the session is reused
         # a tool output the model is to answer: the reply that may race the swap
-        return (Bob(), TOOL_REPLY) if self._with_reply else Bob()
+        return (bob, TOOL_REPLY) if self._with_reply else bob
 
 
 async def _scenario(harness: Harness) -> None:
-    # Bob shares Alice's model: the session is reused (Gemini: add the same tool objects)
-    await harness.start(Alice(with_reply=harness.triggered), harness.model())
+    options: dict[str, Any] = {}
+    if harness.provider == "gemini" and not harness.triggered:
+        from google.genai import types
+
+        # livekit's own advice: a NON_BLOCKING tool's result that wants no reply (the agent
+        # alone) goes SILENT, and Gemini makes no answer of its own
+        options["tool_behavior"] = types.Behavior.NON_BLOCKING
+    await harness.start(Alice(with_reply=harness.triggered), harness.model(**options))
     await harness.say("transfer to bob")
+
+
+def _model_answer(run: RaceRun) -> dict[str, Any] | None:
+    """The model's answer to the handoff tool's result: the assistant message that follows
+    the tool's output in the model's conversation, before the next agent's turn (Bob's
+    instructions, which google's plugin sends as a model turn, are not the model's)."""
+    for conversation in run.conversations:
+        after_output = False
+        for item in conversation:
+            if item["type"] == "function_call_output" and item.get("call_id") in _calls(run):
+                after_output = True
+            elif after_output and item["type"] == "message" and _text(item) != BOB:
+                return item if item["role"] == "assistant" else None
+    return None
+
+
+def _text(item: dict[str, Any]) -> str:
+    return str(item.get("text") or "")  # Emulator.conversations() gives a message's text
+
+
+def _calls(run: RaceRun) -> set[str]:
+    return {str(e.data.get("call_id")) for e in tool_outputs(run, HANDOFF_TOOL)}
 
 
 def _detect(run: RaceRun) -> RaceVerdict:
     messages = run.trace.of_kind("agent_message")
     entering = [e for e in messages if e.agent == "Bob" and e.data.get("phase") == "on_enter"]
-    tool_replies = [e for e in messages if e.data.get("source") == "tool_reply"]
-    leaked = [
-        e for e in entering if TOOL_REPLY in e.data["text"] or not e.data["text"].startswith(BOB)
-    ]
-    evidence = tuple(described(e) for e in tool_replies + entering)
-    seqs = tuple(e.seq for e in tool_replies + entering)
-    if leaked or len(entering) > 1:
+    bobs = [e for e in messages if e.agent == "Bob"]
+    answer = _model_answer(run)
+    text = _text(answer) if answer else ""
+    heard = [e for e in messages if answer and e.data["text"] == text]
+    waited = problems_saying(run, WAITED, "skipping new realtime generation")
+    evidence = tuple(
+        [described(e) for e in tool_outputs(run, HANDOFF_TOOL)]
+        + ([f"the model answered the tool's result: {text!r}"] if answer else [])
+        + [described(e) for e in messages]
+        + [said(p) for p in waited]
+    )
+    seqs = tuple(e.seq for e in messages)
+    into_bob = [e for e in entering if TOOL_REPLY in e.data["text"]]
+    if into_bob or len(entering) > 1:
+        return RaceVerdict(
+            True, "the reply to the handoff tool leaked into Bob's on_enter reply", evidence, seqs
+        )
+    if answer and not any(e.agent == "Alice" for e in heard):
+        where = (
+            "took the place of Bob's on_enter reply (Bob's came as an unrequested turn)"
+            if bobs and not entering
+            else "was skipped by the draining Alice"
+        )
         return RaceVerdict(
             True,
-            "the reply to the handoff tool leaked into Bob's on_enter reply",
+            f"the model's own answer to the handoff tool raced the swap and {where}: the "
+            "caller never heard it, the model keeps it",
             evidence,
             seqs,
         )
-    who = ", ".join(f"{e.agent}'s" for e in tool_replies) or "no"
+    who = "Alice's" if heard else "no"
     return RaceVerdict(
         False, f"Bob's on_enter reply is Bob's own ({who} tool reply apart)", evidence, seqs
     )
@@ -68,11 +125,11 @@ TOOL_REPLY_RACE = RaceCase(
     name="tool_reply_race",
     upstream="livekit/agents#4746",
     title="the reply to the handoff tool races the swap into the new agent's reply",
-    in_livekit_1_8_9=False,  # on OpenAI; Gemini Live still leaks (measured in a prototype)
+    in_livekit_1_8_9=False,
+    differs_on={"gemini": True},
     scenario=_scenario,
     detect=_detect,
     trigger={"rtt_ms": 100},
-    control="the handoff tool returns the agent alone: no reply to race",
-    # the Gemini case joins ("gemini") with the Gemini Live emulator: its own reply leaks
-    providers=("openai",),
+    control="the handoff tool returns the agent alone: no reply to race (on Gemini with "
+    "NON_BLOCKING tools, so its result goes SILENT)",
 )

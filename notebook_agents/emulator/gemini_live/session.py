@@ -50,7 +50,7 @@ from ..conversation import Conversation
 from ..latency import DelayedPipe, precise_sleep
 from ..listening import ServerVad
 from ..protocol import new_id
-from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, tokens
+from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, calls_of, tokens
 from ..vocabulary import vocabulary
 from .protocol import (
     INTERNAL_ERROR,
@@ -350,9 +350,10 @@ class LiveConnection:
             speech = asyncio.ensure_future(asyncio.to_thread(synthesize, reply.text))
         try:
             await precise_sleep((latency.created_ms + latency.first_token_ms) / 1000.0)
-            if isinstance(reply, ToolCallReply):
-                self._tool_call(reply)
+            if calls := calls_of(reply):
+                self._tool_call(calls)
                 return
+            assert isinstance(reply, TextReply)
             item = self.conversation.insert(
                 {
                     "type": "message",
@@ -397,15 +398,22 @@ class LiveConnection:
         if "outputAudioTranscription" in self.setup:
             self.send({"serverContent": {"outputTranscription": {"text": word}}})
 
-    def _tool_call(self, reply: ToolCallReply) -> None:
-        call: dict[str, Any] = {
-            "id": new_id("function-call-"),
-            "name": reply.name,
-            "args": reply.arguments,
-        }
-        self.conversation.insert(function_call_item(call))
-        self._pending_calls.add(call["id"])
-        self.send({"toolCall": {"functionCalls": [call]}})
+    def _tool_call(self, replies: tuple[ToolCallReply, ...]) -> None:
+        """The model's calls, parallel ones in one message: ``BidiGenerateContentToolCall``
+        holds a list, ``functionCalls[]`` (ai.google.dev/api/live), and "from a single
+        prompt, the model can generate multiple function calls" (Live API tool use guide,
+        ai.google.dev/gemini-api/docs/live-tools)."""
+        calls: list[dict[str, Any]] = []
+        for reply in replies:
+            call: dict[str, Any] = {
+                "id": new_id("function-call-"),
+                "name": reply.name,
+                "args": reply.arguments,
+            }
+            self.conversation.insert(function_call_item(call))
+            self._pending_calls.add(call["id"])
+            calls.append(call)
+        self.send({"toolCall": {"functionCalls": calls}})
 
     def _turns(self) -> list[Turn]:
         """The conversation as the rules read it, without livekit's "." placeholders."""
