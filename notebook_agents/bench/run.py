@@ -23,6 +23,7 @@ from ..emulator import LatencyModel
 from ..emulator.process import emulator_process
 from ..emulator.server import base_url as emulator_base_url
 from ..modes import REALTIME_MODES, ContextMode, SessionMode, mode_label
+from .providers import provider
 from .results import (
     BenchmarkConfig,
     BenchmarkResult,
@@ -30,6 +31,7 @@ from .results import (
 )
 from .scenario import TrialFailed, TrialSpec, run_trial
 from .truth import ground_truth
+from .your_agents import UserAgents, UserServer
 
 Progress = Callable[[int, int, Trial], None]
 """called after each kept trial with (done, total, trial)"""
@@ -46,7 +48,7 @@ def modes_for(level: str) -> tuple[tuple[SessionMode, ContextMode], ...]:
 def plan(config: BenchmarkConfig) -> Iterator[tuple[dict[str, Any], bool]]:
     """Every trial to run, in order, with whether it is kept (False: warm-up)."""
     rtts: list[float | None] = list(config.rtts_ms) if config.target == "emulator" else [None]
-    for level in config.levels:
+    for name, level in ((p, level) for p in config.providers for level in config.levels):
         modes = tuple(
             (session, context)
             for session, context in modes_for(level)
@@ -61,6 +63,7 @@ def plan(config: BenchmarkConfig) -> Iterator[tuple[dict[str, Any], bool]]:
                         for traced in (False, True) if config.traced else (False,):
                             yield (
                                 {
+                                    "provider": name,
                                     "level": level,
                                     "session": session,
                                     "context": context,
@@ -93,6 +96,7 @@ async def run_benchmark(
         raise ValueError(
             "a foreign --base-url needs an API key: pass --api-key or set OPENAI_API_KEY"
         )
+    check_runnable(config)
     grid = list(plan(config))
     total = sum(kept for _, kept in grid)
     async with _target(config) as base_url:
@@ -107,8 +111,27 @@ async def run_benchmark(
     return result
 
 
+def check_runnable(config: BenchmarkConfig) -> None:
+    """ValueError, naming the fix, for a config whose trials cannot run."""
+    for name in config.providers:
+        provider(name)
+    if config.agents is None:
+        return
+    if not isinstance(config.agents, UserAgents | UserServer):
+        raise ValueError(
+            f"agents={config.agents!r}: pass UserAgents(A, trigger=...) or "
+            "UserServer(server, trigger=...) (a loaded result keeps only their name)"
+        )
+    if config.levels != ["agent"]:
+        raise ValueError(
+            "your agents run at the agent level (a full AgentSession): leave levels as ['agent']"
+        )
+    if config.target != "emulator":
+        raise ValueError("your agents run against the emulator only (their truths need it)")
+
+
 async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, key: str) -> Trial:
-    trial = Trial(**cell)
+    trial = Trial(**cell, asked_session=cell["session"], asked_context=cell["context"])
     latency = (
         LatencyModel(rtt_ms=trial.rtt_ms, connect_rtts=config.connect_rtts)
         if trial.rtt_ms is not None
@@ -122,12 +145,15 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
         base_url=url,
         api_key=key,
         model=config.model,
+        provider=trial.provider,
+        agents=config.agents,
         traced=trial.traced,
         modality=config.modality,
         # a handoff through an AgentSession has phases; upstream's bare session has none
         phases=config.phases and trial.level != "session",
         latency=latency,
     )
+    ran = None
     try:
         timings = await asyncio.wait_for(run_trial(spec), config.timeout_s)
     except asyncio.TimeoutError:
@@ -138,10 +164,20 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
         trial.ok, trial.error = False, f"{type(e).__name__}: {e}"
     else:
         for found in dataclasses.fields(timings):
-            setattr(trial, found.name, getattr(timings, found.name))
-    if latency is not None:
+            if found.name != "ran":
+                setattr(trial, found.name, getattr(timings, found.name))
+        ran = timings.ran
+    if ran is not None:  # labelled by what the trace says happened
+        trial.session, trial.context, trial.reason = ran.session, ran.context, ran.reason
+    if latency is not None and (trial.ok or config.agents is None):
         truth = ground_truth(
-            trial.level, trial.session, trial.context, trial.history_turns, latency
+            trial.level,
+            trial.session,
+            trial.context,
+            trial.history_turns,
+            latency,
+            items=ran.items if ran is not None else None,
+            truths=provider(trial.provider).truths,
         )
         if truth is not None:
             trial.truth_handoff_ms, trial.truth_reply_ms = truth

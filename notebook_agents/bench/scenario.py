@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,9 @@ from ..modes import ContextMode, SessionMode
 from ..phases import Breakdown, handoff_phases
 from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
+from .providers import provider
 from .results import Level, Modality, PhaseTiming
+from .your_agents import YourAgents
 
 QUESTION = "What is 2 + 2?"
 HANDOFF_REQUEST = "Please transfer to the specialist."
@@ -48,7 +51,8 @@ class TrialSpec:
     history_turns: int
     base_url: str
     api_key: str
-    model: str = "gpt-realtime"
+    model: str | None = None
+    """the realtime model's name; None: the provider's default"""
     chat_model: str = "gpt-4o-mini"
     traced: bool = False
     modality: Modality = "text"
@@ -56,6 +60,22 @@ class TrialSpec:
     """split the handoff into its phases: a Trace attached, livekit's spans captured"""
     latency: LatencyModel | None = None
     """the emulator's network at ``base_url``: the phases' truths (None: a foreign target)"""
+    provider: str = "openai"
+    agents: YourAgents | None = None
+    """your agents instead of the bench's own pair (agent level)"""
+
+
+@dataclass
+class Ran:
+    """What a trial's trace says its handoff did, where that can differ from what was asked
+    (your agents): the session and context mode, the items B started with, and why not as
+    asked."""
+
+    session: SessionMode
+    context: ContextMode
+    items: int
+    """the conversation items B's context carried (``handoff_truths``' ``items``)"""
+    reason: str | None = None
 
 
 @dataclass
@@ -68,6 +88,8 @@ class Timings:
     first_text_ms: float | None = None
     first_audio_ms: float | None = None
     phases: dict[str, PhaseTiming] = field(default_factory=dict)
+    ran: Ran | None = None
+    """what the trace says ran (your agents); None: as asked"""
 
 
 def history(turns: int) -> llm.ChatContext:
@@ -80,7 +102,7 @@ def history(turns: int) -> llm.ChatContext:
 
 
 @dataclass
-class _Clock:
+class Clock:
     """The trial's moments on one perf_counter clock; each recorded once, the first time."""
 
     t0: float | None = None
@@ -96,27 +118,33 @@ class _Clock:
         return (self.marks[name] - self.t0) * 1000.0
 
 
-class _RealtimeProbe:
+class RealtimeProbe:
     """Times the realtime sessions a model opens: creation, ``_update_session``, replies."""
 
-    def __init__(self, clock: _Clock) -> None:
+    def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.update_started: float | None = None
         self.update_ended: float | None = None
         self.errors: list[str] = []
+        self._models: list[llm.RealtimeModel] = []
 
-    def watch_model(self, model: openai.realtime.RealtimeModel) -> None:
+    def watch_model(self, model: llm.RealtimeModel) -> None:
+        """Watch each session ``model`` opens from now on (once per model)."""
+        if any(watched is model for watched in self._models):
+            return
+        self._models.append(model)
         open_session = model.session
 
         def session(*args: Any, **kwargs: Any) -> Any:
             created = time.perf_counter()
             rt = open_session(*args, **kwargs)
-            self._watch_session(rt, created)
+            self.watch_session(rt, created)
             return rt
 
         model.session = session  # type: ignore[method-assign]
 
-    def _watch_session(self, rt: Any, created: float) -> None:
+    def watch_session(self, rt: Any, created: float = -math.inf) -> None:
+        """Time ``rt``'s updates and replies (``created``: when it was opened, if after t0)."""
         clock = self.clock
 
         def timed(update: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
@@ -157,22 +185,22 @@ async def run_trial(spec: TrialSpec) -> Timings:
     """Run one trial of ``spec``; raises TrialFailed (or times out in the caller)."""
     if spec.level == "session":
         return await _session_trial(spec)
+    if spec.agents is not None:
+        from .user_trial import user_trial  # its module builds on this one
+
+        return await user_trial(spec, spec.agents)
     return await _agent_trial(spec)
 
 
-def _realtime_model(spec: TrialSpec) -> openai.realtime.RealtimeModel:
-    return openai.realtime.RealtimeModel(
-        base_url=spec.base_url,
-        api_key=spec.api_key,
-        model=spec.model,
-        modalities=[spec.modality],
-        turn_detection=None,
+def _realtime_model(spec: TrialSpec) -> Any:
+    return provider(spec.provider).realtime_model(
+        spec.base_url, spec.api_key, spec.model, spec.modality
     )
 
 
 async def _agent_trial(spec: TrialSpec) -> Timings:
-    clock = _Clock()
-    probe = _RealtimeProbe(clock)
+    clock = Clock()
+    probe = RealtimeProbe(clock)
     reply_done = asyncio.Event()
     models: list[Any] = []
     cascaded = spec.level == "cascaded"
@@ -288,8 +316,8 @@ def phase_timings(breakdown: Breakdown) -> dict[str, PhaseTiming]:
 async def _session_trial(spec: TrialSpec) -> Timings:
     """Upstream's test, per mode: ``_update_session`` to B's instructions and context, then
     the question and a reply; ``update_ms`` = ``handoff_ms`` = the update, as upstream times."""
-    clock = _Clock()
-    probe = _RealtimeProbe(clock)
+    clock = Clock()
+    probe = RealtimeProbe(clock)
     model = _realtime_model(spec)
     probe.watch_model(model)
     long_ctx = history(spec.history_turns)
@@ -319,17 +347,17 @@ async def _session_trial(spec: TrialSpec) -> Timings:
             first_text_ms=clock.since_t0("first_text"),
         )
     finally:
-        await _close_quietly(rt.aclose())
-        await _close_quietly(model.aclose())
+        await close_quietly(rt.aclose())
+        await close_quietly(model.aclose())
 
 
 async def _close(session: AgentSession[None], models: list[Any]) -> None:
-    await _close_quietly(session.aclose())
+    await close_quietly(session.aclose())
     for model in models:
-        await _close_quietly(model.aclose())
+        await close_quietly(model.aclose())
 
 
-async def _close_quietly(closing: Any, timeout: float = 5.0) -> None:
+async def close_quietly(closing: Any, timeout: float = 5.0) -> None:
     """Cleanup after a failed trial must not hang or mask the trial's own error."""
     with contextlib.suppress(Exception, asyncio.TimeoutError):
         await asyncio.wait_for(closing, timeout)
