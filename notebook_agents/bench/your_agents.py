@@ -126,6 +126,8 @@ def _module(where: str, flag: str, path: str) -> Any:
         sys.path.insert(0, str(file.resolve().parent))
         try:
             spec.loader.exec_module(module)
+        except Exception as e:
+            raise ValueError(f"{flag} {path!r}: running {file} raised {_error(e)}") from e
         finally:
             sys.path.remove(str(file.resolve().parent))
         return module
@@ -140,7 +142,13 @@ def _module(where: str, flag: str, path: str) -> Any:
                 f"holds it, or give its file: {flag} path/to/{where.replace('.', '/')}.py:"
                 f"{path.rpartition(':')[2]}"
             ) from None
-        raise
+        raise ValueError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
+    except Exception as e:
+        raise ValueError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
+
+
+def _error(e: Exception) -> str:
+    return f"{type(e).__name__}: {e}"
 
 
 def _qualified(thing: Any) -> str:
