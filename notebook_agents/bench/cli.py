@@ -195,8 +195,10 @@ def _your_agents(args: argparse.Namespace) -> Any:
     if b is not None and not (isinstance(b, type) and issubclass(b, Agent)):
         raise ValueError(f"--handoff-to {args.handoff_to!r} is {b!r}, not an Agent class")
     if args.agents is not None:
-        return your_agents.UserAgents(your_agents.load_agent(args.agents), args.trigger, b)
-    return your_agents.UserServer(your_agents.load_server(args.server), args.trigger, b)
+        agent = your_agents.load_agent(args.agents)
+        return your_agents.UserAgents(agent, args.trigger, b, label=args.agents)
+    server = your_agents.load_server(args.server)
+    return your_agents.UserServer(server, args.trigger, b, label=args.server)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,8 @@ from typing import Any
 
 from livekit.agents import Agent, AgentServer
 
+from .. import _livekit_internals as livekit
+
 
 @dataclass(frozen=True)
 class UserAgents:
@@ -28,10 +30,12 @@ class UserAgents:
     trigger: str
     handoff_to: type[Agent] | None = None
     """B's class: a trial whose handoff went to another agent fails, naming it"""
+    label: str | None = None
+    """how results name them (default: A's ``module:Name``)"""
 
     @property
     def name(self) -> str:
-        return _qualified(self.agent)
+        return self.label or _qualified(self.agent)
 
 
 @dataclass(frozen=True)
@@ -43,9 +47,16 @@ class UserServer:
     server: AgentServer | Callable[[], AgentServer]
     trigger: str
     handoff_to: type[Agent] | None = None
+    label: str | None = None
+    """how results name it (default: its entrypoint's ``module:Name``)"""
 
     @property
     def name(self) -> str:
+        if self.label:
+            return self.label
+        if isinstance(self.server, AgentServer):
+            entrypoint = livekit.entrypoint_of(self.server)
+            return f"AgentServer of {_qualified(entrypoint)}" if entrypoint else "AgentServer"
         return _qualified(self.server)
 
     def make(self) -> AgentServer:
@@ -80,13 +91,7 @@ def load(path: str, flag: str) -> Any:
     try:
         return getattr(module, name)
     except AttributeError:
-        found = sorted(
-            n
-            for n, v in vars(module).items()
-            if isinstance(v, type | AgentServer)
-            and (isinstance(v, AgentServer) or issubclass(v, Agent))
-            and not n.startswith("_")
-        )
+        found = sorted(n for n, v in vars(module).items() if _offered(v, module.__name__))
         has = f"; it has {', '.join(found)}" if found else ""
         raise ValueError(f"{flag} {path!r}: {where} has no {name!r}{has}") from None
 
@@ -145,6 +150,13 @@ def _module(where: str, flag: str, path: str) -> Any:
         raise ValueError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
     except Exception as e:
         raise ValueError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
+
+
+def _offered(value: Any, module: str) -> bool:
+    """A name the module offers the bench: its own Agent classes, any AgentServer."""
+    if isinstance(value, AgentServer):
+        return True
+    return isinstance(value, type) and issubclass(value, Agent) and value.__module__ == module
 
 
 def _error(e: Exception) -> str:
