@@ -2,6 +2,7 @@
 
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import Speech, TraceAnalysis, bring_ups
+from .bench import UserAgents, UserServer
 from .devices import DeviceError, LocalDevices
 from .emulator import (
     Emulator,
@@ -113,7 +114,9 @@ __all__ = [
     "TraceSpan",
     "TurnError",
     "TurnStopped",
+    "UserAgents",
     "UserMessageData",
+    "UserServer",
     "UserStateData",
     "UserTranscriptData",
     "VerdictReply",

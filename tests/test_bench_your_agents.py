@@ -44,7 +44,7 @@ class Pharmacy(Agent):
         self.session.generate_reply(instructions="Greet the caller.")
 
     @function_tool
-    async def look_up_medicine(self, context: RunContext, name: str) -> str:
+    async def look_up_medicine(self, context: RunContext[None], name: str) -> str:
         """Look up a medicine."""
         return f"{name} is in stock."
 
@@ -54,7 +54,7 @@ class FrontDesk(Agent):
         super().__init__(instructions="You are the front desk. Route callers.")
 
     @function_tool
-    async def send_to_pharmacy(self, context: RunContext) -> Agent:
+    async def send_to_pharmacy(self, context: RunContext[None]) -> Agent:
         """Send the caller to the pharmacy."""
         return Pharmacy(chat_ctx=self.chat_ctx)
 
@@ -71,9 +71,12 @@ class OwnModelPharmacy(Pharmacy):
         )
 
 
-class FrontDeskToOwnModel(FrontDesk):
+class FrontDeskToOwnModel(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the front desk. Route callers.")
+
     @function_tool
-    async def send_to_pharmacy(self, context: RunContext) -> Agent:
+    async def send_to_pharmacy(self, context: RunContext[None]) -> Agent:
         """Send the caller to the pharmacy."""
         return OwnModelPharmacy()
 
@@ -107,7 +110,7 @@ async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -
         assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + 100
         assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
         assert trial.phases  # split as the bench's own pair's are
-    truth = {t.mode: t.truth_handoff_ms for t in result.trials}
+    truth = {t.mode: t.truth_handoff_ms or 0.0 for t in result.trials}
     # fresh+copied creates A's items in B's new session after connecting: the dearest
     assert truth["fresh+copied"] == max(truth.values())
     assert truth["fresh+empty"] == min(truth.values())
@@ -141,7 +144,7 @@ async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_inst
 ) -> None:
     def model(base_url: str, api_key: str, name: str | None, modality: str) -> Any:
         return _FixedInstructions(
-            base_url=base_url, api_key=api_key, modalities=[modality], turn_detection=None
+            base_url=base_url, api_key=api_key, modalities=["text"], turn_detection=None
         )
 
     environment = PROVIDERS["openai"].environment
@@ -171,7 +174,8 @@ def desk_server() -> AgentServer:
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
         # the user's model, reaching the trial's emulator through OPENAI_BASE_URL
-        session = AgentSession(llm=openai.realtime.RealtimeModel(modalities=["text"]))
+        model = openai.realtime.RealtimeModel(modalities=["text"])
+        session: AgentSession[None] = AgentSession(llm=model)
         await session.start(agent=FrontDesk(), room=ctx.room)
 
     return server
@@ -207,7 +211,7 @@ class Reception(Agent):
         super().__init__(instructions="You are reception. Route patients.")
 
     @function_tool
-    async def book_clinic(self, context: RunContext) -> Agent:
+    async def book_clinic(self, context: RunContext[None]) -> Agent:
         """Book the patient into the clinic."""
         return Clinic()
 '''
