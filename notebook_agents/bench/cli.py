@@ -108,23 +108,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--agents",
         metavar="MODULE:AGENT",
         help="A's Agent class (or a function making it), e.g. mymodule:FrontDesk or "
-        "path/to/agents.py:FrontDesk; the bench's session runs it on each provider's model",
+        "path/to/agents.py:FrontDesk; the bench's session runs it on each provider's model "
+        "(default: the bench's own pair)",
     )
     named.add_argument(
         "--server",
         metavar="MODULE:SERVER",
         help="your AgentServer (server = AgentServer()) or a function making it, e.g. "
         "agent.py:server; run per trial as in a notebook, its entrypoint's models reaching "
-        "the emulator through OPENAI_BASE_URL / OPENAI_API_KEY",
+        "the emulator through OPENAI_BASE_URL / OPENAI_API_KEY (default: none)",
     )
     yours.add_argument(
         "--trigger",
-        help="the user turn that makes A hand off, e.g. 'Please transfer me to the pharmacy'",
+        help="the user turn that makes A hand off, e.g. 'Please transfer me to the pharmacy' "
+        "(default: none; needed with --agents or --server)",
     )
     yours.add_argument(
         "--handoff-to",
         metavar="MODULE:AGENT",
-        help="B's class: a trial whose handoff went elsewhere fails, naming where (optional)",
+        help="B's class: a trial whose handoff went elsewhere fails, naming where "
+        "(default: any agent)",
     )
     parser.add_argument(
         "--out",
