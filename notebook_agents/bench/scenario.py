@@ -127,9 +127,10 @@ class RealtimeProbe:
         self.update_ended: float | None = None
         self.errors: list[str] = []
         self._models: list[llm.RealtimeModel] = []
+        self._sessions: list[Any] = []
 
     def watch_model(self, model: llm.RealtimeModel) -> None:
-        """Watch each session ``model`` opens from now on (once per model)."""
+        """Watch each session ``model`` opens from now on (once per model, until ``release``)."""
         if any(watched is model for watched in self._models):
             return
         self._models.append(model)
@@ -143,8 +144,18 @@ class RealtimeProbe:
 
         model.session = session  # type: ignore[method-assign]
 
+    def release(self) -> None:
+        """Stop watching the models: a model that outlives the trial (your server's, made
+        once) opens its sessions as before."""
+        for model in self._models:
+            vars(model).pop("session", None)
+        self._models.clear()
+
     def watch_session(self, rt: Any, created: float = -math.inf) -> None:
         """Time ``rt``'s updates and replies (``created``: when it was opened, if after t0)."""
+        if any(watched is rt for watched in self._sessions):
+            return
+        self._sessions.append(rt)
         clock = self.clock
 
         def timed(update: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
@@ -159,6 +170,8 @@ class RealtimeProbe:
             return update_session
 
         livekit.wrap_update_session(rt, timed)
+        # any provider's session says a reply began; OpenAI's events say it sooner, and more
+        rt.on("generation_created", lambda _: self.clock.mark("response_created"))
         rt.on("openai_server_event_received", self._on_server_event)
         rt.on("error", lambda ev: self.errors.append(f"{type(ev.error).__name__}: {ev.error}"))
 

@@ -106,6 +106,7 @@ async def _server_trial(spec: TrialSpec, agents: UserServer) -> Timings:
         _check(agents, a, watch, result, probe.errors)
     finally:
         await asyncio.to_thread(runner.stop)
+        probe.release()
         for opened in (fresh, watch.own_model if watch is not None else None):
             if opened is not None:
                 await close_quietly(opened.aclose())
