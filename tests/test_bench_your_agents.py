@@ -23,10 +23,12 @@ from livekit.plugins import openai
 
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
+from notebook_agents.bench.handoff_mode import reuse_blockers
 from notebook_agents.bench.providers import PROVIDERS, Provider
 from notebook_agents.bench.run import run_benchmark
 from notebook_agents.bench.stats import summary_table
 from notebook_agents.modes import REALTIME_MODES, mode_label
+from notebook_agents.views.benchmark_view import BenchmarkView
 
 LABELS = [mode_label(session, context) for session, context in REALTIME_MODES]
 ENTERED: list[str] = []
@@ -278,3 +280,36 @@ def test_the_cli_refuses_what_cannot_run_naming_the_fix(
 ) -> None:
     assert main(["bench", *argv, "--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+
+
+class _FixedTools(openai.realtime.RealtimeModel):
+    """A realtime model that cannot change a live session's tools (as Gemini Live's)."""
+
+    @property
+    def capabilities(self) -> llm.RealtimeCapabilities:
+        return dataclasses.replace(super().capabilities, mutable_tools=False)
+
+
+@function_tool
+async def check_stock(name: str) -> str:
+    """Check a medicine's stock."""
+    return f"{name}: 3 boxes"
+
+
+def test_reuse_needs_the_same_tool_objects_when_the_model_cannot_change_tools() -> None:
+    model = _FixedTools(base_url="http://127.0.0.1:9/v1", api_key="k", modalities=["text"])
+    a = Agent(instructions="You are A.", tools=[check_stock])
+    same = Agent(instructions="You are B.", tools=[check_stock])
+    other = Pharmacy()
+    assert reuse_blockers(model, a, same, None) == []
+    (blocker,) = reuse_blockers(model, a, other, None)
+    assert "mutable_tools is False" in blocker and "not A's tool objects" in blocker
+    # a model that can change them reuses the session whatever B's tools are
+    assert reuse_blockers(openai.realtime.RealtimeModel(api_key="k"), a, other, None) == []
+
+
+async def test_benchmark_view_runs_your_agents_and_shows_what_ran() -> None:
+    view = BenchmarkView(config(modes=["fresh+copied"]))
+    result = await view.run()
+    assert [t.mode for t in result.trials] == ["fresh+copied"] and not result.failed_trials()
+    assert view.done == 1 and view.last_trial.startswith("openai agent fresh+copied rtt 20 #0: ")
