@@ -70,7 +70,8 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
     watch = HandoffWatch(session, (spec.session, spec.context), fresh, clock, probe)
     try:
         a = make_agent(agents)
-        await session.start(a, capture_run=True)  # A's on_enter, said
+        greeting = await session.start(a, capture_run=True)
+        await greeting  # whatever A's on_enter says, said
         await _add_history(a, spec.history_turns)
         watch.install()
         result: RunResult[Any] = await session.run(user_input=agents.trigger)
