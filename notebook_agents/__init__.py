@@ -7,14 +7,17 @@ from .devices import DeviceError, LocalDevices
 from .emulator import (
     Emulator,
     Faults,
+    GeminiEndpoint,
     LatencyModel,
     ReplyContext,
     ReplyRules,
     TextReply,
     ToolCallReply,
+    ToolCallsReply,
     VerdictReply,
 )
 from .phases import Breakdown, Phase, handoff_phases, turn_phases
+from .races import RACES, RaceCase, RaceRun, RaceVerdict, run_race
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -66,6 +69,7 @@ from .trace import (
 
 __all__ = [
     "EVENT_DATA",
+    "RACES",
     "AgentMessageData",
     "AgentProcess",
     "AgentRunner",
@@ -82,6 +86,7 @@ __all__ = [
     "ErrorData",
     "EventKind",
     "Faults",
+    "GeminiEndpoint",
     "HandoffData",
     "HandoffGraph",
     "LatencyModel",
@@ -92,6 +97,9 @@ __all__ = [
     "NotebookRunner",
     "Outcome",
     "Phase",
+    "RaceCase",
+    "RaceRun",
+    "RaceVerdict",
     "Recording",
     "RemoteAgent",
     "ReplyContext",
@@ -107,6 +115,7 @@ __all__ = [
     "TextReply",
     "ToolCallData",
     "ToolCallReply",
+    "ToolCallsReply",
     "ToolOutputData",
     "Trace",
     "TraceAnalysis",
@@ -126,6 +135,7 @@ __all__ = [
     "handoff_targets",
     "load_suite",
     "run_app",
+    "run_race",
     "run_suite",
     "turn_phases",
 ]

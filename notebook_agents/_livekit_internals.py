@@ -64,7 +64,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
         "_lock",
     ),
     Agent: ("_chat_ctx", "_activity"),
-    AgentSession: ("_closing_task", "_global_run_state", "_activity"),
+    AgentSession: ("_closing_task", "_global_run_state", "_activity", "_update_activity_atask"),
     agent_activity.AgentActivity: ("_on_exit_task",),
     agent_activity: ("_AgentActivityContextVar", "_SpeechHandleContextVar", "_OnEnterContextVar"),
     room_io.RoomOptions: ("_ensure_options",),
@@ -530,3 +530,16 @@ def livekit_tracer_provider() -> trace_api.TracerProvider:
     """The provider livekit's spans go to: ``set_tracer_provider`` sets it and livekit has no
     getter; until it is called this is OpenTelemetry's global (proxy) provider."""
     return telemetry_traces.tracer._tracer_provider
+
+
+async def failed_activity_swap(session: AgentSession[Any]) -> BaseException | None:
+    """The error of the session's latest activity swap (``update_agent``'s task), once it ends.
+
+    livekit logs a swap that raises and never reads its task's error, so asyncio would report
+    it "never retrieved" (in a notebook, red text under the cell): a race case that makes a
+    swap fail reads it here, and has it as evidence."""
+    task: asyncio.Task[None] | None = session._update_activity_atask
+    if task is None:
+        return None
+    await asyncio.wait([task])
+    return None if task.cancelled() else task.exception()

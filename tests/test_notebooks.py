@@ -22,6 +22,7 @@ SHIPPED = (
     "03_teaching_handoffs.ipynb",
     "04_voice.ipynb",
     "05_checking_agents.ipynb",
+    "06_handoff_races.ipynb",
 )
 """the notebooks the project ships, by name: tested from notebooks/ and nowhere else, so a
 notebook of the user's (in `make lab`'s workspace, or anywhere) is never run or checked"""
@@ -181,6 +182,12 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert "It is sunny in Oslo." in text and "judged: pass" in text
         assert "1 failed, 1 passed" in text  # the scenario file under pytest: the suite's verdicts
         assert widget_views(outputs) == 3  # the timelines of the runner and the process, the suite
+    if path.name == "06_handoff_races.ipynb":
+        # each race ran, its verdict printed and shown on a timeline; the asserts all held
+        assert text.count("HAPPENED: ") == 4 and text.count("did not happen: ") == 3
+        assert "an activity is already running" in text
+        assert widget_views(outputs) == 7  # one timeline per race run
+        assert "the task completes instead" in text  # the control, quiet
     if path.name == "03_teaching_handoffs.ipynb":
         # every claim the text makes is an assert cell of its own: reaching the end proves them
         assert "Exercise 1 passed" in text and "Exercise 2 passed" in text

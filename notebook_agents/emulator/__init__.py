@@ -1,8 +1,10 @@
-"""A local OpenAI-compatible server (Realtime websocket + Chat Completions) for offline agents."""
+"""A local OpenAI-compatible server (Realtime websocket + Chat Completions), and Gemini Live,
+for offline agents."""
 
 from ._params import ParameterError
 from .errors import EmulatorError
 from .faults import Faults
+from .gemini_live import GeminiEndpoint
 from .judging import Judgment, VerdictReply
 from .latency import LatencyModel
 from .models import ModelCatalog
@@ -12,6 +14,7 @@ from .replies import (
     Rule,
     TextReply,
     ToolCallReply,
+    ToolCallsReply,
     ToolSpec,
     Turn,
 )
@@ -21,6 +24,7 @@ __all__ = [
     "Emulator",
     "EmulatorError",
     "Faults",
+    "GeminiEndpoint",
     "Judgment",
     "LatencyModel",
     "ModelCatalog",
@@ -30,6 +34,7 @@ __all__ = [
     "Rule",
     "TextReply",
     "ToolCallReply",
+    "ToolCallsReply",
     "ToolSpec",
     "Turn",
     "VerdictReply",

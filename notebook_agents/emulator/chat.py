@@ -50,7 +50,16 @@ from ._http import Clock, Json, open_request, read_json
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .errors import ServiceError
 from .latency import sleep_until
-from .replies import Reply, ReplyContext, TextReply, ToolCallReply, ToolSpec, Turn, tokens
+from .replies import (
+    Reply,
+    ReplyContext,
+    TextReply,
+    ToolCallReply,
+    ToolSpec,
+    Turn,
+    calls_of,
+    tokens,
+)
 
 CHAT_PATH = "/v1/chat/completions"
 ERROR_ON_NAMES = ("chat.completions", "chat.completions.create")
@@ -344,30 +353,41 @@ class _Completion:
 
     @property
     def finish_reason(self) -> str:
-        return "tool_calls" if isinstance(self.reply, ToolCallReply) else "stop"
+        return "tool_calls" if self.calls else "stop"
+
+    @property
+    def calls(self) -> list[tuple[str, ToolCallReply]]:
+        """The reply's tool calls with their ids, in order."""
+        calls = calls_of(self.reply) if self.reply is not None else ()
+        return [(_call_id(self.id, index), call) for index, call in enumerate(calls)]
 
     def deltas(self) -> list[Json]:
         """The content deltas after the role chunk, one per token (or argument fragment)."""
         reply = self.reply
         if isinstance(reply, TextReply):
             return [{"content": token} for token in tokens(reply.text)]
-        if isinstance(reply, ToolCallReply):
-            arguments = reply.arguments_json
-            fragments = [
-                arguments[i : i + ARGUMENT_FRAGMENT]
+        deltas: list[Json] = []
+        for index, (call_id, call) in enumerate(self.calls):
+            arguments = call.arguments_json
+            first = {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            deltas.append({"tool_calls": [first]})
+            deltas += [
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "function": {"arguments": arguments[i : i + ARGUMENT_FRAGMENT]},
+                        }
+                    ]
+                }
                 for i in range(0, len(arguments), ARGUMENT_FRAGMENT)
             ]
-            first = {
-                "index": 0,
-                "id": _call_id(self.id),
-                "type": "function",
-                "function": {"name": reply.name, "arguments": ""},
-            }
-            return [{"tool_calls": [first]}] + [
-                {"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}
-                for fragment in fragments
-            ]
-        return []
+        return deltas
 
     def chunk(self, delta: Json, finish_reason: str | None = None) -> Json:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
@@ -389,16 +409,17 @@ class _Completion:
         """The whole ``chat.completion`` object, for a request without ``stream``."""
         reply = self.reply
         message: Json = {"role": "assistant", "content": None, "refusal": None}
-        if isinstance(reply, ToolCallReply):
+        if self.calls:
             message["tool_calls"] = [
                 {
-                    "id": _call_id(self.id),
+                    "id": call_id,
                     "type": "function",
-                    "function": {"name": reply.name, "arguments": reply.arguments_json},
+                    "function": {"name": call.name, "arguments": call.arguments_json},
                 }
+                for call_id, call in self.calls
             ]
         else:
-            message["content"] = reply.text if reply is not None else ""
+            message["content"] = reply.text if isinstance(reply, TextReply) else ""
         choice = {"index": 0, "message": message, "logprobs": None}
         return (
             self._envelope("chat.completion")
@@ -423,9 +444,11 @@ class _Completion:
         }
 
 
-def _call_id(completion_id: str) -> str:
-    # Derived from the completion id so the streamed and whole forms agree.
-    return "call_" + completion_id.removeprefix("chatcmpl-")
+def _call_id(completion_id: str, index: int) -> str:
+    # Derived from the completion id so the streamed and whole forms agree; the first call's
+    # id is the completion's, each later one adds its index
+    suffix = f"_{index}" if index else ""
+    return "call_" + completion_id.removeprefix("chatcmpl-") + suffix
 
 
 def _rough_tokens(text: str) -> int:

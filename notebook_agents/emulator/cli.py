@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             type=float,
             default=field.default,
             help=f"{field.metadata['doc']}, in{field.metadata['bound'].unit}, for every "
-            f"connection; ?{field.name}= in a base_url overrides it (default: %(default)s)",
+            f"connection; ?{field.name}= in a base_url overrides it (Gemini Live: the "
+            f"x-emulator-settings header) (default: %(default)s)",
         )
     parser.add_argument(
         "--fault",

@@ -44,7 +44,7 @@ from .errors import ServiceError, http_error
 from .latency import DelayedPipe, precise_sleep
 from .listening import ServerVad
 from .protocol import check_server_event, new_id, parse_client_event
-from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, tokens
+from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, calls_of, tokens
 from .vocabulary import vocabulary
 
 logger = logging.getLogger(__name__)
@@ -759,8 +759,9 @@ class _ResponseRun:
             speech = asyncio.ensure_future(asyncio.to_thread(synthesize, reply.text))
         try:
             await precise_sleep(latency.first_token_ms / 1000.0)
-            if isinstance(reply, ToolCallReply):
-                self._function_call(reply)
+            if not isinstance(reply, TextReply):
+                for call in calls_of(reply):
+                    self._function_call(call)
             elif speech is not None:
                 await self._spoken_message(reply, await speech, latency.token_ms / 1000.0)
             else:

@@ -88,8 +88,33 @@ class ToolCallReply:
         return json.dumps(self.arguments, separators=(",", ":"))
 
 
-Reply = TextReply | ToolCallReply
+@dataclass(frozen=True)
+class ToolCallsReply:
+    """A rule's answer as several tool calls in one response, run by the client as one batch.
+
+    Both APIs return parallel calls in one reply: several ``function_call`` output items of one
+    realtime response, several ``tool_calls`` of one chat message
+    (https://platform.openai.com/docs/guides/function-calling#parallel-function-calling).
+    """
+
+    calls: tuple[ToolCallReply, ...]
+
+    def __post_init__(self) -> None:
+        if not self.calls:
+            raise ValueError("ToolCallsReply needs at least one ToolCallReply")
+
+
+Reply = TextReply | ToolCallReply | ToolCallsReply
 """What the endpoints send: a verdict goes out as the call of the judge's tool."""
+
+
+def calls_of(reply: Reply) -> tuple[ToolCallReply, ...]:
+    """The tool calls a reply makes, in order: none for words."""
+    if isinstance(reply, ToolCallsReply):
+        return reply.calls
+    return (reply,) if isinstance(reply, ToolCallReply) else ()
+
+
 Rule = Callable[[ReplyContext], Reply | VerdictReply | None]
 """A rule returns a reply (a ``VerdictReply`` to a judge), or None to let the next rule decide."""
 

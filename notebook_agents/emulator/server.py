@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 from typing_extensions import Self
@@ -24,6 +24,15 @@ from .chat import chat_completions, list_models, retrieve_model
 from .conversation import Conversation
 from .errors import EmulatorError, http_error
 from .faults import Faults
+from .gemini_live import (
+    INFO_PATH,
+    ROUTE,
+    TLS_SITE_KEY,
+    GeminiEndpoint,
+    TlsSite,
+    bidi_generate_content,
+    gemini_info,
+)
 from .latency import LatencyModel, query_to_str, query_value
 from .livekit_inference import inference_stt, inference_tts
 from .models import ModelCatalog
@@ -31,6 +40,9 @@ from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_web
 from .replies import ReplyRules
 from .speech import audio_speech
 from .transcriptions import audio_transcriptions
+
+if TYPE_CHECKING:
+    from google.genai import types as genai_types
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +101,8 @@ def _recover_inference_url(request: web.Request) -> tuple[web.Request, Handler] 
 async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML; a
     client that went away is a debug line."""
+    if request.path.startswith("/ws/") or request.path == INFO_PATH:
+        return await handler(request)  # Gemini Live: Google's API, answered as Google does
     if (recovered := _recover_sdk_url(request) or _recover_inference_url(request)) is not None:
         request, handler = recovered
     if not request.path.startswith("/v1/"):
@@ -136,6 +150,9 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app.router.add_post("/v1/audio/transcriptions", audio_transcriptions)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", retrieve_model)
+    app.router.add_get(ROUTE, bidi_generate_content)
+    app.router.add_get(INFO_PATH, gemini_info)
+    app[TLS_SITE_KEY] = TlsSite(HOST)
     app[OPEN_CONNECTIONS_KEY] = OpenConnections()
     app.on_shutdown.append(close_open_connections)
     return app
@@ -174,6 +191,7 @@ async def start_site(app: web.Application, port: int) -> tuple[web.AppRunner, in
     server = site._server
     assert isinstance(server, asyncio.base_events.Server)
     bound_port = int(server.sockets[0].getsockname()[1])
+    app[TLS_SITE_KEY].runner = runner  # Gemini's TLS port, when asked for, is a second site
     return runner, bound_port
 
 
@@ -194,7 +212,8 @@ _RUNNING: weakref.WeakKeyDictionary[Emulator, None] = weakref.WeakKeyDictionary(
 
 
 class Emulator(StartStop):
-    """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline.
+    """A local OpenAI-compatible server for the real LiveKit OpenAI plugins, offline; it serves
+    Gemini Live to livekit's google plugin too (``gemini_http_options()``, over TLS).
 
     Runs on its own thread and event loop, so it serves while the caller's loop (a notebook's,
     a test's, or the agent's) is busy. Use as a context manager::
@@ -252,6 +271,28 @@ class Emulator(StartStop):
         a value the server would refuse raises ParameterError naming the allowed range.
         """
         return base_url(self.url, **overrides)
+
+    @property
+    def gemini(self) -> GeminiEndpoint:
+        """This emulator's Gemini Live API: its TLS site (started on first use, with a test
+        CA made for this emulator) and that CA."""
+        loop, app = self._loop, self._app
+        if loop is None or app is None or not self.running:
+            raise EmulatorError(
+                "the emulator is not running: call start() or use `with Emulator()`"
+            )
+        info = asyncio.run_coroutine_threadsafe(app[TLS_SITE_KEY].info(), loop).result(30)
+        return GeminiEndpoint(url=info["url"], ca_pem=info["ca_pem"])
+
+    def gemini_http_options(self, **overrides: Any) -> genai_types.HttpOptions:
+        """The one-line switch for livekit's google plugin, as ``base_url`` is for OpenAI::
+
+            google.realtime.RealtimeModel(api_key="x", http_options=emu.gemini_http_options())
+
+        With per-connection latency and faults (``rtt_ms=20``, ``drop_after=5``), checked
+        as the server will check them (ParameterError).
+        """
+        return self.gemini.http_options(**overrides)
 
     @property
     def connections(self) -> list[ConnectionLog]:

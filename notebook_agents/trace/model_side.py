@@ -135,7 +135,8 @@ class ModelSide:
             # lists made now: livekit's read-only context, the plugin's rebuilt one, and the
             # server's ids (read at once, without waiting on the server's thread)
             server = self._server_side(rt_session)
-            ours, plugin = activity.agent.chat_ctx.items, rt_session.chat_ctx.items
+            ours = activity.agent.chat_ctx.items
+            plugin = _with_answered_calls(ours, rt_session.chat_ctx.items)
             with self._comparing:
                 self._compare(agent_label(activity.agent), ours, plugin, server)
         except Exception as e:  # a trace must never break the session it observes
@@ -313,6 +314,33 @@ def _unchecked(sent: list[llm.ChatItem], checked: list[llm.ChatItem]) -> list[ll
     while shared and sent[shared - 1] is not checked[shared - 1]:
         shared -= 1
     return sent[shared:] if sent[:shared] == checked[:shared] else sent
+
+
+def _with_answered_calls(
+    ours: list[llm.ChatItem], plugin: list[llm.ChatItem]
+) -> list[llm.ChatItem]:
+    """The plugin's view with livekit's tool calls whose outputs it holds, each before its
+    output. google's plugin (1.8.9) never puts the calls its model makes in its view, and
+    livekit extends that view with their outputs only (agent_activity, "generating the
+    function calls results"); yet the model holds those calls: it made them, and an output
+    answers a call it holds."""
+    calls_held = {i.call_id for i in plugin if isinstance(i, llm.FunctionCall)}
+    answered = {i.call_id for i in plugin if isinstance(i, llm.FunctionCallOutput)}
+    missing = {
+        item.call_id: item
+        for item in ours
+        if isinstance(item, llm.FunctionCall)
+        and item.call_id in answered
+        and item.call_id not in calls_held
+    }
+    if not missing:
+        return plugin
+    completed: list[llm.ChatItem] = []
+    for item in plugin:
+        if isinstance(item, llm.FunctionCallOutput) and (call := missing.pop(item.call_id, None)):
+            completed.append(call)
+        completed.append(item)
+    return completed
 
 
 def _synced_ids(items: Sequence[llm.ChatItem]) -> list[str]:

@@ -1,0 +1,96 @@
+"""The client side of the Gemini switch: where an emulator's Live API is, and the
+``HttpOptions`` that point the unmodified google plugin at it in one line."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import ssl
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from .._settings import check_query
+from ..errors import EmulatorError
+from ..latency import query_to_str, query_value
+from .endpoint import SETTINGS_HEADER
+from .tls import GEMINI_EXTRA, INFO_PATH
+
+if TYPE_CHECKING:
+    from google.genai import types
+    from livekit.plugins.google.realtime import RealtimeModel
+
+
+@dataclass(frozen=True)
+class GeminiEndpoint:
+    """An emulator's Gemini Live API: its TLS URL and the CA that signed its certificate."""
+
+    url: str
+    """``https://127.0.0.1:PORT``"""
+    ca_pem: str
+    """the emulator's test CA (PEM), the only one a client built here trusts"""
+
+    @classmethod
+    def of(cls, emulator_url: str, timeout: float = 10.0) -> GeminiEndpoint:
+        """The Gemini endpoint of the emulator at ``emulator_url`` (``http://127.0.0.1:PORT``,
+        e.g. the emulator process's), starting its TLS site if need be."""
+        try:
+            with urllib.request.urlopen(emulator_url + INFO_PATH, timeout=timeout) as answer:
+                info = json.load(answer)
+        except urllib.error.HTTPError as e:
+            message = json.load(e).get("error", {}).get("message", str(e))
+            raise EmulatorError(
+                f"the emulator at {emulator_url} serves no Gemini: {message}"
+            ) from None
+        return cls(url=info["url"], ca_pem=info["ca_pem"])
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context that trusts this emulator's CA only (hostname checked)."""
+        return ssl.create_default_context(cadata=self.ca_pem)
+
+    def http_options(self, **overrides: Any) -> types.HttpOptions:
+        """``HttpOptions`` for ``google.realtime.RealtimeModel(api_key=..., http_options=...)``:
+        this endpoint, its CA, and per-connection latency and faults (``rtt_ms=20``,
+        ``drop_after=5``), checked here as the server will check them (ParameterError)."""
+        check_query({name: query_value(value) for name, value in overrides.items()})
+        genai_types = _genai_types()
+        headers = {SETTINGS_HEADER: query_to_str(overrides)} if overrides else {}
+        return cast(
+            "types.HttpOptions",
+            genai_types.HttpOptions(
+                base_url=self.url,
+                headers=headers,
+                # google-genai hands these to websockets' connect: the emulator's CA, not certifi's
+                async_client_args={"ssl": self.ssl_context()},
+            ),
+        )
+
+    def realtime_model(
+        self, *, overrides: Mapping[str, Any] | None = None, **model_kwargs: Any
+    ) -> RealtimeModel:
+        """``google.realtime.RealtimeModel(**model_kwargs)`` against this endpoint, its
+        connections with ``overrides`` (``{"rtt_ms": 20}``); any API key will do."""
+        google = _google_plugin()
+        model_kwargs.setdefault("api_key", "emulator")
+        model = google.realtime.RealtimeModel(
+            http_options=self.http_options(**dict(overrides or {})), **model_kwargs
+        )
+        return cast("RealtimeModel", model)
+
+
+def _genai_types() -> Any:
+    try:
+        from google.genai import types
+    except ImportError:
+        raise EmulatorError(f"Gemini Live needs google-genai: {GEMINI_EXTRA}") from None
+    return types
+
+
+def _google_plugin() -> Any:
+    try:
+        # by name (not ``from livekit.plugins import google``): the same lookup on any Python
+        google = importlib.import_module("livekit.plugins.google")
+    except ImportError:
+        raise EmulatorError(f"Gemini Live needs livekit's google plugin: {GEMINI_EXTRA}") from None
+    return google

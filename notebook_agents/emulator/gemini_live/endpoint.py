@@ -1,0 +1,66 @@
+"""The Live API's route on the emulator, and how a connection's settings reach it.
+
+google-genai connects to ``{base_url}/ws/google.ai.generativelanguage.{version}.
+GenerativeService.BidiGenerateContent`` and sends ``HttpOptions.headers`` with the upgrade,
+but drops a query string from ``base_url``: so the per-connection latency and faults the
+OpenAI side reads from the query (``?rtt_ms=20``) travel here in one header,
+``SETTINGS_HEADER: rtt_ms=20&drop_after=5``, in the same form and checked the same way.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+from .._params import ParameterError
+from .._settings import SETTINGS_KEY, check_query
+from ..errors import http_error
+from ..latency import precise_sleep
+from ..realtime import OPEN_CONNECTIONS_KEY
+
+ROUTE = "/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent"
+SETTINGS_HEADER = "x-emulator-settings"
+"""the header carrying a connection's latency and faults, as a query string"""
+
+_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+async def bidi_generate_content(request: web.Request) -> web.StreamResponse:
+    """Upgrade to a Live session after checking the API key and the connection's settings."""
+    from .session import LiveConnection, refuse  # numpy and speech: loaded when first used
+
+    settings = request.app[SETTINGS_KEY]
+    if not request.headers.get("x-goog-api-key"):
+        # Google's error body (google.rpc.Status) for a request without credentials
+        return web.json_response(
+            {
+                "error": {
+                    "code": 403,
+                    "message": "Method doesn't allow unregistered callers. Please use an API "
+                    "key (any key: the emulator checks none and stores none).",
+                    "status": "PERMISSION_DENIED",
+                }
+            },
+            status=403,
+        )
+    ws = web.WebSocketResponse(max_msg_size=_MAX_MESSAGE_BYTES, autoclose=False)
+    if not ws.can_prepare(request).ok:
+        return http_error(400, f"{request.path} is a websocket: connect with a websocket client.")
+    query = dict(parse_qsl(request.headers.get(SETTINGS_HEADER, ""), keep_blank_values=True))
+    try:
+        check_query(query)  # a name the server would ignore is refused, as in a base_url
+        log = settings.open_connection("gemini_live", request.path, query)
+    except ParameterError as e:
+        return await refuse(request, e)
+    # TCP + TLS + upgrade: the client's connect returns after this many round trips
+    await precise_sleep(log.latency.connect_s())
+    await ws.prepare(request)
+    connection = LiveConnection(ws, request, settings, log)
+    open_connections = request.app[OPEN_CONNECTIONS_KEY]
+    open_connections.add(connection)
+    try:
+        await connection.run()
+    finally:
+        open_connections.discard(connection)
+    return ws

@@ -1,0 +1,72 @@
+"""The emulator's TLS site for Gemini Live: a test certificate authority made once per
+emulator, and a second port of the same app serving over TLS with its certificate.
+
+google-genai builds the Live API's URL with ``wss://`` whenever it is given an API key
+(``_api_client._websocket_base_url`` replaces the scheme), so a Gemini client reaches the
+emulator only over TLS. The authority is ``trustme``'s, a library made for test CAs; a client
+trusts it by its PEM (``client.GeminiEndpoint``), never through the system's store. The site
+starts the first time it is asked for (``GET /emulator/gemini`` on the plain port), so an
+emulator nobody reaches from Gemini makes no certificate and needs no ``trustme``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import EmulatorError
+
+GEMINI_EXTRA = "pip install 'notebook-agents[gemini]'"
+INFO_PATH = "/emulator/gemini"
+"""where the plain port tells a client the TLS site's URL and CA (started on first ask)"""
+
+
+class TlsSite:
+    """The app's TLS port on ``host``, started once, on the server's loop."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.runner: web.AppRunner | None = None
+        """set once the app serves: the TLS site is a second site of its runner"""
+        self._info: dict[str, Any] | None = None
+        self._lock = asyncio.Lock()
+
+    async def info(self) -> dict[str, Any]:
+        """``{"url": "https://127.0.0.1:PORT", "ca_pem": ...}``, starting the site if need be."""
+        async with self._lock:
+            if self._info is None:
+                self._info = await self._start()
+            return self._info
+
+    async def _start(self) -> dict[str, Any]:
+        try:
+            import trustme
+        except ImportError:
+            raise EmulatorError(
+                f"serving Gemini Live needs trustme (the emulator's test CA): {GEMINI_EXTRA}"
+            ) from None
+        assert self.runner is not None, "the TLS site starts once the app serves"
+        authority = trustme.CA()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        authority.issue_cert(self.host).configure_cert(context)
+        site = web.TCPSite(self.runner, self.host, 0, ssl_context=context)
+        await site.start()
+        server = site._server
+        assert isinstance(server, asyncio.base_events.Server)
+        port = int(server.sockets[0].getsockname()[1])
+        return {"url": f"https://{self.host}:{port}", "ca_pem": authority.cert_pem.bytes().decode()}
+
+
+TLS_SITE_KEY = web.AppKey("tls_site", TlsSite)
+
+
+async def gemini_info(request: web.Request) -> web.StreamResponse:
+    """``GET /emulator/gemini``: the TLS site's URL and the CA a client trusts it by (a
+    certificate is public; the CA's key never leaves the emulator)."""
+    try:
+        return web.json_response(await request.app[TLS_SITE_KEY].info())
+    except EmulatorError as e:
+        return web.json_response({"error": {"code": 501, "message": str(e)}}, status=501)

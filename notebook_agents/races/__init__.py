@@ -1,0 +1,19 @@
+"""Handoff races livekit users reported, each runnable offline against the emulator with the
+latency or fault that triggers it, and a detector that says from the trace whether it happened:
+``run = await run_race(RACES["paused_handback"])``, ``run.verdict``."""
+
+from .case import Problem, Provider, RaceCase, RaceRun, RaceVerdict, WireEvent
+from .registry import RACES
+from .run import ProviderNotReady, run_race
+
+__all__ = [
+    "RACES",
+    "Problem",
+    "Provider",
+    "ProviderNotReady",
+    "RaceCase",
+    "RaceRun",
+    "RaceVerdict",
+    "WireEvent",
+    "run_race",
+]

@@ -1,0 +1,29 @@
+"""What the detectors read of a race run: handoffs, tool calls, replies and livekit's problems."""
+
+from __future__ import annotations
+
+from ..trace import TraceEvent
+from .case import Problem, RaceRun
+
+
+def handoffs_to(run: RaceRun, agent: str, after: float = 0.0) -> list[TraceEvent]:
+    return [e for e in run.trace.of_kind("handoff") if e.data["to"] == agent and e.t >= after]
+
+
+def tool_outputs(run: RaceRun, name: str) -> list[TraceEvent]:
+    return [e for e in run.trace.of_kind("tool_output") if e.data.get("name") == name]
+
+
+def problems_saying(run: RaceRun, *phrases: str) -> list[Problem]:
+    return [p for p in run.problems if any(phrase in p.message for phrase in phrases)]
+
+
+def described(event: TraceEvent) -> str:
+    """An event as evidence: its time, kind, agent and the data that tells it apart."""
+    keys = ("name", "output", "text", "from", "to", "session", "message")
+    shown = ", ".join(f"{k}={event.data[k]!r}" for k in keys if k in event.data)
+    return f"t={event.t:.3f}s #{event.seq} {event.kind} [{event.agent}] {shown}"
+
+
+def said(problem: Problem) -> str:
+    return f"t={problem.t:.3f}s livekit {problem.level}: {problem.message}"

@@ -1,0 +1,97 @@
+"""A handoff race as a runnable case: the agents it runs, what triggers it, how it is detected."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from ..emulator import LatencyModel, Rule
+from ..trace import Trace
+
+if TYPE_CHECKING:
+    from ._harness import Harness
+
+Provider = Literal["openai", "gemini"]
+
+
+@dataclass(frozen=True)
+class RaceVerdict:
+    """Whether the race happened in one run, and what in the run shows it."""
+
+    happened: bool
+    summary: str
+    """one line: what happened (or that it did not)"""
+    evidence: tuple[str, ...] = ()
+    """the trace's events and spans, the wire's events and livekit's logged problems it read"""
+    seqs: tuple[int, ...] = ()
+    """the trace events the verdict rests on (``TraceEvent.seq``), to find on the timeline"""
+
+    def __bool__(self) -> bool:
+        return self.happened
+
+
+@dataclass(frozen=True)
+class WireEvent:
+    """A client event a realtime session sent, on the trace's clock."""
+
+    t: float
+    session: int
+    """which realtime session sent it: 0 for the first the run opened, 1 for the next..."""
+    type: str
+    item_type: str | None = None
+    """a ``conversation.item.create``'s item type (``function_call_output``...)"""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A warning or error livekit logged during the run, or an exception a step raised."""
+
+    t: float
+    level: str
+    message: str
+
+
+@dataclass
+class RaceRun:
+    """One run of a race case: its trace (shown by ``TimelineView(run.trace, run.latency)``),
+    what else it recorded, and the detector's verdict."""
+
+    case: RaceCase
+    triggered: bool
+    """False for the control run: the case without what triggers the race"""
+    trace: Trace
+    latency: LatencyModel
+    """the emulator's network for the run: the timeline's handoff phases' truths"""
+    settings: dict[str, str]
+    """the emulator's per-connection settings the run used (latency and faults)"""
+    problems: list[Problem] = field(default_factory=list)
+    wire: list[WireEvent] = field(default_factory=list)
+    verdict: RaceVerdict = field(default_factory=lambda: RaceVerdict(False, "not detected yet"))
+
+
+Scenario = Callable[["Harness"], Awaitable[None]]
+Detector = Callable[[RaceRun], RaceVerdict]
+
+
+@dataclass(frozen=True)
+class RaceCase:
+    """A handoff race livekit users reported, reproduced offline against the emulator."""
+
+    name: str
+    upstream: str
+    """where it was reported: ``livekit/agents#4746`` (an issue or pull request)"""
+    title: str
+    in_livekit_1_8_9: bool
+    """whether livekit-agents 1.8.9 still shows it (measured: the tests assert it)"""
+    scenario: Scenario
+    """runs the case's agents; reads ``harness.triggered`` for what differs in the control"""
+    detect: Detector
+    trigger: Mapping[str, float | str] = field(default_factory=dict)
+    """emulator settings (latency, faults) applied when triggered; the control runs without"""
+    control: str = ""
+    """what the control run does instead, in a line"""
+    rules: tuple[Rule, ...] = ()
+    """reply rules the emulator needs for the case (a model's parallel tool calls...)"""
+    providers: tuple[Provider, ...] = ("openai",)
+    """the providers it runs on here"""

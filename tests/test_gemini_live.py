@@ -1,0 +1,271 @@
+"""Gemini Live on the emulator: livekit's unmodified google plugin (google-genai under it)
+over real TLS loopback sockets, switched over in one line (``emu.gemini_http_options()``)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from google.genai import errors, types
+from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, RunResult, function_tool, llm
+from livekit.plugins import google
+
+from notebook_agents import Trace
+from notebook_agents.emulator import (
+    Emulator,
+    EmulatorError,
+    GeminiEndpoint,
+    LatencyModel,
+    ParameterError,
+)
+
+KEY = "not-a-secret"
+
+
+def gemini(emulator: Emulator, **overrides: Any) -> google.realtime.RealtimeModel:
+    return google.realtime.RealtimeModel(
+        api_key=KEY,
+        http_options=emulator.gemini_http_options(**overrides),
+        modalities=[types.Modality.TEXT],
+    )
+
+
+@function_tool
+async def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+class Specialist(Agent):
+    def __init__(
+        self, tools: list[llm.Tool | llm.Toolset], model: llm.RealtimeModel | None = None
+    ) -> None:
+        super().__init__(
+            instructions="You are the specialist. You answer.",
+            tools=tools,
+            llm=model if model is not None else NOT_GIVEN,
+        )
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+class Receptionist(Agent):
+    """Hands over to a specialist that gets the same tool objects (livekit then keeps the
+    Gemini session), or its own model (a fresh session)."""
+
+    def __init__(self, specialist_model: llm.RealtimeModel | None = None) -> None:
+        self.specialist_model = specialist_model
+        super().__init__(
+            instructions="You are the receptionist. You route callers.",
+            tools=[get_weather, transfer_to_the_specialist],
+        )
+
+
+@function_tool
+async def transfer_to_the_specialist(context: RunContext[None]) -> Agent:
+    """Hand the caller to the specialist."""
+    current = context.session.current_agent
+    assert isinstance(current, Receptionist)
+    return Specialist(list(current.tools), current.specialist_model)
+
+
+@pytest.fixture
+async def sessions() -> AsyncIterator[list[AgentSession[None]]]:
+    made: list[AgentSession[None]] = []
+    yield made
+    for session in made:
+        await session.aclose()
+
+
+async def started(
+    sessions: list[AgentSession[None]], model: llm.RealtimeModel, agent: Agent
+) -> tuple[AgentSession[None], Trace]:
+    session: AgentSession[None] = AgentSession(llm=model)
+    sessions.append(session)
+    trace = Trace(session)
+    await session.start(agent)
+    return session, trace
+
+
+def said(result: Any) -> list[tuple[str, Any]]:
+    """A run's events as (type, text or tool name)."""
+    return [
+        (e.type, e.item.text_content if e.type == "message" else e.item.name)
+        for e in result.events
+        if e.type != "agent_handoff"
+    ]
+
+
+async def test_a_text_turn_and_a_tool_call_through_the_unmodified_plugin(
+    emulator: Emulator, sessions: list[AgentSession[None]]
+) -> None:
+    session, _ = await started(sessions, gemini(emulator), Receptionist())
+    answer: RunResult[None] = await session.run(user_input="Hello there")
+    assert said(answer) == [("message", 'You are the receptionist. You said: "Hello there".')]
+    called: RunResult[None] = await session.run(user_input="get weather city=Paris")
+    assert said(called) == [
+        ("function_call", "get_weather"),
+        ("function_call_output", "get_weather"),
+        ("message", "You are the receptionist. The tool returned: sunny in Paris"),
+    ]
+    (log,) = emulator.connections
+    assert log.kind == "gemini_live" and log.types("in")[0] == "setup"
+    assert log.types("out")[0] == "setupComplete"
+    # the model's side of the conversation, as the emulator holds it
+    (conversation,) = emulator.conversations()
+    assert [(i["type"], i.get("text")) for i in conversation][-3:] == [
+        ("function_call", '{"city":"Paris"}'),
+        ("function_call_output", "sunny in Paris"),
+        ("message", "You are the receptionist. The tool returned: sunny in Paris"),
+    ]
+
+
+async def test_a_handoff_with_the_same_tools_keeps_the_gemini_session(
+    emulator: Emulator, sessions: list[AgentSession[None]]
+) -> None:
+    session, trace = await started(sessions, gemini(emulator), Receptionist())
+    result: RunResult[None] = await session.run(user_input="Please transfer to the specialist.")
+    await result
+    (handoff,) = [h for h in trace.of_kind("handoff") if h.data["from"]]
+    assert (handoff.data["to"], handoff.data["session"]) == ("Specialist", "reused")
+    assert len(emulator.connections) == 1  # one Live session throughout
+    # a kept session keeps the model's history, and its system instruction: livekit sends
+    # the specialist's instructions as a model turn (realtime_api.py update_instructions)
+    (conversation,) = emulator.conversations()
+    texts = [i.get("text") for i in conversation]
+    assert "You are the specialist. You answer." in texts
+    assert str(texts[-1]).startswith("You are the receptionist.")
+
+
+async def test_a_handoff_to_an_agent_with_its_own_model_opens_a_fresh_session(
+    emulator: Emulator, sessions: list[AgentSession[None]]
+) -> None:
+    session, trace = await started(sessions, gemini(emulator), Receptionist(gemini(emulator)))
+    reply = asyncio.Event()
+    session.on(
+        "conversation_item_added",
+        lambda ev: (
+            reply.set() if "specialist" in (getattr(ev.item, "text_content", None) or "") else None
+        ),
+    )
+    await session.run(user_input="Please transfer to the specialist.")
+    await asyncio.wait_for(reply.wait(), 10)
+    (handoff,) = [h for h in trace.of_kind("handoff") if h.data["from"]]
+    assert (handoff.data["to"], handoff.data["session"]) == ("Specialist", "fresh")
+    _, fresh = emulator.connections
+    assert fresh.types("in")[0] == "setup" and fresh.types("out")[0] == "setupComplete"
+    # the fresh session's system instruction is the specialist's, who answers
+    assert str(emulator.conversations()[1][-1]["text"]).startswith("You are the specialist.")
+
+
+async def test_the_round_trip_delays_every_exchange(emulator: Emulator) -> None:
+    """Connect (3 round trips + the setup's) and a reply (one round trip) at rtt 100 ms."""
+    model = gemini(emulator, rtt_ms=100)
+    rt = model.session()
+    try:
+        started = time.perf_counter()
+        await rt.generate_reply()  # sent once connected: connect + setup + the request
+        elapsed = time.perf_counter() - started
+    finally:
+        await rt.aclose()
+    net = LatencyModel(rtt_ms=100)
+    assert elapsed >= net.connect_s() + 2 * net.round_trip_s()
+
+
+async def test_a_fault_reaches_the_client_as_the_service_closes(emulator: Emulator) -> None:
+    endpoint = emulator.gemini
+    client_ssl = endpoint.ssl_context()
+    from google import genai
+
+    client = genai.Client(
+        api_key=KEY,
+        http_options=types.HttpOptions(
+            base_url=endpoint.url,
+            headers={"x-emulator-settings": "fail_first=1"},
+            async_client_args={"ssl": client_ssl},
+        ),
+    )
+    async with client.aio.live.connect(
+        model="gemini-2.5-flash-native-audio-preview-12-2025",
+        config=types.LiveConnectConfig(response_modalities=[types.Modality.TEXT]),
+    ) as live:
+        await live.send_client_content(
+            turns=types.Content(role="user", parts=[types.Part(text="hi")])
+        )
+        with pytest.raises(errors.APIError, match="1011"):
+            async for _ in live.receive():
+                pass
+    await client.aio.aclose()
+
+
+async def test_per_connection_settings_travel_in_a_header(emulator: Emulator) -> None:
+    options = emulator.gemini_http_options(rtt_ms=20, drop_after=5)
+    assert options.headers == {"x-emulator-settings": "rtt_ms=20&drop_after=5"}
+    with pytest.raises(ParameterError, match="unknown parameter 'rtt'"):
+        emulator.gemini_http_options(rtt=20)
+    model = gemini(emulator, rtt_ms=20)
+    rt = model.session()
+    try:
+        await rt.generate_reply()
+    finally:
+        await rt.aclose()
+    (log,) = emulator.connections
+    assert log.latency.rtt_ms == 20
+
+
+async def test_the_tls_site_refuses_a_client_that_does_not_trust_its_authority(
+    emulator: Emulator,
+) -> None:
+    endpoint = emulator.gemini
+    port = int(endpoint.url.rsplit(":", 1)[1])
+    with pytest.raises(ssl.SSLCertVerificationError):
+        await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context())
+    # the emulator's own CA is trusted, and only its: another emulator's is refused
+    with Emulator() as other:
+        stranger = GeminiEndpoint(url=endpoint.url, ca_pem=other.gemini.ca_pem)
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await asyncio.open_connection("127.0.0.1", port, ssl=stranger.ssl_context())
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=endpoint.ssl_context())
+    writer.close()
+    await writer.wait_closed()
+
+
+async def test_the_emulator_process_tells_its_gemini_endpoint() -> None:
+    from notebook_agents.emulator.process import emulator_process
+
+    async with emulator_process() as url:
+        endpoint = await asyncio.to_thread(GeminiEndpoint.of, url)
+        model = endpoint.realtime_model(overrides={"rtt_ms": 10}, modalities=[types.Modality.TEXT])
+        rt = model.session()
+        try:
+            generation = await rt.generate_reply()
+            texts = [t async for m in generation.message_stream async for t in m.text_stream]
+        finally:
+            await rt.aclose()
+    assert "".join(texts) == "How can I help you?"
+
+
+async def test_an_openai_only_fault_is_refused_with_the_reason(emulator: Emulator) -> None:
+    """Gemini acknowledges no item: a held ack cannot apply, and saying nothing would let a
+    race test pass for the wrong reason."""
+    from google import genai
+
+    client = genai.Client(api_key=KEY, http_options=emulator.gemini_http_options(ack_delay_ms=100))
+    with pytest.raises(errors.APIError, match="ack_delay_ms has no meaning on Gemini Live"):
+        async with client.aio.live.connect(model="gemini-2.5-flash-native-audio-preview-12-2025"):
+            pass
+    await client.aio.aclose()
+
+
+def test_a_missing_google_plugin_names_the_extra(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "livekit.plugins.google", None)
+    with pytest.raises(EmulatorError, match=r"pip install 'notebook-agents\[gemini\]'"):
+        emulator.gemini.realtime_model()

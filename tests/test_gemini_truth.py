@@ -1,0 +1,77 @@
+"""The Gemini handoff truths hold on the emulator: what a real handoff through the unmodified
+google plugin costs is never less than the formula (the network the emulator imposes), in
+both modes livekit runs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from google.genai import types
+from livekit.agents import (
+    NOT_GIVEN,
+    Agent,
+    AgentSession,
+    AgentStateChangedEvent,
+    RunContext,
+    function_tool,
+    llm,
+)
+from livekit.plugins import google
+
+from notebook_agents.bench.gemini_truth import gemini_ground_truth
+from notebook_agents.emulator import Emulator, LatencyModel
+
+RTT_MS = 100
+
+
+@pytest.mark.parametrize("mode", ["reused", "fresh"])
+async def test_a_gemini_handoff_costs_at_least_its_truth(emulator: Emulator, mode: str) -> None:
+    marks: dict[str, float] = {}
+    done = asyncio.Event()
+
+    def model() -> google.realtime.RealtimeModel:
+        options = emulator.gemini_http_options(rtt_ms=RTT_MS)
+        return google.realtime.RealtimeModel(
+            api_key="x", http_options=options, modalities=[types.Modality.TEXT]
+        )
+
+    b_model = model() if mode == "fresh" else None
+
+    class B(Agent):
+        def __init__(self, tools: list[llm.Tool | llm.Toolset]) -> None:
+            super().__init__(instructions="You are B.", tools=tools, llm=b_model or NOT_GIVEN)
+
+        async def on_enter(self) -> None:
+            marks["on_enter"] = time.perf_counter()
+            self.session.generate_reply()
+
+    @function_tool
+    async def transfer_to_b(context: RunContext[None]) -> Agent:
+        """Hand over to B."""
+        b = B(list(context.session.current_agent.tools))  # the same tool objects
+        marks["t0"] = time.perf_counter()
+        return b
+
+    session: AgentSession[None] = AgentSession(llm=model())
+
+    def on_state(ev: AgentStateChangedEvent) -> None:
+        # B's reply speaking (in A's words on a kept session: its system instruction stays A's)
+        if "on_enter" in marks and ev.new_state == "speaking":
+            marks.setdefault("reply", time.perf_counter())
+            done.set()
+
+    session.on("agent_state_changed", on_state)
+    try:
+        await session.start(Agent(instructions="You are A.", tools=[transfer_to_b]))
+        await session.run(user_input="transfer to b")
+        await asyncio.wait_for(done.wait(), 20)
+    finally:
+        await session.aclose()
+    truth = gemini_ground_truth("agent", mode, "empty", 0, LatencyModel(rtt_ms=RTT_MS))
+    assert truth is not None
+    handoff_ms, reply_ms = truth
+    assert (marks["on_enter"] - marks["t0"]) * 1000 >= handoff_ms
+    assert (marks["reply"] - marks["t0"]) * 1000 >= reply_ms
+    assert reply_ms == (RTT_MS if mode == "reused" else 6 * RTT_MS)

@@ -1,0 +1,117 @@
+"""Each handoff race runs offline against the emulator and its detector says whether it
+happened: triggered, the outcome livekit-agents 1.8.9 shows; in its control run, never."""
+
+from __future__ import annotations
+
+import pytest
+from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
+
+from notebook_agents import RACES, RaceCase, run_race
+from notebook_agents.emulator import Emulator, ReplyRules, ToolCallReply, ToolCallsReply
+from notebook_agents.emulator.replies import Reply, ReplyContext
+from notebook_agents.races import ProviderNotReady
+from notebook_agents.races.tool_batch import DUPLICATE_HANDOFF, PARALLEL_BATCH
+
+from .conftest import API_KEY
+
+STILL_IN_1_8_9 = {
+    "closing_session": True,
+    "paused_handback": True,
+    "tool_reply_race": False,
+    "late_tool_ack": True,
+    "parallel_batch": False,
+    "duplicate_handoff": True,
+    "run_vs_task": False,
+}
+"""measured on livekit-agents 1.8.9 (the installed one); each case records it as well"""
+
+
+def test_every_case_says_what_1_8_9_shows() -> None:
+    assert {name: case.in_livekit_1_8_9 for name, case in RACES.items()} == STILL_IN_1_8_9
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("case", RACES.values(), ids=lambda case: case.name)
+async def test_the_race_happens_as_in_1_8_9_and_never_in_its_control(case: RaceCase) -> None:
+    triggered = await run_race(case)
+    assert triggered.verdict.happened is case.in_livekit_1_8_9, triggered.verdict
+    assert triggered.verdict.evidence, "a verdict names what it read"
+    control = await run_race(case, triggered=False)
+    assert not control.verdict.happened, control.verdict
+
+
+async def test_the_paused_handback_is_refused_and_the_caller_stays_with_the_task() -> None:
+    run = await run_race(RACES["paused_handback"])
+    assert any("an activity is already running" in p.message for p in run.problems)
+    handoffs = [(e.data["from"], e.data["to"]) for e in run.trace.of_kind("handoff")]
+    # in, the refused hand-back (no event), then the task completed and resumed the desk
+    assert handoffs == [(None, "FrontDesk"), ("FrontDesk", "Survey"), ("Survey", "FrontDesk")]
+    (back,) = [e for e in run.trace.of_kind("tool_output") if e.data["name"] == "transfer_back"]
+    assert back.seq in run.verdict.seqs
+
+
+async def test_the_closing_session_costs_the_fresh_handoff_a_round_trip() -> None:
+    """1.8.9 syncs the handoff tool's output to the old session after update_agent and the
+    drain waits for its ack: the drain lasts the emulator's round trip (100 ms)."""
+    run = await run_race(RACES["closing_session"])
+    (late,) = [w for w in run.wire if w.session == 0 and w.item_type == "function_call_output"]
+    swap = next(s for s in run.trace.spans if s.name == "update_agent")
+    drain = next(s for s in run.trace.spans if s.name == "drain_agent_activity")
+    assert swap.start <= drain.start <= late.t < drain.end
+    assert drain.end - drain.start >= 0.1
+    assert [e.data["session"] for e in run.trace.of_kind("handoff")][-1] == "fresh"
+
+
+async def test_one_detector_drops_a_duplicate_and_keeps_a_mixed_batch() -> None:
+    """The parallel batch no longer drops the handoff in 1.8.9; the same detector fires on
+    the duplicate batch, which still does, so a regression of #7320 would fail here."""
+    assert PARALLEL_BATCH.detect is DUPLICATE_HANDOFF.detect
+    mixed = await run_race(PARALLEL_BATCH)
+    outputs = [e.data["name"] for e in mixed.trace.of_kind("tool_output")]
+    assert sorted(outputs) == ["route", "save_note"]
+    assert [e.data["to"] for e in mixed.trace.of_kind("handoff")][-1] == "Greeter"
+    twice = await run_race(DUPLICATE_HANDOFF)
+    assert [e.data["name"] for e in twice.trace.of_kind("tool_output")] == ["route", "route"]
+    assert any("expected to receive only one" in p.message for p in twice.problems)
+
+
+async def test_a_case_asked_for_gemini_says_what_it_needs() -> None:
+    with pytest.raises(ProviderNotReady, match="Gemini Live emulator"):
+        await run_race(RACES["tool_reply_race"], provider="gemini")
+
+
+def two_calls(ctx: ReplyContext) -> Reply | None:
+    return ToolCallsReply((ToolCallReply("a", {}), ToolCallReply("b", {"x": 1})))
+
+
+async def test_chat_completions_answer_with_parallel_tool_calls() -> None:
+    """A rule's parallel calls reach a Chat Completions client as one message's tool_calls,
+    streamed and whole, with distinct ids."""
+    tools: list[ChatCompletionFunctionToolParam] = [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("a", "b")
+    ]
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "go"}]
+    with Emulator(rules=ReplyRules([two_calls])) as emulator:
+        client = AsyncOpenAI(base_url=emulator.base_url(), api_key=API_KEY)
+        whole = await client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, tools=tools
+        )
+        calls = [c for c in whole.choices[0].message.tool_calls or [] if c.type == "function"]
+        assert [(c.function.name, c.function.arguments) for c in calls] == [
+            ("a", "{}"),
+            ("b", '{"x":1}'),
+        ]
+        assert len({c.id for c in calls}) == 2
+        assert whole.choices[0].finish_reason == "tool_calls"
+        stream = await client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, tools=tools, stream=True
+        )
+        streamed: dict[int, str] = {}
+        async for chunk in stream:
+            for delta in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                if delta.function and delta.function.name:
+                    streamed[delta.index] = delta.function.name
+        assert streamed == {0: "a", 1: "b"}
+        await client.close()
