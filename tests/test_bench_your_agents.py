@@ -24,7 +24,7 @@ from livekit.plugins import openai
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
 from notebook_agents.bench.handoff_mode import reuse_blockers
-from notebook_agents.bench.providers import PROVIDERS, Provider
+from notebook_agents.bench.providers import PROVIDERS, Endpoint, Provider
 from notebook_agents.bench.run import run_benchmark
 from notebook_agents.bench.stats import summary_table
 from notebook_agents.modes import REALTIME_MODES, mode_label
@@ -144,9 +144,12 @@ class _FixedInstructions(openai.realtime.RealtimeModel):
 async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_instructions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def model(base_url: str, api_key: str, name: str | None, modality: str) -> Any:
+    def model(endpoint: Endpoint, name: str | None, modality: str) -> Any:
         return _FixedInstructions(
-            base_url=base_url, api_key=api_key, modalities=["text"], turn_detection=None
+            base_url=endpoint.openai_base_url(),
+            api_key=endpoint.api_key,
+            modalities=["text"],
+            turn_detection=None,
         )
 
     environment = PROVIDERS["openai"].environment
@@ -272,7 +275,7 @@ def test_the_cli_runs_an_upstream_pair_by_its_module_path(
         (["--agents", "FrontDesk", "--trigger", "x"], "expected module:Name"),
         (["--server", "nowhere/agent.py:server", "--trigger", "x"], "there is no file"),
         (["--trigger", "x"], "--trigger goes with --agents or --server"),
-        (["--provider", "nope"], "provider 'nope': the bench knows openai"),
+        (["--provider", "nope"], "provider 'nope': the bench knows gemini, openai"),
     ],
 )
 def test_the_cli_refuses_what_cannot_run_naming_the_fix(
@@ -313,3 +316,33 @@ async def test_benchmark_view_runs_your_agents_and_shows_what_ran() -> None:
     result = await view.run()
     assert [t.mode for t in result.trials] == ["fresh+copied"] and not result.failed_trials()
     assert view.done == 1 and view.last_trial.startswith("openai agent fresh+copied rtt 20 #0: ")
+
+
+async def test_on_gemini_a_user_pair_with_other_tools_runs_fresh_and_says_why() -> None:
+    """Gemini Live cannot change a live session's tools: livekit keeps it only when B has
+    A's tool objects, and the pharmacy has its own tools."""
+    result = await run_benchmark(config(providers=["gemini"]))
+    assert [t.error for t in result.failed_trials()] == []
+    for trial in result.trials:
+        assert trial.provider == "gemini" and trial.session == "fresh"
+        assert trial.context == trial.asked_context
+        if trial.asked_session == "reused":
+            assert trial.reason is not None and "mutable_tools is False" in trial.reason
+        assert trial.truth_reply_ms is not None and trial.reply_ms is not None
+        assert trial.reply_ms >= trial.truth_reply_ms
+
+
+async def test_the_bench_pair_runs_on_both_providers_each_with_its_truth() -> None:
+    config = BenchmarkConfig(
+        providers=["openai", "gemini"], rtts_ms=[20.0], history_turns=[2], trials=1, warmup=0
+    )
+    result = await run_benchmark(config)
+    assert [t.error for t in result.failed_trials()] == []
+    assert sorted({t.provider for t in result.trials}) == ["gemini", "openai"]
+    for trial in result.trials:
+        assert trial.reply_ms is not None and trial.truth_reply_ms is not None
+        assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
+        assert trial.reply_ms >= trial.truth_reply_ms
+        assert trial.handoff_ms >= trial.truth_handoff_ms
+    gemini = {t.mode: t.truth_reply_ms for t in result.select(provider="gemini")}
+    assert gemini["reused+copied"] == 20.0 and gemini["fresh+copied"] == 6 * 20.0

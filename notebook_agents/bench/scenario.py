@@ -33,7 +33,7 @@ from ..modes import ContextMode, SessionMode
 from ..phases import Breakdown, handoff_phases
 from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
-from .providers import provider
+from .providers import Endpoint, provider
 from .results import Level, Modality, PhaseTiming
 from .your_agents import YourAgents
 
@@ -49,8 +49,8 @@ class TrialSpec:
     session: SessionMode
     context: ContextMode
     history_turns: int
-    base_url: str
-    api_key: str
+    endpoint: Endpoint
+    """where the models connect (the emulator with the trial's network, or a foreign URL)"""
     model: str | None = None
     """the realtime model's name; None: the provider's default"""
     chat_model: str = "gpt-4o-mini"
@@ -107,10 +107,18 @@ class Clock:
 
     t0: float | None = None
     marks: dict[str, float] = field(default_factory=dict)
+    reply_after: str | None = None
+    """a mark the reply's marks must follow (B's ``on_enter``): a generation before it is
+    not B's (Gemini answers A's handoff tool on its own)"""
 
     def mark(self, name: str) -> None:
         if self.t0 is not None and name not in self.marks:
             self.marks[name] = time.perf_counter()
+
+    def mark_reply(self, name: str) -> None:
+        """``mark``, once the reply can be B's."""
+        if self.reply_after is None or self.reply_after in self.marks:
+            self.mark(name)
 
     def since_t0(self, name: str) -> float | None:
         if self.t0 is None or name not in self.marks:
@@ -171,18 +179,18 @@ class RealtimeProbe:
 
         livekit.wrap_update_session(rt, timed)
         # any provider's session says a reply began; OpenAI's events say it sooner, and more
-        rt.on("generation_created", lambda _: self.clock.mark("response_created"))
+        rt.on("generation_created", lambda _: self.clock.mark_reply("response_created"))
         rt.on("openai_server_event_received", self._on_server_event)
         rt.on("error", lambda ev: self.errors.append(f"{type(ev.error).__name__}: {ev.error}"))
 
     def _on_server_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "response.created":
-            self.clock.mark("response_created")
+            self.clock.mark_reply("response_created")
         elif kind in ("response.output_text.delta", "response.output_audio_transcript.delta"):
-            self.clock.mark("first_text")
+            self.clock.mark_reply("first_text")
         elif kind == "response.output_audio.delta":
-            self.clock.mark("first_audio")
+            self.clock.mark_reply("first_audio")
 
     def update_ms(self) -> float | None:
         if self.update_started is None or self.update_ended is None:
@@ -206,13 +214,11 @@ async def run_trial(spec: TrialSpec) -> Timings:
 
 
 def _realtime_model(spec: TrialSpec) -> Any:
-    return provider(spec.provider).realtime_model(
-        spec.base_url, spec.api_key, spec.model, spec.modality
-    )
+    return provider(spec.provider).realtime_model(spec.endpoint, spec.model, spec.modality)
 
 
 async def _agent_trial(spec: TrialSpec) -> Timings:
-    clock = Clock()
+    clock = Clock(reply_after="on_enter")
     probe = RealtimeProbe(clock)
     reply_done = asyncio.Event()
     models: list[Any] = []
@@ -221,7 +227,9 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
     def new_model() -> Any:
         if cascaded:
             model: Any = openai.LLM(
-                base_url=spec.base_url, api_key=spec.api_key, model=spec.chat_model
+                base_url=spec.endpoint.openai_base_url(),
+                api_key=spec.endpoint.api_key,
+                model=spec.chat_model,
             )
         else:
             model = _realtime_model(spec)
@@ -230,11 +238,17 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
         return model
 
     class Specialist(Agent):
-        def __init__(self, chat_ctx: llm.ChatContext | None, model: Any) -> None:
+        def __init__(
+            self,
+            chat_ctx: llm.ChatContext | None,
+            model: Any,
+            tools: list[llm.Tool | llm.Toolset],
+        ) -> None:
             super().__init__(
                 instructions=B_INSTRUCTIONS,
                 chat_ctx=chat_ctx if chat_ctx is not None else NOT_GIVEN,
                 llm=model if model is not None else NOT_GIVEN,
+                tools=tools,
             )
 
         async def on_enter(self) -> None:
@@ -261,7 +275,15 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
         async def transfer_to_the_specialist(self) -> Agent:
             """Hand the caller to the specialist."""
             copied = self.chat_ctx.copy() if spec.context == "copied" else None
-            specialist = Specialist(copied, b_model)
+            model = self.session.llm
+            # a model that cannot change a live session's tools (Gemini Live) keeps it only
+            # for the same tool objects: the reuse arm hands B A's own
+            shared = (
+                spec.session == "reused"
+                and isinstance(model, llm.RealtimeModel)
+                and not model.capabilities.mutable_tools
+            )
+            specialist = Specialist(copied, b_model, list(self.tools) if shared else [])
             clock.t0 = time.perf_counter()
             return specialist
 
@@ -302,7 +324,7 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
             trace.detach()
             release()
     if trace is not None and spec.phases:
-        handoffs = handoff_phases(trace, spec.latency)
+        handoffs = handoff_phases(trace, spec.latency, truths=provider(spec.provider).phase_truths)
         if not handoffs:
             raise TrialFailed("the trace holds no handoff to split: no update_agent span")
         timings.phases = phase_timings(handoffs[-1])

@@ -25,12 +25,25 @@ connection) are simpler; see below.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from ..emulator import LatencyModel
 from ..phases.truth import connect_awaited, handoff_truths
 
-Truths = Callable[[str, str, int, LatencyModel], dict[str, float]]
+
+class GroundTruth(Protocol):
+    """A provider's ``ground_truth``: ``(handoff_ms, reply_ms)`` of a handoff, or None."""
+
+    def __call__(
+        self,
+        level: str,
+        session: str,
+        context: str,
+        history_turns: int,
+        latency: LatencyModel,
+        *,
+        items: int | None = None,
+    ) -> tuple[float, float] | None: ...
 
 
 def ground_truth(
@@ -41,14 +54,12 @@ def ground_truth(
     latency: LatencyModel,
     *,
     items: int | None = None,
-    truths: Truths = handoff_truths,
 ) -> tuple[float, float] | None:
-    """``(handoff_ms, reply_ms)`` the emulator must impose, or None if no formula applies.
-
-    ``items``: the conversation items B's context carried, as a trace counts them (your
-    agents); None: the bench's pair, A's history and the request to transfer (2H + 1).
-    ``truths``: the provider's phase truths."""
-    seconds = _ground_truth_s(level, session, context, history_turns, latency, items, truths)
+    """``(handoff_ms, reply_ms)`` the emulator must impose on OpenAI's Realtime API, or None
+    if no formula applies. ``items``: the conversation items B's context carried, as a trace
+    counts them (your agents); None: the bench's pair, A's history and the request to
+    transfer (2H + 1)."""
+    seconds = _ground_truth_s(level, session, context, history_turns, latency, items)
     if seconds is None:
         return None
     # rounded: float seconds turned back into ms must compare equal to the formula in RTTs
@@ -62,12 +73,11 @@ def _ground_truth_s(
     turns: int,
     net: LatencyModel,
     items: int | None,
-    truths: Truths,
 ) -> tuple[float, float] | None:
     """The legs above, each one of the emulator's own exchange costs (``LatencyModel``)."""
     if level == "agent" and session in ("reused", "fresh"):
         # A's context (H turns and the request to transfer), copied without the pending call
-        leg = truths(session, context, 2 * turns + 1 if items is None else items, net)
+        leg = handoff_truths(session, context, 2 * turns + 1 if items is None else items, net)
         connect = leg.get("connect", 0.0)
         updated = leg["drain"] + (connect if connect_awaited(session, context) else 0.0)
         handoff = updated + leg["session_update"]

@@ -41,20 +41,19 @@ async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
     """Run one trial of ``agents`` as ``spec`` asks; raises TrialFailed naming what is wrong.
     A model your code builds itself (a B that pins its llm, your entrypoint's) reaches the
     trial's endpoint through the provider's environment, set for the trial."""
-    with _environment(provider(spec.provider).environment(spec.base_url, spec.api_key)):
+    environment = provider(spec.provider).environment
+    with _environment(environment(spec.endpoint) if environment is not None else {}):
         if isinstance(agents, UserServer):
             return await _server_trial(spec, agents)
         return await _agents_trial(spec, agents)
 
 
 def _model(spec: TrialSpec) -> Any:
-    return provider(spec.provider).realtime_model(
-        spec.base_url, spec.api_key, spec.model, spec.modality
-    )
+    return provider(spec.provider).realtime_model(spec.endpoint, spec.model, spec.modality)
 
 
 async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
-    clock = Clock()
+    clock = Clock(reply_after="on_enter")
     probe = RealtimeProbe(clock)
     model = _model(spec)
     probe.watch_model(model)
@@ -90,7 +89,7 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
 async def _server_trial(spec: TrialSpec, agents: UserServer) -> Timings:
     from ..runner import NotebookRunner  # the runner loads only for a server
 
-    clock = Clock()
+    clock = Clock(reply_after="on_enter")
     probe = RealtimeProbe(clock)
     fresh = _model(spec) if spec.session == "fresh" else None
     runner = NotebookRunner(agents.make())
@@ -189,7 +188,7 @@ def _timings(
         ran=ran(trace, watch),
     )
     if spec.phases:
-        handoffs = handoff_phases(trace, spec.latency)
+        handoffs = handoff_phases(trace, spec.latency, truths=provider(spec.provider).phase_truths)
         if not handoffs:
             raise TrialFailed("the trace holds no handoff to split: no update_agent span")
         timings.phases = phase_timings(handoffs[0])
