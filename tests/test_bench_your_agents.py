@@ -276,6 +276,12 @@ def test_the_cli_runs_an_upstream_pair_by_its_module_path(
         (["--server", "nowhere/agent.py:server", "--trigger", "x"], "there is no file"),
         (["--trigger", "x"], "--trigger goes with --agents or --server"),
         (["--provider", "nope"], "provider 'nope': the bench knows gemini, openai"),
+        (
+            ["--server", f"{__name__}:desk_server", "--trigger", "x", "--provider", "gemini"],
+            "provider 'gemini': a server's models cannot be pointed at the emulator by the "
+            "environment; name A with --agents",
+        ),
+        (["--provider", "gemini", "--level", "session"], "runs at the agent level"),
     ],
 )
 def test_the_cli_refuses_what_cannot_run_naming_the_fix(

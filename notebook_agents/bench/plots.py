@@ -35,6 +35,8 @@ _CI_BARS = "bars: bootstrap 95% CI of the median"
 
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 _RTT_STYLES = ("-", "-.", ":", "--")
+_PROVIDER_STYLES = ("-", ":", "-.")
+"""a cost plot's line per provider (dashed is the ground truth's)"""
 _JITTER = 0.15
 
 
@@ -349,6 +351,7 @@ def _plot_cost(
     """One series per (level, mode, variant): the variant is the grid axis not on x."""
     rows = summary_table(result, timing)
     variants = list(dict.fromkeys(variant_of(row) for row in rows))
+    providers = sorted({row.provider for row in rows})
     series: dict[tuple[str, str, str, str, Hashable], list[ModeSummary]] = {}
     for row in rows:
         key = (row.provider, row.level, row.session, row.context, variant_of(row))
@@ -371,7 +374,15 @@ def _plot_cost(
             low = median - [s.ci_low for _, s in measured]
             high = np.array([s.ci_high for _, s in measured]) - median
             ax.errorbar(
-                x, median, yerr=[low, high], color=color, marker=marker, capsize=3, label=label
+                x,
+                median,
+                yerr=[low, high],
+                color=color,
+                marker=marker,
+                capsize=3,
+                label=label,
+                # one provider's series apart from another's of the same mode (the colour)
+                linestyle=_PROVIDER_STYLES[providers.index(provider) % len(_PROVIDER_STYLES)],
             )
         truth = sorted((x_of(p), p.truth_ms) for p in points if p.truth_ms is not None)
         if truth:
