@@ -2,6 +2,7 @@
 
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import Speech, TraceAnalysis, bring_ups
+from .bench import UserAgents, UserServer
 from .devices import DeviceError, LocalDevices
 from .emulator import (
     Emulator,
@@ -122,7 +123,9 @@ __all__ = [
     "TraceSpan",
     "TurnError",
     "TurnStopped",
+    "UserAgents",
     "UserMessageData",
+    "UserServer",
     "UserStateData",
     "UserTranscriptData",
     "VerdictReply",

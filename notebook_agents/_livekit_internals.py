@@ -20,6 +20,7 @@ from unittest import mock
 
 from livekit import rtc
 from livekit.agents import (
+    Agent,
     AgentServer,
     AgentSession,
     ConversationItemAddedEvent,
@@ -62,6 +63,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
         "_closed",
         "_lock",
     ),
+    Agent: ("_chat_ctx", "_activity"),
     AgentSession: ("_closing_task", "_global_run_state", "_activity", "_update_activity_atask"),
     agent_activity.AgentActivity: ("_on_exit_task",),
     agent_activity: ("_AgentActivityContextVar", "_SpeechHandleContextVar", "_OnEnterContextVar"),
@@ -354,6 +356,15 @@ async def update_session(rt: llm.RealtimeSession[Any], **changes: Any) -> None:
     """What a handoff on a reused session does: instructions, context and tools in one
     update; upstream's handoff benchmark times exactly this."""
     await rt._update_session(**changes)
+
+
+def set_context_before_start(agent: Agent, chat_ctx: llm.ChatContext) -> None:
+    """Give an agent not yet started ``chat_ctx``, as ``Agent.update_chat_ctx`` does then: that
+    is a coroutine, and the bench applies a handoff's context mode inside livekit's synchronous
+    ``AgentSession.update_agent``, where the agent A's tool returned is about to start."""
+    if agent._activity is not None:
+        raise RuntimeError("the agent is already running: its context is its activity's")
+    agent._chat_ctx = chat_ctx.copy(tools=agent.tools)
 
 
 def wrap_update_session(rt: llm.RealtimeSession[Any], wrap: Any) -> None:

@@ -333,3 +333,48 @@ def test_a_config_that_cannot_run_is_refused_naming_the_option(option: str, valu
     options: dict[str, Any] = {option: value}
     with pytest.raises(ValueError, match=rf"^{option}: found "):
         BenchmarkConfig(**options)
+
+
+def ran_fresh() -> Trial:
+    """A trial asked for reused+copied that the trace says ran fresh, on another provider."""
+    return Trial(
+        "agent", "fresh", "copied", 20.0, 2, 0, reply_ms=130.0, provider="gemini",
+        asked_session="reused", asked_context="copied", reason="B pins its own llm (X)",
+    )  # fmt: skip
+
+
+def test_what_was_asked_and_why_it_did_not_run_round_trip(tmp_path: Path) -> None:
+    result = make_result()
+    result.trials.append(ran_fresh())
+    assert BenchmarkResult.load_json(result.save_json(tmp_path / "r.json")) == result
+    loaded = BenchmarkResult.load_csv(result.save_csv(tmp_path / "r.csv"))
+    assert loaded[-1] == ran_fresh()
+    assert (loaded[-1].asked_mode, loaded[-1].mode) == ("reused+copied", "fresh+copied")
+    with (tmp_path / "r.csv").open() as rows:
+        header = next(csv.reader(rows))
+    assert header[:5] == ["provider", "level", "session", "context", "mode"]
+
+
+def test_a_version_3_result_loads_as_openai_trials_that_ran_as_asked(tmp_path: Path) -> None:
+    old = make_result().to_dict()
+    old["format_version"] = 3
+    for key in ("providers", "agents"):
+        del old["config"][key]
+    for trial in old["trials"]:
+        for key in ("provider", "asked_session", "asked_context", "reason"):
+            del trial[key]
+    loaded = BenchmarkResult.from_dict(old)
+    assert all(t.provider == "openai" and t.asked_mode == t.mode for t in loaded.trials)
+    assert loaded.config.providers == ["openai"]
+    # and its CSV, without the columns version 4 added
+    path = make_result().save_csv(tmp_path / "v3.csv")
+    with path.open() as rows:
+        table = list(csv.DictReader(rows))
+    with path.open("w", newline="") as out:
+        kept = [
+            c for c in table[0] if c not in ("provider", "asked_session", "asked_context", "reason")
+        ]
+        writer = csv.DictWriter(out, fieldnames=kept, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(table)
+    assert [t.provider for t in BenchmarkResult.load_csv(path)] == ["openai"] * len(table)

@@ -104,8 +104,8 @@ def test_cli_writes_results_plots_and_a_summary(
     tables = [block.strip().splitlines() for block in printed.split("\n\n")]
     captions = [lines[0] for lines in tables if lines[0].startswith("handoff → ")]
     assert captions == [
-        "handoff → B's on_enter (handoff_ms), ms · RTT 5 ms · history 1 turns",
-        "handoff → B's reply starts (reply_ms), ms · RTT 5 ms · history 1 turns",
+        "handoff → B's on_enter (handoff_ms), ms · provider openai · RTT 5 ms · history 1 turns",
+        "handoff → B's reply starts (reply_ms), ms · provider openai · RTT 5 ms · history 1 turns",
     ]
     for lines in tables[:2]:
         modes = [line.split()[1] for line in lines[2:]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -47,7 +48,7 @@ def test_text_has_a_row_per_group_and_aligned_columns() -> None:
 def test_a_column_the_same_in_every_row_is_said_once_in_the_caption() -> None:
     table = two_rtts()
     caption = table.to_text().splitlines()[0]
-    assert caption.endswith(" · level agent · history 10 turns")
+    assert caption.endswith(" · provider openai · level agent · history 10 turns")
     several = result_of(trials_for([50.0], history=0) + trials_for([60.0], history=10))
     assert "history" in summary_table(several).to_text().splitlines()[1].split()
 
@@ -112,7 +113,36 @@ def test_comparison_names_its_two_sides() -> None:
     b = result_of(trials_for([2 * v for v in data]))
     table = compare(a, b, names=("untraced", "traced"))
     caption, header, line = table.to_text(notes=False).splitlines()
-    assert caption.endswith(": untraced vs traced · level agent · RTT 20 ms · history 10 turns")
+    assert caption.endswith(
+        ": untraced vs traced · provider openai · level agent · RTT 20 ms · history 10 turns"
+    )
     assert header.split() == ["mode", "untraced", "traced", "ratio", "95%", "CI"]
     assert line.split()[0] == "reused+copied" and line.split()[3] == "2.000"
     assert table.notes() == ["95% CI: the ratio's bootstrap 95% confidence interval"]
+
+
+def test_trials_group_by_the_mode_that_ran_and_say_which_was_asked_and_why() -> None:
+    ran = trials_for([130.0, 131.0], session="fresh", context="copied")
+    asked = [
+        dataclasses.replace(t, asked_session="reused", asked_context="copied", reason="B pins it")
+        for t in trials_for([132.0], session="fresh", context="copied")
+    ]
+    table = summary_table(result_of(ran + asked))
+    (row,) = table
+    assert row.mode == "fresh+copied" and row.summary is not None and row.summary.n == 3
+    assert row.asked == "reused+copied ×1: B pins it"
+    text = table.to_text()
+    assert "asked" in text.splitlines()[1].split() and "reused+copied ×1: B pins it" in text
+    # a table whose trials all ran as asked has no such column
+    assert "asked" not in summary_table(result_of(ran)).to_text().splitlines()[1].split()
+
+
+def test_each_provider_has_its_own_rows() -> None:
+    openai = trials_for([50.0])
+    gemini = [dataclasses.replace(t, provider="gemini") for t in trials_for([70.0])]
+    table = summary_table(result_of(openai + gemini))
+    assert [(row.provider, row.summary.median if row.summary else None) for row in table] == [
+        ("gemini", 70.0),
+        ("openai", 50.0),
+    ]
+    assert "provider" in table.to_text().splitlines()[1].split()

@@ -63,7 +63,7 @@ def test_a_result_is_shown_complete(tmp_path: Path) -> None:
     result = synthetic([0.0, 20.0], trials=3, failed=1)
     view = BenchmarkView(result)
     assert (view.done, view.total, view.failed, view.running) == (24, 24, 1, False)
-    assert re.fullmatch(r"agent \S+\+\S+ rtt 20 #2: \d+\.\d ms", view.last_trial)
+    assert re.fullmatch(r"openai agent \S+\+\S+ rtt 20 #2: \d+\.\d ms", view.last_trial)
     assert view.table_html == table(result) and view.table_html.count("<tr>") == 1 + 8
     assert view.plot_svg.startswith("<svg") and view.plot_svg.rstrip().endswith("</svg>")
     assert view.error == "" and view.status == "done"
@@ -196,3 +196,17 @@ def test_front_end_files_are_found() -> None:
     assert 'element("div", "na-bench")' in script
     css = (widgets_dir() / "views.css").read_text()
     assert "/* BenchmarkView */" in css and ".na-bench-table" in css
+
+
+def test_a_trial_that_ran_another_mode_than_asked_shows_both() -> None:
+    trials = [
+        Trial(
+            "agent", "fresh", "copied", 20.0, 2, i, reply_ms=130.0 + i,
+            asked_session="reused", asked_context="copied", reason="B pins its own llm (X)",
+        )
+        for i in range(3)
+    ]  # fmt: skip
+    view = BenchmarkView(BenchmarkResult(config=BenchmarkConfig(), trials=trials))
+    assert view.last_trial == "openai agent fresh+copied (asked reused+copied) rtt 20 #2: 132.0 ms"
+    assert "reused+copied ×3: B pins its own llm (X)" in view.table_html
+    assert "(asked reused+copied)" in view.plot_svg  # the box's tick names both

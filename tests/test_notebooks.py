@@ -153,6 +153,8 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert 'data-key="truth_ms"' in phases and 'data-key="client_ms"' in phases
         # the session update after a long history, per mode
         assert len(re.findall(r"session_update +\d+\.\d ms", text)) == 3
+        # the user's own pair, every mode as asked, each with its truth and excess
+        assert len(re.findall(r"ran as asked: True +reply +\d+\.\d ms, truth", text)) == 4
     if path.name == "04_voice.ipynb":
         # a synthesized caller was heard, answered aloud, and handed over by voice
         assert 'You are the Concierge. You said: "hello there".' in text

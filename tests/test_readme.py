@@ -14,7 +14,9 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 
 from notebook_agents import NotebookRunner, SuiteResult, Trace
+from notebook_agents.bench.stats import summary_table
 from notebook_agents.emulator import Emulator
+from notebook_agents.modes import REALTIME_MODES, mode_label
 
 from .conftest import API_KEY
 from .upstream import greeter_weather
@@ -175,3 +177,16 @@ def test_the_checks_section_says_where_it_runs_and_whose_names_are_yours() -> No
             made = re.search(rf"^{name} = ", block, re.M)
             if re.search(rf"\b{name}\b", block) and not made:
                 assert re.search(rf"# yours:.*\b{name}\b", block), f"{name} in:\n{block}"
+
+
+async def test_the_your_agents_example_measures_a_user_pair_in_every_mode() -> None:
+    from .test_bench_your_agents import FrontDesk
+
+    namespace: dict[str, Any] = {"FrontDesk": FrontDesk}
+    await run(python_block("UserAgents(FrontDesk"), namespace)
+    result = namespace["result"]
+    assert [t.error for t in result.failed_trials()] == []
+    assert len(result.trials) == 4 * 3
+    assert all(t.asked_mode == t.mode and t.truth_handoff_ms for t in result.trials)
+    rows = summary_table(result, "handoff_ms")
+    assert [row.mode for row in rows] == [mode_label(*mode) for mode in REALTIME_MODES]

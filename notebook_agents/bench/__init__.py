@@ -1,5 +1,15 @@
-"""The handoff-latency benchmark: realtime session reuse vs fresh, context copied vs empty."""
+"""The handoff-latency benchmark: realtime session reuse vs fresh, context copied vs empty, for
+the bench's own pair or your agents."""
 
 from .results import BenchmarkConfig, BenchmarkResult, PhaseTiming, ResultsFileError, Trial
+from .your_agents import UserAgents, UserServer
 
-__all__ = ["BenchmarkConfig", "BenchmarkResult", "PhaseTiming", "ResultsFileError", "Trial"]
+__all__ = [
+    "BenchmarkConfig",
+    "BenchmarkResult",
+    "PhaseTiming",
+    "ResultsFileError",
+    "Trial",
+    "UserAgents",
+    "UserServer",
+]

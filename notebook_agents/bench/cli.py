@@ -93,6 +93,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: off)",
     )
     parser.add_argument(
+        "--provider",
+        default=",".join(_DEFAULT.providers),
+        help="whose realtime models to measure, comma-separated, e.g. openai,gemini "
+        "(default: %(default)s)",
+    )
+    yours = parser.add_argument_group(
+        "your agents",
+        "measure your own handoff instead of the bench's pair: name A (or your server) and the "
+        "user turn that makes A's tool return B; B is whatever that tool returns",
+    )
+    named = yours.add_mutually_exclusive_group()
+    named.add_argument(
+        "--agents",
+        metavar="MODULE:AGENT",
+        help="A's Agent class (or a function making it), e.g. mymodule:FrontDesk or "
+        "path/to/agents.py:FrontDesk; the bench's session runs it on each provider's model "
+        "(default: the bench's own pair)",
+    )
+    named.add_argument(
+        "--server",
+        metavar="MODULE:SERVER",
+        help="your AgentServer (server = AgentServer()) or a function making it, e.g. "
+        "agent.py:server; run per trial as in a notebook, its entrypoint's models reaching "
+        "the emulator through OPENAI_BASE_URL / OPENAI_API_KEY (default: none)",
+    )
+    yours.add_argument(
+        "--trigger",
+        help="the user turn that makes A hand off, e.g. 'Please transfer me to the pharmacy' "
+        "(default: none; needed with --agents or --server)",
+    )
+    yours.add_argument(
+        "--handoff-to",
+        metavar="MODULE:AGENT",
+        help="B's class: a trial whose handoff went elsewhere fails, naming where "
+        "(default: any agent)",
+    )
+    parser.add_argument(
         "--out",
         default="bench-results",
         help="directory for results.json, results.csv and the plots (default: %(default)s)",
@@ -121,7 +158,12 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
             "--phases attaches a Trace to every trial, --trace compares trials without and "
             "with one: pass one of them"
         )
+    providers = [name.strip() for name in args.provider.split(",") if name.strip()]
+    if not providers:
+        raise ValueError(f"--provider {args.provider!r}: name one or more, e.g. openai")
     return BenchmarkConfig(
+        providers=providers,
+        agents=_your_agents(args),
         levels=[cast(Level, level) for level in levels],
         rtts_ms=_numbers("--rtt", args.rtt, float),
         history_turns=_numbers("--history", args.history, int),
@@ -133,6 +175,33 @@ def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
         modality=args.modality,
         phases=args.phases,
     )
+
+
+def _your_agents(args: argparse.Namespace) -> Any:
+    """``--agents`` / ``--server`` with ``--trigger`` as the bench takes them; None without."""
+    if args.agents is None and args.server is None:
+        for flag, given in (("--trigger", args.trigger), ("--handoff-to", args.handoff_to)):
+            if given is not None:
+                raise ValueError(f"{flag} goes with --agents or --server: name your agent A")
+        return None
+    flag = "--agents" if args.agents is not None else "--server"
+    if not args.trigger:
+        raise ValueError(
+            f"{flag} needs --trigger: the user turn that makes A hand off, e.g. "
+            "--trigger 'Please transfer me to the pharmacy'"
+        )
+    from livekit.agents import Agent  # livekit: imported only when your agents are named
+
+    from . import your_agents
+
+    b = your_agents.load(args.handoff_to, "--handoff-to") if args.handoff_to else None
+    if b is not None and not (isinstance(b, type) and issubclass(b, Agent)):
+        raise ValueError(f"--handoff-to {args.handoff_to!r} is {b!r}, not an Agent class")
+    if args.agents is not None:
+        agent = your_agents.load_agent(args.agents)
+        return your_agents.UserAgents(agent, args.trigger, b, label=args.agents)
+    server = your_agents.load_server(args.server)
+    return your_agents.UserServer(server, args.trigger, b, label=args.server)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
         tables.append(compare(plain, traced, names=("untraced", "traced")))
     if config.phases:
         tables.append(phase_table(plain))
+    if config.agents is not None:
+        print(f"\nyour agents: {config.agents.name}, handing off on {config.agents.trigger!r}")
     for table in tables:
         print("\n" + table.to_text(notes=False))
     # the tables share their columns' notes: each said once, after all of them
@@ -176,7 +247,10 @@ def run(args: argparse.Namespace) -> int:
     summary, status = outcome(result)
     print("\n" + summary)
     for trial in result.failed_trials()[:5]:
-        print(f"  failed {trial.level} {trial.mode} rtt={trial.rtt_ms}: {trial.error}")
+        print(
+            f"  failed {trial.provider} {trial.level} {trial.mode} rtt={trial.rtt_ms}: "
+            f"{trial.error}"
+        )
     print("wrote " + ", ".join(str(path) for path in written))
     return status
 
@@ -215,7 +289,11 @@ class ProgressBar:
     def update(self, done: int, total: int, trial: Trial) -> None:
         percent = done * 100 // max(total, 1)
         status = "ok" if trial.ok else "FAILED"
-        label = f"{trial.level} {trial.mode} rtt={trial.rtt_ms} h={trial.history_turns}"
+        asked = f" (asked {trial.asked_mode})" if trial.asked_mode != trial.mode else ""
+        label = (
+            f"{trial.provider} {trial.level} {trial.mode}{asked} rtt={trial.rtt_ms} "
+            f"h={trial.history_turns}"
+        )
         if self.tty:
             filled = self.width * done // max(total, 1)
             bar = "#" * filled + "-" * (self.width - filled)

@@ -22,12 +22,21 @@ from .._figure_style import INK, static_figure
 from ..modes import MODE_COLORS, mode_label
 from ..phases.names import PHASE_COLORS
 from .results import TIMING_NAMES, BenchmarkResult, Trial, phase_names, timing_title, values
-from .stats import WAIT, ModeSummary, PhaseSummary, group_trials, phase_table, summary_table
+from .stats import (
+    WAIT,
+    ModeSummary,
+    PhaseSummary,
+    group_trials,
+    phase_table,
+    summary_table,
+)
 
 _CI_BARS = "bars: bootstrap 95% CI of the median"
 
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 _RTT_STYLES = ("-", "-.", ":", "--")
+_PROVIDER_STYLES = ("-", ":", "-.")
+"""a cost plot's line per provider (dashed is the ground truth's)"""
 _JITTER = 0.15
 
 
@@ -50,7 +59,9 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
     jitter = np.random.default_rng(0)  # fixed: the same result always draws the same picture
     for ax, (rtt, groups) in zip(axes, panels.items(), strict=True):
         ticks = []
-        for pos, ((level, session, context, _, history), trials) in enumerate(groups.items()):
+        for pos, ((provider, level, session, context, _, history), trials) in enumerate(
+            groups.items()
+        ):
             data = values(trials, timing)
             color = mode_color(mode_label(session, context))
             if data:
@@ -62,7 +73,9 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
                 x = pos + jitter.uniform(-_JITTER, _JITTER, len(data))
                 ax.scatter(x, data, s=12, color=color, alpha=0.8, zorder=3)
             failed = sum(not t.ok for t in trials)
-            label = _label(result, level, session, context, history=history)
+            label = _label(
+                result, level, session, context, history=history, provider=provider
+            ) + _asked_text(trials)
             ticks.append(label + (f"\n{failed} failed" if failed else ""))
         ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.7, max(len(ticks), 1) - 0.3)
@@ -90,11 +103,13 @@ def plot_cdf(
     rtts = _rtts(trials)
     fig = Figure(figsize=(7.0, 4.8), layout="constrained")
     ax = fig.subplots()
-    for (level, session, context, rtt, history), group in group_trials(trials).items():
+    for (provider, level, session, context, rtt, history), group in group_trials(trials).items():
         data = np.sort(values(group, timing))
         if data.size == 0:
             continue
-        label = _label(result, level, session, context, history=history)
+        label = _label(
+            result, level, session, context, history=history, provider=provider
+        ) + _asked_text(group)
         if len(rtts) > 1:
             label += f", {_rtt_text(rtt)}"
         ax.step(
@@ -270,12 +285,12 @@ def _by_rtt(rows: Sequence[PhaseSummary]) -> dict[float | None, list[PhaseSummar
     return panels
 
 
-ModeKey = tuple[str, str, str, int]
-"""(level, session, context, history_turns): one bar or series of a phase plot"""
+ModeKey = tuple[str, str, str, str, int]
+"""(provider, level, session, context, history_turns): one bar or series of a phase plot"""
 
 
 def _mode_key(row: PhaseSummary) -> ModeKey:
-    return (row.level, row.session, row.context, row.history_turns)
+    return (row.provider, row.level, row.session, row.context, row.history_turns)
 
 
 def _modes(rows: Sequence[PhaseSummary]) -> list[ModeKey]:
@@ -283,8 +298,8 @@ def _modes(rows: Sequence[PhaseSummary]) -> list[ModeKey]:
 
 
 def _mode_text(result: BenchmarkResult, mode: ModeKey) -> str:
-    level, session, context, history = mode
-    return _label(result, level, session, context, history=history)
+    provider, level, session, context, history = mode
+    return _label(result, level, session, context, history=history, provider=provider)
 
 
 def save_all(
@@ -336,20 +351,22 @@ def _plot_cost(
     """One series per (level, mode, variant): the variant is the grid axis not on x."""
     rows = summary_table(result, timing)
     variants = list(dict.fromkeys(variant_of(row) for row in rows))
-    series: dict[tuple[str, str, str, Hashable], list[ModeSummary]] = {}
+    providers = sorted({row.provider for row in rows})
+    series: dict[tuple[str, str, str, str, Hashable], list[ModeSummary]] = {}
     for row in rows:
-        series.setdefault((row.level, row.session, row.context, variant_of(row)), []).append(row)
+        key = (row.provider, row.level, row.session, row.context, variant_of(row))
+        series.setdefault(key, []).append(row)
     fig = Figure(figsize=(7.0, 4.8), layout="constrained")
     ax = fig.subplots()
     any_truth = False
-    for (level, session, context, variant), points in series.items():
+    for (provider, level, session, context, variant), points in series.items():
         color = mode_color(mode_label(session, context))
         marker = _MARKERS[variants.index(variant) % len(_MARKERS)]
         measured = sorted(
             ((x_of(p), p.summary) for p in points if p.summary is not None), key=lambda m: m[0]
         )
         if measured:
-            label = _label(result, level, session, context)
+            label = _label(result, level, session, context, provider=provider)
             if len(variants) > 1:
                 label += f", {variant_text(points[0])}"
             x = [m[0] for m in measured]
@@ -357,7 +374,15 @@ def _plot_cost(
             low = median - [s.ci_low for _, s in measured]
             high = np.array([s.ci_high for _, s in measured]) - median
             ax.errorbar(
-                x, median, yerr=[low, high], color=color, marker=marker, capsize=3, label=label
+                x,
+                median,
+                yerr=[low, high],
+                color=color,
+                marker=marker,
+                capsize=3,
+                label=label,
+                # one provider's series apart from another's of the same mode (the colour)
+                linestyle=_PROVIDER_STYLES[providers.index(provider) % len(_PROVIDER_STYLES)],
             )
         truth = sorted((x_of(p), p.truth_ms) for p in points if p.truth_ms is not None)
         if truth:
@@ -392,15 +417,30 @@ def _rtt_text(rtt: float | None) -> str:
 
 
 def _label(
-    result: BenchmarkResult, level: str, session: str, context: str, history: int | None = None
+    result: BenchmarkResult,
+    level: str,
+    session: str,
+    context: str,
+    history: int | None = None,
+    provider: str | None = None,
 ) -> str:
-    """The mode, plus the level / history length only when the result has more than one."""
+    """The mode that ran, plus the provider / level / history length only when the result
+    has more than one."""
     label = mode_label(session, context)
     if level != "cascaded" and len({t.level for t in result.trials} - {"cascaded"}) > 1:
         label = f"{level}: {label}"
+    if provider is not None and len({t.provider for t in result.trials}) > 1:
+        label = f"{provider} {label}"
     if history is not None and len({t.history_turns for t in result.trials}) > 1:
         label += f", {history} turns"
     return label
+
+
+def _asked_text(trials: Sequence[Trial]) -> str:
+    """A plot label's addition when some trials asked for another mode than ran: which, not
+    why (the table's ``asked`` says why)."""
+    asked = dict.fromkeys(t.asked_mode for t in trials if t.asked_mode != t.mode)
+    return f"\n(asked {', '.join(asked)})" if asked else ""
 
 
 def _legend_or_note(ax: Axes, extra: Sequence[Line2D] = ()) -> None:

@@ -21,9 +21,12 @@ from ..modes import ContextMode, SessionMode, mode_label
 from ..phases.names import HANDOFF_PHASES
 
 FORMAT = "notebook-agents.bench"
-FORMAT_VERSION = 3
-"""3: a trial may hold its handoff's phases (``--phases``); 2: the session mode is named as in
-the trace (``reused``), version 1 said ``reuse``. Every earlier version loads."""
+FORMAT_VERSION = 4
+"""4: a trial names its provider, and its session and context are what ran, beside what was
+asked (``asked_session``, ``asked_context``) and why they differ (``reason``); the config may
+name your agents and the providers. 3: a trial may hold its handoff's phases (``--phases``);
+2: the session mode is named as in the trace (``reused``), version 1 said ``reuse``.
+Every earlier version loads."""
 
 Level = Literal["agent", "session", "cascaded"]
 Modality = Literal["text", "audio"]
@@ -84,17 +87,34 @@ class Trial:
     """a Trace was attached during this trial"""
     phases: dict[str, PhaseTiming] = field(default_factory=dict)
     """its handoff's phases by name, in the order they ran (``--phases``; else empty)"""
+    provider: str = "openai"
+    """whose realtime model ran the trial (``PROVIDERS``)"""
+    asked_session: SessionMode | None = None
+    """the session mode asked for; ``session`` is the one the trace says ran (None: the same)"""
+    asked_context: ContextMode | None = None
+    """the context mode asked for; ``context`` is the one the trace says ran (None: the same)"""
+    reason: str | None = None
+    """why what ran is not what was asked (livekit's reuse conditions, your agent's code)"""
 
     @property
     def mode(self) -> str:
+        """The mode that ran, as the tables name it: ``reused+copied``."""
         return mode_label(self.session, self.context)
 
+    @property
+    def asked_mode(self) -> str:
+        """The mode that was asked for."""
+        return mode_label(self.asked_session or self.session, self.asked_context or self.context)
 
-_TRIAL_FIELDS = tuple(f.name for f in dataclasses.fields(Trial) if f.name != "phases")
-CSV_COLUMNS = (*_TRIAL_FIELDS[:3], "mode", *_TRIAL_FIELDS[3:])
-"""a trial's fields and, after its session and context, its mode as the tables name it
-(``cascaded+copied``), to pivot on; derived, so loading ignores it. A result with phases has
-four more columns per phase after these (``phase_columns``)."""
+
+_NEW_IN_4 = ("provider", "asked_session", "asked_context", "reason")
+_TRIAL_FIELDS = tuple(
+    f.name for f in dataclasses.fields(Trial) if f.name not in ("phases", "provider")
+)
+CSV_COLUMNS = ("provider", *_TRIAL_FIELDS[:3], "mode", *_TRIAL_FIELDS[3:])
+"""a trial's fields, its provider first and, after its session and context, the mode that ran
+as the tables name it (``cascaded+copied``), to pivot on; derived, so loading ignores it. A
+result with phases has four more columns per phase after these (``phase_columns``)."""
 _PHASE_FIELDS = tuple(f.name for f in dataclasses.fields(PhaseTiming))
 _PHASE_PREFIX = "phase_"
 
@@ -124,7 +144,8 @@ class BenchmarkConfig:
     timeout_s: float = 30.0
     target: str = "emulator"
     """"emulator" (run as its own process) or the base_url of an OpenAI-compatible service"""
-    model: str = "gpt-realtime"
+    model: str | None = None
+    """the realtime model's name; None: each provider's default (OpenAI: gpt-realtime)"""
     connect_rtts: float = 3.0
     traced: bool = False
     modes: list[str] | None = None
@@ -134,6 +155,11 @@ class BenchmarkConfig:
     gives each trial its ``first_audio_ms``"""
     phases: bool = False
     """split each agent-level trial's handoff into its phases (a Trace attached to each)"""
+    providers: list[str] = field(default_factory=lambda: ["openai"])
+    """whose realtime models to measure, each against the emulator (``PROVIDERS``)"""
+    agents: Any = None
+    """your agents instead of the bench's pair: a ``UserAgents`` (A's class and the trigger)
+    or a ``UserServer``; a saved result keeps their name"""
 
     def __post_init__(self) -> None:
         """Refuse a run that cannot work: a trial needs time and must end, and at least one."""
@@ -181,7 +207,7 @@ class BenchmarkResult:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "config": dataclasses.asdict(self.config),
+            "config": _config_record(self.config),
             "versions": self.versions,
             "machine": self.machine,
             "started": self.started,
@@ -242,7 +268,8 @@ class BenchmarkResult:
             writer = csv.DictWriter(out, fieldnames=[*CSV_COLUMNS, *columns])
             writer.writeheader()
             for trial in self.trials:
-                row = {k: getattr(trial, k) for k in _TRIAL_FIELDS} | {"mode": trial.mode}
+                row = {k: getattr(trial, k) for k in ("provider", *_TRIAL_FIELDS)}
+                row["mode"] = trial.mode
                 for phase, timing in trial.phases.items():
                     for name in _PHASE_FIELDS:
                         row[phase_column(phase, name)] = getattr(timing, name)
@@ -260,6 +287,14 @@ class BenchmarkResult:
             raise ResultsFileError(path, f"is {not_utf8(e)}; is this a results CSV?") from None
         except csv.Error as e:
             raise ResultsFileError(path, f"is not CSV ({e})") from None
+
+
+def _config_record(config: BenchmarkConfig) -> dict[str, Any]:
+    """The config as JSON keeps it: your agents by their name (code is not data)."""
+    agents = config.agents
+    record = dataclasses.asdict(dataclasses.replace(config, agents=None))
+    record["agents"] = agents if agents is None or isinstance(agents, str) else agents.name
+    return record
 
 
 def _renamed_reuse(fields: dict[str, Any]) -> dict[str, Any]:
@@ -290,7 +325,7 @@ class ResultsFileError(ValueError):
 
 
 def _trials_from_csv(path: Path, reader: csv.DictReader[str]) -> list[Trial]:
-    missing = set(_TRIAL_FIELDS) - set(reader.fieldnames or ())
+    missing = set(_TRIAL_FIELDS) - set(_NEW_IN_4) - set(reader.fieldnames or ())
     if missing:
         raise ResultsFileError(path, f"lacks the columns {sorted(missing)}")
     fields = fields_of(Trial)

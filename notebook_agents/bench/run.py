@@ -21,20 +21,28 @@ from typing import Any
 
 from ..emulator import LatencyModel
 from ..emulator.process import emulator_process
-from ..emulator.server import base_url as emulator_base_url
 from ..modes import REALTIME_MODES, ContextMode, SessionMode, mode_label
+from .providers import Endpoint, provider
 from .results import (
     BenchmarkConfig,
     BenchmarkResult,
     Trial,
 )
 from .scenario import TrialFailed, TrialSpec, run_trial
-from .truth import ground_truth
+from .your_agents import UserAgents, UserServer
 
 Progress = Callable[[int, int, Trial], None]
 """called after each kept trial with (done, total, trial)"""
 
-_PACKAGES = ("notebook-agents", "livekit-agents", "livekit-plugins-openai", "livekit", "openai")
+_PACKAGES = (
+    "notebook-agents",
+    "livekit-agents",
+    "livekit-plugins-openai",
+    "livekit-plugins-google",
+    "livekit",
+    "openai",
+    "google-genai",
+)
 
 
 def modes_for(level: str) -> tuple[tuple[SessionMode, ContextMode], ...]:
@@ -46,7 +54,7 @@ def modes_for(level: str) -> tuple[tuple[SessionMode, ContextMode], ...]:
 def plan(config: BenchmarkConfig) -> Iterator[tuple[dict[str, Any], bool]]:
     """Every trial to run, in order, with whether it is kept (False: warm-up)."""
     rtts: list[float | None] = list(config.rtts_ms) if config.target == "emulator" else [None]
-    for level in config.levels:
+    for name, level in ((p, level) for p in config.providers for level in config.levels):
         modes = tuple(
             (session, context)
             for session, context in modes_for(level)
@@ -61,6 +69,7 @@ def plan(config: BenchmarkConfig) -> Iterator[tuple[dict[str, Any], bool]]:
                         for traced in (False, True) if config.traced else (False,):
                             yield (
                                 {
+                                    "provider": name,
                                     "level": level,
                                     "session": session,
                                     "context": context,
@@ -93,12 +102,12 @@ async def run_benchmark(
         raise ValueError(
             "a foreign --base-url needs an API key: pass --api-key or set OPENAI_API_KEY"
         )
+    check_runnable(config)
     grid = list(plan(config))
     total = sum(kept for _, kept in grid)
-    async with _target(config) as base_url:
+    async with _target(config, key) as endpoint:
         for cell, kept in grid:
-            url = base_url(cell["rtt_ms"], emulator_query or {})
-            trial = await _one_trial(config, cell, url, key)
+            trial = await _one_trial(config, cell, endpoint(cell["rtt_ms"], emulator_query or {}))
             if kept:
                 result.trials.append(trial)
                 if progress is not None:
@@ -107,8 +116,38 @@ async def run_benchmark(
     return result
 
 
-async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, key: str) -> Trial:
-    trial = Trial(**cell)
+def check_runnable(config: BenchmarkConfig) -> None:
+    """ValueError, naming the fix, for a config whose trials cannot run."""
+    for name in config.providers:
+        entry = provider(name)
+        if name != "openai" and (config.levels != ["agent"] or config.target != "emulator"):
+            raise ValueError(
+                f"provider {name!r} runs at the agent level against the emulator: leave levels "
+                "as ['agent'] and the target as 'emulator' (the session and cascaded levels, "
+                "and --base-url, are OpenAI's)"
+            )
+        if isinstance(config.agents, UserServer) and entry.environment is None:
+            raise ValueError(
+                f"provider {name!r}: a server's models cannot be pointed at the emulator by the "
+                "environment; name A with --agents (UserAgents) and the bench builds them"
+            )
+    if config.agents is None:
+        return
+    if not isinstance(config.agents, UserAgents | UserServer):
+        raise ValueError(
+            f"agents={config.agents!r}: pass UserAgents(A, trigger=...) or "
+            "UserServer(server, trigger=...) (a loaded result keeps only their name)"
+        )
+    if config.levels != ["agent"]:
+        raise ValueError(
+            "your agents run at the agent level (a full AgentSession): leave levels as ['agent']"
+        )
+    if config.target != "emulator":
+        raise ValueError("your agents run against the emulator only (their truths need it)")
+
+
+async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], endpoint: Endpoint) -> Trial:
+    trial = Trial(**cell, asked_session=cell["session"], asked_context=cell["context"])
     latency = (
         LatencyModel(rtt_ms=trial.rtt_ms, connect_rtts=config.connect_rtts)
         if trial.rtt_ms is not None
@@ -119,15 +158,17 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
         session=trial.session,
         context=trial.context,
         history_turns=trial.history_turns,
-        base_url=url,
-        api_key=key,
+        endpoint=endpoint,
         model=config.model,
+        provider=trial.provider,
+        agents=config.agents,
         traced=trial.traced,
         modality=config.modality,
         # a handoff through an AgentSession has phases; upstream's bare session has none
         phases=config.phases and trial.level != "session",
         latency=latency,
     )
+    ran = None
     try:
         timings = await asyncio.wait_for(run_trial(spec), config.timeout_s)
     except asyncio.TimeoutError:
@@ -138,10 +179,19 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
         trial.ok, trial.error = False, f"{type(e).__name__}: {e}"
     else:
         for found in dataclasses.fields(timings):
-            setattr(trial, found.name, getattr(timings, found.name))
-    if latency is not None:
-        truth = ground_truth(
-            trial.level, trial.session, trial.context, trial.history_turns, latency
+            if found.name != "ran":
+                setattr(trial, found.name, getattr(timings, found.name))
+        ran = timings.ran
+    if ran is not None:  # labelled by what the trace says happened
+        trial.session, trial.context, trial.reason = ran.session, ran.context, ran.reason
+    if latency is not None and (trial.ok or config.agents is None):
+        truth = provider(trial.provider).ground_truth(
+            trial.level,
+            trial.session,
+            trial.context,
+            trial.history_turns,
+            latency,
+            items=ran.items if ran is not None else None,
         )
         if truth is not None:
             trial.truth_handoff_ms, trial.truth_reply_ms = truth
@@ -153,20 +203,21 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], url: str, ke
 
 @asynccontextmanager
 async def _target(
-    config: BenchmarkConfig,
-) -> AsyncIterator[Callable[[float | None, dict[str, Any]], str]]:
-    """A function giving the base_url for an RTT: the emulator's (started here) or the target."""
+    config: BenchmarkConfig, key: str
+) -> AsyncIterator[Callable[[float | None, dict[str, Any]], Endpoint]]:
+    """A function giving the endpoint for an RTT: the emulator's (started here) with that
+    network and ``query``'s faults, or the foreign target."""
     if config.target != "emulator":
-        yield lambda _rtt, _query: config.target
+        yield lambda _rtt, _query: Endpoint(config.target, key, emulator=False)
         return
     # no event validation: the benchmark measures the client, not the emulator's checks
     async with emulator_process(validate=False) as url:
 
-        def base_url(rtt: float | None, query: dict[str, Any]) -> str:
+        def endpoint(rtt: float | None, query: dict[str, Any]) -> Endpoint:
             latency = {"rtt_ms": rtt or 0.0, "connect_rtts": config.connect_rtts}
-            return emulator_base_url(url, **{**latency, **query})
+            return Endpoint(url, key, settings={**latency, **query})
 
-        yield base_url
+        yield endpoint
 
 
 def _versions() -> dict[str, str]:

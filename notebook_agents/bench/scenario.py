@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,9 @@ from ..modes import ContextMode, SessionMode
 from ..phases import Breakdown, handoff_phases
 from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
+from .providers import Endpoint, provider
 from .results import Level, Modality, PhaseTiming
+from .your_agents import YourAgents
 
 QUESTION = "What is 2 + 2?"
 HANDOFF_REQUEST = "Please transfer to the specialist."
@@ -46,9 +49,10 @@ class TrialSpec:
     session: SessionMode
     context: ContextMode
     history_turns: int
-    base_url: str
-    api_key: str
-    model: str = "gpt-realtime"
+    endpoint: Endpoint
+    """where the models connect (the emulator with the trial's network, or a foreign URL)"""
+    model: str | None = None
+    """the realtime model's name; None: the provider's default"""
     chat_model: str = "gpt-4o-mini"
     traced: bool = False
     modality: Modality = "text"
@@ -56,6 +60,22 @@ class TrialSpec:
     """split the handoff into its phases: a Trace attached, livekit's spans captured"""
     latency: LatencyModel | None = None
     """the emulator's network at ``base_url``: the phases' truths (None: a foreign target)"""
+    provider: str = "openai"
+    agents: YourAgents | None = None
+    """your agents instead of the bench's own pair (agent level)"""
+
+
+@dataclass
+class Ran:
+    """What a trial's trace says its handoff did, where that can differ from what was asked
+    (your agents): the session and context mode, the items B started with, and why not as
+    asked."""
+
+    session: SessionMode
+    context: ContextMode
+    items: int
+    """the conversation items B's context carried (``handoff_truths``' ``items``)"""
+    reason: str | None = None
 
 
 @dataclass
@@ -68,6 +88,8 @@ class Timings:
     first_text_ms: float | None = None
     first_audio_ms: float | None = None
     phases: dict[str, PhaseTiming] = field(default_factory=dict)
+    ran: Ran | None = None
+    """what the trace says ran (your agents); None: as asked"""
 
 
 def history(turns: int) -> llm.ChatContext:
@@ -80,15 +102,23 @@ def history(turns: int) -> llm.ChatContext:
 
 
 @dataclass
-class _Clock:
+class Clock:
     """The trial's moments on one perf_counter clock; each recorded once, the first time."""
 
     t0: float | None = None
     marks: dict[str, float] = field(default_factory=dict)
+    reply_after: str | None = None
+    """a mark the reply's marks must follow (B's ``on_enter``): a generation before it is
+    not B's (Gemini answers A's handoff tool on its own)"""
 
     def mark(self, name: str) -> None:
         if self.t0 is not None and name not in self.marks:
             self.marks[name] = time.perf_counter()
+
+    def mark_reply(self, name: str) -> None:
+        """``mark``, once the reply can be B's."""
+        if self.reply_after is None or self.reply_after in self.marks:
+            self.mark(name)
 
     def since_t0(self, name: str) -> float | None:
         if self.t0 is None or name not in self.marks:
@@ -96,27 +126,44 @@ class _Clock:
         return (self.marks[name] - self.t0) * 1000.0
 
 
-class _RealtimeProbe:
+class RealtimeProbe:
     """Times the realtime sessions a model opens: creation, ``_update_session``, replies."""
 
-    def __init__(self, clock: _Clock) -> None:
+    def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.update_started: float | None = None
         self.update_ended: float | None = None
         self.errors: list[str] = []
+        self._models: list[llm.RealtimeModel] = []
+        self._sessions: list[Any] = []
 
-    def watch_model(self, model: openai.realtime.RealtimeModel) -> None:
+    def watch_model(self, model: llm.RealtimeModel) -> None:
+        """Watch each session ``model`` opens from now on (once per model, until ``release``)."""
+        if any(watched is model for watched in self._models):
+            return
+        self._models.append(model)
         open_session = model.session
 
         def session(*args: Any, **kwargs: Any) -> Any:
             created = time.perf_counter()
             rt = open_session(*args, **kwargs)
-            self._watch_session(rt, created)
+            self.watch_session(rt, created)
             return rt
 
         model.session = session  # type: ignore[method-assign]
 
-    def _watch_session(self, rt: Any, created: float) -> None:
+    def release(self) -> None:
+        """Stop watching the models: a model that outlives the trial (your server's, made
+        once) opens its sessions as before."""
+        for model in self._models:
+            vars(model).pop("session", None)
+        self._models.clear()
+
+    def watch_session(self, rt: Any, created: float = -math.inf) -> None:
+        """Time ``rt``'s updates and replies (``created``: when it was opened, if after t0)."""
+        if any(watched is rt for watched in self._sessions):
+            return
+        self._sessions.append(rt)
         clock = self.clock
 
         def timed(update: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
@@ -131,17 +178,19 @@ class _RealtimeProbe:
             return update_session
 
         livekit.wrap_update_session(rt, timed)
+        # any provider's session says a reply began; OpenAI's events say it sooner, and more
+        rt.on("generation_created", lambda _: self.clock.mark_reply("response_created"))
         rt.on("openai_server_event_received", self._on_server_event)
         rt.on("error", lambda ev: self.errors.append(f"{type(ev.error).__name__}: {ev.error}"))
 
     def _on_server_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "response.created":
-            self.clock.mark("response_created")
+            self.clock.mark_reply("response_created")
         elif kind in ("response.output_text.delta", "response.output_audio_transcript.delta"):
-            self.clock.mark("first_text")
+            self.clock.mark_reply("first_text")
         elif kind == "response.output_audio.delta":
-            self.clock.mark("first_audio")
+            self.clock.mark_reply("first_audio")
 
     def update_ms(self) -> float | None:
         if self.update_started is None or self.update_ended is None:
@@ -157,22 +206,20 @@ async def run_trial(spec: TrialSpec) -> Timings:
     """Run one trial of ``spec``; raises TrialFailed (or times out in the caller)."""
     if spec.level == "session":
         return await _session_trial(spec)
+    if spec.agents is not None:
+        from .user_trial import user_trial  # its module builds on this one
+
+        return await user_trial(spec, spec.agents)
     return await _agent_trial(spec)
 
 
-def _realtime_model(spec: TrialSpec) -> openai.realtime.RealtimeModel:
-    return openai.realtime.RealtimeModel(
-        base_url=spec.base_url,
-        api_key=spec.api_key,
-        model=spec.model,
-        modalities=[spec.modality],
-        turn_detection=None,
-    )
+def _realtime_model(spec: TrialSpec) -> Any:
+    return provider(spec.provider).realtime_model(spec.endpoint, spec.model, spec.modality)
 
 
 async def _agent_trial(spec: TrialSpec) -> Timings:
-    clock = _Clock()
-    probe = _RealtimeProbe(clock)
+    clock = Clock(reply_after="on_enter")
+    probe = RealtimeProbe(clock)
     reply_done = asyncio.Event()
     models: list[Any] = []
     cascaded = spec.level == "cascaded"
@@ -180,7 +227,9 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
     def new_model() -> Any:
         if cascaded:
             model: Any = openai.LLM(
-                base_url=spec.base_url, api_key=spec.api_key, model=spec.chat_model
+                base_url=spec.endpoint.openai_base_url(),
+                api_key=spec.endpoint.api_key,
+                model=spec.chat_model,
             )
         else:
             model = _realtime_model(spec)
@@ -189,11 +238,17 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
         return model
 
     class Specialist(Agent):
-        def __init__(self, chat_ctx: llm.ChatContext | None, model: Any) -> None:
+        def __init__(
+            self,
+            chat_ctx: llm.ChatContext | None,
+            model: Any,
+            tools: list[llm.Tool | llm.Toolset],
+        ) -> None:
             super().__init__(
                 instructions=B_INSTRUCTIONS,
                 chat_ctx=chat_ctx if chat_ctx is not None else NOT_GIVEN,
                 llm=model if model is not None else NOT_GIVEN,
+                tools=tools,
             )
 
         async def on_enter(self) -> None:
@@ -220,7 +275,15 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
         async def transfer_to_the_specialist(self) -> Agent:
             """Hand the caller to the specialist."""
             copied = self.chat_ctx.copy() if spec.context == "copied" else None
-            specialist = Specialist(copied, b_model)
+            model = self.session.llm
+            # a model that cannot change a live session's tools (Gemini Live) keeps it only
+            # for the same tool objects: the reuse arm hands B A's own
+            shared = (
+                spec.session == "reused"
+                and isinstance(model, llm.RealtimeModel)
+                and not model.capabilities.mutable_tools
+            )
+            specialist = Specialist(copied, b_model, list(self.tools) if shared else [])
             clock.t0 = time.perf_counter()
             return specialist
 
@@ -261,7 +324,7 @@ async def _agent_trial(spec: TrialSpec) -> Timings:
             trace.detach()
             release()
     if trace is not None and spec.phases:
-        handoffs = handoff_phases(trace, spec.latency)
+        handoffs = handoff_phases(trace, spec.latency, truths=provider(spec.provider).phase_truths)
         if not handoffs:
             raise TrialFailed("the trace holds no handoff to split: no update_agent span")
         timings.phases = phase_timings(handoffs[-1])
@@ -288,8 +351,8 @@ def phase_timings(breakdown: Breakdown) -> dict[str, PhaseTiming]:
 async def _session_trial(spec: TrialSpec) -> Timings:
     """Upstream's test, per mode: ``_update_session`` to B's instructions and context, then
     the question and a reply; ``update_ms`` = ``handoff_ms`` = the update, as upstream times."""
-    clock = _Clock()
-    probe = _RealtimeProbe(clock)
+    clock = Clock()
+    probe = RealtimeProbe(clock)
     model = _realtime_model(spec)
     probe.watch_model(model)
     long_ctx = history(spec.history_turns)
@@ -319,17 +382,17 @@ async def _session_trial(spec: TrialSpec) -> Timings:
             first_text_ms=clock.since_t0("first_text"),
         )
     finally:
-        await _close_quietly(rt.aclose())
-        await _close_quietly(model.aclose())
+        await close_quietly(rt.aclose())
+        await close_quietly(model.aclose())
 
 
 async def _close(session: AgentSession[None], models: list[Any]) -> None:
-    await _close_quietly(session.aclose())
+    await close_quietly(session.aclose())
     for model in models:
-        await _close_quietly(model.aclose())
+        await close_quietly(model.aclose())
 
 
-async def _close_quietly(closing: Any, timeout: float = 5.0) -> None:
+async def close_quietly(closing: Any, timeout: float = 5.0) -> None:
     """Cleanup after a failed trial must not hang or mask the trial's own error."""
     with contextlib.suppress(Exception, asyncio.TimeoutError):
         await asyncio.wait_for(closing, timeout)

@@ -6,6 +6,7 @@ a scheduler hiccup), and one outlier should not move the headline figure.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,8 +32,9 @@ TRUTH_OF = {
 """the timings the emulator knows the ground truth of, and the column holding it"""
 
 Floats = npt.NDArray[np.float64]
-GroupKey = tuple[str, str, str, float | None, int]
-"""(level, session, context, rtt_ms, history_turns)"""
+GroupKey = tuple[str, str, str, str, float | None, int]
+"""(provider, level, session, context, rtt_ms, history_turns): the session and context that
+ran, as the trace says"""
 
 
 @dataclass(frozen=True)
@@ -78,14 +80,17 @@ def _bootstrap_medians(x: Floats, rng: np.random.Generator) -> Floats:
 
 @dataclass(frozen=True)
 class _Group:
-    """Which trials a row describes: a mode at one level, RTT and history length."""
+    """Which trials a row describes: a mode that ran, on one provider, at one level, RTT and
+    history length; ``asked`` says which other modes its trials asked for, and why not."""
 
+    provider: str
     level: str
     session: str
     context: str
     rtt_ms: float | None
     history_turns: int
     timing: str
+    asked: str | None
 
     @property
     def mode(self) -> str:
@@ -111,11 +116,29 @@ class ModeSummary(_Group):
 
 
 def group_key(trial: Trial) -> GroupKey:
-    return (trial.level, trial.session, trial.context, trial.rtt_ms, trial.history_turns)
+    return (
+        trial.provider,
+        trial.level,
+        trial.session,
+        trial.context,
+        trial.rtt_ms,
+        trial.history_turns,
+    )
+
+
+def asked_note(trials: Sequence[Trial]) -> str | None:
+    """The modes these trials asked for that did not run, each with how many and why:
+    ``"reused+copied ×3: B pins its own llm…"``; None when every trial ran as asked."""
+    differ = Counter((t.asked_mode, t.reason) for t in trials if t.asked_mode != t.mode)
+    if not differ:
+        return None
+    return "; ".join(
+        f"{mode} ×{n}" + (f": {reason}" if reason else "") for (mode, reason), n in differ.items()
+    )
 
 
 def group_trials(trials: Sequence[Trial]) -> dict[GroupKey, list[Trial]]:
-    """Trials by (level, session, context, rtt_ms, history_turns), in table order."""
+    """Trials by (provider, level, session, context, rtt_ms, history_turns), in table order."""
     groups: dict[GroupKey, list[Trial]] = {}
     for trial in trials:
         groups.setdefault(group_key(trial), []).append(trial)
@@ -125,32 +148,43 @@ def group_trials(trials: Sequence[Trial]) -> dict[GroupKey, list[Trial]]:
 _MODE_RANK: dict[tuple[str, str], int] = {mode: i for i, mode in enumerate(REALTIME_MODES)}
 
 
-def _order(key: GroupKey) -> tuple[int, bool, float, int, int, str]:
-    level, session, context, rtt, history = key
+def _order(key: GroupKey) -> tuple[int, bool, float, int, str, int, str]:
+    provider, level, session, context, rtt, history = key
     level_rank = LEVELS.index(level) if level in LEVELS else len(LEVELS)
     mode_rank = _MODE_RANK.get(
         (session, context), len(REALTIME_MODES)
     )  # cascaded after the realtime modes
-    return (level_rank, rtt is None, rtt or 0.0, history, mode_rank, f"{level}{session}{context}")
+    return (
+        level_rank,
+        rtt is None,
+        rtt or 0.0,
+        history,
+        provider,
+        mode_rank,
+        f"{level}{session}{context}",
+    )
 
 
 def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[ModeSummary]:
     """One row per group, ordered by level, RTT, history, then the REALTIME_MODES order; shown
     as text by ``str()``, as HTML in a notebook."""
     rows = []
-    for (level, session, context, rtt, history), trials in group_trials(result.trials).items():
+    for key, trials in group_trials(result.trials).items():
+        provider, level, session, context, rtt, history = key
         summary = summarize(values(trials, timing))
         truths = values(trials, TRUTH_OF[timing]) if timing in TRUTH_OF else []
         truth_ms = float(np.median(truths)) if truths else None
         excess = summary.median - truth_ms if summary and truth_ms is not None else None
         rows.append(
             ModeSummary(
+                provider=provider,
                 level=level,
                 session=session,
                 context=context,
                 rtt_ms=rtt,
                 history_turns=history,
                 timing=timing,
+                asked=asked_note(trials),
                 summary=summary,
                 failed=sum(not t.ok for t in trials),
                 truth_ms=truth_ms,
@@ -162,12 +196,13 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[Mo
 
 
 def _with_latency_error(rows: list[ModeSummary]) -> tuple[ModeSummary, ...]:
-    at_rtt0 = {
-        (r.level, r.session, r.context, r.history_turns): r.excess_ms for r in rows if r.rtt_ms == 0
-    }
+    def same(r: ModeSummary) -> tuple[str, str, str, str, int]:
+        return (r.provider, r.level, r.session, r.context, r.history_turns)
+
+    at_rtt0 = {same(r): r.excess_ms for r in rows if r.rtt_ms == 0}
     out = []
     for row in rows:
-        base = at_rtt0.get((row.level, row.session, row.context, row.history_turns))
+        base = at_rtt0.get(same(row))
         if row.rtt_ms and row.excess_ms is not None and base is not None:
             row = replace(row, latency_error_ms=row.excess_ms - base)
         out.append(row)
@@ -212,11 +247,8 @@ def compare(
                 ratios = medians_b / medians_a
             ratio = sb.median / sa.median
             ci_low, ci_high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
-        level, session, context, rtt, history = key
         comparisons.append(
-            Comparison(
-                level, session, context, rtt, history, timing, sa, sb, ratio, ci_low, ci_high
-            )
+            Comparison(*key, timing, asked_note(trials_a), sa, sb, ratio, ci_low, ci_high)
         )
     name_a, name_b = names
     columns = (
@@ -279,7 +311,8 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
     the whole wait (the critical phases added up)."""
     rows: list[PhaseSummary] = []
     names = phase_names(result.trials)
-    for (level, session, context, rtt, history), trials in group_trials(result.trials).items():
+    for key, trials in group_trials(result.trials).items():
+        provider, level, session, context, rtt, history = key
         timed = [t for t in trials if t.ok and t.phases]
         if not timed:
             continue
@@ -294,12 +327,14 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
             livekit = [f[2] for f in present if f[2] is not None]
             rows.append(
                 PhaseSummary(
+                    provider=provider,
                     level=level,
                     session=session,
                     context=context,
                     rtt_ms=rtt,
                     history_turns=history,
                     timing=name,
+                    asked=asked_note(timed),
                     critical=2 * sum(f[3] for f in present) >= len(present),
                     summary=summarize(ms),
                     truth_ms=float(np.median(truths)) if truths else None,
@@ -329,6 +364,14 @@ def _phase_or_wait(
 
 _GROUP_COLUMNS: tuple[Column[Any], ...] = (
     Column(
+        "provider",
+        "provider",
+        lambda r: r.provider,
+        "whose realtime model ran the trials",
+        words=True,
+        fold="",
+    ),
+    Column(
         "level",
         "level",
         lambda r: r.level,
@@ -344,6 +387,17 @@ _GROUP_COLUMNS: tuple[Column[Any], ...] = (
         "the realtime session reused or fresh, the chat context copied or empty",
         words=True,
         color=lambda r: MODE_COLORS.get(r.mode),
+    ),
+    Column(
+        "asked",
+        "asked",
+        lambda r: r.asked or ABSENT,
+        "the modes the trials asked for that livekit did not run, how many and why",
+        words=True,
+        wrap=True,
+        note="asked: trials are grouped by the mode their trace says ran; this names the "
+        "mode some asked for instead, how many, and why it did not run.",
+        optional=True,
     ),
     Column(
         "rtt_ms", "RTT", lambda r: number(r.rtt_ms, 0), "injected round-trip time (ms)", fold=" ms"

@@ -25,15 +25,41 @@ connection) are simpler; see below.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ..emulator import LatencyModel
 from ..phases.truth import connect_awaited, handoff_truths
 
 
+class GroundTruth(Protocol):
+    """A provider's ``ground_truth``: ``(handoff_ms, reply_ms)`` of a handoff, or None."""
+
+    def __call__(
+        self,
+        level: str,
+        session: str,
+        context: str,
+        history_turns: int,
+        latency: LatencyModel,
+        *,
+        items: int | None = None,
+    ) -> tuple[float, float] | None: ...
+
+
 def ground_truth(
-    level: str, session: str, context: str, history_turns: int, latency: LatencyModel
+    level: str,
+    session: str,
+    context: str,
+    history_turns: int,
+    latency: LatencyModel,
+    *,
+    items: int | None = None,
 ) -> tuple[float, float] | None:
-    """``(handoff_ms, reply_ms)`` the emulator must impose, or None if no formula applies."""
-    seconds = _ground_truth_s(level, session, context, history_turns, latency)
+    """``(handoff_ms, reply_ms)`` the emulator must impose on OpenAI's Realtime API, or None
+    if no formula applies. ``items``: the conversation items B's context carried, as a trace
+    counts them (your agents); None: the bench's pair, A's history and the request to
+    transfer (2H + 1)."""
+    seconds = _ground_truth_s(level, session, context, history_turns, latency, items)
     if seconds is None:
         return None
     # rounded: float seconds turned back into ms must compare equal to the formula in RTTs
@@ -41,12 +67,17 @@ def ground_truth(
 
 
 def _ground_truth_s(
-    level: str, session: str, context: str, turns: int, net: LatencyModel
+    level: str,
+    session: str,
+    context: str,
+    turns: int,
+    net: LatencyModel,
+    items: int | None,
 ) -> tuple[float, float] | None:
     """The legs above, each one of the emulator's own exchange costs (``LatencyModel``)."""
     if level == "agent" and session in ("reused", "fresh"):
         # A's context (H turns and the request to transfer), copied without the pending call
-        leg = handoff_truths(session, context, 2 * turns + 1, net)
+        leg = handoff_truths(session, context, 2 * turns + 1 if items is None else items, net)
         connect = leg.get("connect", 0.0)
         updated = leg["drain"] + (connect if connect_awaited(session, context) else 0.0)
         handoff = updated + leg["session_update"]

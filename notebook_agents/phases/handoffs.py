@@ -30,7 +30,7 @@ from ..trace.realtime_spans import (
     RESPONSE_SPAN,
 )
 from .model import Breakdown, Phase
-from .truth import connect_awaited, handoff_truths, network
+from .truth import PhaseTruths, connect_awaited, handoff_truths, network
 
 CONNECT_NOTE = (
     "a fresh realtime session connects its own websocket: give the new agent no llm= of its "
@@ -42,12 +42,15 @@ _SLACK = 0.05
 clock, the trace's events on the monotonic one) within which they count as the same"""
 
 
-def handoff_phases(trace: Trace, latency: LatencyModel | None = None) -> list[Breakdown]:
+def handoff_phases(
+    trace: Trace, latency: LatencyModel | None = None, *, truths: PhaseTruths = handoff_truths
+) -> list[Breakdown]:
     """Each handoff between two agents in ``trace``, split into its phases (``HANDOFF_PHASES``
     names them).
 
     ``latency``: the emulator's network the session ran on (what its ``base_url`` asked for);
-    each phase then has its truth, the network's share of it, and ``Phase.client`` the rest.
+    each phase then has its truth, the network's share of it, and ``Phase.client`` the rest
+    (``truths``: the provider's, OpenAI's Realtime API by default).
     A handoff is labelled by what happened (``reused+copied``...): a fresh connect seen during
     it makes it ``fresh``. Needs the trace's spans (a ``NotebookRunner``'s trace has them); a
     trace without them has no handoffs to split.
@@ -58,7 +61,7 @@ def handoff_phases(trace: Trace, latency: LatencyModel | None = None) -> list[Br
     updates = spans.named("update_agent")
     ends = [later.start for later in updates[1:]] + [math.inf] if updates else []
     return [
-        _split(update, until, spans, events, latency)
+        _split(update, until, spans, events, latency, truths)
         for update, until in zip(updates, ends, strict=True)
     ]
 
@@ -105,6 +108,7 @@ def _split(
     spans: _Spans,
     events: list[TraceEvent],
     latency: LatencyModel | None,
+    phase_truths: PhaseTruths,
 ) -> Breakdown:
     """One handoff (livekit's ``update_agent`` span), before the next one starts at ``until``."""
     stages = _Stages.of(update, spans)
@@ -117,7 +121,7 @@ def _split(
     )
     session, context = _what_happened(event, connect)
     truths = (
-        handoff_truths(
+        phase_truths(
             session, context, int(event.data.get("items_to", 0)), latency, tool=bool(stages.tool)
         )
         if latency is not None and event is not None and session and context

@@ -4,7 +4,17 @@ into its totals (``bench.truth``, where each leg's formula is explained)."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ..emulator.latency import LatencyModel
+
+
+class PhaseTruths(Protocol):
+    """A provider's truth of each handoff phase, as ``handoff_truths`` gives OpenAI's."""
+
+    def __call__(
+        self, session: str, context: str, items: int, net: LatencyModel, *, tool: bool = True
+    ) -> dict[str, float]: ...
 
 
 def handoff_truths(

@@ -246,9 +246,11 @@ class _Gate:
 
 
 def describe(trial: Trial, timing: str) -> str:
-    """``"agent reused+copied rtt 20 #3: 61.2 ms"``: one trial in a line."""
+    """``"openai agent reused+copied rtt 20 #3: 61.2 ms"``: one trial in a line; the mode
+    that ran, and the one asked for when that differs (``fresh+copied (asked reused+copied)``)."""
     rtt = "" if trial.rtt_ms is None else f" rtt {trial.rtt_ms:g}"
-    where = f"{trial.level} {trial.mode}{rtt}"
+    asked = f" (asked {trial.asked_mode})" if trial.ok and trial.asked_mode != trial.mode else ""
+    where = f"{trial.provider} {trial.level} {trial.mode}{asked}{rtt}"
     where += f" #{trial.trial}"
     if not trial.ok:
         # the progress line has one line for the whole trial

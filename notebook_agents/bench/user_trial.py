@@ -1,0 +1,228 @@
+"""One trial of your own agents: A with its history, your trigger, A's tool returning B.
+
+The asked mode is applied at the handoff (``HandoffWatch``); the trial keeps what the trace
+says ran (its handoff event's ``session`` and ``context``) and, when that is not what was
+asked, why. ``UserAgents`` run in a session the bench builds on the provider's model;
+``UserServer`` runs in a ``NotebookRunner`` of its own, its entrypoint building its models
+from the provider's environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from livekit.agents import Agent, AgentSession, RunResult, llm
+
+from ..modes import ContextMode, SessionMode
+from ..phases import handoff_phases
+from ..trace import Trace, TraceEvent
+from ..trace.livekit_spans import capture_spans_here
+from .handoff_mode import HandoffWatch
+from .providers import provider
+from .scenario import (
+    Clock,
+    Ran,
+    RealtimeProbe,
+    Timings,
+    TrialFailed,
+    TrialSpec,
+    close_quietly,
+    history,
+    phase_timings,
+)
+from .your_agents import UserAgents, UserServer, YourAgents, make_agent
+
+
+async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
+    """Run one trial of ``agents`` as ``spec`` asks; raises TrialFailed naming what is wrong.
+    A model your code builds itself (a B that pins its llm, your entrypoint's) reaches the
+    trial's endpoint through the provider's environment, set for the trial."""
+    environment = provider(spec.provider).environment
+    with _environment(environment(spec.endpoint) if environment is not None else {}):
+        if isinstance(agents, UserServer):
+            return await _server_trial(spec, agents)
+        return await _agents_trial(spec, agents)
+
+
+def _model(spec: TrialSpec) -> Any:
+    return provider(spec.provider).realtime_model(spec.endpoint, spec.model, spec.modality)
+
+
+async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
+    clock = Clock(reply_after="on_enter")
+    probe = RealtimeProbe(clock)
+    model = _model(spec)
+    probe.watch_model(model)
+    # B's own model, when fresh, exists before t0 as it would in an app
+    fresh = _model(spec) if spec.session == "fresh" else None
+    session: AgentSession[None] = AgentSession(
+        llm=model, vad=None, turn_handling={"turn_detection": "manual"}
+    )
+    errors: list[str] = []
+    session.on("error", lambda ev: errors.append(f"{type(ev.error).__name__}: {ev.error}"))
+    trace = Trace(session)
+    release = capture_spans_here(trace) if spec.phases else None
+    watch = HandoffWatch(session, (spec.session, spec.context), fresh, clock, probe)
+    try:
+        a = make_agent(agents)
+        greeting = await session.start(a, capture_run=True)
+        await greeting  # whatever A's on_enter says, said
+        await _add_history(a, spec.history_turns)
+        watch.install()
+        result: RunResult[Any] = await session.run(user_input=agents.trigger)
+        _check(agents, a, watch, result, errors + probe.errors)
+    finally:
+        await close_quietly(session.aclose())
+        for opened in (model, fresh, watch.own_model):
+            if opened is not None:
+                await close_quietly(opened.aclose())
+        trace.detach()
+        if release is not None:
+            release()
+    return _timings(spec, clock, probe, watch, trace)
+
+
+async def _server_trial(spec: TrialSpec, agents: UserServer) -> Timings:
+    from ..runner import NotebookRunner  # the runner loads only for a server
+
+    clock = Clock(reply_after="on_enter")
+    probe = RealtimeProbe(clock)
+    fresh = _model(spec) if spec.session == "fresh" else None
+    runner = NotebookRunner(agents.make())
+    watch: HandoffWatch | None = None
+    try:
+        runner.start()
+        session = await runner.ready()
+        await runner.greeting()
+        watch = HandoffWatch(session, (spec.session, spec.context), fresh, clock, probe)
+        await runner.call(watch.install)
+        a = session.current_agent
+        await runner.call(_add_history, a, spec.history_turns)
+        result = await runner.run(agents.trigger)
+        _check(agents, a, watch, result, probe.errors)
+    finally:
+        await asyncio.to_thread(runner.stop)
+        probe.release()
+        for opened in (fresh, watch.own_model if watch is not None else None):
+            if opened is not None:
+                await close_quietly(opened.aclose())
+    assert watch is not None  # set before the trigger, which the trial got past
+    return _timings(spec, clock, probe, watch, runner.trace)
+
+
+@contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """The provider's variables for the trial (your entrypoint reads them), then as before."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+async def _add_history(agent: Agent, turns: int) -> None:
+    """``turns`` exchanges after A's own items, as if A had talked with the user that long."""
+    if turns:
+        ctx = agent.chat_ctx.copy()
+        ctx.items.extend(history(turns).items)
+        await agent.update_chat_ctx(ctx)
+
+
+def _check(
+    agents: YourAgents, a: Agent, watch: HandoffWatch, result: RunResult[Any], errors: list[str]
+) -> None:
+    if errors:
+        raise TrialFailed(errors[0])
+    if watch.b is None:
+        raise TrialFailed(_no_handoff(agents, a, result))
+    if agents.handoff_to is not None and not isinstance(watch.b, agents.handoff_to):
+        raise TrialFailed(
+            f"A handed off to {type(watch.b).__name__}, not {agents.handoff_to.__name__}"
+        )
+
+
+def _no_handoff(agents: YourAgents, a: Agent, result: RunResult[Any]) -> str:
+    """Why there was nothing to measure: the trigger did not make A's tool return an agent."""
+    called = [ev.item.name for ev in result.events if ev.type == "function_call"]
+    said = [
+        ev.item.text_content or ""
+        for ev in result.events
+        if ev.type == "message" and ev.item.role == "assistant"
+    ]
+    did = (
+        f"it called {', '.join(called)}, which returned no agent"
+        if called
+        else f"it replied {said[-1]!r}"
+        if said
+        else "it did nothing"
+    )
+    tools = ", ".join(
+        t.id for t in a.tools if isinstance(t, llm.FunctionTool | llm.RawFunctionTool)
+    )
+    fix = (
+        f"; the emulator calls the tool the user's words name: try --trigger naming one of {tools}"
+        if tools
+        else "; A has no tools to hand off with"
+    )
+    return f"{agents.name} did not hand off on the trigger {agents.trigger!r}: {did}{fix}"
+
+
+def _timings(
+    spec: TrialSpec, clock: Clock, probe: RealtimeProbe, watch: HandoffWatch, trace: Trace
+) -> Timings:
+    timings = Timings(
+        handoff_ms=clock.since_t0("on_enter"),
+        update_ms=probe.update_ms(),
+        reply_ms=clock.since_t0("response_created"),
+        first_text_ms=clock.since_t0("first_text"),
+        first_audio_ms=clock.since_t0("first_audio"),
+        ran=ran(trace, watch),
+    )
+    if spec.phases:
+        handoffs = handoff_phases(trace, spec.latency, truths=provider(spec.provider).phase_truths)
+        if not handoffs:
+            raise TrialFailed("the trace holds no handoff to split: no update_agent span")
+        timings.phases = phase_timings(handoffs[0])
+    return timings
+
+
+def ran(trace: Trace, watch: HandoffWatch) -> Ran:
+    """What the trace's handoff from A says happened, and why, if not what ``watch`` asked."""
+    event = next((e for e in trace.of_kind("handoff") if e.data.get("from") is not None), None)
+    if event is None or event.data.get("session") is None:
+        raise TrialFailed("the trace holds no handoff from A: the session closed before it")
+    session: SessionMode = event.data["session"]
+    context: ContextMode = event.data["context"]
+    reasons = []
+    if session != watch.asked_session:
+        reasons.append(_session_reason(session, watch))
+    if context != watch.asked_context:
+        reasons.append(_context_reason(context, event))
+    return Ran(session, context, int(event.data.get("items_to", 0)), "; ".join(reasons) or None)
+
+
+def _session_reason(session: str, watch: HandoffWatch) -> str:
+    if session == "none":
+        return "A's model is not a realtime model: no session to reuse or open"
+    if session == "fresh":
+        return "; ".join(watch.blockers) or (
+            "livekit opened a fresh session though none of 1.8.9's reuse conditions the bench "
+            "mirrors failed"
+        )
+    return "B pins A's own model instance, so livekit reused A's session"
+
+
+def _context_reason(context: str, event: TraceEvent) -> str:
+    items, shared = event.data.get("items_to", 0), event.data.get("items_shared", 0)
+    if context == "empty":
+        return "A's context held nothing to copy"
+    return f"B started with {items} items of its context, {shared} of them A's"

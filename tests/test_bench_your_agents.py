@@ -1,0 +1,354 @@
+"""Your own agents in the bench: a pair defined here (not the bench's), its tools, instructions
+and on_enter unchanged, measured in every mode through the real openai plugin against the
+emulator process; each trial labelled by what its trace says ran, and why when not as asked."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from livekit.agents import (
+    Agent,
+    AgentServer,
+    AgentSession,
+    JobContext,
+    RunContext,
+    function_tool,
+    llm,
+)
+from livekit.plugins import openai
+
+from notebook_agents.__main__ import main
+from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
+from notebook_agents.bench.handoff_mode import reuse_blockers
+from notebook_agents.bench.providers import PROVIDERS, Endpoint, Provider
+from notebook_agents.bench.run import run_benchmark
+from notebook_agents.bench.stats import summary_table
+from notebook_agents.modes import REALTIME_MODES, mode_label
+from notebook_agents.views.benchmark_view import BenchmarkView
+
+LABELS = [mode_label(session, context) for session, context in REALTIME_MODES]
+ENTERED: list[str] = []
+"""which of this module's B agents ran their own on_enter"""
+
+
+class Pharmacy(Agent):
+    def __init__(self, chat_ctx: llm.ChatContext | None = None) -> None:
+        super().__init__(
+            instructions="You are the pharmacist. Answer about medicines.", chat_ctx=chat_ctx
+        )
+
+    async def on_enter(self) -> None:
+        ENTERED.append(type(self).__name__)
+        self.session.generate_reply(instructions="Greet the caller.")
+
+    @function_tool
+    async def look_up_medicine(self, context: RunContext[None], name: str) -> str:
+        """Look up a medicine."""
+        return f"{name} is in stock."
+
+
+class FrontDesk(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the front desk. Route callers.")
+
+    @function_tool
+    async def send_to_pharmacy(self, context: RunContext[None]) -> Agent:
+        """Send the caller to the pharmacy."""
+        return Pharmacy(chat_ctx=self.chat_ctx)
+
+
+class OwnModelPharmacy(Pharmacy):
+    """A B whose code pins its own realtime model: it cannot run on A's."""
+
+    def __init__(self) -> None:
+        Agent.__init__(
+            self,
+            instructions="You are the pharmacist.",
+            # reaches the trial's emulator through OPENAI_BASE_URL, as an app's would
+            llm=openai.realtime.RealtimeModel(modalities=["text"]),
+        )
+
+
+class FrontDeskToOwnModel(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the front desk. Route callers.")
+
+    @function_tool
+    async def send_to_pharmacy(self, context: RunContext[None]) -> Agent:
+        """Send the caller to the pharmacy."""
+        return OwnModelPharmacy()
+
+
+TRIGGER = "Please send to pharmacy."
+
+
+def config(**overrides: Any) -> BenchmarkConfig:
+    fields: dict[str, Any] = {
+        "rtts_ms": [20.0],
+        "history_turns": [2],
+        "trials": 1,
+        "warmup": 0,
+        "agents": UserAgents(FrontDesk, TRIGGER, handoff_to=Pharmacy),
+    }
+    return BenchmarkConfig(**(fields | overrides))
+
+
+async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -> None:
+    ENTERED.clear()
+    result = await run_benchmark(config(phases=True))
+    assert [t.error for t in result.failed_trials()] == []
+    assert sorted(t.mode for t in result.trials) == sorted(LABELS)
+    assert ENTERED == ["Pharmacy"] * 4  # B's own on_enter, every time
+    for trial in result.trials:
+        assert trial.asked_mode == trial.mode and trial.reason is None
+        assert trial.provider == "openai"
+        assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
+        assert trial.reply_ms is not None and trial.truth_reply_ms is not None
+        # the network is a floor; the client's own cost on top stays small
+        assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + 100
+        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
+        assert trial.phases  # split as the bench's own pair's are
+    truth = {t.mode: t.truth_handoff_ms or 0.0 for t in result.trials}
+    # fresh+copied creates A's items in B's new session after connecting: the dearest
+    assert truth["fresh+copied"] == max(truth.values())
+    assert truth["fresh+empty"] == min(truth.values())
+    assert result.to_dict()["config"]["agents"] == f"{__name__}:FrontDesk"
+
+
+async def test_asked_reused_is_labelled_fresh_when_b_pins_its_own_model() -> None:
+    agents = UserAgents(FrontDeskToOwnModel, TRIGGER)
+    result = await run_benchmark(config(agents=agents, modes=["reused+copied"]))
+    (trial,) = result.trials
+    assert trial.ok, trial.error
+    assert (trial.asked_mode, trial.mode) == ("reused+copied", "fresh+copied")
+    assert trial.reason is not None and "B pins its own llm" in trial.reason
+    # its truth is the mode that ran: a fresh session's connect is in it
+    assert trial.truth_handoff_ms is not None and trial.truth_handoff_ms >= 3 * 20.0
+    table = summary_table(result, "handoff_ms").to_text()
+    assert "asked" in table and "reused+copied ×1: B pins its own llm" in table
+
+
+class _FixedInstructions(openai.realtime.RealtimeModel):
+    """A realtime model that, like some providers', cannot change a live session's
+    instructions (its capabilities say so; livekit reads them)."""
+
+    @property
+    def capabilities(self) -> llm.RealtimeCapabilities:
+        return dataclasses.replace(super().capabilities, mutable_instructions=False)
+
+
+async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_instructions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def model(endpoint: Endpoint, name: str | None, modality: str) -> Any:
+        return _FixedInstructions(
+            base_url=endpoint.openai_base_url(),
+            api_key=endpoint.api_key,
+            modalities=["text"],
+            turn_detection=None,
+        )
+
+    environment = PROVIDERS["openai"].environment
+    monkeypatch.setitem(PROVIDERS, "fixed", Provider("fixed", model, environment))
+    result = await run_benchmark(config(providers=["fixed"], modes=["reused+empty"]))
+    (trial,) = result.trials
+    assert trial.ok, trial.error
+    assert trial.provider == "fixed"
+    assert (trial.asked_mode, trial.mode) == ("reused+empty", "fresh+empty")
+    assert trial.reason is not None and "mutable_instructions is False" in trial.reason
+
+
+async def test_a_trigger_that_does_not_hand_off_fails_naming_as_tools() -> None:
+    agents = UserAgents(FrontDesk, "Hello there.")
+    result = await run_benchmark(config(agents=agents, modes=["reused+copied"]))
+    (trial,) = result.trials
+    assert not trial.ok
+    assert trial.error is not None
+    assert "did not hand off on the trigger 'Hello there.'" in trial.error
+    assert "send_to_pharmacy" in trial.error
+    assert trial.truth_handoff_ms is None
+
+
+def desk_server() -> AgentServer:
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        # the user's model, reaching the trial's emulator through OPENAI_BASE_URL
+        model = openai.realtime.RealtimeModel(modalities=["text"])
+        session: AgentSession[None] = AgentSession(llm=model)
+        await session.start(agent=FrontDesk(), room=ctx.room)
+
+    return server
+
+
+async def test_a_user_agent_server_runs_in_all_four_modes() -> None:
+    ENTERED.clear()
+    agents = UserServer(desk_server, TRIGGER, handoff_to=Pharmacy)
+    result = await run_benchmark(config(agents=agents))
+    assert [t.error for t in result.failed_trials()] == []
+    assert sorted(t.mode for t in result.trials) == sorted(LABELS)
+    assert ENTERED == ["Pharmacy"] * 4
+    for trial in result.trials:
+        assert trial.asked_mode == trial.mode
+        assert trial.truth_reply_ms is not None and trial.reply_ms is not None
+        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
+
+
+USER_MODULE = '''
+from livekit.agents import Agent, RunContext, function_tool
+
+
+class Clinic(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the clinic. Help patients.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+class Reception(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are reception. Route patients.")
+
+    @function_tool
+    async def book_clinic(self, context: RunContext[None]) -> Agent:
+        """Book the patient into the clinic."""
+        return Clinic()
+'''
+
+
+def test_the_cli_measures_a_user_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "clinic_agents.py").write_text(USER_MODULE)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    argv = ["bench", "--agents", "clinic_agents:Reception", "--trigger", "Book clinic please"]
+    argv += ["--handoff-to", "clinic_agents:Clinic", "--rtt", "10", "--trials", "1"]
+    assert main([*argv, "--warmup", "0", "--history", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "your agents: clinic_agents:Reception, handing off on 'Book clinic please'" in printed
+    assert "4 trials" in printed and "none failed" in printed
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["format_version"] == 4
+    assert saved["config"]["agents"] == "clinic_agents:Reception"
+    assert {t["provider"] for t in saved["trials"]} == {"openai"}
+    assert {(t["asked_session"], t["asked_context"]) for t in saved["trials"]} == set(
+        REALTIME_MODES
+    )
+    assert len(BenchmarkResult.load_csv(out / "results.csv")) == 4
+
+
+def test_the_cli_runs_an_upstream_pair_by_its_module_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "--agents", "tests.upstream.greeter_weather:GreeterAgent"]
+    argv += ["--trigger", "Please transfer to weather", "--rtt", "20", "--trials", "1"]
+    assert main([*argv, "--warmup", "0", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "4 trials" in printed and "none failed" in printed
+    result = BenchmarkResult.load_json(tmp_path / "results.json")
+    assert all(t.asked_mode == t.mode and t.truth_reply_ms for t in result.trials)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--agents", "no_such_module:FrontDesk", "--trigger", "x"],
+            "no module named 'no_such_module' here; run from the folder that holds it, or "
+            "give its file: --agents path/to/no_such_module.py:FrontDesk",
+        ),
+        (
+            ["--agents", "tests.upstream.greeter_weather:Greeter", "--trigger", "x"],
+            "tests.upstream.greeter_weather has no 'Greeter'; it has GreeterAgent, WeatherAgent",
+        ),
+        (
+            ["--agents", "tests.upstream.greeter_weather:GreeterAgent"],
+            "--agents needs --trigger: the user turn that makes A hand off",
+        ),
+        (["--agents", "FrontDesk", "--trigger", "x"], "expected module:Name"),
+        (["--server", "nowhere/agent.py:server", "--trigger", "x"], "there is no file"),
+        (["--trigger", "x"], "--trigger goes with --agents or --server"),
+        (["--provider", "nope"], "provider 'nope': the bench knows gemini, openai"),
+        (
+            ["--server", f"{__name__}:desk_server", "--trigger", "x", "--provider", "gemini"],
+            "provider 'gemini': a server's models cannot be pointed at the emulator by the "
+            "environment; name A with --agents",
+        ),
+        (["--provider", "gemini", "--level", "session"], "runs at the agent level"),
+    ],
+)
+def test_the_cli_refuses_what_cannot_run_naming_the_fix(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", *argv, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+class _FixedTools(openai.realtime.RealtimeModel):
+    """A realtime model that cannot change a live session's tools (as Gemini Live's)."""
+
+    @property
+    def capabilities(self) -> llm.RealtimeCapabilities:
+        return dataclasses.replace(super().capabilities, mutable_tools=False)
+
+
+@function_tool
+async def check_stock(name: str) -> str:
+    """Check a medicine's stock."""
+    return f"{name}: 3 boxes"
+
+
+def test_reuse_needs_the_same_tool_objects_when_the_model_cannot_change_tools() -> None:
+    model = _FixedTools(base_url="http://127.0.0.1:9/v1", api_key="k", modalities=["text"])
+    a = Agent(instructions="You are A.", tools=[check_stock])
+    same = Agent(instructions="You are B.", tools=[check_stock])
+    other = Pharmacy()
+    assert reuse_blockers(model, a, same, None) == []
+    (blocker,) = reuse_blockers(model, a, other, None)
+    assert "mutable_tools is False" in blocker and "not A's tool objects" in blocker
+    # a model that can change them reuses the session whatever B's tools are
+    assert reuse_blockers(openai.realtime.RealtimeModel(api_key="k"), a, other, None) == []
+
+
+async def test_benchmark_view_runs_your_agents_and_shows_what_ran() -> None:
+    view = BenchmarkView(config(modes=["fresh+copied"]))
+    result = await view.run()
+    assert [t.mode for t in result.trials] == ["fresh+copied"] and not result.failed_trials()
+    assert view.done == 1 and view.last_trial.startswith("openai agent fresh+copied rtt 20 #0: ")
+
+
+async def test_on_gemini_a_user_pair_with_other_tools_runs_fresh_and_says_why() -> None:
+    """Gemini Live cannot change a live session's tools: livekit keeps it only when B has
+    A's tool objects, and the pharmacy has its own tools."""
+    result = await run_benchmark(config(providers=["gemini"]))
+    assert [t.error for t in result.failed_trials()] == []
+    for trial in result.trials:
+        assert trial.provider == "gemini" and trial.session == "fresh"
+        assert trial.context == trial.asked_context
+        if trial.asked_session == "reused":
+            assert trial.reason is not None and "mutable_tools is False" in trial.reason
+        assert trial.truth_reply_ms is not None and trial.reply_ms is not None
+        assert trial.reply_ms >= trial.truth_reply_ms
+
+
+async def test_the_bench_pair_runs_on_both_providers_each_with_its_truth() -> None:
+    config = BenchmarkConfig(
+        providers=["openai", "gemini"], rtts_ms=[20.0], history_turns=[2], trials=1, warmup=0
+    )
+    result = await run_benchmark(config)
+    assert [t.error for t in result.failed_trials()] == []
+    assert sorted({t.provider for t in result.trials}) == ["gemini", "openai"]
+    for trial in result.trials:
+        assert trial.reply_ms is not None and trial.truth_reply_ms is not None
+        assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
+        assert trial.reply_ms >= trial.truth_reply_ms
+        assert trial.handoff_ms >= trial.truth_handoff_ms
+    gemini = {t.mode: t.truth_reply_ms for t in result.select(provider="gemini")}
+    assert gemini["reused+copied"] == 20.0 and gemini["fresh+copied"] == 6 * 20.0
