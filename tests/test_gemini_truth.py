@@ -22,6 +22,9 @@ from livekit.plugins import google
 
 from notebook_agents.bench.gemini_truth import gemini_ground_truth
 from notebook_agents.emulator import Emulator, LatencyModel
+from notebook_agents.phases import handoff_phases
+from notebook_agents.phases.truth import gemini_handoff_truths
+from notebook_agents.races import RACES, run_race
 
 RTT_MS = 100
 
@@ -75,3 +78,21 @@ async def test_a_gemini_handoff_costs_at_least_its_truth(emulator: Emulator, mod
     assert (marks["on_enter"] - marks["t0"]) * 1000 >= handoff_ms
     assert (marks["reply"] - marks["t0"]) * 1000 >= reply_ms
     assert reply_ms == (RTT_MS if mode == "reused" else 6 * RTT_MS)
+
+
+async def test_a_gemini_traces_handoff_phases_take_geminis_truths() -> None:
+    """A trace of a Gemini handoff is split against the Live API's truths, not OpenAI's:
+    nothing of a Gemini session update is acknowledged, so its drain and session update owe
+    the network nothing, and its fresh session's connect includes the setup round trip."""
+    run = await run_race(RACES["closing_session"], provider="gemini")
+    (breakdown,) = handoff_phases(run.trace, run.latency)
+    assert (breakdown.mode or "").startswith("fresh")
+    expected = gemini_handoff_truths("fresh", "copied", 0, run.latency)
+    truths = {phase.name: phase.truth for phase in breakdown.phases}
+    assert truths["drain"] == 0.0 and truths["session_update"] == 0.0
+    assert {name: truth for name, truth in truths.items() if name in expected} == {
+        name: expected[name] for name in truths if name in expected
+    }
+    openai = await run_race(RACES["closing_session"])  # the same split, OpenAI's truths
+    (split,) = handoff_phases(openai.trace, openai.latency)
+    assert {p.name: p.truth for p in split.phases}["drain"] == openai.latency.item_ack_s()

@@ -24,24 +24,7 @@ generation 660/1283 ms (6 R and livekit's own ~60 ms).
 from __future__ import annotations
 
 from ..emulator.latency import LatencyModel
-
-
-def gemini_handoff_truths(session: str, context: str, net: LatencyModel) -> dict[str, float]:
-    """The network's share of each phase of a Gemini handoff (seconds), by the phases' names
-    in ``handoff_phases`` (``context`` does not change them; it is taken for symmetry with
-    ``phases.truth.handoff_truths``)."""
-    del context  # acknowledged nowhere: copied and empty cost the same
-    truths = dict.fromkeys(
-        ("tool_return", "on_exit", "on_enter", "reply_request", "playout", "drain"), 0.0
-    )
-    truths["session_update"] = 0.0
-    truths["close"] = net.round_trip_s() if session == "fresh" else 0.0
-    if session == "fresh":
-        truths["connect"] = net.connect_s() + net.round_trip_s()  # and setup -> setupComplete
-    # no response.created on Gemini: the generation begins with its first content
-    truths["reply_created"] = net.first_token_s()
-    truths["first_text"] = truths["first_audio"] = 0.0
-    return truths
+from ..phases.truth import gemini_handoff_truths
 
 
 def gemini_ground_truth(
@@ -52,7 +35,7 @@ def gemini_ground_truth(
     signature is ``bench.truth.ground_truth``'s; ``history_turns`` changes nothing (no acks)."""
     if level != "agent" or session not in ("reused", "fresh"):
         return None
-    leg = gemini_handoff_truths(session, context, latency)
+    leg = gemini_handoff_truths(session, context, 0, latency)
     handoff = leg["close"]
     reply = handoff + leg.get("connect", 0.0) + leg["reply_created"]
     return round(handoff * 1000, 9), round(reply * 1000, 9)

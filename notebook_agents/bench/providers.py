@@ -18,8 +18,8 @@ from livekit.agents import llm
 
 from ..emulator import LatencyModel
 from ..emulator.server import base_url as emulator_base_url
-from ..phases.truth import PhaseTruths, handoff_truths
-from .gemini_truth import gemini_ground_truth, gemini_handoff_truths
+from ..phases.truth import PhaseTruths, gemini_handoff_truths, handoff_truths
+from .gemini_truth import gemini_ground_truth
 from .truth import GroundTruth, ground_truth
 
 
@@ -91,13 +91,6 @@ def _gemini_endpoint(emulator_url: str) -> Any:
     return GeminiEndpoint.of(emulator_url)
 
 
-def _gemini_phase_truths(
-    session: str, context: str, items: int, net: LatencyModel, *, tool: bool = True
-) -> dict[str, float]:
-    del items, tool  # the Live API acknowledges no item: neither changes what is awaited
-    return gemini_handoff_truths(session, context, net)
-
-
 def _gemini_ground_truth(
     level: str,
     session: str,
@@ -115,7 +108,7 @@ PROVIDERS: dict[str, Provider] = {
     "openai": Provider("openai", _openai_model, _openai_environment),
     # google's plugin takes its endpoint and CA in HttpOptions only: a user's server cannot
     # be pointed at the emulator by the environment
-    "gemini": Provider("gemini", _gemini_model, None, _gemini_ground_truth, _gemini_phase_truths),
+    "gemini": Provider("gemini", _gemini_model, None, _gemini_ground_truth, gemini_handoff_truths),
 }
 """every provider the bench can measure, by the name ``--provider`` takes"""
 

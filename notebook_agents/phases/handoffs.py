@@ -30,7 +30,7 @@ from ..trace.realtime_spans import (
     RESPONSE_SPAN,
 )
 from .model import Breakdown, Phase
-from .truth import PhaseTruths, connect_awaited, handoff_truths, network
+from .truth import PhaseTruths, connect_awaited, network, truths_of
 
 CONNECT_NOTE = (
     "a fresh realtime session connects its own websocket: give the new agent no llm= of its "
@@ -43,19 +43,20 @@ clock, the trace's events on the monotonic one) within which they count as the s
 
 
 def handoff_phases(
-    trace: Trace, latency: LatencyModel | None = None, *, truths: PhaseTruths = handoff_truths
+    trace: Trace, latency: LatencyModel | None = None, *, truths: PhaseTruths | None = None
 ) -> list[Breakdown]:
     """Each handoff between two agents in ``trace``, split into its phases (``HANDOFF_PHASES``
     names them).
 
     ``latency``: the emulator's network the session ran on (what its ``base_url`` asked for);
     each phase then has its truth, the network's share of it, and ``Phase.client`` the rest
-    (``truths``: the provider's, OpenAI's Realtime API by default).
+    (``truths``: the provider's; by default those of the provider the trace's usage names).
     A handoff is labelled by what happened (``reused+copied``...): a fresh connect seen during
     it makes it ``fresh``. Needs the trace's spans (a ``NotebookRunner``'s trace has them); a
     trace without them has no handoffs to split.
     """
     latency = network(latency)
+    truths = truths or truths_of(trace)
     spans = _Spans(trace.spans)
     events = trace.events
     updates = spans.named("update_agent")

@@ -1,12 +1,14 @@
 """The network's share of each phase of a handoff on the emulator (``LatencyModel``): the
 truth ``handoff_phases`` gives each phase, and that the bench adds up along the critical path
-into its totals (``bench.truth``, where each leg's formula is explained)."""
+into its totals (``bench.truth``, where each leg's formula is explained), per provider: what
+livekit's plugin awaits differs between OpenAI's Realtime API and Gemini Live."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
 from ..emulator.latency import LatencyModel
+from ..trace import Trace
 
 
 class PhaseTruths(Protocol):
@@ -44,6 +46,42 @@ def handoff_truths(
     else:  # a chat model's request on its pooled connection, to its first chunk
         truths["first_text"] = net.http_first_byte_s(new_connection=False)
     return truths
+
+
+def gemini_handoff_truths(
+    session: str, context: str, items: int, net: LatencyModel, *, tool: bool = True
+) -> dict[str, float]:
+    """``handoff_truths`` for Gemini Live (``bench.gemini_truth`` explains each leg). The Live
+    API acknowledges no item, so neither the context (``context``, ``items``) nor a tool's
+    output (``tool``) is awaited; a fresh session waits for the old one's close, then connects
+    and sets up (``setup`` -> ``setupComplete``, one more round trip)."""
+    del context, items, tool  # acknowledged nowhere: none of them changes what is awaited
+    truths = dict.fromkeys(
+        ("tool_return", "on_exit", "on_enter", "reply_request", "playout", "drain"), 0.0
+    )
+    truths["session_update"] = 0.0
+    truths["close"] = net.round_trip_s() if session == "fresh" else 0.0
+    if session == "fresh":
+        truths["connect"] = net.connect_s() + net.round_trip_s()
+    # no response.created on Gemini: the generation begins with its first content
+    truths["reply_created"] = net.first_token_s()
+    truths["first_text"] = truths["first_audio"] = 0.0
+    return truths
+
+
+GEMINI_PROVIDERS = frozenset({"Gemini", "Vertex AI"})
+"""what livekit's google RealtimeModel names its provider (``RealtimeModel.provider``)"""
+
+
+def truths_of(trace: Trace) -> PhaseTruths:
+    """The truths for the provider ``trace``'s realtime model ran on, as livekit's usage
+    reports name it: Gemini Live's, else OpenAI's Realtime API's (the emulator's other)."""
+    providers = {
+        usage["provider"]
+        for event in trace.of_kind("metrics")
+        for usage in event.data.get("usage", ())
+    }
+    return gemini_handoff_truths if providers & GEMINI_PROVIDERS else handoff_truths
 
 
 def connect_awaited(session: str, context: str) -> bool:
