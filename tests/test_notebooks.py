@@ -186,7 +186,7 @@ def test_notebook_runs_offline(path: Path) -> None:
         # each race ran, its verdict printed and shown on a timeline; the asserts all held
         assert text.count("HAPPENED: ") == 5 and text.count("did not happen: ") == 3
         assert "an activity is already running" in text
-        assert "took the place of Bob's on_enter reply" in text  # the Gemini section
+        assert "interrupted the model's answer to it" in text  # the Gemini section
         assert widget_views(outputs) == 8  # one timeline per race run
         assert "the task completes instead" in text  # the control, quiet
     if path.name == "03_teaching_handoffs.ipynb":

@@ -1,14 +1,25 @@
 """livekit/agents PR #4746, the third race: the provider's automatic reply to the handoff tool
-races the swap. Gemini Live answers a tool result by itself (``BLOCKING`` tools, the default):
-on a session the new agent reuses, that answer reaches livekit while the swap runs. livekit
-1.8.9 still loses it: at rtt 100 ms it arrives while the new agent's ``on_enter`` reply is
-pending, and google's plugin takes it for that reply (realtime_api.py
-``_start_new_generation`` hands the next generation to the pending ``generate_reply``); the
-caller never hears it, the model keeps it (livekit's context diverges), the new agent's own
-reply comes as an unrequested turn, and ``session.run`` waits 5 s for the auto reply the old
-agent never got. With no latency it reaches the draining old agent, which skips it ("skipping
-new realtime generation"): lost as well. OpenAI Realtime makes no reply of its own (livekit
-asks the old agent for it before the swap): there it does not race."""
+races the swap. Gemini Live answers a tool result by itself (``BLOCKING`` tools, the default),
+and livekit 1.8.9 sends that result on the session the new agent reuses, then at once the new
+agent's instructions on it; it waits for the answer on the old agent, which no longer gets
+the session's generations. The answer is lost whichever way the race goes:
+
+- the model starts answering later than livekit sends Bob's instructions (the service's
+  case: its first token takes hundreds of ms, livekit sends them ~1 ms after the result).
+  Bob's instructions interrupt the answer ("a message here will interrupt any current model
+  generation", ai.google.dev/api/live BidiGenerateContentClientContent): the reply the tool
+  asked for is never made and ``session.run`` waits 5 s for it. The triggered case pins
+  this window: 100 ms RTT and the model's first token 300 ms after its request;
+- a model that answers within that ~1 ms (an instant one: no server time) gets its answer to
+  livekit while Bob's ``on_enter`` reply is pending, and google's plugin takes it for that
+  reply (realtime_api.py ``_start_new_generation``): it leaks into Bob's reply, or Bob's own
+  reply, right behind it, interrupts it unheard; with no latency the draining old agent
+  skips it ("skipping new realtime generation"). This window is livekit's own work between
+  two sends, not a latency: no emulator setting holds a run in it, and the detector reads
+  it as the race as well.
+
+OpenAI Realtime makes no reply of its own (livekit asks the old agent for it before the swap):
+there it does not race."""
 
 from __future__ import annotations
 
@@ -92,7 +103,11 @@ def _detect(run: RaceRun) -> RaceVerdict:
     waited = problems_saying(run, WAITED, "skipping new realtime generation")
     evidence = tuple(
         [described(e) for e in tool_outputs(run, HANDOFF_TOOL)]
-        + ([f"the model answered the tool's result: {text!r}"] if answer else [])
+        + [
+            f"the model answered the tool's result: {text!r}"
+            if answer
+            else "the model made no answer to the tool's result"
+        ]
         + [described(e) for e in messages]
         + [said(p) for p in waited]
     )
@@ -115,6 +130,16 @@ def _detect(run: RaceRun) -> RaceVerdict:
             evidence,
             seqs,
         )
+    asked = any(e.data.get("output") for e in tool_outputs(run, HANDOFF_TOOL))
+    if asked and not answer and problems_saying(run, WAITED):
+        return RaceVerdict(
+            True,
+            "Bob's instructions, sent on the reused session right after the handoff tool's "
+            "result, interrupted the model's answer to it: the reply the tool asked for was "
+            "never made, and session.run waited for it on Alice",
+            evidence,
+            seqs,
+        )
     who = "Alice's" if heard else "no"
     return RaceVerdict(
         False, f"Bob's on_enter reply is Bob's own ({who} tool reply apart)", evidence, seqs
@@ -124,12 +149,15 @@ def _detect(run: RaceRun) -> RaceVerdict:
 TOOL_REPLY_RACE = RaceCase(
     name="tool_reply_race",
     upstream="livekit/agents#4746",
-    title="the reply to the handoff tool races the swap into the new agent's reply",
+    title="the model's own reply to the handoff tool races the swap and is lost",
     in_livekit_1_8_9=False,
     differs_on={"gemini": True},
     scenario=_scenario,
     detect=_detect,
-    trigger={"rtt_ms": 100},
+    # the Live API's first token takes ~300 ms (users measure it so: discuss.google.dev
+    # "Gemini Live Native latency increases over session", "Initial latency: ~300ms"), far
+    # longer than livekit takes to send Bob's instructions after the tool's result
+    trigger={"rtt_ms": 100, "first_token_ms": 300},
     control="the handoff tool returns the agent alone: no reply to race (on Gemini with "
     "NON_BLOCKING tools, so its result goes SILENT)",
 )
