@@ -141,9 +141,7 @@ class _FixedInstructions(openai.realtime.RealtimeModel):
         return dataclasses.replace(super().capabilities, mutable_instructions=False)
 
 
-async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_instructions(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _fixed_instructions_provider() -> Provider:
     def model(endpoint: Endpoint, name: str | None, modality: str) -> Any:
         return _FixedInstructions(
             base_url=endpoint.openai_base_url(),
@@ -152,14 +150,46 @@ async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_inst
             turn_detection=None,
         )
 
-    environment = PROVIDERS["openai"].environment
-    monkeypatch.setitem(PROVIDERS, "fixed", Provider("fixed", model, environment))
+    return Provider("fixed", model, PROVIDERS["openai"].environment)
+
+
+async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_instructions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(PROVIDERS, "fixed", _fixed_instructions_provider())
     result = await run_benchmark(config(providers=["fixed"], modes=["reused+empty"]))
     (trial,) = result.trials
     assert trial.ok, trial.error
     assert trial.provider == "fixed"
     assert (trial.asked_mode, trial.mode) == ("reused+empty", "fresh+empty")
     assert trial.reason is not None and "mutable_instructions is False" in trial.reason
+
+
+async def test_the_bench_pair_asked_reused_is_labelled_fresh_when_instructions_cannot_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bench's own Receptionist -> Specialist (no agents given) is labelled by what ran,
+    as your agents are: their instructions differ, so livekit opens B a fresh session."""
+    monkeypatch.setitem(PROVIDERS, "fixed", _fixed_instructions_provider())
+    result = await run_benchmark(config(agents=None, providers=["fixed"], modes=["reused+copied"]))
+    (trial,) = result.trials
+    assert trial.ok, trial.error
+    assert (trial.asked_mode, trial.mode) == ("reused+copied", "fresh+copied")
+    assert trial.reason is not None and "mutable_instructions is False" in trial.reason
+    # its truth is the mode that ran: a fresh session's connect is in it
+    assert trial.truth_handoff_ms is not None and trial.truth_handoff_ms >= 3 * 20.0
+
+
+async def test_the_bench_pair_asked_reused_empty_on_gemini_is_labelled_copied() -> None:
+    """Gemini Live keeps a reused session's turns: livekit's context for B is empty, the
+    model's is A's whole conversation; the trial says what the model had, and why."""
+    result = await run_benchmark(config(agents=None, providers=["gemini"], modes=["reused+empty"]))
+    (trial,) = result.trials
+    assert trial.ok, trial.error
+    assert (trial.asked_mode, trial.mode) == ("reused+empty", "reused+copied")
+    assert trial.reason is not None
+    assert "server kept A's" in trial.reason and "chat context for B was empty" in trial.reason
+    assert trial.truth_reply_ms == 20.0  # the reused session's truth: nothing to connect
 
 
 async def test_a_trigger_that_does_not_hand_off_fails_naming_as_tools() -> None:

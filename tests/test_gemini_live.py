@@ -16,6 +16,7 @@ from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, RunResult
 from livekit.plugins import google
 
 from notebook_agents import Trace
+from notebook_agents.analysis import handoff_label
 from notebook_agents.emulator import (
     Emulator,
     EmulatorError,
@@ -23,6 +24,7 @@ from notebook_agents.emulator import (
     LatencyModel,
     ParameterError,
 )
+from notebook_agents.views._timeline_layout import describe
 
 KEY = "not-a-secret"
 
@@ -141,6 +143,32 @@ async def test_a_handoff_with_the_same_tools_keeps_the_gemini_session(
     texts = [i.get("text") for i in conversation]
     assert "You are the specialist. You answer." in texts
     assert str(texts[-1]).startswith("You are the receptionist.")
+
+
+async def test_a_reused_gemini_session_is_read_as_copied_the_model_kept_as_history(
+    emulator: Emulator, sessions: list[AgentSession[None]]
+) -> None:
+    """livekit's context for the specialist is empty, but the Live API cannot remove a turn:
+    the model answers from the receptionist's whole conversation, and the trace says so."""
+    session, trace = await started(sessions, gemini(emulator), Receptionist())
+    await session.run(user_input="Hello there")
+    result: RunResult[None] = await session.run(user_input="Please transfer to the specialist.")
+    await result
+    (handoff,) = [h for h in trace.of_kind("handoff") if h.data["from"]]
+    data = handoff.data
+    assert (data["session"], data["context"], data["livekit_context"]) == (
+        "reused",
+        "copied",
+        "empty",
+    )
+    assert data["items_to"] == 0  # livekit's view of what the specialist starts from
+    # the model held A's turns and its handoff call when B's context was synced: all kept
+    (conversation,) = emulator.conversations()
+    texts = [i.get("text") for i in conversation]
+    assert "Hello there" in texts and "Please transfer to the specialist." in texts
+    assert data["kept_items"] >= 3
+    assert handoff_label(data) == "reused · copied"  # the views' chip
+    assert "livekit_context: empty" in describe(handoff)  # and its hover
 
 
 async def test_a_handoff_to_an_agent_with_its_own_model_opens_a_fresh_session(

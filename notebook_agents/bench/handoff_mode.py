@@ -5,6 +5,9 @@ Your A constructs B itself, so the mode is applied where livekit makes B active:
 B is given A's model instance (reused) or its own (fresh), and A's context as A's tool saw it
 (copied) or none of it (empty). B's tools, instructions and ``on_enter`` stay as written.
 
+What ran is read at livekit's ``AgentHandoff`` item, as the trace reads it (``read_handoff``):
+the trial is labelled by it, with or without a ``Trace`` attached.
+
 Whether livekit then reuses the realtime session is livekit's decision
 (``AgentActivity._detach_reusable_resources`` in livekit-agents 1.8.9): the same model
 instance, and the model able to take B's context, instructions and tools on a live session
@@ -15,14 +18,27 @@ name the reason when a trial asked "reused" ran fresh.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import AsyncIterable, Callable
+from typing import TYPE_CHECKING, Any
 
-from livekit.agents import Agent, AgentSession, FunctionToolsExecutedEvent, llm
+from livekit.agents import (
+    Agent,
+    AgentSession,
+    ConversationItemAddedEvent,
+    FunctionToolsExecutedEvent,
+    llm,
+)
 from livekit.agents.utils import is_given
 
 from .. import _livekit_internals as livekit
 from ..modes import ContextMode, SessionMode
+from ..trace.reading import read_handoff
+from ..trace.schema import HandoffData
 from .scenario import Clock, RealtimeProbe
+
+if TYPE_CHECKING:
+    # no public export: the running agent's activity, which the handoff swaps
+    from livekit.agents.voice.agent_activity import AgentActivity
 
 
 def reuse_blockers(
@@ -88,12 +104,16 @@ class HandoffWatch:
         """a realtime model B's code pinned (the trial closes it, as the session does not)"""
         self.blockers: list[str] = []
         """why livekit would not reuse A's session for B, as the handoff began"""
+        self.handoff: HandoffData | None = None
+        """what ran: the trace's reading of the handoff to B, read as livekit made it"""
+        self._from: AgentActivity | None = None
         self._pending_calls: set[str] = set()
         self._update_agent = session.update_agent
 
     def install(self) -> None:
         """Watch the session (call on its loop, after it started)."""
         self.session.on("function_tools_executed", self._on_tools_executed)
+        self.session.on("conversation_item_added", self._on_item_added)
         self.session.update_agent = self._on_update_agent  # type: ignore[method-assign]
         activity = livekit.current_activity(self.session)
         if activity is not None:
@@ -106,15 +126,25 @@ class HandoffWatch:
         # the call that hands off and its output: not in A's context when A's tool ran
         self._pending_calls = {call.call_id for call in ev.function_calls}
 
+    def _on_item_added(self, ev: ConversationItemAddedEvent) -> None:
+        # added once the new activity is the session's, before it starts: A's session, if
+        # reused, is detached from A's activity and not yet B's (the trace reads it there)
+        if not isinstance(ev.item, llm.AgentHandoff) or self.handoff is not None:
+            return
+        new = livekit.current_activity(self.session)
+        if self._from is not None and new is not None and new.agent is self.b:
+            self.handoff = read_handoff(self._from, new)
+
     def _on_update_agent(self, agent: Agent) -> None:
         if self.b is None and agent is not self.session.current_agent:
             self.clock.t0 = time.perf_counter()
             self.a, self.b = self.session.current_agent, agent
+            self._from = livekit.current_activity(self.session)
             self._apply(self.a, agent)
         self._update_agent(agent)
 
     def _apply(self, a: Agent, b: Agent) -> None:
-        activity = livekit.current_activity(self.session)
+        activity = self._from
         a_model = activity.llm if activity is not None else None
         if not is_given(b.llm):
             if self.asked_session == "reused" and a_model is not None:
@@ -142,6 +172,23 @@ class HandoffWatch:
             await original()
 
         b.on_enter = on_enter  # type: ignore[method-assign]
+        if a_model is not None and not isinstance(a_model, llm.RealtimeModel):
+            # a cascaded B's reply streams through its llm_node: its first chunk is the reply
+            b.llm_node = _first_chunk_marked(b.llm_node, clock)  # type: ignore[method-assign]
+
+
+def _first_chunk_marked(
+    llm_node: Callable[..., Any], clock: Clock
+) -> Callable[..., AsyncIterable[Any]]:
+    """``llm_node`` (one that streams, as livekit's default does), marking ``first_text`` on
+    the trial's clock at its first chunk once B's ``on_enter`` began."""
+
+    async def marked(*args: Any, **kwargs: Any) -> AsyncIterable[Any]:
+        async for chunk in llm_node(*args, **kwargs):
+            clock.mark_reply("first_text")
+            yield chunk
+
+    return marked
 
 
 def _call_id(item: llm.ChatItem) -> str | None:

@@ -1,9 +1,11 @@
 """One benchmark trial: a real handoff, timed from t0 = A's tool returning B.
 
 ``agent`` level: a real ``AgentSession`` over the real realtime plugin; A (with the history
-already in its context) is asked to transfer, its tool returns B, B's ``on_enter`` replies.
+in its context) is asked to hand off, its tool returns B, B's ``on_enter`` replies: your
+agents or the bench's own pair (``bench_pair``), both run by ``user_trial`` and labelled by
+what the handoff did. ``cascaded`` level: the same over Chat Completions (``openai.LLM``).
 ``session`` level mirrors upstream's own test: a bare realtime session, ``_update_session``
-then a reply. ``cascaded`` level: the same handoff over Chat Completions (``openai.LLM``).
+then a reply; the bench itself sends the mode, so it is labelled as asked.
 """
 
 from __future__ import annotations
@@ -12,27 +14,16 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from livekit.agents import (
-    NOT_GIVEN,
-    Agent,
-    AgentSession,
-    FlushSentinel,
-    ModelSettings,
-    function_tool,
-    llm,
-)
-from livekit.plugins import openai
+from livekit.agents import llm
 
 from .. import _livekit_internals as livekit
 from ..emulator import LatencyModel
 from ..modes import ContextMode, SessionMode
-from ..phases import Breakdown, handoff_phases
-from ..trace import Trace
-from ..trace.livekit_spans import capture_spans_here
+from ..phases import Breakdown
 from .providers import Endpoint, provider
 from .results import Level, Modality, PhaseTiming
 from .your_agents import YourAgents
@@ -67,9 +58,8 @@ class TrialSpec:
 
 @dataclass
 class Ran:
-    """What a trial's trace says its handoff did, where that can differ from what was asked
-    (your agents): the session and context mode, the items B started with, and why not as
-    asked."""
+    """What a trial's handoff did as the trace reads it, where that can differ from what was
+    asked: the session and context mode, the items B started with, and why not as asked."""
 
     session: SessionMode
     context: ContextMode
@@ -89,7 +79,7 @@ class Timings:
     first_audio_ms: float | None = None
     phases: dict[str, PhaseTiming] = field(default_factory=dict)
     ran: Ran | None = None
-    """what the trace says ran (your agents); None: as asked"""
+    """what the handoff did, as the trace reads it; None: as asked (the session level)"""
 
 
 def history(turns: int) -> llm.ChatContext:
@@ -206,129 +196,15 @@ async def run_trial(spec: TrialSpec) -> Timings:
     """Run one trial of ``spec``; raises TrialFailed (or times out in the caller)."""
     if spec.level == "session":
         return await _session_trial(spec)
-    if spec.agents is not None:
-        from .user_trial import user_trial  # its module builds on this one
+    # its modules build on this one
+    from .bench_pair import bench_pair
+    from .user_trial import user_trial
 
-        return await user_trial(spec, spec.agents)
-    return await _agent_trial(spec)
+    return await user_trial(spec, spec.agents or bench_pair(spec.session))
 
 
 def _realtime_model(spec: TrialSpec) -> Any:
     return provider(spec.provider).realtime_model(spec.endpoint, spec.model, spec.modality)
-
-
-async def _agent_trial(spec: TrialSpec) -> Timings:
-    clock = Clock(reply_after="on_enter")
-    probe = RealtimeProbe(clock)
-    reply_done = asyncio.Event()
-    models: list[Any] = []
-    cascaded = spec.level == "cascaded"
-
-    def new_model() -> Any:
-        if cascaded:
-            model: Any = openai.LLM(
-                base_url=spec.endpoint.openai_base_url(),
-                api_key=spec.endpoint.api_key,
-                model=spec.chat_model,
-            )
-        else:
-            model = _realtime_model(spec)
-            probe.watch_model(model)
-        models.append(model)
-        return model
-
-    class Specialist(Agent):
-        def __init__(
-            self,
-            chat_ctx: llm.ChatContext | None,
-            model: Any,
-            tools: list[llm.Tool | llm.Toolset],
-        ) -> None:
-            super().__init__(
-                instructions=B_INSTRUCTIONS,
-                chat_ctx=chat_ctx if chat_ctx is not None else NOT_GIVEN,
-                llm=model if model is not None else NOT_GIVEN,
-                tools=tools,
-            )
-
-        async def on_enter(self) -> None:
-            clock.mark("on_enter")
-            handle = self.session.generate_reply()
-            handle.add_done_callback(lambda _: reply_done.set())
-
-        async def llm_node(
-            self, chat_ctx: llm.ChatContext, tools: list[llm.Tool], model_settings: ModelSettings
-        ) -> AsyncIterable[llm.ChatChunk | str | FlushSentinel]:
-            # cascaded only: the first streamed chunk is B's reply arriving
-            async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
-                clock.mark("first_text")
-                yield chunk
-
-    # B's own model, when fresh, exists before t0 as it would in an app (opening is B's cost)
-    b_model = new_model() if spec.session == "fresh" else None
-
-    class Receptionist(Agent):
-        def __init__(self) -> None:
-            super().__init__(instructions=A_INSTRUCTIONS, chat_ctx=history(spec.history_turns))
-
-        @function_tool
-        async def transfer_to_the_specialist(self) -> Agent:
-            """Hand the caller to the specialist."""
-            copied = self.chat_ctx.copy() if spec.context == "copied" else None
-            model = self.session.llm
-            # a model that cannot change a live session's tools (Gemini Live) keeps it only
-            # for the same tool objects: the reuse arm hands B A's own
-            shared = (
-                spec.session == "reused"
-                and isinstance(model, llm.RealtimeModel)
-                and not model.capabilities.mutable_tools
-            )
-            specialist = Specialist(copied, b_model, list(self.tools) if shared else [])
-            clock.t0 = time.perf_counter()
-            return specialist
-
-    session: AgentSession[None] = AgentSession(
-        llm=new_model(), vad=None, turn_handling={"turn_detection": "manual"}
-    )
-    errors: list[str] = []
-    session.on("error", lambda ev: errors.append(f"{type(ev.error).__name__}: {ev.error}"))
-    trace = Trace(session) if spec.traced or spec.phases else None
-    # the session runs in no job: its spans are this trial's by context (the trial's task)
-    release = capture_spans_here(trace) if trace is not None and spec.phases else None
-    try:
-        await session.start(Receptionist())
-        await session.run(user_input=HANDOFF_REQUEST)
-        await reply_done.wait()
-        if errors or probe.errors:
-            raise TrialFailed((errors + probe.errors)[0])
-        if clock.t0 is None:
-            raise TrialFailed(
-                "A's tool never ran: the model did not call transfer_to_the_specialist"
-            )
-        reply_mark = "first_text" if cascaded else "response_created"
-        if reply_mark not in clock.marks:
-            raise TrialFailed("B's reply never arrived")
-        timings = Timings(
-            handoff_ms=clock.since_t0("on_enter"),
-            update_ms=probe.update_ms(),
-            reply_ms=clock.since_t0(reply_mark),
-            first_text_ms=clock.since_t0("first_text"),
-            first_audio_ms=clock.since_t0("first_audio"),
-        )
-    finally:
-        # closed first when splitting: every span of the handoff and of B's reply has ended
-        if trace is not None and release is None:
-            trace.detach()
-        await _close(session, models)
-        if trace is not None and release is not None:
-            trace.detach()
-            release()
-    if trace is not None and spec.phases:
-        handoffs = handoff_phases(trace, spec.latency, truths=provider(spec.provider).phase_truths)
-        if not handoffs:
-            raise TrialFailed("the trace holds no handoff to split: no update_agent span")
-        timings.phases = phase_timings(handoffs[-1])
-    return timings
 
 
 def phase_timings(breakdown: Breakdown) -> dict[str, PhaseTiming]:
@@ -383,12 +259,6 @@ async def _session_trial(spec: TrialSpec) -> Timings:
         )
     finally:
         await close_quietly(rt.aclose())
-        await close_quietly(model.aclose())
-
-
-async def _close(session: AgentSession[None], models: list[Any]) -> None:
-    await close_quietly(session.aclose())
-    for model in models:
         await close_quietly(model.aclose())
 
 

@@ -1,10 +1,13 @@
-"""One trial of your own agents: A with its history, your trigger, A's tool returning B.
+"""One agent-level trial: A with its history, the trigger, A's tool returning B; your agents
+or the bench's own pair (``bench_pair``), on a realtime model or (the bench's pair, the
+cascaded level) Chat Completions.
 
-The asked mode is applied at the handoff (``HandoffWatch``); the trial keeps what the trace
-says ran (its handoff event's ``session`` and ``context``) and, when that is not what was
-asked, why. ``UserAgents`` run in a session the bench builds on the provider's model;
-``UserServer`` runs in a ``NotebookRunner`` of its own, its entrypoint building its models
-from the provider's environment.
+The asked mode is applied at the handoff (``HandoffWatch``); the trial keeps what ran, as the
+trace reads the handoff (its ``session`` and ``context``: the context the model answers from)
+and, when that is not what was asked, why. A ``Trace`` is attached only when the trial is
+traced or split into phases: reading the handoff needs none. ``UserAgents`` run in a session
+the bench builds on the provider's model; ``UserServer`` runs in a ``NotebookRunner`` of its
+own, its entrypoint building its models from the provider's environment.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from livekit.agents import Agent, AgentSession, RunResult, llm
+from livekit.plugins import openai
 
 from ..modes import ContextMode, SessionMode
 from ..phases import handoff_phases
-from ..trace import Trace, TraceEvent
+from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
+from ..trace.schema import HandoffData
 from .handoff_mode import HandoffWatch
 from .providers import provider
 from .scenario import (
@@ -49,6 +54,12 @@ async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
 
 
 def _model(spec: TrialSpec) -> Any:
+    if spec.level == "cascaded":
+        return openai.LLM(
+            base_url=spec.endpoint.openai_base_url(),
+            api_key=spec.endpoint.api_key,
+            model=spec.chat_model,
+        )
     return provider(spec.provider).realtime_model(spec.endpoint, spec.model, spec.modality)
 
 
@@ -56,7 +67,8 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
     clock = Clock(reply_after="on_enter")
     probe = RealtimeProbe(clock)
     model = _model(spec)
-    probe.watch_model(model)
+    if isinstance(model, llm.RealtimeModel):
+        probe.watch_model(model)
     # B's own model, when fresh, exists before t0 as it would in an app
     fresh = _model(spec) if spec.session == "fresh" else None
     session: AgentSession[None] = AgentSession(
@@ -64,8 +76,9 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
     )
     errors: list[str] = []
     session.on("error", lambda ev: errors.append(f"{type(ev.error).__name__}: {ev.error}"))
-    trace = Trace(session)
-    release = capture_spans_here(trace) if spec.phases else None
+    trace = Trace(session) if spec.traced or spec.phases else None
+    # the session runs in no job: its spans are this trial's by context (the trial's task)
+    release = capture_spans_here(trace) if trace is not None and spec.phases else None
     watch = HandoffWatch(session, (spec.session, spec.context), fresh, clock, probe)
     try:
         a = make_agent(agents)
@@ -76,11 +89,13 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
         result: RunResult[Any] = await session.run(user_input=agents.trigger)
         _check(agents, a, watch, result, errors + probe.errors)
     finally:
+        # closed first: every span of the handoff and of B's reply has ended
         await close_quietly(session.aclose())
         for opened in (model, fresh, watch.own_model):
             if opened is not None:
                 await close_quietly(opened.aclose())
-        trace.detach()
+        if trace is not None:
+            trace.detach()
         if release is not None:
             release()
     return _timings(spec, clock, probe, watch, trace)
@@ -177,17 +192,19 @@ def _no_handoff(agents: YourAgents, a: Agent, result: RunResult[Any]) -> str:
 
 
 def _timings(
-    spec: TrialSpec, clock: Clock, probe: RealtimeProbe, watch: HandoffWatch, trace: Trace
+    spec: TrialSpec, clock: Clock, probe: RealtimeProbe, watch: HandoffWatch, trace: Trace | None
 ) -> Timings:
+    # a cascaded reply arrives with its first streamed chunk (no realtime response)
+    reply = "first_text" if spec.level == "cascaded" else "response_created"
     timings = Timings(
         handoff_ms=clock.since_t0("on_enter"),
         update_ms=probe.update_ms(),
-        reply_ms=clock.since_t0("response_created"),
+        reply_ms=clock.since_t0(reply),
         first_text_ms=clock.since_t0("first_text"),
         first_audio_ms=clock.since_t0("first_audio"),
-        ran=ran(trace, watch),
+        ran=ran(watch),
     )
-    if spec.phases:
+    if trace is not None and spec.phases:
         handoffs = handoff_phases(trace, spec.latency, truths=provider(spec.provider).phase_truths)
         if not handoffs:
             raise TrialFailed("the trace holds no handoff to split: no update_agent span")
@@ -195,19 +212,20 @@ def _timings(
     return timings
 
 
-def ran(trace: Trace, watch: HandoffWatch) -> Ran:
-    """What the trace's handoff from A says happened, and why, if not what ``watch`` asked."""
-    event = next((e for e in trace.of_kind("handoff") if e.data.get("from") is not None), None)
-    if event is None or event.data.get("session") is None:
-        raise TrialFailed("the trace holds no handoff from A: the session closed before it")
-    session: SessionMode = event.data["session"]
-    context: ContextMode = event.data["context"]
+def ran(watch: HandoffWatch) -> Ran:
+    """What the handoff from A did, as the trace reads it, and why, if not what ``watch``
+    asked."""
+    data = watch.handoff
+    if data is None or data.get("session") is None:
+        raise TrialFailed("livekit never made B active: the session closed before the handoff")
+    session: SessionMode = data["session"]  # type: ignore[assignment]
+    context: ContextMode = data["context"]  # type: ignore[assignment]
     reasons = []
     if session != watch.asked_session:
         reasons.append(_session_reason(session, watch))
     if context != watch.asked_context:
-        reasons.append(_context_reason(context, event))
-    return Ran(session, context, int(event.data.get("items_to", 0)), "; ".join(reasons) or None)
+        reasons.append(_context_reason(context, data))
+    return Ran(session, context, data.get("items_to", 0), "; ".join(reasons) or None)
 
 
 def _session_reason(session: str, watch: HandoffWatch) -> str:
@@ -221,8 +239,14 @@ def _session_reason(session: str, watch: HandoffWatch) -> str:
     return "B pins A's own model instance, so livekit reused A's session"
 
 
-def _context_reason(context: str, event: TraceEvent) -> str:
-    items, shared = event.data.get("items_to", 0), event.data.get("items_shared", 0)
+def _context_reason(context: str, data: HandoffData) -> str:
+    items, shared = data.get("items_to", 0), data.get("items_shared", 0)
+    if "livekit_context" in data:
+        return (
+            f"the model's server kept A's {data.get('kept_items', 0)} items on the reused "
+            "session (it cannot remove a turn), though livekit's chat context for B was "
+            f"{data['livekit_context']}"
+        )
     if context == "empty":
         return "A's context held nothing to copy"
     return f"B started with {items} items of its context, {shared} of them A's"

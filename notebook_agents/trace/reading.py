@@ -35,7 +35,7 @@ from livekit.agents import (
 )
 
 from .. import _livekit_internals as livekit
-from ..modes import SessionMode
+from ..modes import ContextMode, SessionMode
 from .describe import (
     activity_label,
     agent_label,
@@ -44,6 +44,7 @@ from .describe import (
     error_text,
     message_metrics,
     message_text,
+    sent_to_model,
     usage_data,
 )
 from .model_side import ModelSide
@@ -212,13 +213,14 @@ class SessionReader:
         old_items = conversation_items(old.agent) if old is not None else []
         if old is not None:
             self._left_with[old.agent] = {item.id for item in old_items}
-        new_items, held_before, session = [], set[str](), None
+        new_items, held_before, session, keeps = [], set[str](), None, False
         if new is not None:
             self.patches.watch_agent(new)
             new_items = conversation_items(new.agent)
             held_before = self._left_with.get(new.agent, set())
             if old is not None:
                 session = _session_mode(old, new)
+                keeps = session == "reused" and _keeps_turns(new.llm)
         self._recorder.capture(
             _make_handoff,
             old.agent if old is not None else None,
@@ -227,6 +229,7 @@ class SessionReader:
             old_items,
             new_items,
             held_before,
+            keeps,
         )
 
     def _on_tools_executed(self, ev: FunctionToolsExecutedEvent) -> None:
@@ -375,6 +378,27 @@ def _session_mode(old: AgentActivity, new: AgentActivity) -> SessionMode:
     return "reused" if reused else "fresh"
 
 
+def _keeps_turns(model: object) -> bool:
+    """Whether the realtime model's server keeps every turn of a live session, whatever a
+    context sync leaves out: the Gemini Live API has no message that removes one
+    (``clientContent`` "is unconditionally appended to the conversation history",
+    ai.google.dev/api/live), and google's plugin (1.8.9, ``_sync_chat_ctx``) only logs
+    "Gemini Live does not support removing messages". OpenAI's Realtime API deletes items
+    (``conversation.item.delete``): its plugin syncs removals."""
+    return type(model).__module__.startswith("livekit.plugins.google.")
+
+
+def read_handoff(old: AgentActivity, new: AgentActivity) -> HandoffData:
+    """The trace's reading of a handoff from ``old``'s agent to ``new``'s (its ``handoff``
+    event's data), read now, as the trace reads it, without a ``Trace``: call it when livekit
+    adds the ``AgentHandoff`` item. No earlier handoff is known: an agent handed back to
+    reads as copied, not own."""
+    session = _session_mode(old, new)
+    keeps = session == "reused" and _keeps_turns(new.llm)
+    old_items, new_items = conversation_items(old.agent), conversation_items(new.agent)
+    return handoff_data(old.agent, new.agent, session, old_items, new_items, set(), keeps)
+
+
 def _make_state(kind: Any, activity: AgentActivity | None, ev: Any) -> Iterable[Record]:
     yield kind, {"old": ev.old_state, "new": ev.new_state}, activity_label(activity)
 
@@ -403,10 +427,27 @@ def _make_handoff(
     old_items: list[llm.ChatItem],
     new_items: list[llm.ChatItem],
     held_before: set[str],
+    keeps_turns: bool,
 ) -> Iterable[Record]:
-    """Copied means the new agent holds items of the old one that it did not hold itself
-    when it last handed off (``held_before``): an agent returning to its own context is not
-    a copy."""
+    data = handoff_data(old, new, session, old_items, new_items, held_before, keeps_turns)
+    yield "handoff", data, data["to"]
+
+
+def handoff_data(
+    old: Agent | None,
+    new: Agent | None,
+    session: SessionMode | None,
+    old_items: list[llm.ChatItem],
+    new_items: list[llm.ChatItem],
+    held_before: set[str],
+    keeps_turns: bool = False,
+) -> HandoffData:
+    """Copied means the new agent starts from items of the old one that it did not hold
+    itself when it last handed off (``held_before``): an agent returning to its own context is
+    not a copy. The context is the one the model answers from: on a reused session whose
+    server keeps every turn (``keeps_turns``), the old agent's items the model was sent stay
+    in its conversation though livekit's context for the new agent lacks them (``kept_items``;
+    ``livekit_context`` then says what livekit's context alone would read as)."""
     data: HandoffData = {
         "from": agent_label(old) if old is not None else None,
         "to": agent_label(new) if new is not None else None,
@@ -419,13 +460,23 @@ def _make_handoff(
         # what the new agent starts from, so a replay can show each agent's context at any time
         data["context_items"] = [describe_item(item) for item in new_items]
     if old is not None and new is not None:
-        shared = {i.id for i in old_items} & {i.id for i in new_items}
+        new_ids = {i.id for i in new_items}
+        shared = {i.id for i in old_items} & new_ids
+        context: ContextMode = (
+            "copied" if shared - held_before else "empty" if not new_items else "own"
+        )
         data["session"] = session
-        data["context"] = "copied" if shared - held_before else "empty" if not new_items else "own"
+        data["context"] = context
         data["items_from"] = len(old_items)
         data["items_to"] = len(new_items)
         data["items_shared"] = len(shared)
-    yield "handoff", data, data["to"]
+        if keeps_turns:
+            kept = {i.id for i in old_items if i.id not in new_ids and sent_to_model(i)}
+            if kept:
+                data["kept_items"] = len(kept)
+                if kept - held_before and context != "copied":
+                    data["context"], data["livekit_context"] = "copied", context
+    return data
 
 
 def _make_context_changed(

@@ -134,10 +134,15 @@ HandoffData = TypedDict(
         "items_to": NotRequired[int],
         "items_shared": NotRequired[int],
         "context_items": NotRequired[list[ChatItemData]],
+        "kept_items": NotRequired[int],
+        "livekit_context": NotRequired[ContextMode],
     },
 )
 """The first agent's start is a handoff ``from`` None with ``session`` and ``context`` None
-and its starting ``context_items``; a handoff between two agents has all keys."""
+and its starting ``context_items``; a handoff between two agents has all keys but the last
+two, which a reused session whose server keeps every turn (Gemini Live) adds: the old
+agent's items the model kept that livekit's context lacks, and livekit's own reading of the
+context when the model's (``context``) differs from it."""
 
 
 class ContextChangedData(TypedDict):
