@@ -27,6 +27,8 @@ from notebook_agents.emulator import (
     ParameterError,
 )
 
+from .test_readme import python_block, run
+
 KEY = "not-a-secret"
 
 
@@ -240,6 +242,23 @@ async def test_an_unchanged_model_reaches_the_emulator_through_the_environment(
     finally:
         await rt.aclose()
     assert "".join(texts) == "How can I help you?"
+    (log,) = emulator.connections
+    assert log.kind == "gemini_live" and log.latency.rtt_ms == 20
+
+
+async def test_the_readme_environment_example_runs_as_written(emulator: Emulator) -> None:
+    saved = dict(os.environ)
+    namespace: dict[str, Any] = {"emu": emulator}
+    try:
+        await run(python_block("emu.gemini.environment("), namespace)
+        rt = namespace["model"].session()
+        try:
+            await rt.generate_reply()
+        finally:
+            await rt.aclose()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     (log,) = emulator.connections
     assert log.kind == "gemini_live" and log.latency.rtt_ms == 20
 
