@@ -16,7 +16,7 @@ from typing import Any
 
 from livekit.agents import llm
 
-from ..emulator import LatencyModel
+from ..emulator import GeminiEndpoint, LatencyModel
 from ..emulator.server import base_url as emulator_base_url
 from ..phases.truth import PhaseTruths, handoff_truths
 from .gemini_truth import gemini_ground_truth, gemini_handoff_truths
@@ -84,20 +84,19 @@ def _gemini_model(endpoint: Endpoint, model: str | None, modality: str) -> Any:
 def _gemini_environment(endpoint: Endpoint) -> dict[str, str]:
     # what google-genai reads when the user's RealtimeModel() has no http_options: the URL
     # (the settings in its path), the CA file, a placeholder key
-    return _gemini_endpoint(endpoint).environment(**endpoint.settings)  # type: ignore[no-any-return]
+    return _gemini_endpoint(endpoint).environment(**endpoint.settings)
 
 
-def _gemini_endpoint(endpoint: Endpoint) -> Any:
+def _gemini_endpoint(endpoint: Endpoint) -> GeminiEndpoint:
     if not endpoint.emulator:
         raise ValueError("the bench measures Gemini Live on the emulator only")
     return _emulator_gemini(endpoint.url)
 
 
 @functools.cache
-def _emulator_gemini(emulator_url: str) -> Any:
-    """The emulator's Gemini Live endpoint (its TLS URL and CA), asked once per emulator."""
-    from ..emulator.gemini_live import GeminiEndpoint
-
+def _emulator_gemini(emulator_url: str) -> GeminiEndpoint:
+    """The emulator's Gemini Live endpoint (its TLS URL, CA and CA file), asked once per
+    emulator."""
     return GeminiEndpoint.of(emulator_url)
 
 

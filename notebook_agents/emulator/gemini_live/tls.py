@@ -73,6 +73,7 @@ class TlsSite:
         return {"url": f"https://{self.host}:{port}", "ca_pem": ca_pem, "ca_file": self.ca_file}
 
     def remove_ca_file(self) -> None:
+        """Remove the CA file, if written (a client started after this trusts nothing here)."""
         if self.ca_file is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.ca_file)
