@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.genai import types
 from livekit.agents import (
     Agent,
     AgentServer,
@@ -19,7 +21,7 @@ from livekit.agents import (
     function_tool,
     llm,
 )
-from livekit.plugins import openai
+from livekit.plugins import google, openai
 
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
@@ -229,6 +231,74 @@ async def test_a_user_agent_server_runs_in_all_four_modes() -> None:
         assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
 
 
+@function_tool
+async def send_to_the_counter(context: RunContext[None]) -> Agent:
+    """Send the caller to the counter."""
+    return Counter(list(context.session.current_agent.tools))
+
+
+class Counter(Agent):
+    """B with A's own tool objects: a Gemini Live session can be kept for it."""
+
+    def __init__(self, tools: list[llm.Tool | llm.Toolset]) -> None:
+        super().__init__(instructions="You are the counter. Serve customers.", tools=tools)
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+class Shop(Agent):
+    def __init__(self) -> None:
+        super().__init__(
+            instructions="You are the shop. Route customers.", tools=[send_to_the_counter]
+        )
+
+
+def gemini_server(a: Callable[[], Agent], **model_options: Any) -> AgentServer:
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        # the user's model, built with no key, endpoint or CA: GOOGLE_GEMINI_BASE_URL etc.
+        model = google.realtime.RealtimeModel(modalities=[types.Modality.TEXT], **model_options)
+        session: AgentSession[None] = AgentSession(llm=model)
+        await session.start(agent=a(), room=ctx.room)
+
+    return server
+
+
+async def test_a_user_agent_server_runs_on_gemini_labelled_as_its_trace_says() -> None:
+    """The user's server builds ``google.realtime.RealtimeModel()`` itself: the bench points
+    it at the emulator by the environment. livekit keeps a Gemini session only for a B with
+    A's tool objects (the counter), so the pharmacy asked "reused" runs fresh, saying why.
+    The shop's tools are NON_BLOCKING, as livekit advises for a handoff on Gemini: a BLOCKING
+    handoff tool's result gets the model's own answer, which races the swap (the races'
+    tool_reply_race) and parts livekit's context from the model's on a reused session."""
+    shop = UserServer(
+        lambda: gemini_server(Shop, tool_behavior=types.Behavior.NON_BLOCKING),
+        "Please send to the counter.",
+        Counter,
+    )
+    desk = UserServer(lambda: gemini_server(FrontDesk), TRIGGER, handoff_to=Pharmacy)
+    modes = ["reused+copied", "fresh+copied"]
+    shared = await run_benchmark(config(agents=shop, providers=["gemini"], modes=modes))
+    own = await run_benchmark(config(agents=desk, providers=["gemini"], modes=modes))
+    assert [t.error for t in shared.failed_trials() + own.failed_trials()] == []
+    assert {t.provider for t in shared.trials + own.trials} == {"gemini"}
+    assert sorted((t.asked_mode, t.mode, t.reason) for t in shared.trials) == [
+        ("fresh+copied", "fresh+copied", None),
+        ("reused+copied", "reused+copied", None),
+    ]
+    ran = {t.asked_mode: t for t in own.trials}
+    assert ran["fresh+copied"].mode == "fresh+copied"
+    reused = ran["reused+copied"]
+    assert reused.mode == "fresh+copied"
+    assert reused.reason is not None and "mutable_tools is False" in reused.reason
+    for trial in shared.trials + own.trials:
+        assert trial.truth_reply_ms is not None and trial.reply_ms is not None
+        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
+
+
 USER_MODULE = '''
 from livekit.agents import Agent, RunContext, function_tool
 
@@ -306,11 +376,6 @@ def test_the_cli_runs_an_upstream_pair_by_its_module_path(
         (["--server", "nowhere/agent.py:server", "--trigger", "x"], "there is no file"),
         (["--trigger", "x"], "--trigger goes with --agents or --server"),
         (["--provider", "nope"], "provider 'nope': the bench knows gemini, openai"),
-        (
-            ["--server", f"{__name__}:desk_server", "--trigger", "x", "--provider", "gemini"],
-            "provider 'gemini': a server's models cannot be pointed at the emulator by the "
-            "environment; name A with --agents",
-        ),
         (["--provider", "gemini", "--level", "session"], "runs at the agent level"),
     ],
 )

@@ -4,12 +4,15 @@ over real TLS loopback sockets, switched over in one line (``emu.gemini_http_opt
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import certifi
 import pytest
 from google.genai import errors, types
 from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, RunResult, function_tool, llm
@@ -25,6 +28,8 @@ from notebook_agents.emulator import (
     ParameterError,
 )
 from notebook_agents.views._timeline_layout import describe
+
+from .test_readme import python_block, run
 
 KEY = "not-a-secret"
 
@@ -247,6 +252,87 @@ async def test_per_connection_settings_travel_in_a_header(emulator: Emulator) ->
     assert log.latency.rtt_ms == 20
 
 
+async def test_an_unchanged_model_reaches_the_emulator_through_the_environment(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``google.realtime.RealtimeModel()`` as a user's script builds it (no key, no
+    http_options), in a kernel set up for Google: the environment alone points it here."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "AIza-the-users-real-key")
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    environment = emulator.gemini.environment(rtt_ms=20)
+    assert "AIza-the-users-real-key" not in environment.values()  # a placeholder, never a key
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    rt = google.realtime.RealtimeModel(modalities=[types.Modality.TEXT]).session()
+    try:
+        generation = await rt.generate_reply()
+        texts = [t async for m in generation.message_stream async for t in m.text_stream]
+    finally:
+        await rt.aclose()
+    assert "".join(texts) == "How can I help you?"
+    (log,) = emulator.connections
+    assert log.kind == "gemini_live" and log.latency.rtt_ms == 20
+
+
+async def test_the_readme_environment_example_runs_as_written(emulator: Emulator) -> None:
+    saved = dict(os.environ)
+    namespace: dict[str, Any] = {"emu": emulator}
+    try:
+        await run(python_block("emu.gemini.environment("), namespace)
+        rt = namespace["model"].session()
+        try:
+            await rt.generate_reply()
+        finally:
+            await rt.aclose()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    (log,) = emulator.connections
+    assert log.kind == "gemini_live" and log.latency.rtt_ms == 20
+
+
+async def test_per_connection_settings_travel_in_a_path_prefix_too(emulator: Emulator) -> None:
+    """An environment variable carries no header: the base URL's path does, read by the same
+    parser (the SDK keeps a base URL's path, and drops its query)."""
+    from google import genai
+
+    endpoint = emulator.gemini
+    url = endpoint.environment(rtt_ms=20, drop_after=5)["GOOGLE_GEMINI_BASE_URL"]
+    assert url == f"{endpoint.url}/settings/rtt_ms=20&drop_after=5"
+    assert endpoint.environment()["GOOGLE_GEMINI_BASE_URL"] == endpoint.url
+    with pytest.raises(ParameterError, match="unknown parameter 'rtt'"):
+        endpoint.environment(rtt=20)
+    refused = types.HttpOptions(
+        base_url=f"{endpoint.url}/settings/rtt=20",
+        async_client_args={"ssl": endpoint.ssl_context()},
+    )
+    client = genai.Client(api_key=KEY, http_options=refused)
+    with pytest.raises(errors.APIError, match="unknown parameter 'rtt'"):
+        async with client.aio.live.connect(model="gemini-2.5-flash-native-audio-preview-12-2025"):
+            pass
+    await client.aio.aclose()
+
+
+def test_the_ca_file_holds_the_emulators_authority_and_certifis_until_it_stops() -> None:
+    """SSL_CERT_FILE replaces a process's trust store: the file keeps certifi's authorities
+    (google-genai's own default) beside the emulator's, so the script's other TLS still works."""
+    with Emulator() as emu:
+        endpoint = emu.gemini
+        path = Path(endpoint.environment()["SSL_CERT_FILE"])
+        bundle = path.read_text()
+        assert endpoint.ca_pem in bundle and Path(certifi.where()).read_text() in bundle
+        trusted = ssl.create_default_context(cafile=path).get_ca_certs()
+        certifis = ssl.create_default_context(cafile=certifi.where()).get_ca_certs()
+        assert len(trusted) == len(certifis) + 1
+    assert not path.exists()
+
+
+def test_an_endpoint_without_its_ca_file_names_where_to_get_one() -> None:
+    endpoint = GeminiEndpoint(url="https://127.0.0.1:9", ca_pem="")
+    with pytest.raises(EmulatorError, match=r"GeminiEndpoint\.of\(emulator_url\)"):
+        endpoint.environment()
+
+
 async def test_the_tls_site_refuses_a_client_that_does_not_trust_its_authority(
     emulator: Emulator,
 ) -> None:
@@ -276,7 +362,11 @@ async def test_the_emulator_process_tells_its_gemini_endpoint() -> None:
             texts = [t async for m in generation.message_stream async for t in m.text_stream]
         finally:
             await rt.aclose()
+        assert endpoint.ca_file is not None
+        assert await asyncio.to_thread(os.path.isfile, endpoint.ca_file)
     assert "".join(texts) == "How can I help you?"
+    # the stopped process left nothing behind
+    assert not await asyncio.to_thread(os.path.exists, endpoint.ca_file)
 
 
 async def test_an_openai_only_fault_is_refused_with_the_reason(emulator: Emulator) -> None:

@@ -3,8 +3,8 @@
 An entry says how to build the provider's realtime model for a trial's ``Endpoint`` (the
 emulator with the trial's network settings, or a real service), the truth of a handoff on the
 emulator (its totals and its phases), and which environment a user's own ``AgentServer``
-reads to reach the endpoint (None: it cannot be pointed there by the environment). Adding a
-provider is adding an entry to ``PROVIDERS``.
+reads to reach the endpoint (its code builds its models with no endpoint). Adding a provider
+is adding an entry to ``PROVIDERS``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from livekit.agents import llm
 
-from ..emulator import LatencyModel
+from ..emulator import GeminiEndpoint, LatencyModel
 from ..emulator.server import base_url as emulator_base_url
 from ..phases.truth import PhaseTruths, gemini_handoff_truths, handoff_truths
 from .gemini_truth import gemini_ground_truth
@@ -46,8 +46,8 @@ class Provider:
     name: str
     realtime_model: Callable[[Endpoint, str | None, str], llm.RealtimeModel]
     """(endpoint, model name or None for the provider's default, modality) -> a model"""
-    environment: Callable[[Endpoint], dict[str, str]] | None
-    """the variables a user's server reads to reach the endpoint; None: there are none"""
+    environment: Callable[[Endpoint], dict[str, str]]
+    """the variables a user's server reads to reach the endpoint"""
     ground_truth: GroundTruth = ground_truth
     """(level, session, context, history turns, network, items=) -> (handoff_ms, reply_ms)"""
     phase_truths: PhaseTruths = handoff_truths
@@ -74,20 +74,29 @@ def _openai_environment(endpoint: Endpoint) -> dict[str, str]:
 def _gemini_model(endpoint: Endpoint, model: str | None, modality: str) -> Any:
     from google.genai import types  # the google plugin's extra: loaded only for Gemini
 
-    if not endpoint.emulator:
-        raise ValueError("the bench measures Gemini Live on the emulator only")
     kwargs: dict[str, Any] = {"model": model} if model else {}
     modalities = [types.Modality.AUDIO if modality == "audio" else types.Modality.TEXT]
-    return _gemini_endpoint(endpoint.url).realtime_model(
+    return _gemini_endpoint(endpoint).realtime_model(
         overrides=endpoint.settings, modalities=modalities, **kwargs
     )
 
 
-@functools.cache
-def _gemini_endpoint(emulator_url: str) -> Any:
-    """The emulator's Gemini Live endpoint (its TLS URL and CA), asked once per emulator."""
-    from ..emulator.gemini_live import GeminiEndpoint
+def _gemini_environment(endpoint: Endpoint) -> dict[str, str]:
+    # what google-genai reads when the user's RealtimeModel() has no http_options: the URL
+    # (the settings in its path), the CA file, a placeholder key
+    return _gemini_endpoint(endpoint).environment(**endpoint.settings)
 
+
+def _gemini_endpoint(endpoint: Endpoint) -> GeminiEndpoint:
+    if not endpoint.emulator:
+        raise ValueError("the bench measures Gemini Live on the emulator only")
+    return _emulator_gemini(endpoint.url)
+
+
+@functools.cache
+def _emulator_gemini(emulator_url: str) -> GeminiEndpoint:
+    """The emulator's Gemini Live endpoint (its TLS URL, CA and CA file), asked once per
+    emulator."""
     return GeminiEndpoint.of(emulator_url)
 
 
@@ -106,9 +115,9 @@ def _gemini_ground_truth(
 
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider("openai", _openai_model, _openai_environment),
-    # google's plugin takes its endpoint and CA in HttpOptions only: a user's server cannot
-    # be pointed at the emulator by the environment
-    "gemini": Provider("gemini", _gemini_model, None, _gemini_ground_truth, gemini_handoff_truths),
+    "gemini": Provider(
+        "gemini", _gemini_model, _gemini_environment, _gemini_ground_truth, gemini_handoff_truths
+    ),
 }
 """every provider the bench can measure, by the name ``--provider`` takes"""
 

@@ -46,8 +46,7 @@ async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
     """Run one trial of ``agents`` as ``spec`` asks; raises TrialFailed naming what is wrong.
     A model your code builds itself (a B that pins its llm, your entrypoint's) reaches the
     trial's endpoint through the provider's environment, set for the trial."""
-    environment = provider(spec.provider).environment
-    with _environment(environment(spec.endpoint) if environment is not None else {}):
+    with _environment(provider(spec.provider).environment(spec.endpoint)):
         if isinstance(agents, UserServer):
             return await _server_trial(spec, agents)
         return await _agents_trial(spec, agents)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from .errors import EmulatorError
+
+_STOP_TIMEOUT_S = 10.0
+"""how long the process has to clean up before it is killed"""
 
 
 @asynccontextmanager
@@ -31,5 +36,11 @@ async def emulator_process(*, validate: bool = True) -> AsyncIterator[str]:
         yield url
     finally:
         if process.returncode is None:
-            process.terminate()
-            await process.wait()
+            # Ctrl-C's signal: asyncio.run cancels the server, whose cleanup runs (it removes
+            # the Gemini CA file); SIGTERM would end it before any cleanup
+            process.send_signal(signal.SIGINT)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.wait(), _STOP_TIMEOUT_S)
+            if process.returncode is None:
+                process.kill()
+                await process.wait()

@@ -26,12 +26,15 @@ from .errors import EmulatorError, http_error
 from .faults import Faults
 from .gemini_live import (
     INFO_PATH,
+    PREFIXED_ROUTE,
     ROUTE,
     TLS_SITE_KEY,
     GeminiEndpoint,
     TlsSite,
     bidi_generate_content,
     gemini_info,
+    is_gemini_path,
+    remove_ca_file,
 )
 from .latency import LatencyModel, query_to_str, query_value
 from .livekit_inference import inference_stt, inference_tts
@@ -101,7 +104,7 @@ def _recover_inference_url(request: web.Request) -> tuple[web.Request, Handler] 
 async def _openai_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Unknown paths and missing keys get OpenAI-shaped JSON errors, not aiohttp's HTML; a
     client that went away is a debug line."""
-    if request.path.startswith("/ws/") or request.path == INFO_PATH:
+    if is_gemini_path(request.path) or request.path == INFO_PATH:
         return await handler(request)  # Gemini Live: Google's API, answered as Google does
     if (recovered := _recover_sdk_url(request) or _recover_inference_url(request)) is not None:
         request, handler = recovered
@@ -151,10 +154,12 @@ def create_app(settings: EmulatorSettings) -> web.Application:
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/v1/models/{model}", retrieve_model)
     app.router.add_get(ROUTE, bidi_generate_content)
+    app.router.add_get(PREFIXED_ROUTE, bidi_generate_content)
     app.router.add_get(INFO_PATH, gemini_info)
     app[TLS_SITE_KEY] = TlsSite(HOST)
     app[OPEN_CONNECTIONS_KEY] = OpenConnections()
     app.on_shutdown.append(close_open_connections)
+    app.on_cleanup.append(remove_ca_file)
     return app
 
 
@@ -282,7 +287,7 @@ class Emulator(StartStop):
                 "the emulator is not running: call start() or use `with Emulator()`"
             )
         info = asyncio.run_coroutine_threadsafe(app[TLS_SITE_KEY].info(), loop).result(30)
-        return GeminiEndpoint(url=info["url"], ca_pem=info["ca_pem"])
+        return GeminiEndpoint(**info)
 
     def gemini_http_options(self, **overrides: Any) -> genai_types.HttpOptions:
         """The one-line switch for livekit's google plugin, as ``base_url`` is for OpenAI::

@@ -85,10 +85,12 @@ class AgentProcess(StartStop):
         agent.stop()
 
     ``emulator=`` points the script's models at it (``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
-    which livekit's OpenAI plugin reads, and ``LIVEKIT_INFERENCE_URL`` for LiveKit Inference's
-    LLM). Without a script, ``start()`` listens and prints the command that attaches an agent
-    started by hand. ``stop()`` ends only the process this started. ``greets=False`` for an
-    agent that says nothing until spoken to (turns wait for its greeting otherwise).
+    which livekit's OpenAI plugin reads, ``LIVEKIT_INFERENCE_URL`` for LiveKit Inference's
+    LLM, and ``GOOGLE_GEMINI_BASE_URL``/``SSL_CERT_FILE``/``GOOGLE_API_KEY`` for the google
+    plugin's Gemini Live: ``GeminiEndpoint.environment()``). Without a script, ``start()``
+    listens and prints the command that attaches an agent started by hand. ``stop()`` ends
+    only the process this started. ``greets=False`` for an agent that says nothing until
+    spoken to (turns wait for its greeting otherwise).
     """
 
     def __init__(
@@ -126,8 +128,8 @@ class AgentProcess(StartStop):
         self._greeting_items: list[llm.ChatItem] = []
         self._greeted: asyncio.Event | None = None  # on the connection's loop
         self._agent_state = "initializing"
-        self._env = _child_env(emulator, env)
-        self._emulator_url = emulator.base_url() if emulator is not None else None
+        self._emulator_env = _emulator_env(emulator) if emulator is not None else {}
+        self._env = {**os.environ, **self._emulator_env, **(env or {})}
         self._output: Path | None = None
         self._kept_output = ""
         self._listener: socket.socket | None = None
@@ -173,8 +175,8 @@ class AgentProcess(StartStop):
         key of yours)."""
         if self.address is None:
             raise RunnerError("command() needs a started AgentProcess: call start() first")
-        shown = _emulator_env(self._emulator_url) if self._emulator_url else {}
-        prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in shown.items())
+        shown = self._emulator_env.items()
+        prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in shown)
         where = f"{self.address[0]}:{self.address[1]}"
         target = shlex.quote(str(self.script or script))
         python = shlex.quote(self.python)
@@ -593,18 +595,10 @@ def _wrapped(error: Exception) -> RunnerError:
     return wrapped
 
 
-def _child_env(emulator: Emulator | None, env: Mapping[str, str] | None) -> dict[str, str]:
-    """The script's environment: ours, the emulator's endpoints, then what the caller gave."""
-    child = dict(os.environ)
-    if emulator is not None:
-        child.update(_emulator_env(emulator.base_url()))
-    child.update(env or {})
-    return child
-
-
-def _emulator_env(url: str) -> dict[str, str]:
-    """What points a script's models at the emulator at ``url``: its endpoints, and
-    placeholders whatever keys this kernel holds (none of them goes to the emulator)."""
+def _emulator_env(emulator: Emulator) -> dict[str, str]:
+    """What points a script's models at ``emulator``: its endpoints, and placeholders whatever
+    keys this kernel holds (none of them goes to the emulator)."""
+    url = emulator.base_url()
     return {
         "OPENAI_BASE_URL": url,
         "OPENAI_API_KEY": _PLACEHOLDER_KEY,
@@ -613,4 +607,16 @@ def _emulator_env(url: str) -> dict[str, str]:
         "LIVEKIT_INFERENCE_URL": url,
         "LIVEKIT_API_KEY": "notebook-agents",
         "LIVEKIT_API_SECRET": _PLACEHOLDER_KEY,
+        **_gemini_env(emulator),
     }
+
+
+def _gemini_env(emulator: Emulator) -> dict[str, str]:
+    """Gemini Live's variables (google-genai's base URL, the emulator's CA, a placeholder key),
+    or none where the emulator cannot serve Gemini (no gemini extra: no Gemini script runs)."""
+    from ..emulator import EmulatorError  # loaded already: the emulator is running
+
+    try:
+        return emulator.gemini.environment()
+    except EmulatorError:
+        return {}

@@ -4,16 +4,27 @@ requires (tls.py), the route and per-connection settings (endpoint.py), and the 
 one-line switch (client.py)."""
 
 from .client import GeminiEndpoint
-from .endpoint import ROUTE, SETTINGS_HEADER, bidi_generate_content
-from .tls import INFO_PATH, TLS_SITE_KEY, TlsSite, gemini_info
+from .endpoint import (
+    PREFIXED_ROUTE,
+    ROUTE,
+    SETTINGS_HEADER,
+    SETTINGS_PREFIX,
+    bidi_generate_content,
+    is_gemini_path,
+)
+from .tls import INFO_PATH, TLS_SITE_KEY, TlsSite, gemini_info, remove_ca_file
 
 __all__ = [
     "INFO_PATH",
+    "PREFIXED_ROUTE",
     "ROUTE",
     "SETTINGS_HEADER",
+    "SETTINGS_PREFIX",
     "TLS_SITE_KEY",
     "GeminiEndpoint",
     "TlsSite",
     "bidi_generate_content",
     "gemini_info",
+    "is_gemini_path",
+    "remove_ca_file",
 ]

@@ -4,15 +4,21 @@ emulator, and a second port of the same app serving over TLS with its certificat
 google-genai builds the Live API's URL with ``wss://`` whenever it is given an API key
 (``_api_client._websocket_base_url`` replaces the scheme), so a Gemini client reaches the
 emulator only over TLS. The authority is ``trustme``'s, a library made for test CAs; a client
-trusts it by its PEM (``client.GeminiEndpoint``), never through the system's store. The site
-starts the first time it is asked for (``GET /emulator/gemini`` on the plain port), so an
-emulator nobody reaches from Gemini makes no certificate and needs no ``trustme``.
+trusts it by its PEM (``client.GeminiEndpoint``), never through the system's store; a process
+configured by the environment alone trusts it through ``SSL_CERT_FILE``, a file the site
+writes (the CA, then certifi's bundle) and removes when the emulator stops. The site starts
+the first time it is asked for (``GET /emulator/gemini`` on the plain port), so an emulator
+nobody reaches from Gemini makes no certificate and needs no ``trustme``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import ssl
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -31,11 +37,14 @@ class TlsSite:
         self.host = host
         self.runner: web.AppRunner | None = None
         """set once the app serves: the TLS site is a second site of its runner"""
+        self.ca_file: str | None = None
+        """the CA (and certifi's bundle) for ``SSL_CERT_FILE``, once started; removed on stop"""
         self._info: dict[str, Any] | None = None
         self._lock = asyncio.Lock()
 
     async def info(self) -> dict[str, Any]:
-        """``{"url": "https://127.0.0.1:PORT", "ca_pem": ...}``, starting the site if need be."""
+        """``{"url": "https://127.0.0.1:PORT", "ca_pem": ..., "ca_file": ...}``, starting the
+        site if need be."""
         async with self._lock:
             if self._info is None:
                 self._info = await self._start()
@@ -43,10 +52,12 @@ class TlsSite:
 
     async def _start(self) -> dict[str, Any]:
         try:
+            import certifi
             import trustme
-        except ImportError:
+        except ImportError as e:
             raise EmulatorError(
-                f"serving Gemini Live needs trustme (the emulator's test CA): {GEMINI_EXTRA}"
+                f"serving Gemini Live needs {e.name} (the emulator's test CA, and the "
+                f"authorities its CA file keeps): {GEMINI_EXTRA}"
             ) from None
         assert self.runner is not None, "the TLS site starts once the app serves"
         authority = trustme.CA()
@@ -57,10 +68,35 @@ class TlsSite:
         server = site._server
         assert isinstance(server, asyncio.base_events.Server)
         port = int(server.sockets[0].getsockname()[1])
-        return {"url": f"https://{self.host}:{port}", "ca_pem": authority.cert_pem.bytes().decode()}
+        ca_pem = authority.cert_pem.bytes().decode()
+        self.ca_file = await asyncio.to_thread(_write_ca_file, ca_pem, certifi.where())
+        return {"url": f"https://{self.host}:{port}", "ca_pem": ca_pem, "ca_file": self.ca_file}
+
+    def remove_ca_file(self) -> None:
+        """Remove the CA file, if written (a client started after this trusts nothing here)."""
+        if self.ca_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.ca_file)
+            self.ca_file = None
+
+
+def _write_ca_file(ca_pem: str, certifi_bundle: str) -> str:
+    """A new file holding ``ca_pem`` then certifi's bundle; its path."""
+    # SSL_CERT_FILE replaces a process's trust file: certifi's authorities (google-genai's
+    # default, _api_client.py _ensure_websocket_ssl_ctx) stay trusted beside the emulator's
+    bundle = ca_pem + Path(certifi_bundle).read_text()
+    handle, name = tempfile.mkstemp(prefix="notebook-agents-gemini-ca-", suffix=".pem")
+    with os.fdopen(handle, "w") as file:
+        file.write(bundle)
+    return name
 
 
 TLS_SITE_KEY = web.AppKey("tls_site", TlsSite)
+
+
+async def remove_ca_file(app: web.Application) -> None:
+    """On the app's cleanup (the emulator stops): nothing of it is left in the temp dir."""
+    app[TLS_SITE_KEY].remove_ca_file()
 
 
 async def gemini_info(request: web.Request) -> web.StreamResponse:
