@@ -3,7 +3,7 @@ plugin: the websocket (session.py), its wire format (protocol.py), the TLS site 
 requires (tls.py), the route and per-connection settings (endpoint.py), and the client's
 one-line switch (client.py)."""
 
-from .client import GeminiEndpoint
+from .client import GeminiEndpoint, genai_types, require_gemini
 from .endpoint import ROUTE, SETTINGS_HEADER, bidi_generate_content
 from .tls import INFO_PATH, TLS_SITE_KEY, TlsSite, gemini_info
 
@@ -16,4 +16,6 @@ __all__ = [
     "TlsSite",
     "bidi_generate_content",
     "gemini_info",
+    "genai_types",
+    "require_gemini",
 ]
