@@ -17,8 +17,10 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(INSTALLED)
 
+# offline by default: no "get notified about Jupyter news?" toast over the views
 lab: $(INSTALLED) workspace
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(WORKSPACE) $(ALLOW_ROOT)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(WORKSPACE) \
+	  --LabApp.news_url=None $(ALLOW_ROOT)
 
 # A shipped notebook (and the agent and scenario files notebook 05 uses) is copied in only when
 # missing: yours are never overwritten (delete your copy to get the shipped one back).

@@ -18,8 +18,10 @@ from google.genai import errors, types
 from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, RunResult, function_tool, llm
 from livekit.plugins import google
 
-from notebook_agents import Trace
+from notebook_agents import RACES, Trace, run_race
 from notebook_agents.analysis import handoff_label
+from notebook_agents.bench import BenchmarkConfig
+from notebook_agents.bench.run import run_benchmark
 from notebook_agents.emulator import (
     Emulator,
     EmulatorError,
@@ -387,3 +389,17 @@ def test_a_missing_google_plugin_names_the_extra(
     monkeypatch.setitem(sys.modules, "livekit.plugins.google", None)
     with pytest.raises(EmulatorError, match=r"pip install 'notebook-agents\[gemini\]'"):
         emulator.gemini.realtime_model()
+
+
+@pytest.mark.parametrize("module", ["google.genai", "livekit.plugins.google"])
+async def test_a_run_on_gemini_without_the_extra_names_it_before_any_trial(
+    monkeypatch: pytest.MonkeyPatch, module: str
+) -> None:
+    """The bench refuses the run up front (not one bare ModuleNotFoundError per trial), and a
+    race asked for Gemini says the same, as ``gemini_http_options`` does."""
+    monkeypatch.setitem(sys.modules, module, None)
+    config = BenchmarkConfig(providers=["gemini"], rtts_ms=[0.0], trials=1, warmup=0)
+    with pytest.raises(ValueError, match=r"'gemini'.*pip install 'notebook-agents\[gemini\]'"):
+        await run_benchmark(config)
+    with pytest.raises(EmulatorError, match=r"pip install 'notebook-agents\[gemini\]'"):
+        await run_race(RACES["closing_session"], provider="gemini")

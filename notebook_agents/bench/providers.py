@@ -17,6 +17,7 @@ from typing import Any
 from livekit.agents import llm
 
 from ..emulator import GeminiEndpoint, LatencyModel
+from ..emulator.gemini_live import genai_types, require_gemini
 from ..emulator.server import base_url as emulator_base_url
 from ..phases.truth import PhaseTruths, gemini_handoff_truths, handoff_truths
 from .gemini_truth import gemini_ground_truth
@@ -52,6 +53,8 @@ class Provider:
     """(level, session, context, history turns, network, items=) -> (handoff_ms, reply_ms)"""
     phase_truths: PhaseTruths = handoff_truths
     """(session, context, items, network, tool=) -> each handoff phase's truth (seconds)"""
+    require: Callable[[], None] | None = None
+    """raises, naming the extra to install, when the provider's client side is missing"""
 
 
 def _openai_model(endpoint: Endpoint, model: str | None, modality: str) -> Any:
@@ -72,9 +75,8 @@ def _openai_environment(endpoint: Endpoint) -> dict[str, str]:
 
 
 def _gemini_model(endpoint: Endpoint, model: str | None, modality: str) -> Any:
-    from google.genai import types  # the google plugin's extra: loaded only for Gemini
-
     kwargs: dict[str, Any] = {"model": model} if model else {}
+    types = genai_types()  # the google plugin's extra, loaded only for Gemini
     modalities = [types.Modality.AUDIO if modality == "audio" else types.Modality.TEXT]
     return _gemini_endpoint(endpoint).realtime_model(
         overrides=endpoint.settings, modalities=modalities, **kwargs
@@ -116,7 +118,12 @@ def _gemini_ground_truth(
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider("openai", _openai_model, _openai_environment),
     "gemini": Provider(
-        "gemini", _gemini_model, _gemini_environment, _gemini_ground_truth, gemini_handoff_truths
+        "gemini",
+        _gemini_model,
+        _gemini_environment,
+        _gemini_ground_truth,
+        gemini_handoff_truths,
+        require=require_gemini,
     ),
 }
 """every provider the bench can measure, by the name ``--provider`` takes"""

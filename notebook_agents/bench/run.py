@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from importlib import metadata
 from typing import Any
 
-from ..emulator import LatencyModel
+from ..emulator import EmulatorError, LatencyModel
 from ..emulator.process import emulator_process
 from ..modes import REALTIME_MODES, ContextMode, SessionMode, mode_label
 from .providers import Endpoint, provider
@@ -119,7 +119,12 @@ async def run_benchmark(
 def check_runnable(config: BenchmarkConfig) -> None:
     """ValueError, naming the fix, for a config whose trials cannot run."""
     for name in config.providers:
-        provider(name)  # an unknown name: ValueError naming the providers there are
+        entry = provider(name)
+        if entry.require is not None:
+            try:
+                entry.require()
+            except EmulatorError as missing:  # before the run: not once per failed trial
+                raise ValueError(f"provider {name!r}: {missing}") from None
         if name != "openai" and (config.levels != ["agent"] or config.target != "emulator"):
             raise ValueError(
                 f"provider {name!r} runs at the agent level against the emulator: leave levels "

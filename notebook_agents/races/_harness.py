@@ -15,6 +15,7 @@ from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
 from ..emulator import Emulator
+from ..emulator.gemini_live import genai_types
 from ..trace.livekit_spans import capture_spans_here
 from .case import Problem, Provider, RaceRun, WireEvent
 
@@ -53,10 +54,11 @@ class Harness:
         settings = self._run.settings
         model: llm.RealtimeModel
         if self.provider == "gemini":
-            from google.genai import types
-
             model = self._emulator.gemini.realtime_model(
-                overrides=settings, api_key=API_KEY, modalities=[types.Modality.TEXT], **options
+                overrides=settings,
+                api_key=API_KEY,
+                modalities=[genai_types().Modality.TEXT],
+                **options,
             )
         else:
             model = openai.realtime.RealtimeModel(

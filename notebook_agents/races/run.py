@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..emulator import Emulator, LatencyModel, ReplyRules
+from ..emulator.gemini_live import require_gemini
 from ..trace import Trace
 from ._harness import Harness
 from .case import Provider, RaceCase, RaceRun
@@ -22,6 +23,8 @@ async def run_race(
             f"{case.name} runs on {', '.join(case.providers)} only: {case.only_because}; "
             f"pick a case whose providers include {provider!r}"
         )
+    if provider == "gemini":
+        require_gemini()
     settings = {name: str(value) for name, value in case.trigger.items()} if triggered else {}
     run = RaceRun(
         case=case,

@@ -27,6 +27,7 @@ from typing import Any
 
 from livekit.agents import Agent, function_tool, llm
 
+from ..emulator.gemini_live import genai_types
 from ._harness import Harness
 from ._reading import described, problems_saying, said, tool_outputs
 from .case import RaceCase, RaceRun, RaceVerdict
@@ -62,11 +63,9 @@ class Alice(Agent):
 async def _scenario(harness: Harness) -> None:
     options: dict[str, Any] = {}
     if harness.provider == "gemini" and not harness.triggered:
-        from google.genai import types
-
         # livekit's own advice: a NON_BLOCKING tool's result that wants no reply (the agent
         # alone) goes SILENT, and Gemini makes no answer of its own
-        options["tool_behavior"] = types.Behavior.NON_BLOCKING
+        options["tool_behavior"] = genai_types().Behavior.NON_BLOCKING
     await harness.start(Alice(with_reply=harness.triggered), harness.model(**options))
     await harness.say("transfer to bob")
 

@@ -3,7 +3,7 @@ plugin: the websocket (session.py), its wire format (protocol.py), the TLS site 
 requires (tls.py), the route and per-connection settings (endpoint.py), and the client's
 one-line switch (client.py)."""
 
-from .client import GeminiEndpoint
+from .client import GeminiEndpoint, genai_types, require_gemini
 from .endpoint import (
     PREFIXED_ROUTE,
     ROUTE,
@@ -25,6 +25,8 @@ __all__ = [
     "TlsSite",
     "bidi_generate_content",
     "gemini_info",
+    "genai_types",
     "is_gemini_path",
     "remove_ca_file",
+    "require_gemini",
 ]

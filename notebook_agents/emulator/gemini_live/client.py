@@ -61,11 +61,11 @@ class GeminiEndpoint:
         this endpoint, its CA, and per-connection latency and faults (``rtt_ms=20``,
         ``drop_after=5``), checked here as the server will check them (ParameterError)."""
         check_query({name: query_value(value) for name, value in overrides.items()})
-        genai_types = _genai_types()
+        genai = genai_types()
         headers = {SETTINGS_HEADER: query_to_str(overrides)} if overrides else {}
         return cast(
             "types.HttpOptions",
-            genai_types.HttpOptions(
+            genai.HttpOptions(
                 base_url=self.url,
                 headers=headers,
                 # google-genai hands these to websockets' connect: the emulator's CA, not certifi's
@@ -112,7 +112,15 @@ class GeminiEndpoint:
         return cast("RealtimeModel", model)
 
 
-def _genai_types() -> Any:
+def require_gemini() -> None:
+    """EmulatorError naming the extra unless Gemini Live's client side is installed (livekit's
+    google plugin and google-genai): checked before a run, not in each of its trials."""
+    genai_types()
+    _google_plugin()
+
+
+def genai_types() -> Any:
+    """``google.genai.types``, or an EmulatorError naming the extra to install."""
     try:
         from google.genai import types
     except ImportError:
