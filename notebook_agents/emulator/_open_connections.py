@@ -15,6 +15,12 @@ class Served(Protocol):
     async def shut_down(self) -> None: ...
 
 
+class Runs(Served, Protocol):
+    """A websocket's session, run until the client or the server ends it."""
+
+    async def run(self) -> None: ...
+
+
 class OpenConnections(Generic[C]):
     """The connections being served now; used on the server's loop only."""
 
@@ -45,3 +51,13 @@ class OpenConnections(Generic[C]):
 
     def __iter__(self) -> Iterator[C]:
         return iter(list(self._open))  # a copy: closing one removes it
+
+
+async def serve(connections: OpenConnections[Served], connection: Runs) -> None:
+    """Run ``connection`` until it ends, held among the open ones meanwhile (the server closes
+    it first if it stops)."""
+    connections.add(connection)
+    try:
+        await connection.run()
+    finally:
+        connections.discard(connection)

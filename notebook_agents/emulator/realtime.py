@@ -36,7 +36,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from ..speech import Vocabulary, synthesize, transcribe
 from ._http import lose_connection
-from ._open_connections import OpenConnections, Served
+from ._open_connections import OpenConnections, Served, serve
 from ._params import ParameterError
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .conversation import Conversation, public
@@ -90,7 +90,9 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     # TCP + TLS + upgrade: the client's connect returns after this many round trips.
     await precise_sleep(log.latency.connect_s())
     await ws.prepare(request)
-    await _serve(request, RealtimeConnection(ws, request, settings, log, model))
+    await serve(
+        request.app[OPEN_CONNECTIONS_KEY], RealtimeConnection(ws, request, settings, log, model)
+    )
     return ws
 
 
@@ -106,18 +108,9 @@ async def _refuse(request: web.Request, reason: ServiceError) -> web.StreamRespo
     if not ws.can_prepare(request).ok:
         return reason.response()
     await ws.prepare(request)
-    await _serve(request, RefusedConnection(ws, reason, request.app[SETTINGS_KEY].validate))
+    refused = RefusedConnection(ws, reason, request.app[SETTINGS_KEY].validate)
+    await serve(request.app[OPEN_CONNECTIONS_KEY], refused)
     return ws
-
-
-async def _serve(request: web.Request, connection: RealtimeConnection | RefusedConnection) -> None:
-    """Run a connection until it ends; the server closes it first if it stops."""
-    open_connections = request.app[OPEN_CONNECTIONS_KEY]
-    open_connections.add(connection)
-    try:
-        await connection.run()
-    finally:
-        open_connections.discard(connection)
 
 
 class RefusedConnection:

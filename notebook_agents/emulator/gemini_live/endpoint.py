@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
+from .._open_connections import serve
 from .._params import ParameterError
 from .._settings import SETTINGS_KEY, check_query
 from ..errors import http_error
@@ -85,11 +86,5 @@ async def bidi_generate_content(request: web.Request) -> web.StreamResponse:
     # TCP + TLS + upgrade: the client's connect returns after this many round trips
     await precise_sleep(log.latency.connect_s())
     await ws.prepare(request)
-    connection = LiveConnection(ws, request, settings, log)
-    open_connections = request.app[OPEN_CONNECTIONS_KEY]
-    open_connections.add(connection)
-    try:
-        await connection.run()
-    finally:
-        open_connections.discard(connection)
+    await serve(request.app[OPEN_CONNECTIONS_KEY], LiveConnection(ws, request, settings, log))
     return ws
