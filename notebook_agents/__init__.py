@@ -17,7 +17,7 @@ from .emulator import (
     VerdictReply,
 )
 from .phases import Breakdown, Phase, handoff_phases, turn_phases
-from .races import RACES, RaceCase, RaceRun, RaceVerdict, run_race
+from .races import RACES, RaceCase, RaceMark, RaceRun, RaceVerdict, run_race
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -98,6 +98,7 @@ __all__ = [
     "Outcome",
     "Phase",
     "RaceCase",
+    "RaceMark",
     "RaceRun",
     "RaceVerdict",
     "Recording",

@@ -188,6 +188,18 @@ def test_notebook_runs_offline(path: Path) -> None:
         assert "an activity is already running" in text
         assert "interrupted the model's answer to it" in text  # the Gemini section
         assert widget_views(outputs) == 8  # one timeline per race run
+        # each timeline marks where its race showed (or what shows a fixed one did not)
+        assert re.findall(r"marked on the timeline: (.+) \((\w+), t=", text) == [
+            ("closing session used", "Reception"),
+            ("hand-back refused", "Survey"),
+            ("Bob's own reply", "Bob"),
+            ("ack timed out", "Greeter"),
+            ("handoff kept", "Greeter"),
+            ("handoff dropped", "Router"),
+            ("run completed", "Intake"),
+            ("tool reply cut off", "Alice"),
+            ("tool reply never came", "Alice"),
+        ]
         assert "the task completes instead" in text  # the control, quiet
     if path.name == "03_teaching_handoffs.ipynb":
         # every claim the text makes is an assert cell of its own: reaching the end proves them

@@ -15,6 +15,7 @@ from notebook_agents.emulator.replies import Reply, ReplyContext
 from notebook_agents.races import Provider, RaceRun
 from notebook_agents.races.tool_batch import DUPLICATE_HANDOFF, PARALLEL_BATCH
 from notebook_agents.races.tool_reply import WAITED
+from notebook_agents.views import TimelineView
 
 from .conftest import API_KEY
 
@@ -32,6 +33,27 @@ ON_GEMINI = {**STILL_IN_1_8_9, "tool_reply_race": True}
 """on Gemini Live (livekit-plugins-google 1.8.9): the provider's own tool reply still races;
 late_tool_ack runs on OpenAI only (Gemini acks no item)"""
 del ON_GEMINI["late_tool_ack"]
+
+MARKED = {
+    ("closing_session", "openai"): [("Reception", "closing session used")],
+    ("closing_session", "gemini"): [("Reception", "closing session used")],
+    ("paused_handback", "openai"): [("Survey", "hand-back refused")],
+    ("paused_handback", "gemini"): [("Survey", "hand-back refused")],
+    ("tool_reply_race", "openai"): [("Bob", "Bob's own reply")],
+    ("tool_reply_race", "gemini"): [
+        ("Alice", "tool reply cut off"),
+        ("Alice", "tool reply never came"),
+    ],
+    ("late_tool_ack", "openai"): [("Greeter", "ack timed out")],
+    ("parallel_batch", "openai"): [("Greeter", "handoff kept")],
+    ("parallel_batch", "gemini"): [("Greeter", "handoff kept")],
+    ("duplicate_handoff", "openai"): [("Router", "handoff dropped")],
+    ("duplicate_handoff", "gemini"): [("Router", "handoff dropped")],
+    ("run_vs_task", "openai"): [("Intake", "run completed")],
+    ("run_vs_task", "gemini"): [("Intake", "run completed")],
+}
+"""each triggered run's marks on its timeline: the lane and the chip's words (a race that
+1.8.9 no longer has marks what shows it went right)"""
 
 RUNS = [(case, "openai") for case in RACES.values()] + [
     (case, "gemini") for case in RACES.values() if "gemini" in case.providers
@@ -54,8 +76,28 @@ async def test_the_race_happens_as_in_1_8_9_and_never_in_its_control(
     triggered = await run_race(case, provider=provider)
     assert triggered.verdict.happened is case.happens_on(provider), triggered.verdict
     assert triggered.verdict.evidence, "a verdict names what it read"
+    shown = marked(triggered)
+    assert [(lane, label) for lane, label, _ in shown] == MARKED[case.name, provider]
+    assert {key for _, _, key in shown} == {"race" if triggered.verdict.happened else "no_race"}
     control = await run_race(case, triggered=False, provider=provider)
     assert not control.verdict.happened, control.verdict
+    assert {key for _, _, key in marked(control)} == {"no_race"}
+
+
+def marked(run: RaceRun) -> list[tuple[str, str, str]]:
+    """The run's race marks as its timeline lays them out: (lane, chip, legend key), each at
+    a moment on the timeline's axis, each keyed in the legend."""
+    view = TimelineView(run.trace, run.latency, marks=run.verdict.marks)
+    assert view.race_marks, f"{run.case.name}: nothing on the timeline shows the verdict"
+    keys = {e["key"] for e in view.legend if e["group"] == "race"}
+    assert view.first_t is not None and view.last_t is not None
+    found = []
+    for mark in view.race_marks:
+        assert view.first_t <= mark["t"] <= view.last_t, mark
+        assert mark["key"] in keys and mark["label"] in mark["detail"]
+        found.append((view.lanes[mark["lane"]], mark["label"], mark["key"]))
+    view.close()
+    return found
 
 
 async def test_the_paused_handback_is_refused_and_the_caller_stays_with_the_task() -> None:
@@ -66,6 +108,13 @@ async def test_the_paused_handback_is_refused_and_the_caller_stays_with_the_task
     assert handoffs == [(None, "FrontDesk"), ("FrontDesk", "Survey"), ("Survey", "FrontDesk")]
     (back,) = [e for e in run.trace.of_kind("tool_output") if e.data["name"] == "transfer_back"]
     assert back.seq in run.verdict.seqs
+    # the refusal is marked between the handoff to the task and the task's end resuming the
+    # desk (that later handoff is not the hand-back), and says so
+    (refused,) = run.verdict.marks
+    into, resumed = run.trace.of_kind("handoff")[1:]
+    assert into.t < refused.t < resumed.t
+    assert "an activity is already running" in refused.detail
+    assert "until the task completes" in run.verdict.summary
 
 
 async def test_the_closing_session_costs_the_fresh_handoff_a_round_trip() -> None:

@@ -18,6 +18,7 @@ from matplotlib.text import Text
 
 from notebook_agents.analysis import Span, milliseconds
 from notebook_agents.modes import MODE_COLORS
+from notebook_agents.races import RaceMark
 from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent
 from notebook_agents.views import TimelineView
 from notebook_agents.views._text import MAX_TEXT
@@ -529,3 +530,34 @@ def test_a_handoff_of_unknown_mode_says_so_in_the_widget_and_the_figure(tmp_path
     legend = ax.get_legend()
     assert legend is not None and "mode unknown" in [t.get_text() for t in legend.get_texts()]
     view.close()
+
+
+def test_race_marks_are_laid_out_in_their_lanes_for_the_widget_and_the_figure(
+    tmp_path: Path,
+) -> None:
+    """A race's marks (``RaceVerdict.marks``) cross to the browser laid out: lane, time,
+    legend key and hover text, in time order; the figure draws each as a chip beside the
+    handoffs' without covering one; a mark for an agent with no lane says how to fix it."""
+    trace = Trace.load(write_trace(tmp_path / "four.jsonl", four_handoffs()))
+    marks = [
+        RaceMark(50.6, "Billing", "handoff dropped", "livekit ERROR: expected one Agent"),
+        RaceMark(1.7, "Concierge", "run completed", race=False),
+    ]
+    view = TimelineView(trace, marks=marks)
+    assert [(m["t"], view.lanes[m["lane"]], m["key"]) for m in view.race_marks] == [
+        (1.7, "Concierge", "no_race"),
+        (50.6, "Billing", "race"),
+    ]
+    assert "expected one Agent" in view.race_marks[1]["detail"]
+    legend = [(e["group"], e["key"], e["label"]) for e in view.legend]
+    assert legend[-2:] == [("race", "race", "race"), ("race", "no_race", "no race")]
+    figure = view.to_figure()
+    figure.draw_without_rendering()
+    chips = chip_texts(figure)
+    assert {"handoff dropped", "run completed"} <= {c.get_text() for c in chips}
+    boxes = [c.get_bbox_patch().get_window_extent() for c in chips]  # type: ignore[union-attr]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), f"chips at {a} and {b} overlap"
+    with pytest.raises(ValueError, match="pass the marks of the run whose trace it shows"):
+        TimelineView(trace, marks=[RaceMark(1.0, "Survey", "hand-back refused")])

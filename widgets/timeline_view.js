@@ -1,8 +1,10 @@
 // TimelineView: draws what the kernel laid out (notebook_agents/views/_timeline_layout.py):
 // lanes, agent-state spans, marks, handoff arrows with chips coloured by mode, bring-up bands,
-// each handoff's phases (a strip of segments, from the "phases" trait), idle gaps and the legend, with their colours, labels and hover texts. Decided here is only
+// each handoff's phases (a strip of segments, from the "phases" trait), a race's marks (the
+// "race_marks" trait: a chip naming what went wrong, a line through its lane at that moment),
+// idle gaps and the legend, with their colours, labels and hover texts. Decided here is only
 // where things go on screen: the time axis (each idle gap drawn a fixed width), the row a
-// handoff chip takes so none covers another, a mark moved beside the one it would cover, and
+// handoff's or race mark's chip takes so none covers another, a mark moved beside the one it would cover, and
 // where a hover box fits inside the view. Records arrive in batches ("msg:custom"); only the
 // visible time window is drawn, and a crowd of marks is merged, so a long trace stays
 // responsive.
@@ -185,7 +187,7 @@ function render({ model, el }) {
       <button class="na-follow" title="keep the live edge in view">follow</button>
       <span class="na-count"></span>
     </div>
-    <div class="na-legend"></div>
+    <div class="na-legend-box"><div class="na-legend"></div></div>
     <div class="na-plot"><svg class="na-timeline-svg" xmlns="${SVG_NS}"></svg></div>
     <div class="na-scrub"><span class="na-scrub-time">scrub ▸</span><input class="na-scrubber" type="range" min="0" max="1" step="any" value="0" title="scrub to see each agent's context at that moment" aria-label="scrub to a moment: each agent's context then"></div>
     <div class="na-contexts"></div>
@@ -278,12 +280,19 @@ function render({ model, el }) {
     // right edge ends at its arrow instead of starting there
     const handoffs = store.handoffs.slice(lowerBound(store.handoffs, t0, (h) => h.t));
     const chips = [];
+    const chipAt = (t, label, what) => {
+      const at = x(t);
+      const w = textWidth(label, 10) + 2 * CHIP_PAD;
+      const left = at + w > right ? at - w : at;
+      chips.push({ ...what, at, left, w });
+    };
     for (const handoff of handoffs) {
       if (handoff.t > t1) break;
-      const at = x(handoff.t);
-      const w = textWidth(chipOf(handoff).label, 10) + 2 * CHIP_PAD;
-      const left = at + w > right ? at - w : at;
-      chips.push({ handoff, at, left, w });
+      chipAt(handoff.t, chipOf(handoff).label, { handoff });
+    }
+    // a race's marks share the rows: its chip says what went wrong there
+    for (const race of model.get("race_marks")) {
+      if (race.t >= t0 && race.t <= t1) chipAt(race.t, race.label, { race });
     }
     const byLeft = [...chips].sort((a, b) => a.left - b.left); // drawn in time order all the same
     rows(byLeft.map((c) => [c.left, c.left + c.w + CHIP_PAD])).forEach((row, i) => (byLeft[i].row = row));
@@ -389,12 +398,23 @@ function render({ model, el }) {
     }
 
     // handoffs: the arrow between the lanes, a dotted lead up to its chip
-    for (const { handoff, at, left, w, row } of chips) {
+    for (const { handoff, race, at, left, w, row } of chips) {
+      const chipY = row * ROW_H + 2;
+      if (race) {
+        // its chip, a dotted lead down to its lane, and a line through the lane at its time
+        const y = laneY(race.lane);
+        parts.push(`<g class="na-race" data-race="${escape(race.key)}" data-tip="${tip(race.detail)}" role="img" aria-label="${escape(race.name)}">`);
+        parts.push(`<line class="na-race-lead" x1="${at}" y1="${chipY + CHIP_H}" x2="${at}" y2="${y}"/>`);
+        parts.push(`<line class="na-race-line" x1="${at}" y1="${y}" x2="${at}" y2="${y + LANE_H}"/>`);
+        parts.push(`<line class="na-hit" x1="${at}" y1="${y}" x2="${at}" y2="${y + LANE_H}"/>`);
+        parts.push(`<rect class="na-race-chip" x="${left}" y="${chipY}" width="${w}" height="${CHIP_H}" rx="3"/>`);
+        parts.push(`<text class="na-race-label" x="${left + CHIP_PAD}" y="${chipY + 10.5}">${escape(race.label)}</text></g>`);
+        continue;
+      }
       const y0 = laneY(handoff.from) + LANE_H / 2;
       const down = handoff.to > handoff.from ? 1 : -1;
       const y1 = laneY(handoff.to) + LANE_H / 2 - 8 * down; // the head's tip
       const base = y1 - HEAD_L * down;
-      const chipY = row * ROW_H + 2;
       const chip = chipOf(handoff);
       const attrs = `class="na-handoff" data-mode="${escape(chip.mode)}" data-tip="${tip(handoffTip(handoff))}"`;
       parts.push(`<g ${attrs}><line class="na-handoff-lead" x1="${at}" y1="${chipY + CHIP_H}" x2="${at}" y2="${Math.min(y0, y1)}"/>`);
@@ -457,18 +477,29 @@ function render({ model, el }) {
     redraw();
   }
 
+  function keyOf(entry) {
+    const label = `<span class="na-key-label">${escape(entry.label)}</span>`;
+    if (entry.group === "mark") {
+      const [paintClass, colour] = paint(entry);
+      const shape = markShape(entry.shape, 6, 6, `class="${paintClass}" ${colour}`);
+      return `<span class="na-key-entry" data-group="mark"><svg class="na-key na-key-mark" data-mark="${escape(entry.key)}" width="12" height="12">${shape}</svg>${label}</span>`;
+    }
+    // a race mark's key takes the theme's colours, as its chip does (CSS)
+    const color = entry.group === "race" ? "" : entry.group === "band" ? `--na-color: ${entry.color}` : `background: ${entry.color}`;
+    return `<span class="na-key-entry" data-group="${entry.group}"><i class="na-key na-key-${entry.group}" data-${entry.group}="${escape(entry.key)}" style="${color}"></i>${label}</span>`;
+  }
+
+  // each group of the legend (in the kernel's order) kept together, a rule before it; a group
+  // that starts a line has its rule out of sight (CSS)
   function showLegend() {
-    const box = root.querySelector(".na-legend");
-    box.innerHTML = model.get("legend").map((entry) => {
-      const label = `<span class="na-key-label">${escape(entry.label)}</span>`;
-      if (entry.group === "mark") {
-        const [paintClass, colour] = paint(entry);
-        const shape = markShape(entry.shape, 6, 6, `class="${paintClass}" ${colour}`);
-        return `<span class="na-key-entry" data-group="mark"><svg class="na-key na-key-mark" data-mark="${escape(entry.key)}" width="12" height="12">${shape}</svg>${label}</span>`;
-      }
-      const color = entry.group === "band" ? `--na-color: ${entry.color}` : `background: ${entry.color}`;
-      return `<span class="na-key-entry" data-group="${entry.group}"><i class="na-key na-key-${entry.group}" data-${entry.group}="${escape(entry.key)}" style="${color}"></i>${label}</span>`;
-    }).join("");
+    const groups = [];
+    for (const entry of model.get("legend")) {
+      if (groups.at(-1)?.name !== entry.group) groups.push({ name: entry.group, keys: [] });
+      groups.at(-1).keys.push(keyOf(entry));
+    }
+    root.querySelector(".na-legend").innerHTML = groups
+      .map((g) => `<span class="na-key-group" data-group="${g.name}">${g.keys.join("")}</span>`)
+      .join("");
   }
 
   // an item the python side marked (missing, extra or moved) says so on hover
@@ -590,7 +621,7 @@ function render({ model, el }) {
   });
 
   model.on("msg:custom", onMessage);
-  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t", "change:last_t", "change:phases"];
+  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t", "change:last_t", "change:phases", "change:race_marks"];
   for (const name of redrawOn) model.on(name, redraw);
   model.on("change:legend", showLegend);
   model.on("change:scrub_contexts", showContexts);

@@ -2,7 +2,7 @@
 latency or fault that triggers it, and a detector that says from the trace whether it happened:
 ``run = await run_race(RACES["paused_handback"])``, ``run.verdict``."""
 
-from .case import Problem, Provider, RaceCase, RaceRun, RaceVerdict, WireEvent
+from .case import Problem, Provider, RaceCase, RaceMark, RaceRun, RaceVerdict, WireEvent
 from .registry import RACES
 from .run import run_race
 
@@ -11,6 +11,7 @@ __all__ = [
     "Problem",
     "Provider",
     "RaceCase",
+    "RaceMark",
     "RaceRun",
     "RaceVerdict",
     "WireEvent",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..trace import TraceEvent
-from .case import Problem, RaceRun
+from .case import Problem, RaceMark, RaceRun
 
 
 def handoffs_to(run: RaceRun, agent: str, after: float = 0.0) -> list[TraceEvent]:
@@ -27,3 +27,13 @@ def described(event: TraceEvent) -> str:
 
 def said(problem: Problem) -> str:
     return f"t={problem.t:.3f}s livekit {problem.level}: {problem.message}"
+
+
+def mark(event: TraceEvent, label: str, detail: str = "", race: bool = True) -> RaceMark:
+    """A race mark at ``event``, in its agent's lane; its hover text the event as evidence."""
+    return RaceMark(event.t, event.agent or "", label, detail or described(event), race)
+
+
+def mark_said(problem: Problem, agent: str, label: str) -> RaceMark:
+    """A race mark where livekit logged ``problem``, in ``agent``'s lane (a log names none)."""
+    return RaceMark(problem.t, agent, label, said(problem))

@@ -16,6 +16,22 @@ Provider = Literal["openai", "gemini"]
 
 
 @dataclass(frozen=True)
+class RaceMark:
+    """A moment of a run its verdict rests on, marked on the timeline
+    (``TimelineView(run.trace, run.latency, marks=run.verdict.marks)``)."""
+
+    t: float
+    agent: str
+    """the lane it is drawn in"""
+    label: str
+    """a few words on its chip: ``"hand-back refused"``"""
+    detail: str = ""
+    """its hover text: the evidence of that moment"""
+    race: bool = True
+    """True: where the race shows; False: what shows it did not happen"""
+
+
+@dataclass(frozen=True)
 class RaceVerdict:
     """Whether the race happened in one run, and what in the run shows it."""
 
@@ -26,6 +42,8 @@ class RaceVerdict:
     """the trace's events and spans, the wire's events and livekit's logged problems it read"""
     seqs: tuple[int, ...] = ()
     """the trace events the verdict rests on (``TraceEvent.seq``), to find on the timeline"""
+    marks: tuple[RaceMark, ...] = ()
+    """where the timeline shows what went wrong (or, not happened, what went right)"""
 
     def __bool__(self) -> bool:
         return self.happened
@@ -56,8 +74,8 @@ class Problem:
 
 @dataclass
 class RaceRun:
-    """One run of a race case: its trace (shown by ``TimelineView(run.trace, run.latency)``),
-    what else it recorded, and the detector's verdict."""
+    """One run of a race case: its trace (shown by ``TimelineView(run.trace, run.latency,
+    marks=run.verdict.marks)``), what else it recorded, and the detector's verdict."""
 
     case: RaceCase
     triggered: bool

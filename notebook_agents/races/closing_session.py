@@ -11,8 +11,8 @@ from __future__ import annotations
 from livekit.agents import NOT_GIVEN, Agent, function_tool, llm
 
 from ._harness import Harness
-from ._reading import described, handoffs_to, tool_outputs
-from .case import RaceCase, RaceRun, RaceVerdict
+from ._reading import described, handoffs_to, mark, tool_outputs
+from .case import RaceCase, RaceMark, RaceRun, RaceVerdict
 
 USES = (
     "conversation.item.create",
@@ -78,15 +78,24 @@ def _detect(run: RaceRun) -> RaceVerdict:
     )
     seqs = tuple(e.seq for e in handoff_tool + handoffs)
     if late:
+        # the wire is no trace event: the mark is the first late send, in the old agent's lane
+        sent = "\n".join(f"t={w.t:.3f}s sent {w.type} ({w.item_type or '-'})" for w in late)
+        detail = f"update_agent began the swap at t={began:.3f}s; then on the closing session:\n"
+        where = handoff_tool[0].agent if handoff_tool and handoff_tool[0].agent else "Reception"
         return RaceVerdict(
             True,
             f"the old agent sent {len(late)} event(s) to its closing realtime session after "
             "update_agent (the handoff waited for them)",
             evidence,
             seqs,
+            (RaceMark(late[0].t, where, "closing session used", detail + sent),),
         )
     return RaceVerdict(
-        False, "the closing session was left alone after update_agent", evidence, seqs
+        False,
+        "the closing session was left alone after update_agent",
+        evidence,
+        seqs,
+        tuple(mark(e, "closing session left alone", race=False) for e in handoffs[:1]),
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from livekit.agents import Agent, function_tool
 
 from ._harness import Harness
-from ._reading import described, handoffs_to, problems_saying, said
+from ._reading import described, handoffs_to, mark, mark_said, problems_saying, said
 from .case import RaceCase, RaceRun, RaceVerdict
 
 TIMED_OUT = ("update_chat_ctx timed out", "failed to update chat context")
@@ -42,14 +42,21 @@ def _detect(run: RaceRun) -> RaceVerdict:
     handoffs = handoffs_to(run, "Weather")
     evidence = tuple([said(p) for p in timed_out] + [described(e) for e in errors + handoffs])
     if timed_out or errors:
+        where = mark(errors[0], "ack timed out") if errors else None
         return RaceVerdict(
             True,
             "the handoff went on before the tool output's ack: livekit's context sync timed "
             "out and its context lacks the output the model holds",
             evidence,
             tuple(e.seq for e in errors + handoffs),
+            (where or mark_said(timed_out[0], "Greeter", "ack timed out"),),
         )
-    return RaceVerdict(False, "the tool output was acked before the swap", evidence)
+    return RaceVerdict(
+        False,
+        "the tool output was acked before the swap",
+        evidence,
+        marks=tuple(mark(e, "acked in time", race=False) for e in handoffs[:1]),
+    )
 
 
 LATE_TOOL_ACK = RaceCase(

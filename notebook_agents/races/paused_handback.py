@@ -7,7 +7,7 @@ from __future__ import annotations
 from livekit.agents import Agent, AgentTask, function_tool
 
 from ._harness import Harness
-from ._reading import described, handoffs_to, problems_saying, said, tool_outputs
+from ._reading import described, handoffs_to, mark, mark_said, problems_saying, said, tool_outputs
 from .case import RaceCase, RaceRun, RaceVerdict
 
 REFUSED = "an activity is already running"
@@ -70,14 +70,29 @@ def _detect(run: RaceRun) -> RaceVerdict:
     evidence = tuple([described(e) for e in handed_back + back] + [said(p) for p in refused])
     seqs = tuple(e.seq for e in handed_back)
     if refused or (handed_back and not back):
+        where = (handed_back[0].agent or "Survey") if handed_back else "Survey"
+        marks = (
+            mark_said(refused[0], where, "hand-back refused")
+            if refused
+            else mark(handed_back[0], "hand-back dropped")
+        )
         return RaceVerdict(
             True,
             "the hand-back to the paused FrontDesk was refused (a new activity for an agent "
-            "whose paused one still exists): the caller stays with the Survey",
+            "whose paused one still exists): the caller stays with the Survey until the task "
+            "completes, when livekit resumes the paused FrontDesk",
             evidence,
             seqs,
+            (marks,),
         )
-    return RaceVerdict(False, "the FrontDesk took the caller back", evidence, seqs)
+    resumed = handoffs_to(run, "FrontDesk", after=0.001)
+    return RaceVerdict(
+        False,
+        "the FrontDesk took the caller back",
+        evidence,
+        seqs,
+        tuple(mark(e, "FrontDesk back", race=False) for e in resumed[-1:]),
+    )
 
 
 PAUSED_HANDBACK = RaceCase(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from livekit.agents import Agent, AgentTask, function_tool
 
 from ._harness import Harness
-from ._reading import described, handoffs_to, problems_saying, said
+from ._reading import described, handoffs_to, mark, mark_said, problems_saying, said
 from .case import RaceCase, RaceRun, RaceVerdict
 
 FAILED = ("cannot schedule new speech", "session.run(")
@@ -56,11 +56,20 @@ def _detect(run: RaceRun) -> RaceVerdict:
     evidence = tuple([said(p) for p in failed] + [described(e) for e in answers + handoffs])
     seqs = tuple(e.seq for e in answers + handoffs)
     if failed:
+        where = handoffs[-1].agent if handoffs and handoffs[-1].agent else "Intake"
         return RaceVerdict(
-            True, "a session.run() raced the AgentTask handoff and failed", evidence, seqs
+            True,
+            "a session.run() raced the AgentTask handoff and failed",
+            evidence,
+            seqs,
+            (mark_said(failed[0], where, "run failed"),),
         )
     return RaceVerdict(
-        False, "both runs completed across the AgentTask handoff and back", evidence, seqs
+        False,
+        "both runs completed across the AgentTask handoff and back",
+        evidence,
+        seqs,
+        tuple(mark(e, "run completed", race=False) for e in answers[:1]),
     )
 
 

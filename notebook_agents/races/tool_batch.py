@@ -13,7 +13,7 @@ from livekit.agents import Agent, function_tool
 from ..emulator import ReplyContext, ToolCallReply, ToolCallsReply
 from ..emulator.replies import Reply
 from ._harness import Harness
-from ._reading import described, handoffs_to, problems_saying, said, tool_outputs
+from ._reading import described, handoffs_to, mark, problems_saying, said, tool_outputs
 from .case import RaceCase, RaceRun, RaceVerdict, Scenario
 
 SIBLING_S = 0.5
@@ -74,14 +74,23 @@ def _detect(run: RaceRun) -> RaceVerdict:
     evidence = tuple([described(e) for e in batch + handoffs] + [said(p) for p in refused])
     seqs = tuple(e.seq for e in batch + handoffs)
     if not handoffs:
+        # where livekit dropped it: the batch's last output, when it decides the swap
+        detail = "\n".join([described(batch[-1])] + [said(p) for p in refused])
         return RaceVerdict(
             True,
             f"the handoff tool ran in a batch of {len(batch)} and no handoff followed: the "
             "caller stays with the Router",
             evidence,
             seqs,
+            (mark(batch[-1], "handoff dropped", detail),),
         )
-    return RaceVerdict(False, f"the handoff happened from a batch of {len(batch)}", evidence, seqs)
+    return RaceVerdict(
+        False,
+        f"the handoff happened from a batch of {len(batch)}",
+        evidence,
+        seqs,
+        (mark(handoffs[0], "handoff kept", race=False),),
+    )
 
 
 PARALLEL_BATCH = RaceCase(

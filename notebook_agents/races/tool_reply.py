@@ -29,7 +29,7 @@ from livekit.agents import Agent, function_tool, llm
 
 from ..emulator.gemini_live import genai_types
 from ._harness import Harness
-from ._reading import described, problems_saying, said, tool_outputs
+from ._reading import described, mark, mark_said, problems_saying, said, tool_outputs
 from .case import RaceCase, RaceRun, RaceVerdict
 
 TOOL_REPLY = "Transferring you to Bob."
@@ -114,8 +114,13 @@ def _detect(run: RaceRun) -> RaceVerdict:
     into_bob = [e for e in entering if TOOL_REPLY in e.data["text"]]
     if into_bob or len(entering) > 1:
         return RaceVerdict(
-            True, "the reply to the handoff tool leaked into Bob's on_enter reply", evidence, seqs
+            True,
+            "the reply to the handoff tool leaked into Bob's on_enter reply",
+            evidence,
+            seqs,
+            (mark((into_bob or entering)[0], "tool reply in on_enter"),),
         )
+    handed = tool_outputs(run, HANDOFF_TOOL)
     if answer and not any(e.agent == "Alice" for e in heard):
         where = (
             "took the place of Bob's on_enter reply (Bob's came as an unrequested turn)"
@@ -128,9 +133,10 @@ def _detect(run: RaceRun) -> RaceVerdict:
             "caller never heard it, the model keeps it",
             evidence,
             seqs,
+            tuple(mark(e, "tool reply lost", f"{text!r} {where}") for e in handed[:1]),
         )
-    asked = any(e.data.get("output") for e in tool_outputs(run, HANDOFF_TOOL))
-    if asked and not answer and problems_saying(run, WAITED):
+    asked = any(e.data.get("output") for e in handed)
+    if asked and not answer and (never := problems_saying(run, WAITED)):
         return RaceVerdict(
             True,
             "Bob's instructions, sent on the reused session right after the handoff tool's "
@@ -138,10 +144,24 @@ def _detect(run: RaceRun) -> RaceVerdict:
             "never made, and session.run waited for it on Alice",
             evidence,
             seqs,
+            # where it was asked for (Bob's instructions follow within a millisecond), and
+            # where livekit gave up waiting for it
+            (
+                *[mark(e, "tool reply cut off") for e in handed[:1]],
+                mark_said(never[0], "Alice", "tool reply never came"),
+            ),
         )
     who = "Alice's" if heard else "no"
+    by_alice = [e for e in heard if e.agent == "Alice"]
+    shown = [mark(e, "tool reply by Alice", race=False) for e in by_alice[:1]] or [
+        mark(e, "Bob's own reply", race=False) for e in entering[:1]
+    ]
     return RaceVerdict(
-        False, f"Bob's on_enter reply is Bob's own ({who} tool reply apart)", evidence, seqs
+        False,
+        f"Bob's on_enter reply is Bob's own ({who} tool reply apart)",
+        evidence,
+        seqs,
+        tuple(shown),
     )
 
 

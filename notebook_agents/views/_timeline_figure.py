@@ -135,7 +135,7 @@ def _timeline_figure(layout: TimelineLayout) -> Figure:
         _draw_gap(ax, x, gap, len(lanes))
     _draw_phases(ax, layout, x)
     drawn = _draw_marks(ax, layout, x)
-    chips = _draw_handoffs(ax, layout, x)
+    chips = _draw_handoffs(ax, layout, x) + _draw_race_marks(ax, layout, x)
     pad = (x(x.end) - x(x.start)) * 0.02 or 0.05
     ax.set_xlim(x(x.start) - pad, x(x.end) + pad)
     _ticks(ax, x)
@@ -293,7 +293,8 @@ def rows(extents: Iterable[tuple[float, float]], limit: int | None = None) -> li
 
 
 Chips = list[tuple[Text, Line2D, float]]
-"""each handoff's chip, the line leading from it to its arrow, and the arrow's top"""
+"""each handoff's (or race mark's) chip, the line leading from it to its arrow (or lane),
+and the arrow's top (or the lane's)"""
 
 
 def _draw_phases(ax: Axes, layout: TimelineLayout, x: _Axis) -> None:
@@ -356,6 +357,28 @@ def _draw_handoffs(ax: Axes, layout: TimelineLayout, x: _Axis) -> Chips:
         )
         (leader,) = ax.plot([at, at], [-0.6, top], ls=":", lw=0.8, color="#64748b")
         chips.append((chip, leader, top))
+    return chips
+
+
+def _draw_race_marks(ax: Axes, layout: TimelineLayout, x: _Axis) -> Chips:
+    """Each race mark as the widget draws it: a dashed line through its lane at its time, and
+    a chip naming it in the rows of the handoffs' chips (placed with them)."""
+    chips: Chips = []
+    for mark in layout.race_marks:
+        at, lane, color = x(mark["t"]), mark["lane"], mark["color"]
+        ax.plot([at, at], [lane - 0.45, lane + 0.45], ls="--", lw=1.5, color=color, zorder=3)
+        chip = ax.text(
+            at,
+            -0.6 - LABEL_ROW / 2,
+            mark["label"],
+            fontsize=7,
+            va="center",
+            color=mark["ink"],
+            bbox={"boxstyle": "round,pad=0.25", "facecolor": color, "edgecolor": "none"},
+            zorder=4,
+        )
+        (leader,) = ax.plot([at, at], [-0.6, lane - 0.45], ls=":", lw=0.8, color=color)
+        chips.append((chip, leader, lane - 0.45))
     return chips
 
 

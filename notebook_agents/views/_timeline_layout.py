@@ -6,7 +6,7 @@ legend of what is on show. The widget and the matplotlib figure both draw from i
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..analysis import (
     milliseconds,
 )
 from ..modes import MODE_COLORS, UNKNOWN_MODE
+from ..races.case import RaceMark
 from ..trace import TraceEvent
 from ._text import cut
 from .context_table import item_line
@@ -44,6 +45,10 @@ SPEECH_COLORS = {"user": "#0284c7", "agent": "#16a34a"}
 """the bar under a lane while the caller (``user``) or its agent speaks"""
 OTHER_MODE = "#777777"
 """a handoff mode the bench has no colour for"""
+RACE_KEYS = {"race": "race", "no_race": "no race"}
+"""a race mark's legend key and label: where the race shows, or what shows it did not"""
+RACE_COLORS = {"race": "#dc2626", "no_race": "#15803d"}
+"""a race mark's chip in the figure (the browser takes the theme's error and success colours)"""
 
 
 USER_ROW, AGENT_ROW, OTHER_ROW = 0, 1, 2
@@ -151,6 +156,7 @@ _ORDER = {
     "speech": list(SPEECH_COLORS),
     "mode": list(MODE_COLORS),
     "band": ["bring_up"],
+    "race": list(RACE_KEYS),
 }
 """the legend's groups in order, each with its known keys in order (unknown ones go last)"""
 
@@ -174,6 +180,8 @@ class TimelineLayout:
         self._legend: dict[tuple[str, str], dict[str, Any]] = {}
         self._speech_sent: list[Speech] = []
         self._phases: dict[int, dict[str, Any]] = {}
+        self.race_marks: list[dict[str, Any]] = []
+        """``set_race_marks``: each moment a race verdict rests on, as drawn, in time order"""
         for event in events or []:
             self.add(event)
 
@@ -211,6 +219,24 @@ class TimelineLayout:
                 mode = self.mode_of(handoff)
                 self._show("mode", mode, functools.partial(_mode_key, mode))
         return True
+
+    def set_race_marks(self, marks: Iterable[RaceMark]) -> None:
+        """Mark the moments a race's verdict rests on (``RaceVerdict.marks``), each in its
+        agent's lane with its chip, and name them in the legend."""
+        for shown in [shown for shown in self._legend if shown[0] == "race"]:
+            del self._legend[shown]
+        laid = []
+        for mark in sorted(marks, key=lambda m: m.t):
+            if mark.agent not in self.analysis.lanes:
+                raise ValueError(
+                    f"the race mark {mark.label!r} is for {mark.agent!r}, who has no lane on "
+                    f"this timeline (lanes: {', '.join(self.analysis.lanes) or 'none yet'}): "
+                    "pass the marks of the run whose trace it shows"
+                )
+            key = "race" if mark.race else "no_race"
+            self._show("race", key, functools.partial(_race_key, key))
+            laid.append(_race_mark(self.analysis.lane(mark.agent), key, mark))
+        self.race_marks = laid
 
     def mode_of(self, handoff: Handoff) -> str:
         """The mode ``handoff`` is drawn with: as its phases found it, else as its event says."""
@@ -345,6 +371,27 @@ def _bring_up(lane: int, bring_up: BringUp) -> dict[str, Any]:
 
 def _mode_key(mode: str) -> dict[str, Any]:
     return {"label": mode_text(mode), "color": mode_color(mode)}
+
+
+def _race_key(key: str) -> dict[str, Any]:
+    return {"label": RACE_KEYS[key], "color": RACE_COLORS[key]}
+
+
+def _race_mark(lane: int, key: str, mark: RaceMark) -> dict[str, Any]:
+    """A race mark as drawn: a chip naming it over a line through its lane at its time."""
+    lines = [f"{RACE_KEYS[key]} · {mark.label} · {mark.agent} · {mark.t:.3f} s"]
+    if mark.detail:
+        lines.append(mark.detail)
+    return {
+        "t": mark.t,
+        "lane": lane,
+        "key": key,
+        "label": mark.label,
+        "color": RACE_COLORS[key],
+        "ink": ink(RACE_COLORS[key]),
+        "name": f"{RACE_KEYS[key]}: {mark.label}",
+        "detail": "\n".join(lines),
+    }
 
 
 def _speech_key(speaker: str) -> dict[str, Any]:

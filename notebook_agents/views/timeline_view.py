@@ -1,7 +1,8 @@
 """TimelineView: a lane per agent with state spans, message and tool marks, handoff arrows
 labelled and coloured by mode, each new agent's bring-up (from the arrow to its first words),
 each handoff's phases (from livekit's spans, ``handoff_phases``), where an agent's chat context
-and its model's conversation parted, and idle stretches shortened.
+and its model's conversation parted, idle stretches shortened, and a race's marks (where its
+verdict says it went wrong: ``marks=run.verdict.marks``).
 
 What it shows is computed in the kernel, once (``TimelineLayout``): the browser
 (``timeline_view.js``) and the matplotlib figure (``to_figure``) only draw it.
@@ -9,6 +10,7 @@ What it shows is computed in the kernel, once (``TimelineLayout``): the browser
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -19,6 +21,7 @@ from ..analysis import IDLE_AFTER, TraceAnalysis
 from ..emulator.latency import LatencyModel
 from ..phases import handoff_phases
 from ..phases.truth import network
+from ..races.case import RaceMark
 from ..trace import Trace, TraceEvent
 from ..trace.contexts import compared, item_key
 from ._assets import asset
@@ -63,14 +66,24 @@ class TimelineView(TraceStreamView):
     """the model's side of each agent apart from it at ``scrub_t``: ``title``, ``items``"""
     phases = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``TimelineLayout.phases``: each handoff's phases once livekit's spans of it ended"""
+    race_marks = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """``TimelineLayout.race_marks``: the moments a race's verdict rests on"""
 
     _spans: SpanWatch | None = None
     """looks for spans that ended after the last event (on the class: the base's __init__
     flushes before this one's sets it)"""
 
-    def __init__(self, trace: Trace, latency: LatencyModel | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        latency: LatencyModel | None = None,
+        *,
+        marks: Iterable[RaceMark] = (),
+        **kwargs: Any,
+    ) -> None:
         """``latency``: the emulator's network the agents' models asked for, for each handoff
-        phase's truth (as ``WaterfallView`` takes it)."""
+        phase's truth (as ``WaterfallView`` takes it). ``marks``: a race's moments
+        (``run.verdict.marks``), each drawn in its agent's lane, which must be on show."""
         if not isinstance(trace, Trace):
             raise TypeError(
                 "TimelineView takes a Trace (runner.trace; Trace.load(path) for a saved one), "
@@ -84,6 +97,10 @@ class TimelineView(TraceStreamView):
         super().__init__(trace, mark_styles=styles, **kwargs)
         self._spans = SpanWatch(trace, self._throttle.request, lambda: not self.live)
         self._split()
+        self._timeline.set_race_marks(marks)
+        with self.hold_sync():
+            self.race_marks = self._timeline.race_marks
+            self.legend = self._timeline.legend
         self.observe(self._on_scrub, names="scrub_t")
 
     def _record(self, event: TraceEvent) -> dict[str, Any] | None:

@@ -9,11 +9,12 @@ from pathlib import Path
 from playwright.sync_api import Locator, Page, expect
 
 from ..test_notebooks import CALLS_03
-from .conftest import open_notebook, run_all, run_cell, screenshot
+from .conftest import next_frame, open_notebook, run_all, run_cell, screenshot
 from .lab import REPO
 from .test_benchmark_view_browser import assert_fits_its_output
-from .test_timeline_layout_browser import boxes, overlap
-from .themes import in_both_themes
+from .test_theme_browser import set_theme
+from .test_timeline_layout_browser import box, boxes, overlap
+from .themes import THEMES, in_both_themes
 
 
 def assert_marks_apart(timeline: Locator) -> None:
@@ -237,3 +238,92 @@ def test_voice_notebook_shows_the_call_its_speech_and_a_microphone(
     shown = {"waterfall": waterfall, "phase_table": table, "waits": waits}
     page.set_viewport_size({"width": 1280, "height": 2400})  # each cell whole, the tallest too
     assert in_both_themes(page, ".na-waterfall, .na-table-box", "notebook_04", shown) == []
+
+
+RACE_CHIPS = [
+    ["closing session used"],
+    ["hand-back refused"],
+    ["Bob's own reply"],
+    ["ack timed out"],
+    ["handoff kept"],
+    ["handoff dropped"],
+    ["run completed"],
+    ["tool reply cut off", "tool reply never came"],
+]
+"""each timeline's race marks in notebook 06, in order (its eighth: Gemini's reply race)"""
+
+STRAY_RULES = """els => els.flatMap((legend) => {
+    const clip = legend.parentElement.getBoundingClientRect();
+    const groups = [...legend.querySelectorAll('.na-key-group')]
+        .map((g) => g.getBoundingClientRect());
+    // a group's rule is its left border: in sight, it must have a group before it on its line
+    return groups.filter((g) => g.left >= clip.left && !groups.some(
+        (o) => o !== g && Math.abs(o.top - g.top) < 2 && o.right <= g.left + 1))
+        .map((g) => `a rule starts a line at ${g.left},${g.top}`);
+})"""
+"""the legends' rules that start a line of their own (what the new user saw before
+'bring-up')"""
+
+
+def test_race_notebook_marks_each_race_on_its_timeline(lab: tuple[str, Path], page: Page) -> None:
+    """Notebook 06 as the new user ran it (a timeline ~970 px wide): each run's timeline has
+    a chip naming where its race showed (or what shows a fixed one did not) over a dashed line
+    through the lane, in the theme's error or success colour, light and dark; no chip covers
+    another; no legend line starts with a stray rule."""
+    base, root = lab
+    page.set_viewport_size({"width": 1100, "height": 900})
+    shutil.copy(REPO / "notebooks" / "06_handoff_races.ipynb", root / "races.ipynb")
+    open_notebook(page, base, "races.ipynb")
+    run_all(page)
+    expect(page.locator(".jp-OutputArea-output[data-mime-type*=error]")).to_have_count(0)
+    timelines = page.locator(".na-timeline")
+    expect(timelines).to_have_count(8, timeout=120_000)
+    for i, chips in enumerate(RACE_CHIPS):
+        timeline = timelines.nth(i)
+        timeline.scroll_into_view_if_needed()
+        expect(timeline.locator(".na-race-label")).to_have_text(chips)
+        chip_boxes = boxes(timeline.locator(".na-race-chip, .na-handoff-chip"))
+        for j, a in enumerate(chip_boxes):
+            for b in chip_boxes[j + 1 :]:
+                assert not overlap(a, b), f"timeline {i}: chips {a} and {b} overlap"
+    # the refused hand-back between the handoff into the Survey and the task's end
+    handback = timelines.nth(1)
+    arrows = [(a[0] + a[2]) / 2 for a in boxes(handback.locator(".na-handoff-arrow"))]
+    refused = box(handback.locator(".na-race-line"))
+    assert arrows[0] < refused[0] < arrows[1], (arrows, refused)
+    assert handback.locator(".na-race").get_attribute("aria-label") == "race: hand-back refused"
+
+    colours = {}
+    try:
+        for theme, color0, name in THEMES:
+            set_theme(page, theme, color0)
+            next_frame(page)
+            error, success = page.evaluate(
+                "() => ['--jp-error-color1', '--jp-success-color1'].map((v) => "
+                "getComputedStyle(document.body).getPropertyValue(v).trim())"
+            )
+            race = timelines.nth(1).locator(".na-race-line")
+            fixed = timelines.nth(4).locator(".na-race-line")
+            colours[name] = (stroke_of(race), stroke_of(fixed))
+            assert colours[name] == (rgb(page, error), rgb(page, success)), name
+            assert page.locator(".na-legend").evaluate_all(STRAY_RULES) == [], name
+    finally:
+        set_theme(page, "JupyterLab Light", "white")
+    assert colours["light"] != colours["dark"], "the marks do not follow the theme"
+    shown = {f"na-timeline_{i}": timelines.nth(i) for i in range(8)}
+    assert in_both_themes(page, ".na-timeline", "06_handoff_races", shown) == []
+
+
+def stroke_of(locator: Locator) -> str:
+    stroke: str = locator.evaluate("el => getComputedStyle(el).stroke")
+    return stroke
+
+
+def rgb(page: Page, color: str) -> str:
+    """``color`` as the browser computes it (``rgb(...)``)."""
+    computed: str = page.evaluate(
+        "c => { const e = document.createElement('i'); e.style.color = c; document.body.append(e);"
+        " const r = getComputedStyle(e).color; e.remove(); return r; }",
+        color,
+    )
+    return computed
