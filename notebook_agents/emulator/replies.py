@@ -424,51 +424,14 @@ def _scalar(raw: str, kind: str) -> Any:
     return raw
 
 
-_SMALL_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "to",
-        "me",
-        "my",
-        "i",
-        "we",
-        "us",
-        "our",
-        "you",
-        "your",
-        "please",
-        "can",
-        "could",
-        "would",
-        "will",
-        "shall",
-        "may",
-        "be",
-        "is",
-        "am",
-        "are",
-        "it",
-        "this",
-        "that",
-        "of",
-        "for",
-        "on",
-        "in",
-        "at",
-        "with",
-        "and",
-        "or",
-        "now",
-        "then",
-        "just",
-        "through",
-        "over",
-        "up",
-        "so",
-    ]
-)
+# fmt: off
+_SMALL_WORDS = frozenset((
+    "a", "an", "the", "to", "me", "my", "i", "we", "us", "our", "you", "your", "please",
+    "can", "could", "would", "will", "shall", "may", "be", "is", "am", "are", "it",
+    "this", "that", "of", "for", "on", "in", "at", "with", "and", "or", "now", "then",
+    "just", "through", "over", "up", "so",
+))
+# fmt: on
 """the words a request puts around a tool's meaning ("please transfer me to the ...")"""
 _SYNONYMS = {
     word: "transfer"
