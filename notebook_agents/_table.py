@@ -67,6 +67,9 @@ class Table(Sequence[R]):
     title: str
     columns: tuple[Column[R], ...]
     rows: tuple[R, ...]
+    footnotes: tuple[str, ...] = ()
+    """said once under the table, after the columns' notes: what cells point at by number
+    (``[1]``), so a long reason does not widen its column"""
 
     @overload
     def __getitem__(self, index: int) -> R: ...
@@ -96,8 +99,8 @@ class Table(Sequence[R]):
         return " · ".join(caption), shown, rows
 
     def notes(self) -> list[str]:
-        """What the columns shown need explained, one line each."""
-        return [column.note for column in self.layout()[1] if column.note]
+        """What the columns shown need explained, one line each, then the footnotes."""
+        return [*(column.note for column in self.layout()[1] if column.note), *self.footnotes]
 
     def to_text(self, *, notes: bool = True) -> str:
         """Fixed-width text: the caption, aligned columns, then the notes."""
