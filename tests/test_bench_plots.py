@@ -204,11 +204,13 @@ def test_every_plot_tells_the_providers_apart() -> None:
     for ax in plot_cdf(data, "reply_ms").axes:
         styles: dict[str, set[str]] = {}
         for line in ax.get_lines():
-            styles.setdefault(str(line.get_label()).split()[0], set()).add(line.get_linestyle())
+            styles.setdefault(str(line.get_label()).split()[0], set()).add(
+                str(line.get_linestyle())
+            )
         assert len(styles["gemini"]) == len(styles["openai"]) == 1
         assert styles["gemini"] != styles["openai"]
     for ax in plot_distributions(data, "reply_ms").axes:
-        marks = {str(c.get_paths()[0].vertices.tobytes()) for c in ax.collections}
+        marks = {np.asarray(c.get_paths()[0].vertices).tobytes() for c in ax.collections}
         assert len(marks) == 2  # one mark per provider
 
 

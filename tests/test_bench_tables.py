@@ -9,7 +9,7 @@ from typing import Any
 
 from notebook_agents._table import Column, Table
 from notebook_agents.bench.stats import ModeSummary, compare, summary_table
-from notebook_agents.modes import MODE_COLORS
+from notebook_agents.modes import MODE_COLORS, ContextMode
 
 from .test_bench_stats import latencies, result_of, trials_for
 
@@ -145,7 +145,7 @@ LONG = (
 )
 
 
-def asked_reused(session: str, context: str, reason: str, n: int = 2) -> list[Any]:
+def asked_reused(session: str, context: ContextMode, reason: str, n: int = 2) -> list[Any]:
     return [
         dataclasses.replace(t, asked_session="reused", asked_context=context, reason=reason)
         for t in trials_for([40.0 + i for i in range(n)], session=session, context=context)
