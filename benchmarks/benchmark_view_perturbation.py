@@ -11,7 +11,7 @@ alternate the arms, in one process so the machine's load falls on every arm alik
 and prints each arm's median reply_ms and handoff_ms per provider and mode (all rounds'
 trials pooled) and the view's median minus the CLI's.
 
-    .venv/bin/python benchmarks/benchmark_view_perturbation.py --rounds 6
+    PYTHONPATH=. .venv/bin/python benchmarks/benchmark_view_perturbation.py --rounds 4
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ async def main(rounds: int, trials: int, providers: list[str]) -> None:
     for arm, kept in found.items():
         failed = [t for t in kept if not t.ok]
         print(f"{arm}: {len(kept)} trials, {len(failed)} failed", *(t.error for t in failed[:1]))
-    print(f"{'provider':8} {'mode':14} {'timing':10} {'n':>4} {'cli':>7} {'view':>7} {'view-cli':>9}")
+    head = ("provider", "mode", "timing", "n", "cli", "view", "view-cli")
+    print("{:8} {:14} {:10} {:>4} {:>7} {:>7} {:>9}".format(*head))
     for (provider, mode), by_arm in sorted(groups.items()):
         for timing in TIMINGS:
             cli, view = by_arm["cli"][timing], by_arm["view"][timing]
