@@ -24,16 +24,18 @@ _STYLE = """<style>
   margin: 0; font-size: var(--jp-ui-font-size1, 13px); color: var(--jp-ui-font-color1, #1f2937); }
 .na-table-box caption { caption-side: top; text-align: left; padding: 0 0 0.3em 0;
   color: var(--jp-ui-font-color2, #64748b); }
-.na-table-box th, .na-table-box td { padding: 0.25em 0.45em; border: none; text-align: right;
+.na-table-box th, .na-table-box td { padding: 0.25em 0.35em; border: none; text-align: right;
   border-bottom: 1px solid var(--jp-border-color2, #e2e8f0); white-space: nowrap; }
 .na-table-box th { font-weight: 600; cursor: help; vertical-align: bottom; }
 .na-table-box th.na-text, .na-table-box td.na-text { text-align: left; }
+.na-table-box th, .na-table-box td.na-text { white-space: normal; }
 .na-table-box td.na-wrap { white-space: normal; min-width: 18em; }
 .na-table-box .na-table-notes { margin: 0.4em 0 0 0; font-size: 0.85em;
   color: var(--jp-ui-font-color2, #64748b); }
 </style>"""
 """scoped to the table's box, and specific enough to win over JupyterLab's rules for output tables;
-a notebook output is not a widget: views.css is not there"""
+a notebook output is not a widget: views.css is not there. Headers and words break at their spaces
+only when the output is narrower than the table, so it fits without a scroll; numbers never."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class Table(Sequence[R]):
     title: str
     columns: tuple[Column[R], ...]
     rows: tuple[R, ...]
+    footnotes: tuple[str, ...] = ()
+    """said once under the table, after the columns' notes: what cells point at by number
+    (``[1]``), so a long reason does not widen its column"""
 
     @overload
     def __getitem__(self, index: int) -> R: ...
@@ -96,8 +101,8 @@ class Table(Sequence[R]):
         return " · ".join(caption), shown, rows
 
     def notes(self) -> list[str]:
-        """What the columns shown need explained, one line each."""
-        return [column.note for column in self.layout()[1] if column.note]
+        """What the columns shown need explained, one line each, then the footnotes."""
+        return [*(column.note for column in self.layout()[1] if column.note), *self.footnotes]
 
     def to_text(self, *, notes: bool = True) -> str:
         """Fixed-width text: the caption, aligned columns, then the notes."""

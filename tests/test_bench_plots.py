@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -11,6 +12,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
@@ -152,8 +154,64 @@ def test_cdf_one_line_per_mode_at_an_rtt() -> None:
     (ax,) = fig.axes
     assert colors_of(ax.get_lines()) == colors_for([*REALTIME, "cascaded+copied"])
     assert "RTT 20 ms" in title(fig)
-    # all RTTs at once: a line per mode and RTT
-    assert len(plot_cdf(emulator_result(), "reply_ms").axes[0].get_lines()) == 5 * len(RTTS)
+    # all RTTs at once: a panel per RTT, a line per mode in each
+    panels = plot_cdf(emulator_result(), "reply_ms").axes
+    assert [len(ax.get_lines()) for ax in panels] == [5] * len(RTTS)
+    assert [ax.get_title() for ax in panels] == [f"RTT {rtt:g} ms" for rtt in RTTS]
+
+
+def two_providers() -> BenchmarkResult:
+    """Both providers in the four modes at two RTTs; half of gemini's fresh trials asked for
+    reused (as Gemini Live runs them when B's tools are not A's)."""
+    rng = np.random.default_rng(1)
+    trials = []
+    for rtt in (0.0, 20.0):
+        for provider in ("openai", "gemini"):
+            for session, context in REALTIME_MODES:
+                asked = "reused" if provider == "gemini" else session
+                for i in range(4):
+                    trials.append(
+                        trial(
+                            rtt, 10, i, session, context, provider=provider,
+                            asked_session=asked, asked_context=context,
+                            reply_ms=50 + rtt + float(rng.exponential(5)),
+                        )
+                    )  # fmt: skip
+    return result(trials, target="emulator")
+
+
+def test_distribution_labels_of_two_providers_do_not_overlap() -> None:
+    """Two-line labels ("gemini fresh+copied (asked reused+copied)") slanted at 30° ran into
+    their neighbours at the default width."""
+    fig = plot_distributions(two_providers(), "reply_ms")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # laid out as saved
+    renderer = canvas.get_renderer()
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        assert len(labels) == 8
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for left, right in itertools.pairwise(boxes):
+            assert left.x1 <= right.x0, (left, right)
+        # the provider is said over its boxes, once
+        top = [t.get_text() for t in ax.child_axes[0].get_xticklabels()]
+        assert top == ["gemini", "openai"]
+
+
+def test_every_plot_tells_the_providers_apart() -> None:
+    """The CDF's line style meant the RTT: gemini's and openai's fresh+copied looked alike."""
+    data = two_providers()
+    for ax in plot_cdf(data, "reply_ms").axes:
+        styles: dict[str, set[str]] = {}
+        for line in ax.get_lines():
+            styles.setdefault(str(line.get_label()).split()[0], set()).add(
+                str(line.get_linestyle())
+            )
+        assert len(styles["gemini"]) == len(styles["openai"]) == 1
+        assert styles["gemini"] != styles["openai"]
+    for ax in plot_distributions(data, "reply_ms").axes:
+        marks = {np.asarray(c.get_paths()[0].vertices).tobytes() for c in ax.collections}
+        assert len(marks) == 2  # one mark per provider
 
 
 def test_cost_vs_rtt_median_with_ci_per_mode_and_truth_dashed() -> None:
@@ -174,8 +232,8 @@ def test_cost_vs_rtt_median_with_ci_per_mode_and_truth_dashed() -> None:
 
 
 def test_cdf_axis_names_the_timing_in_words() -> None:
-    (ax,) = plot_cdf(emulator_result(), "handoff_ms").axes
-    assert ax.get_xlabel() == "handoff → B's on_enter (ms)"
+    for ax in plot_cdf(emulator_result(), "handoff_ms").axes:
+        assert ax.get_xlabel() == "handoff → B's on_enter (ms)"
 
 
 def test_cost_vs_history_one_point_per_history_length() -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
+from html import escape
 from typing import Any
 
 from notebook_agents._table import Column, Table
 from notebook_agents.bench.stats import ModeSummary, compare, summary_table
-from notebook_agents.modes import MODE_COLORS
+from notebook_agents.modes import MODE_COLORS, ContextMode
 
 from .test_bench_stats import latencies, result_of, trials_for
 
@@ -130,11 +131,58 @@ def test_trials_group_by_the_mode_that_ran_and_say_which_was_asked_and_why() -> 
     table = summary_table(result_of(ran + asked))
     (row,) = table
     assert row.mode == "fresh+copied" and row.summary is not None and row.summary.n == 3
-    assert row.asked == "reused+copied ×1: B pins it"
+    assert row.asked == "reused+copied ×1 [1]"
     text = table.to_text()
-    assert "asked" in text.splitlines()[1].split() and "reused+copied ×1: B pins it" in text
+    assert "asked" in text.splitlines()[1].split() and "reused+copied ×1 [1]" in text
+    assert text.endswith("\n[1] B pins it")
     # a table whose trials all ran as asked has no such column
     assert "asked" not in summary_table(result_of(ran)).to_text().splitlines()[1].split()
+
+
+LONG = (
+    "the model cannot change a live session's tools (capabilities.mutable_tools is False) "
+    "and B's tools are not A's tool objects"
+)
+
+
+def asked_reused(session: str, context: ContextMode, reason: str, n: int = 2) -> list[Any]:
+    return [
+        dataclasses.replace(t, asked_session="reused", asked_context=context, reason=reason)
+        for t in trials_for([40.0 + i for i in range(n)], session=session, context=context)
+    ]
+
+
+def test_a_long_reason_is_said_once_under_the_table_not_in_its_column() -> None:
+    """The asked column held each reason in full: ~150 characters wide, the text table ~300,
+    pushing "vs RTT 0" and "failed" out of sight. Now its cells point at numbered notes."""
+    trials = [
+        *asked_reused("fresh", "copied", LONG),
+        *asked_reused("fresh", "empty", LONG),
+        *[dataclasses.replace(t, provider="gemini") for t in asked_reused("fresh", "copied", "X")],
+    ]
+    table = summary_table(result_of(trials))
+    assert [(row.provider, row.asked) for row in table] == [
+        ("gemini", "reused+copied ×2 [1]"),  # numbered in table order
+        ("openai", "reused+copied ×2 [2]"),
+        ("openai", "reused+empty ×2 [2]"),
+    ]
+    text = table.to_text()
+    assert max(len(line) for line in text.splitlines()[1:4]) < 110
+    assert text.count(LONG) == 1
+    assert table.notes()[-2:] == ["[1] X", f"[2] {LONG}"]
+    html = table._repr_html_()
+    assert html.count(escape(LONG)) == 1
+    cells = [text_of(td) for td in html_of(table).iter("td") if td.get("data-key") == "asked"]
+    assert cells == [row.asked for row in table]
+
+
+def test_every_table_of_a_result_numbers_a_reason_alike() -> None:
+    """The CLI prints the tables' notes once under them all: one reason, one number."""
+    trials = [*asked_reused("fresh", "copied", "B pins it"), *asked_reused("fresh", "empty", LONG)]
+    result = result_of(trials)
+    notes = [summary_table(result, timing).notes()[-2:] for timing in ("reply_ms", "handoff_ms")]
+    assert notes[0] == notes[1] == ["[1] B pins it", f"[2] {LONG}"]
+    assert compare(result, result).footnotes == tuple(notes[0])
 
 
 def test_each_provider_has_its_own_rows() -> None:

@@ -131,7 +131,8 @@ async def test_asked_reused_is_labelled_fresh_when_b_pins_its_own_model() -> Non
     # its truth is the mode that ran: a fresh session's connect is in it
     assert trial.truth_handoff_ms is not None and trial.truth_handoff_ms >= 3 * 20.0
     table = summary_table(result, "handoff_ms").to_text()
-    assert "asked" in table and "reused+copied ×1: B pins its own llm" in table
+    assert "asked" in table and "reused+copied ×1 [1]" in table
+    assert "\n[1] B pins its own llm" in table
 
 
 class _FixedInstructions(openai.realtime.RealtimeModel):

@@ -208,5 +208,6 @@ def test_a_trial_that_ran_another_mode_than_asked_shows_both() -> None:
     ]  # fmt: skip
     view = BenchmarkView(BenchmarkResult(config=BenchmarkConfig(), trials=trials))
     assert view.last_trial == "openai agent fresh+copied (asked reused+copied) rtt 20 #2: 132.0 ms"
-    assert "reused+copied ×3: B pins its own llm (X)" in view.table_html
+    assert "reused+copied ×3 [1]" in view.table_html
+    assert view.table_html.count("B pins its own llm (X)") == 1  # once, under the table
     assert "(asked reused+copied)" in view.plot_svg  # the box's tick names both

@@ -68,6 +68,36 @@ def test_first_named_tool_wins_and_longest_name_at_a_tie() -> None:
     assert reply("get time please", tools=tools).name == "get_time"
 
 
+BILLING = ToolSpec("transfer_to_billing", description="Transfer the caller to billing.")
+HOURS = ToolSpec("opening_hours", description="Tell the caller when the clinic is open.")
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [
+        ("Please transfer me to billing", "transfer_to_billing"),
+        ("Could you put me through to Billing?", "transfer_to_billing"),
+        ("billing, transfer please", "transfer_to_billing"),
+        ("What are your opening hours?", "opening_hours"),
+    ],
+)
+def test_a_natural_request_calls_the_tool_its_words_name(text: str, tool: str) -> None:
+    assert reply(text, tools=[HOURS, BILLING]) == ToolCallReply(tool, {})
+
+
+def test_a_request_naming_only_part_of_a_tool_calls_nothing() -> None:
+    assert isinstance(reply("Is billing open?", tools=[HOURS, BILLING]), TextReply)
+
+
+def test_the_description_picks_among_tools_the_words_name() -> None:
+    tools = [
+        ToolSpec("transfer_call", description="Transfer the call to billing."),
+        ToolSpec("route_call", description="Route the call to the front desk."),
+    ]
+    assert reply("Send my call to billing", tools=tools).name == "transfer_call"
+    assert reply("Put my call through to the front desk", tools=tools).name == "route_call"
+
+
 def test_no_tool_call_unless_the_user_spoke_last() -> None:
     history = [Turn("user", "get_weather"), Turn("tool_call", "{}", name="get_weather")]
     result = ReplyRules().reply(ReplyContext("", history, [WEATHER]))

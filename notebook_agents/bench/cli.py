@@ -20,6 +20,9 @@ DESCRIPTION = (
 )
 
 _LEVELS = ("agent", "session", "cascaded")
+TRIGGER_EXAMPLE = "Please transfer me to the pharmacy"
+"""the --trigger the help and errors suggest: it hands off to a tool named like
+``transfer_to_pharmacy`` or ``send_to_pharmacy`` (the emulator's reply rules)"""
 _DEFAULT = BenchmarkConfig()
 """the command line's defaults are the API's"""
 
@@ -120,7 +123,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     yours.add_argument(
         "--trigger",
-        help="the user turn that makes A hand off, e.g. 'Please transfer me to the pharmacy' "
+        help=f"the user turn that makes A hand off, e.g. '{TRIGGER_EXAMPLE}' for a tool "
+        "transfer_to_pharmacy; the emulator calls the tool whose name's words it says "
         "(default: none; needed with --agents or --server)",
     )
     yours.add_argument(
@@ -188,7 +192,7 @@ def _your_agents(args: argparse.Namespace) -> Any:
     if not args.trigger:
         raise ValueError(
             f"{flag} needs --trigger: the user turn that makes A hand off, e.g. "
-            "--trigger 'Please transfer me to the pharmacy'"
+            f"--trigger '{TRIGGER_EXAMPLE}' for a tool transfer_to_pharmacy"
         )
     from livekit.agents import Agent  # livekit: imported only when your agents are named
 

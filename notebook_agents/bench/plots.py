@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -34,9 +35,12 @@ from .stats import (
 _CI_BARS = "bars: bootstrap 95% CI of the median"
 
 _MARKERS = ("o", "s", "^", "D", "v", "P")
-_RTT_STYLES = ("-", "-.", ":", "--")
 _PROVIDER_STYLES = ("-", ":", "-.")
-"""a cost plot's line per provider (dashed is the ground truth's)"""
+"""a line's style per provider, in every line plot (dashed is the ground truth's)"""
+_PROVIDER_MARKS = ("o", "s", "^")
+"""a trial's point per provider in the distributions"""
+_PROVIDER_HATCHES = ("", "//", "..")
+"""a box's or bar's hatch per provider"""
 _JITTER = 0.15
 
 
@@ -47,14 +51,16 @@ def mode_color(mode: str) -> str:
 @static_figure()
 def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Figure:
     """Box + jittered points per mode, one panel per RTT, each on its own y scale (RTT 0 would
-    be flat beside RTT 100); failed trials counted under the tick."""
+    be flat beside RTT 100); failed trials counted under the tick. With several providers each
+    has its mark and hatch, and its name over its boxes."""
     panels = {
         rtt: group_trials([t for t in result.trials if t.rtt_ms == rtt])
         for rtt in _rtts(result.trials)
     }
-    # each panel as wide as its boxes need, so the mode labels under them don't collide
+    providers = _providers(result)
+    # each box 0.6 in wide: its label, upright under it, never reaches its neighbour's
     widths = [max(3.0, 0.6 * len(groups)) for groups in panels.values()]
-    fig = Figure(figsize=(max(6.0, sum(widths)), 4.8), layout="constrained")
+    fig = Figure(figsize=(max(6.0, sum(widths)), 5.6), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, width_ratios=widths)[0]
     jitter = np.random.default_rng(0)  # fixed: the same result always draws the same picture
     for ax, (rtt, groups) in zip(axes, panels.items(), strict=True):
@@ -64,70 +70,123 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
         ):
             data = values(trials, timing)
             color = mode_color(mode_label(session, context))
+            which = providers.index(provider)
             if data:
                 box = ax.boxplot(
                     [data], positions=[pos], widths=0.6, showfliers=False, patch_artist=True
                 )
-                box["boxes"][0].set(facecolor=color, alpha=0.3, edgecolor=color)
+                box["boxes"][0].set(
+                    facecolor=color, alpha=0.3, edgecolor=color, hatch=_PROVIDER_HATCHES[which]
+                )
                 box["medians"][0].set(color=color, linewidth=2)
                 x = pos + jitter.uniform(-_JITTER, _JITTER, len(data))
-                ax.scatter(x, data, s=12, color=color, alpha=0.8, zorder=3)
+                ax.scatter(
+                    x, data, s=12, color=color, alpha=0.8, zorder=3, marker=_PROVIDER_MARKS[which]
+                )
             failed = sum(not t.ok for t in trials)
-            label = _label(
-                result, level, session, context, history=history, provider=provider
-            ) + _asked_text(trials)
+            # the provider is named over its boxes, not in every label
+            label = _label(result, level, session, context, history=history) + _asked_text(trials)
             ticks.append(label + (f"\n{failed} failed" if failed else ""))
-        ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right", fontsize=8)
+        ax.set_xticks(range(len(ticks)), ticks, rotation=90, fontsize=8)
         ax.set_xlim(-0.7, max(len(ticks), 1) - 0.3)
         ax.set_title(_rtt_text(rtt), fontsize=10)
         ax.grid(axis="y", alpha=0.3)
+        if len(providers) > 1:
+            _name_providers(ax, [key[0] for key in groups])
         if not any(values(trials, timing) for trials in groups.values()):
             ax.text(0.5, 0.5, "no successful trials", transform=ax.transAxes, ha="center")
     axes[0].set_ylabel(_axis(timing))
-    marks = [
+    marks: list[Artist] = [
         Patch(facecolor=INK, alpha=0.3, edgecolor=INK, label="middle half of the trials"),
         Line2D([], [], color=INK, linewidth=2, label="median"),
-        Line2D([], [], color=INK, marker="o", markersize=4, linestyle="", label="one trial"),
     ]
-    fig.legend(handles=marks, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    if len(providers) > 1:
+        marks += [
+            Line2D(
+                [], [], color=INK, marker=_PROVIDER_MARKS[i], markersize=4, linestyle="",
+                label=f"one {provider} trial",
+            )
+            for i, provider in enumerate(providers)
+        ]  # fmt: skip
+    else:
+        marks.append(
+            Line2D([], [], color=INK, marker="o", markersize=4, linestyle="", label="one trial")
+        )
+    fig.legend(
+        handles=marks, loc="outside lower center", ncols=len(marks), fontsize=8, frameon=False
+    )
     _title(fig, result, timing, "distribution per mode")
     return fig
+
+
+def _name_providers(ax: Axes, providers: Sequence[str]) -> None:
+    """Each run of one provider's boxes named on the panel's top axis, runs parted by a line."""
+    runs: list[tuple[str, int, int]] = []  # (provider, first box, last box)
+    for pos, provider in enumerate(providers):
+        if runs and runs[-1][0] == provider:
+            runs[-1] = (provider, runs[-1][1], pos)
+        else:
+            runs.append((provider, pos, pos))
+    top = ax.secondary_xaxis("top")
+    top.set_xticks([(first + last) / 2 for _, first, last in runs], [r[0] for r in runs])
+    top.tick_params(length=0, labelsize=9)
+    for _, first, _ in runs[1:]:
+        ax.axvline(first - 0.5, color=INK, linewidth=0.8, alpha=0.5)
 
 
 @static_figure()
 def plot_cdf(
     result: BenchmarkResult, timing: str = "reply_ms", rtt_ms: float | None = None
 ) -> Figure:
-    """Empirical CDF per mode at one RTT, or at every RTT (line style per RTT) when None."""
+    """Empirical CDF per mode (its colour) and provider (its line style) at one RTT, or a panel
+    per RTT when None, each on its own x scale."""
     trials = result.trials if rtt_ms is None else result.select(rtt_ms=rtt_ms)
     rtts = _rtts(trials)
-    fig = Figure(figsize=(7.0, 4.8), layout="constrained")
-    ax = fig.subplots()
-    for (provider, level, session, context, rtt, history), group in group_trials(trials).items():
-        data = np.sort(values(group, timing))
-        if data.size == 0:
-            continue
-        label = _label(
-            result, level, session, context, history=history, provider=provider
-        ) + _asked_text(group)
+    providers = _providers(result)
+    fig = Figure(figsize=(max(7.0, 3.2 * len(rtts) + 3.0), 4.8), layout="constrained")
+    axes = fig.subplots(1, len(rtts), squeeze=False, sharey=True)[0]
+    for ax, rtt in zip(axes, rtts, strict=True):
+        at_rtt = [t for t in trials if t.rtt_ms == rtt]
+        for (provider, level, session, context, _, history), group in group_trials(at_rtt).items():
+            data = np.sort(values(group, timing))
+            if data.size == 0:
+                continue
+            ax.step(
+                data,
+                np.arange(1, data.size + 1) / data.size,
+                where="post",
+                color=mode_color(mode_label(session, context)),
+                linestyle=_PROVIDER_STYLES[providers.index(provider) % len(_PROVIDER_STYLES)],
+                label=_label(result, level, session, context, history=history, provider=provider)
+                + _asked_text(group),
+            )
+        ax.set_xlabel(_axis(timing))
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
         if len(rtts) > 1:
-            label += f", {_rtt_text(rtt)}"
-        ax.step(
-            data,
-            np.arange(1, data.size + 1) / data.size,
-            where="post",
-            color=mode_color(mode_label(session, context)),
-            linestyle=_RTT_STYLES[rtts.index(rtt) % len(_RTT_STYLES)],
-            label=label,
-        )
-    ax.set_xlabel(_axis(timing))
-    ax.set_ylabel("fraction of trials ≤ x")
-    ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
-    _legend_or_note(ax)
+            ax.set_title(_rtt_text(rtt), fontsize=10)
+    axes[0].set_ylabel("fraction of trials ≤ x")
+    _figure_legend(fig, axes)
     what = "CDF" if rtt_ms is None else f"CDF, {_rtt_text(rtt_ms)}"
     _title(fig, result, timing, what)
     return fig
+
+
+def _figure_legend(fig: Figure, axes: Sequence[Axes]) -> None:
+    """One legend for the panels, each line said once (the same mode recurs per RTT)."""
+    found: dict[str, Artist] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(label, handle)
+    if found:
+        fig.legend(
+            handles=list(found.values()),
+            labels=list(found),
+            loc="outside right upper",
+            fontsize=8,
+        )
+    else:
+        axes[0].text(0.5, 0.5, "no successful trials", transform=axes[0].transAxes, ha="center")
 
 
 @static_figure()
@@ -233,6 +292,7 @@ def plot_phase_client(result: BenchmarkResult) -> Figure:
     mode, against the goal (dashed: within 0.1 RTT + 3 ms of the truth)."""
     rows = [r for r in phase_table(result) if r.timing != WAIT and r.client is not None]
     panels = _by_rtt(rows)
+    providers = _providers(result)
     names = [n for n in phase_names(result.trials) if any(r.timing == n for r in rows)]
     fig = Figure(
         figsize=(max(7.0, 0.9 * len(names) + 3), 1.5 + 2.6 * max(len(panels), 1)),
@@ -253,6 +313,7 @@ def plot_phase_client(result: BenchmarkResult) -> Figure:
                 median,
                 width=width,
                 color=mode_color(mode_label(mode[1], mode[2])),
+                hatch=_PROVIDER_HATCHES[providers.index(mode[0]) % len(_PROVIDER_HATCHES)],
                 label=_mode_text(result, mode) if ax is axes[0] else None,
             )
             ax.errorbar(
@@ -351,7 +412,7 @@ def _plot_cost(
     """One series per (level, mode, variant): the variant is the grid axis not on x."""
     rows = summary_table(result, timing)
     variants = list(dict.fromkeys(variant_of(row) for row in rows))
-    providers = sorted({row.provider for row in rows})
+    providers = _providers(result)
     series: dict[tuple[str, str, str, str, Hashable], list[ModeSummary]] = {}
     for row in rows:
         key = (row.provider, row.level, row.session, row.context, variant_of(row))
@@ -405,6 +466,11 @@ def _rtts(trials: Sequence[Trial]) -> list[float | None]:
     known = sorted({t.rtt_ms for t in trials if t.rtt_ms is not None})
     unknown = any(t.rtt_ms is None for t in trials) or not known
     return [*known, *([None] if unknown else [])]
+
+
+def _providers(result: BenchmarkResult) -> list[str]:
+    """The result's providers, sorted: each keeps its style, mark and hatch in every plot."""
+    return sorted({t.provider for t in result.trials})
 
 
 def _axis(timing: str, statistic: str = "") -> str:

@@ -7,7 +7,7 @@ a scheduler hiccup), and one outlier should not move the headline figure.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -126,15 +126,31 @@ def group_key(trial: Trial) -> GroupKey:
     )
 
 
-def asked_note(trials: Sequence[Trial]) -> str | None:
-    """The modes these trials asked for that did not run, each with how many and why:
-    ``"reused+copied ×3: B pins its own llm…"``; None when every trial ran as asked."""
+def asked_note(trials: Sequence[Trial], reasons: Mapping[str, int]) -> str | None:
+    """The modes these trials asked for that did not run, each with how many and the number
+    of its reason in ``reasons`` (said under the table): ``"reused+copied ×3 [1]"``; None when
+    every trial ran as asked."""
     differ = Counter((t.asked_mode, t.reason) for t in trials if t.asked_mode != t.mode)
     if not differ:
         return None
     return "; ".join(
-        f"{mode} ×{n}" + (f": {reason}" if reason else "") for (mode, reason), n in differ.items()
+        f"{mode} ×{n}" + (f" [{reasons[reason]}]" if reason else "")
+        for (mode, reason), n in differ.items()
     )
+
+
+def asked_reasons(trials: Sequence[Trial]) -> dict[str, int]:
+    """Each distinct reason a trial did not run as asked, numbered in table order from 1: the
+    same numbers in every table of one result, so the CLI says each reason once."""
+    found = (t.reason for group in group_trials(trials).values() for t in group)
+    reasons = dict.fromkeys(r for r in found if r)
+    return {reason: i for i, reason in enumerate(reasons, 1)}
+
+
+def _footnotes(rows: Sequence[_Group], reasons: Mapping[str, int]) -> tuple[str, ...]:
+    """The reasons the rows' ``asked`` cells point at, in their numbers' order."""
+    cited = " ".join(row.asked or "" for row in rows)
+    return tuple(f"[{n}] {reason}" for reason, n in reasons.items() if f"[{n}]" in cited)
 
 
 def group_trials(trials: Sequence[Trial]) -> dict[GroupKey, list[Trial]]:
@@ -169,6 +185,7 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[Mo
     """One row per group, ordered by level, RTT, history, then the REALTIME_MODES order; shown
     as text by ``str()``, as HTML in a notebook."""
     rows = []
+    reasons = asked_reasons(result.trials)
     for key, trials in group_trials(result.trials).items():
         provider, level, session, context, rtt, history = key
         summary = summarize(values(trials, timing))
@@ -184,7 +201,7 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[Mo
                 rtt_ms=rtt,
                 history_turns=history,
                 timing=timing,
-                asked=asked_note(trials),
+                asked=asked_note(trials, reasons),
                 summary=summary,
                 failed=sum(not t.ok for t in trials),
                 truth_ms=truth_ms,
@@ -192,7 +209,12 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[Mo
                 excess_rtts=excess / rtt if excess is not None and rtt else None,
             )
         )
-    return Table(f"{timing_title(timing)}, ms", SUMMARY_COLUMNS, _with_latency_error(rows))
+    return Table(
+        f"{timing_title(timing)}, ms",
+        SUMMARY_COLUMNS,
+        _with_latency_error(rows),
+        _footnotes(rows, reasons),
+    )
 
 
 def _with_latency_error(rows: list[ModeSummary]) -> tuple[ModeSummary, ...]:
@@ -231,6 +253,7 @@ def compare(
     """The groups with values in both results, with a bootstrap 95% CI of the median ratio;
     ``names`` head the two results' columns."""
     groups_b = group_trials(b.trials)
+    reasons = asked_reasons(a.trials)
     comparisons: list[Comparison] = []
     for key, trials_a in group_trials(a.trials).items():
         va, vb = values(trials_a, timing), values(groups_b.get(key, []), timing)
@@ -248,7 +271,7 @@ def compare(
             ratio = sb.median / sa.median
             ci_low, ci_high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
         comparisons.append(
-            Comparison(*key, timing, asked_note(trials_a), sa, sb, ratio, ci_low, ci_high)
+            Comparison(*key, timing, asked_note(trials_a, reasons), sa, sb, ratio, ci_low, ci_high)
         )
     name_a, name_b = names
     columns = (
@@ -266,7 +289,12 @@ def compare(
             note="95% CI: the ratio's bootstrap 95% confidence interval",
         ),
     )
-    return Table(f"{timing_title(timing)}, ms: {name_a} vs {name_b}", columns, tuple(comparisons))
+    return Table(
+        f"{timing_title(timing)}, ms: {name_a} vs {name_b}",
+        columns,
+        tuple(comparisons),
+        _footnotes(comparisons, reasons),
+    )
 
 
 WAIT = "wait"
@@ -311,6 +339,7 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
     the whole wait (the critical phases added up)."""
     rows: list[PhaseSummary] = []
     names = phase_names(result.trials)
+    reasons = asked_reasons(result.trials)
     for key, trials in group_trials(result.trials).items():
         provider, level, session, context, rtt, history = key
         timed = [t for t in trials if t.ok and t.phases]
@@ -334,7 +363,7 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
                     rtt_ms=rtt,
                     history_turns=history,
                     timing=name,
-                    asked=asked_note(timed),
+                    asked=asked_note(timed, reasons),
                     critical=2 * sum(f[3] for f in present) >= len(present),
                     summary=summarize(ms),
                     truth_ms=float(np.median(truths)) if truths else None,
@@ -342,7 +371,7 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
                     livekit_ms=float(np.median(livekit)) if livekit else None,
                 )
             )
-    return Table("handoff phases, ms", PHASE_COLUMNS, tuple(rows))
+    return Table("handoff phases, ms", PHASE_COLUMNS, tuple(rows), _footnotes(rows, reasons))
 
 
 def _phase_or_wait(
@@ -392,11 +421,11 @@ _GROUP_COLUMNS: tuple[Column[Any], ...] = (
         "asked",
         "asked",
         lambda r: r.asked or ABSENT,
-        "the modes the trials asked for that livekit did not run, how many and why",
+        "the modes the trials asked for that livekit did not run, how many, and [the "
+        "number of the reason] said under the table",
         words=True,
-        wrap=True,
         note="asked: trials are grouped by the mode their trace says ran; this names the "
-        "mode some asked for instead, how many, and why it did not run.",
+        "mode some asked for instead, how many, and [the number of] why it did not run.",
         optional=True,
     ),
     Column(

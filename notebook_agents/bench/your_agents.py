@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from livekit.agents import Agent, AgentServer
+from livekit.agents.llm import FunctionTool, RawFunctionTool
 
 from .. import _livekit_internals as livekit
 
@@ -81,6 +82,11 @@ def make_agent(agents: UserAgents) -> Agent:
 def load(path: str, flag: str) -> Any:
     """The object ``path`` names: ``package.module:Name`` (importable from the working
     directory) or ``path/to/file.py:Name``; ValueError names what is missing and the fix."""
+    return _load(path, flag)[1]
+
+
+def _load(path: str, flag: str) -> tuple[Any, Any]:
+    """The module ``path`` names and the object ``load`` returns."""
     where, sep, name = path.rpartition(":")
     if not sep or not where or not name.isidentifier():
         raise ValueError(
@@ -89,7 +95,7 @@ def load(path: str, flag: str) -> Any:
         )
     module = _module(where, flag, path)
     try:
-        return getattr(module, name)
+        return module, getattr(module, name)
     except AttributeError:
         found = sorted(n for n, v in vars(module).items() if _offered(v, module.__name__))
         has = f"; it has {', '.join(found)}" if found else ""
@@ -98,14 +104,51 @@ def load(path: str, flag: str) -> Any:
 
 def load_agent(path: str) -> Callable[[], Agent]:
     """``--agents``: an ``Agent`` subclass, or a function returning one."""
-    found = load(path, "--agents")
+    module, found = _load(path, "--agents")
     if isinstance(found, type) and issubclass(found, Agent):
         return found
-    if isinstance(found, type) or not callable(found):
+    problem = _not_a_factory(found)
+    if problem is not None:
+        where = path.rpartition(":")[0]
+        agents = sorted(
+            n
+            for n, v in vars(module).items()
+            if not isinstance(v, AgentServer) and _offered(v, module.__name__)
+        )
+        has = f"; {where} has {', '.join(agents)}" if agents else ""
         raise ValueError(
-            f"--agents {path!r} is {found!r}: name A's Agent class or a function making it"
+            f"--agents {path!r} is {found!r}, {problem}: name A's Agent class or a function "
+            f"returning A, e.g. --agents {where}:{agents[0] if agents else 'FrontDesk'}{has}"
         )
     return found  # type: ignore[no-any-return]
+
+
+def _not_a_factory(found: Any) -> str | None:
+    """Why ``found`` cannot make A, read from what it is and its signature (it is not called:
+    a factory may need the trial's environment); None when it may."""
+    if isinstance(found, AgentServer):
+        return "an AgentServer (pass it with --server)"
+    if isinstance(found, type) or not callable(found):
+        return "not an Agent class or a function"
+    if str(getattr(found, "__module__", "") or "").startswith("livekit.") or isinstance(
+        found, FunctionTool | RawFunctionTool
+    ):
+        return "livekit's, not an agent of yours"
+    try:
+        signature = inspect.signature(found, eval_str=True)
+    except (NameError, TypeError, ValueError):  # an annotation it cannot resolve: let it run
+        return None
+    needs = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if needs:
+        return f"a function needing {', '.join(needs)} (the bench calls it with no arguments)"
+    made = signature.return_annotation
+    if isinstance(made, type) and not issubclass(made, Agent):
+        return f"a function returning {made.__name__}, not an Agent"
+    return None
 
 
 def load_server(path: str) -> AgentServer | Callable[[], AgentServer]:

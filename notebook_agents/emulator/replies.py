@@ -127,21 +127,59 @@ def first_sentence(instructions: str) -> str:
 
 
 def tool_rule(ctx: ReplyContext) -> Reply | None:
-    """Call the tool the user's text names (``get_weather`` or ``get weather``)."""
+    """Call the tool the user's text names: by its name (``get_weather`` or ``get weather``),
+    else in the user's own words (``transfer me to billing`` for ``transfer_to_billing``).
+
+    The emulator's own policy, standing in for a model choosing a tool: a name written out
+    wins (the first in the text, the longest at a tie); else a tool whose name's words all
+    occur in the request, in any order with other words between, small words aside (``to``,
+    ``the``, ``me``), plural or singular, and "send", "connect", "put through"... read as
+    "transfer"; of several such tools, the one whose name and description share the most words
+    with the request. ``what's the weather`` names no ``get_weather``: no call.
+    """
     text = ctx.user_text
     if text is None or not ctx.tools:
         return None
+    tool = _tool_by_name(text, ctx.tools) or _tool_by_words(text, ctx.tools)
+    return ToolCallReply(tool.name, tool_arguments(tool, text)) if tool else None
+
+
+def _tool_by_name(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
     lowered = text.lower()
     found: list[tuple[int, int, ToolSpec]] = []
-    for tool in ctx.tools:
+    for tool in tools:
         for form in {tool.name.lower(), tool.name.lower().replace("_", " ")}:
             # whole words only: a tool named "add" must not fire on "address"
             if match := re.search(rf"(?<!\w){re.escape(form)}(?!\w)", lowered):
                 found.append((match.start(), -len(form), tool))
-    if not found:
-        return None
-    tool = min(found, key=lambda hit: hit[:2])[2]
-    return ToolCallReply(tool.name, tool_arguments(tool, text))
+    return min(found, key=lambda hit: hit[:2])[2] if found else None
+
+
+def _tool_by_words(text: str, tools: Sequence[ToolSpec]) -> ToolSpec | None:
+    asked = set(_content_words(text))
+    best: tuple[int, ToolSpec] | None = None
+    for tool in tools:
+        named = _content_words(tool.name)
+        if not named or not set(named) <= asked:
+            continue
+        shared = len(asked & {*named, *_content_words(tool.description)})
+        if best is None or shared > best[0]:  # the first declared at a tie
+            best = (shared, tool)
+    return best[1] if best else None
+
+
+def _content_words(text: str) -> list[str]:
+    """The words that carry meaning: ``getWeather``/``get_weather`` -> ``["get", "weather"]``,
+    lowercase, singular, synonyms of "transfer" as "transfer", small words left out."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    words = []
+    for word in re.findall(r"[a-z0-9]+", spaced.lower()):
+        if word in _SMALL_WORDS:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        words.append(_SYNONYMS.get(word, word))
+    return words
 
 
 def tool_output_rule(ctx: ReplyContext) -> Reply | None:
@@ -385,6 +423,21 @@ def _scalar(raw: str, kind: str) -> Any:
         return parsed if isinstance(parsed, dict) else None
     return raw
 
+
+# fmt: off
+_SMALL_WORDS = frozenset((
+    "a", "an", "the", "to", "me", "my", "i", "we", "us", "our", "you", "your", "please",
+    "can", "could", "would", "will", "shall", "may", "be", "is", "am", "are", "it",
+    "this", "that", "of", "for", "on", "in", "at", "with", "and", "or", "now", "then",
+    "just", "through", "over", "up", "so",
+))
+# fmt: on
+"""the words a request puts around a tool's meaning ("please transfer me to the ...")"""
+_SYNONYMS = {
+    word: "transfer"
+    for word in ("send", "connect", "put", "route", "hand", "handoff", "forward", "pass")
+}
+"""ways a caller asks to be transferred, as a model reads them: one word"""
 
 _MAX_REFS = 32
 """references followed at most: a schema whose ``$ref``s loop must not hang a reply"""

@@ -11,7 +11,8 @@ from playwright.sync_api import Locator, Page, expect
 
 from notebook_agents.modes import MODE_COLORS, REALTIME_MODES, mode_label
 
-from .conftest import open_notebook, run_cell, screenshot, write_notebook
+from .conftest import open_notebook, run_cell, run_notebook, screenshot, write_notebook
+from .themes import in_both_themes
 
 TRIALS = 12  # 4 modes x 3 trials at one RTT: a few seconds, long enough to watch it count
 CELLS = [
@@ -119,3 +120,41 @@ def assert_fits_its_output(table: Locator) -> None:
         " t.closest('.jp-OutputArea-output').getBoundingClientRect().width]"
     )
     assert 0 < width <= room, f"a table {width:.0f} px wide in an output {room:.0f} px wide"
+
+
+ASKED_CELLS = [
+    """from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, Trial
+from notebook_agents.views import BenchmarkView
+
+REASON = ("the model cannot change a live session's tools (capabilities.mutable_tools is "
+          "False) and B's tools are not A's tool objects")
+modes = [("reused", "copied"), ("reused", "empty"), ("fresh", "copied"), ("fresh", "empty")]
+trials = [
+    Trial("agent", session if provider == "openai" else "fresh", context, rtt, 2, i,
+          provider=provider, reply_ms=40.0 + rtt + i, handoff_ms=20.0 + rtt + i,
+          truth_reply_ms=rtt, truth_handoff_ms=rtt, asked_session=session,
+          asked_context=context,
+          reason=REASON if provider == "gemini" and session == "reused" else None)
+    for rtt in (0.0, 20.0) for provider in ("gemini", "openai") for session, context in modes
+    for i in range(3)
+]
+BenchmarkView(BenchmarkResult(config=BenchmarkConfig(), trials=trials))""",
+]
+
+
+def test_a_reason_is_a_note_under_a_table_that_fits(lab: tuple[str, Path], page: Page) -> None:
+    """The asked column held each reason in full: 'vs RTT 0' and 'failed' went behind a
+    horizontal scroll. Now the cell points at a note said once under the table."""
+    run_notebook(page, lab, "benchmark_asked.ipynb", ASKED_CELLS)
+    table = page.locator(".na-bench-table table")
+    expect(table).to_be_visible(timeout=60_000)
+    asked = page.locator(".na-bench-table td[data-key=asked]").all_text_contents()
+    assert "reused+copied ×3 [1]" in asked and "reused+empty ×3 [1]" in asked
+    notes = page.locator(".na-bench-table .na-table-notes")
+    expect(notes).to_contain_text("[1] the model cannot change a live session's tools")
+    assert notes.inner_text().count("mutable_tools") == 1
+    table.scroll_into_view_if_needed()
+    for key in ("latency_error_ms", "failed"):  # before: behind a horizontal scroll
+        expect(page.locator(f".na-bench-table th[data-key={key}]")).to_be_in_viewport()
+    assert_fits_its_output(table)
+    assert in_both_themes(page, ".na-bench", "benchmark_view_asked") == []
