@@ -83,6 +83,18 @@ class FrontDeskToOwnModel(Agent):
         return OwnModelPharmacy()
 
 
+class AnnouncingFrontDesk(Agent):
+    """The common handoff tool: B with a message for the model to say."""
+
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the front desk. Route callers.")
+
+    @function_tool
+    async def send_to_pharmacy(self, context: RunContext[None]) -> tuple[Agent, str]:
+        """Send the caller to the pharmacy."""
+        return Pharmacy(chat_ctx=self.chat_ctx), "Transferring you to the pharmacy."
+
+
 TRIGGER = "Please send to pharmacy."
 
 
@@ -117,6 +129,22 @@ async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -
     assert truth["fresh+copied"] == max(truth.values())
     assert truth["fresh+empty"] == min(truth.values())
     assert result.to_dict()["config"]["agents"] == f"{__name__}:FrontDesk"
+
+
+async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every_mode() -> None:
+    """``return B, "Transferring you."`` asks for a reply: on OpenAI livekit has A answer the
+    output before B starts (a round trip more). Each trial's truth counts that answer, so the
+    excess is the client's own work, as for an agent returned alone; before, every mode was a
+    round trip over its truth. At 150 ms RTT a missing round trip exceeds the tolerance."""
+    agents = UserAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
+    result = await run_benchmark(config(agents=agents, rtts_ms=[150.0]))
+    assert [t.error for t in result.failed_trials()] == []
+    assert sorted(t.mode for t in result.trials) == sorted(LABELS)
+    for trial in result.trials:
+        assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
+        assert trial.reply_ms is not None and trial.truth_reply_ms is not None
+        assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + 100
+        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
 
 
 async def test_asked_reused_is_labelled_fresh_when_b_pins_its_own_model() -> None:

@@ -49,9 +49,11 @@ class Provider:
     environment: Callable[[Endpoint], dict[str, str]] | None
     """the variables a user's server reads to reach the endpoint; None: there are none"""
     ground_truth: GroundTruth = ground_truth
-    """(level, session, context, history turns, network, items=) -> (handoff_ms, reply_ms)"""
+    """(level, session, context, history turns, network, items=, tool_reply=) ->
+    (handoff_ms, reply_ms)"""
     phase_truths: PhaseTruths = handoff_truths
-    """(session, context, items, network, tool=) -> each handoff phase's truth (seconds)"""
+    """(session, context, items, network, tool=, tool_reply=) -> each handoff phase's truth
+    (seconds)"""
 
 
 def _openai_model(endpoint: Endpoint, model: str | None, modality: str) -> Any:
@@ -99,8 +101,11 @@ def _gemini_ground_truth(
     latency: LatencyModel,
     *,
     items: int | None = None,
+    tool_reply: int | None = None,
 ) -> tuple[float, float] | None:
-    del items  # nothing of B's context is acknowledged: its size costs no round trip
+    # nothing of B's context is acknowledged: its size costs no round trip; the model's own
+    # reply to the tool's output is not awaited by the handoff (``gemini_handoff_truths``)
+    del items, tool_reply
     return gemini_ground_truth(level, session, context, history_turns, latency)
 
 

@@ -192,6 +192,7 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], endpoint: En
             trial.history_turns,
             latency,
             items=ran.items if ran is not None else None,
+            tool_reply=ran.tool_reply if ran is not None else None,
         )
         if truth is not None:
             trial.truth_handoff_ms, trial.truth_reply_ms = truth

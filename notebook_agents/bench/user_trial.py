@@ -21,6 +21,7 @@ from typing import Any
 from livekit.agents import Agent, AgentSession, RunResult, llm
 from livekit.plugins import openai
 
+from ..emulator.replies import tokens
 from ..modes import ContextMode, SessionMode
 from ..phases import handoff_phases
 from ..trace import Trace
@@ -225,7 +226,14 @@ def ran(watch: HandoffWatch) -> Ran:
         reasons.append(_session_reason(session, watch))
     if context != watch.asked_context:
         reasons.append(_context_reason(context, data))
-    return Ran(session, context, data.get("items_to", 0), "; ".join(reasons) or None)
+    reply = watch.tool_reply
+    return Ran(
+        session,
+        context,
+        data.get("items_to", 0),
+        "; ".join(reasons) or None,
+        tool_reply=len(tokens(reply)) if reply is not None else None,
+    )
 
 
 def _session_reason(session: str, watch: HandoffWatch) -> str:
