@@ -5,7 +5,9 @@ emulator process; each trial labelled by what its trace says ran, and why when n
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +25,13 @@ from livekit.plugins import openai
 
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
+from notebook_agents.bench.cli import ProgressBar
 from notebook_agents.bench.handoff_mode import reuse_blockers
 from notebook_agents.bench.providers import PROVIDERS, Endpoint, Provider
 from notebook_agents.bench.run import run_benchmark
 from notebook_agents.bench.stats import summary_table
 from notebook_agents.modes import REALTIME_MODES, mode_label
-from notebook_agents.views.benchmark_view import BenchmarkView
+from notebook_agents.views.benchmark_view import BenchmarkView, describe
 
 LABELS = [mode_label(session, context) for session, context in REALTIME_MODES]
 ENTERED: list[str] = []
@@ -145,6 +148,74 @@ async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every
         assert trial.reply_ms is not None and trial.truth_reply_ms is not None
         assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + 100
         assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
+
+
+async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The same tool on Gemini: the model answers the output itself, on A's session, which
+    the handoff closes; livekit waits 5 s for that answer (the tool_reply_race). The trials
+    still measure the handoff, and now say what livekit warned; the bench's own manual turn
+    detection, which livekit ignores on Gemini, is no longer asked for (it warned at every
+    agent's start)."""
+    caplog.set_level(logging.WARNING, logger="livekit.agents")
+    agents = UserAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
+    result = await run_benchmark(
+        config(agents=agents, providers=["gemini"], modes=["fresh+copied"], rtts_ms=[0.0])
+    )
+    (trial,) = result.trials
+    assert trial.ok and trial.livekit_warned[:1] == ["tool_reply_timeout"]
+    (row,) = summary_table(result, timing="reply_ms")
+    assert row.warned is not None and row.warned.startswith(
+        "livekit waited 5 s for the model's reply to the handoff tool on 1/1 trials: the "
+        "tool_reply_race, see notebook 06; return the agent alone or make the tool NON_BLOCKING"
+    )
+    assert "livekit warned" in str(summary_table(result, timing="reply_ms"))
+    assert "livekit waited 5 s" in describe(trial, "reply_ms")
+    progress = io.StringIO()
+    ProgressBar(progress).update(1, 1, trial)
+    assert "ok (livekit waited 5 s" in progress.getvalue()
+    said = [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if m.startswith("turn_detection is set to 'manual'")]
+    # and a result of before (no such field) still says nothing
+    assert BenchmarkResult.from_dict(result.to_dict()).trials == result.trials
+
+
+PINNED: list[openai.realtime.RealtimeModel] = []
+CLOSED: list[openai.realtime.RealtimeModel] = []
+
+
+def pinned_front_desk() -> Agent:
+    """A FrontDesk pinning its own OpenAI realtime model, as many apps do; each model it made
+    is in PINNED, and in CLOSED once closed."""
+    model = openai.realtime.RealtimeModel(modalities=["text"])  # reaches the env's endpoint
+    close = model.aclose
+
+    async def aclose() -> None:
+        CLOSED.append(model)
+        await close()
+
+    model.aclose = aclose  # type: ignore[method-assign]
+    PINNED.append(model)
+    agent = FrontDesk()
+    agent.update_options(llm=model)
+    return agent
+
+
+async def test_an_a_pinning_an_openai_model_fails_on_gemini_naming_why_and_is_closed() -> None:
+    PINNED.clear()
+    CLOSED.clear()
+    agents = UserAgents(pinned_front_desk, TRIGGER)
+    result = await run_benchmark(
+        config(agents=agents, providers=["openai", "gemini"], modes=["fresh+copied"])
+    )
+    by_provider = {t.provider: t for t in result.trials}
+    assert by_provider["openai"].ok
+    assert by_provider["gemini"].error == (
+        "A pins its own llm (openai.realtime.RealtimeModel): the provider axis cannot switch "
+        "it; give A no llm= and let the session's model be the bench's"
+    )
+    assert len(PINNED) == 2 and all(any(c is m for c in CLOSED) for m in PINNED)
 
 
 async def test_asked_reused_is_labelled_fresh_when_b_pins_its_own_model() -> None:
