@@ -28,6 +28,7 @@ from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, 
 from notebook_agents.bench.cli import ProgressBar
 from notebook_agents.bench.handoff_mode import reuse_blockers
 from notebook_agents.bench.providers import PROVIDERS, Endpoint, Provider
+from notebook_agents.bench.results import FORMAT_VERSION
 from notebook_agents.bench.run import run_benchmark
 from notebook_agents.bench.stats import summary_table
 from notebook_agents.modes import REALTIME_MODES, mode_label
@@ -134,20 +135,25 @@ async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -
     assert result.to_dict()["config"]["agents"] == f"{__name__}:FrontDesk"
 
 
+RTT_MS = 300.0
+
+
 async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every_mode() -> None:
     """``return B, "Transferring you."`` asks for a reply: on OpenAI livekit has A answer the
     output before B starts (a round trip more). Each trial's truth counts that answer, so the
     excess is the client's own work, as for an agent returned alone; before, every mode was a
-    round trip over its truth. At 150 ms RTT a missing round trip exceeds the tolerance."""
+    round trip over its truth. The tolerance is half a round trip (150 ms at 300 ms RTT, the
+    other test's 100 ms and room for a loaded machine): a missing leg is a whole one."""
     agents = UserAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
-    result = await run_benchmark(config(agents=agents, rtts_ms=[150.0]))
+    result = await run_benchmark(config(agents=agents, rtts_ms=[RTT_MS]))
     assert [t.error for t in result.failed_trials()] == []
     assert sorted(t.mode for t in result.trials) == sorted(LABELS)
+    tolerance = RTT_MS / 2
     for trial in result.trials:
         assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
         assert trial.reply_ms is not None and trial.truth_reply_ms is not None
-        assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + 100
-        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
+        assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + tolerance
+        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + tolerance
 
 
 async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
@@ -164,7 +170,8 @@ async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
         config(agents=agents, providers=["gemini"], modes=["fresh+copied"], rtts_ms=[0.0])
     )
     (trial,) = result.trials
-    assert trial.ok and trial.livekit_warned[:1] == ["tool_reply_timeout"]
+    # (and, as the model's answer reached A while it drained, "skipping new realtime generation")
+    assert trial.ok and "tool_reply_timeout" in trial.livekit_warned
     (row,) = summary_table(result, timing="reply_ms")
     assert row.warned is not None and row.warned.startswith(
         "livekit waited 5 s for the model's reply to the handoff tool on 1/1 trials: the "
@@ -364,7 +371,7 @@ def test_the_cli_measures_a_user_module(
     assert "your agents: clinic_agents:Reception, handing off on 'Book clinic please'" in printed
     assert "4 trials" in printed and "none failed" in printed
     saved = json.loads((out / "results.json").read_text())
-    assert saved["format_version"] == 4
+    assert saved["format_version"] == FORMAT_VERSION
     assert saved["config"]["agents"] == "clinic_agents:Reception"
     assert {t["provider"] for t in saved["trials"]} == {"openai"}
     assert {(t["asked_session"], t["asked_context"]) for t in saved["trials"]} == set(
