@@ -181,7 +181,7 @@ async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
     assert "livekit waited 5 s" in describe(trial, "reply_ms")
     progress = io.StringIO()
     ProgressBar(progress).update(1, 1, trial)
-    assert "ok (livekit waited 5 s" in progress.getvalue()
+    assert "h=2 ok (livekit waited 5 s for the model's reply" in progress.getvalue()
     said = [r.getMessage() for r in caplog.records]
     assert not [m for m in said if m.startswith("turn_detection is set to 'manual'")]
     # and a result of before (no such field) still says nothing

@@ -108,5 +108,6 @@ def warned_note(trials: Sequence[_Warned]) -> str | None:
 
 
 def warned_line(names: Sequence[str]) -> str:
-    """A trial's warnings in a few words, for a progress line: ``"livekit waited 5 s ..."``."""
-    return "; ".join(LIVEKIT_WARNINGS[name].meaning for name in names if name in LIVEKIT_WARNINGS)
+    """A trial's warnings in a few words, for a progress line: ``"livekit waited 5 s ..."``
+    (in ``LIVEKIT_WARNINGS``' order, whichever livekit logged first)."""
+    return "; ".join(w.meaning for name, w in LIVEKIT_WARNINGS.items() if name in names)
