@@ -169,14 +169,16 @@ def _public_name(thing: object) -> str:
 
 def _turn_handling(model: Any) -> dict[str, Any]:
     """The trial's turns are the bench's own (no audio in): manual turn detection, except on
-    a model whose server detects turns and cannot hand that over (Gemini Live's), where
-    livekit would ignore "manual" with a warning at every agent's start (agent_activity.py
-    ``_resolve_rt_turn_detection_enabled``) and runs the same without it."""
+    a model whose server detects turns and cannot hand that over (Gemini Live's): livekit
+    ignores "manual" there with a warning at every agent's start (agent_activity.py
+    ``_resolve_rt_turn_detection_enabled``), and left unset warns that its default turn
+    detector has no VAD; "realtime_llm" says what runs, and warns of nothing."""
+    mode = "manual"
     if isinstance(model, llm.RealtimeModel):
         caps = model.capabilities
         if caps.turn_detection and not caps.can_disable_turn_detection:
-            return {}
-    return {"turn_handling": {"turn_detection": "manual"}}
+            mode = "realtime_llm"
+    return {"turn_handling": {"turn_detection": mode}}
 
 
 @contextmanager
