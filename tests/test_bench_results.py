@@ -378,3 +378,27 @@ def test_a_version_3_result_loads_as_openai_trials_that_ran_as_asked(tmp_path: P
         writer.writeheader()
         writer.writerows(table)
     assert [t.provider for t in BenchmarkResult.load_csv(path)] == ["openai"] * len(table)
+
+
+def test_what_livekit_warned_round_trips_and_a_version_4_result_loads(tmp_path: Path) -> None:
+    result = make_result()
+    result.trials[0].livekit_warned = ["tool_reply_timeout", "generation_skipped"]
+    assert BenchmarkResult.load_json(result.save_json(tmp_path / "r.json")) == result
+    loaded = BenchmarkResult.load_csv(result.save_csv(tmp_path / "r.csv"))
+    assert loaded == result.trials
+    old = result.to_dict()
+    old["format_version"] = 4
+    for trial in old["trials"]:
+        del trial["livekit_warned"]
+    assert all(t.livekit_warned == [] for t in BenchmarkResult.from_dict(old).trials)
+    # and its CSV, without the column version 5 added
+    path = tmp_path / "r.csv"
+    with path.open() as rows:
+        table = list(csv.DictReader(rows))
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(
+            out, fieldnames=[c for c in table[0] if c != "livekit_warned"], extrasaction="ignore"
+        )
+        writer.writeheader()
+        writer.writerows(table)
+    assert all(t.livekit_warned == [] for t in BenchmarkResult.load_csv(path))

@@ -5,7 +5,9 @@ emulator process; each trial labelled by what its trace says ran, and why when n
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,14 @@ from livekit.plugins import google, openai
 
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
+from notebook_agents.bench.cli import ProgressBar
 from notebook_agents.bench.handoff_mode import reuse_blockers
 from notebook_agents.bench.providers import PROVIDERS, Endpoint, Provider
+from notebook_agents.bench.results import FORMAT_VERSION
 from notebook_agents.bench.run import run_benchmark
 from notebook_agents.bench.stats import summary_table
 from notebook_agents.modes import REALTIME_MODES, mode_label
-from notebook_agents.views.benchmark_view import BenchmarkView
+from notebook_agents.views.benchmark_view import BenchmarkView, describe
 
 LABELS = [mode_label(session, context) for session, context in REALTIME_MODES]
 ENTERED: list[str] = []
@@ -85,6 +89,18 @@ class FrontDeskToOwnModel(Agent):
         return OwnModelPharmacy()
 
 
+class AnnouncingFrontDesk(Agent):
+    """The common handoff tool: B with a message for the model to say."""
+
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the front desk. Route callers.")
+
+    @function_tool
+    async def send_to_pharmacy(self, context: RunContext[None]) -> tuple[Agent, str]:
+        """Send the caller to the pharmacy."""
+        return Pharmacy(chat_ctx=self.chat_ctx), "Transferring you to the pharmacy."
+
+
 TRIGGER = "Please send to pharmacy."
 
 
@@ -119,6 +135,96 @@ async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -
     assert truth["fresh+copied"] == max(truth.values())
     assert truth["fresh+empty"] == min(truth.values())
     assert result.to_dict()["config"]["agents"] == f"{__name__}:FrontDesk"
+
+
+RTT_MS = 300.0
+
+
+async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every_mode() -> None:
+    """``return B, "Transferring you."`` asks for a reply: on OpenAI livekit has A answer the
+    output before B starts (a round trip more). Each trial's truth counts that answer, so the
+    excess is the client's own work, as for an agent returned alone; before, every mode was a
+    round trip over its truth. The tolerance is half a round trip (150 ms at 300 ms RTT, the
+    other test's 100 ms and room for a loaded machine): a missing leg is a whole one."""
+    agents = UserAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
+    result = await run_benchmark(config(agents=agents, rtts_ms=[RTT_MS]))
+    assert [t.error for t in result.failed_trials()] == []
+    assert sorted(t.mode for t in result.trials) == sorted(LABELS)
+    tolerance = RTT_MS / 2
+    for trial in result.trials:
+        assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
+        assert trial.reply_ms is not None and trial.truth_reply_ms is not None
+        assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + tolerance
+        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + tolerance
+
+
+async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The same tool on Gemini: the model answers the output itself, on A's session, which
+    the handoff closes; livekit waits 5 s for that answer (the tool_reply_race). The trials
+    still measure the handoff, and now say what livekit warned; the bench no longer asks for
+    manual turn detection, which livekit ignores on Gemini with a warning at every agent's
+    start, but for the model's own, which runs (and nothing else about turns is warned)."""
+    caplog.set_level(logging.WARNING, logger="livekit.agents")
+    agents = UserAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
+    result = await run_benchmark(
+        config(agents=agents, providers=["gemini"], modes=["fresh+copied"], rtts_ms=[0.0])
+    )
+    (trial,) = result.trials
+    # (and, as the model's answer reached A while it drained, "skipping new realtime generation")
+    assert trial.ok and "tool_reply_timeout" in trial.livekit_warned
+    (row,) = summary_table(result, timing="reply_ms")
+    assert row.warned is not None and row.warned.startswith(
+        "livekit waited 5 s for the model's reply to the handoff tool on 1/1 trials: the "
+        "tool_reply_race, see notebook 06; return the agent alone or make the tool NON_BLOCKING"
+    )
+    assert "livekit warned" in str(summary_table(result, timing="reply_ms"))
+    assert "livekit waited 5 s" in describe(trial, "reply_ms")
+    progress = io.StringIO()
+    ProgressBar(progress).update(1, 1, trial)
+    assert "h=2 ok (livekit waited 5 s for the model's reply" in progress.getvalue()
+    said = [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if "turn_detection" in m or "TurnDetector" in m]
+    # and a result of before (no such field) still says nothing
+    assert BenchmarkResult.from_dict(result.to_dict()).trials == result.trials
+
+
+PINNED: list[openai.realtime.RealtimeModel] = []
+CLOSED: list[openai.realtime.RealtimeModel] = []
+
+
+def pinned_front_desk() -> Agent:
+    """A FrontDesk pinning its own OpenAI realtime model, as many apps do; each model it made
+    is in PINNED, and in CLOSED once closed."""
+    model = openai.realtime.RealtimeModel(modalities=["text"])  # reaches the env's endpoint
+    close = model.aclose
+
+    async def aclose() -> None:
+        CLOSED.append(model)
+        await close()
+
+    model.aclose = aclose  # type: ignore[method-assign]
+    PINNED.append(model)
+    agent = FrontDesk()
+    agent.update_options(llm=model)
+    return agent
+
+
+async def test_an_a_pinning_an_openai_model_fails_on_gemini_naming_why_and_is_closed() -> None:
+    PINNED.clear()
+    CLOSED.clear()
+    agents = UserAgents(pinned_front_desk, TRIGGER)
+    result = await run_benchmark(
+        config(agents=agents, providers=["openai", "gemini"], modes=["fresh+copied"])
+    )
+    by_provider = {t.provider: t for t in result.trials}
+    assert by_provider["openai"].ok
+    assert by_provider["gemini"].error == (
+        "A pins its own llm (openai.realtime.RealtimeModel): the provider axis cannot switch "
+        "it; give A no llm= and let the session's model be the bench's"
+    )
+    assert len(PINNED) == 2 and all(any(c is m for c in CLOSED) for m in PINNED)
 
 
 async def test_asked_reused_is_labelled_fresh_when_b_pins_its_own_model() -> None:
@@ -336,7 +442,7 @@ def test_the_cli_measures_a_user_module(
     assert "your agents: clinic_agents:Reception, handing off on 'Book clinic please'" in printed
     assert "4 trials" in printed and "none failed" in printed
     saved = json.loads((out / "results.json").read_text())
-    assert saved["format_version"] == 4
+    assert saved["format_version"] == FORMAT_VERSION
     assert saved["config"]["agents"] == "clinic_agents:Reception"
     assert {t["provider"] for t in saved["trials"]} == {"openai"}
     assert {(t["asked_session"], t["asked_context"]) for t in saved["trials"]} == set(

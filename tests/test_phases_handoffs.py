@@ -19,10 +19,13 @@ RTT_MS = 20.0
 LATENCY = LatencyModel(rtt_ms=RTT_MS)
 
 
-def handing_server(emulator: Emulator, session: str, context: str) -> AgentServer:
+def handing_server(
+    emulator: Emulator, session: str, context: str, *, saying: str | None = None
+) -> AgentServer:
     """The Concierge's tool hands the caller to Billing, who greets them from ``on_enter``:
     on the session's realtime model (reused) or one of its own (fresh), with the Concierge's
-    context or none."""
+    context or none; ``saying``: the tool returns Billing with that message, as
+    ``return Billing(...), "Transferring you."`` does."""
     server = AgentServer()
 
     def model() -> openai.realtime.RealtimeModel:
@@ -46,9 +49,10 @@ def handing_server(emulator: Emulator, session: str, context: str) -> AgentServe
             super().__init__(instructions="You are the Concierge.")
 
         @function_tool
-        async def transfer_to_billing(self) -> Agent:
+        async def transfer_to_billing(self) -> Agent | tuple[Agent, str]:
             """Hand the caller to billing."""
-            return Billing(self.chat_ctx.copy() if context == "copied" else None)
+            billing = Billing(self.chat_ctx.copy() if context == "copied" else None)
+            return billing if saying is None else (billing, saying)
 
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
@@ -59,9 +63,15 @@ def handing_server(emulator: Emulator, session: str, context: str) -> AgentServe
 
 
 async def handed_off(
-    runners: list[NotebookRunner], emulator: Emulator, session: str, context: str
+    runners: list[NotebookRunner],
+    emulator: Emulator,
+    session: str,
+    context: str,
+    *,
+    saying: str | None = None,
 ) -> Trace:
-    runner = await started(runners, NotebookRunner(handing_server(emulator, session, context)))
+    server = handing_server(emulator, session, context, saying=saying)
+    runner = await started(runners, NotebookRunner(server))
     await runner.send_text("hello")
     await runner.send_text("transfer to billing")  # the turn ends once Billing has greeted
     runner.stop()
@@ -137,6 +147,28 @@ async def test_a_handoff_is_split_into_its_phases_each_with_its_truth(
         connect = phase(breakdown, "connect")
         assert connect.livekit_name == "acquire_time" and connect.livekit is not None
         assert connect.livekit >= 3 * rtt and connect.note
+
+
+@pytest.mark.parametrize("session", ["reused", "fresh"])
+async def test_a_tool_returning_the_agent_with_a_message_waits_for_the_old_agents_reply(
+    emulator: Emulator, runners: list[NotebookRunner], session: str
+) -> None:
+    """``return Billing(...), "Transferring you."``: the output asks for a reply, and on
+    OpenAI livekit has the Concierge answer it (response.create to response.done) before its
+    drain ends. Its own phase, with its round trip as truth; before, the drain hid it and the
+    handoff was a round trip over its truth."""
+    trace = await handed_off(runners, emulator, session, "copied", saying="Transferring you.")
+    (breakdown,) = handoff_phases(trace, LATENCY)
+    path = critical(breakdown)
+    assert path[: path.index("close") + 1] == [*START[:3], "tool_reply", "close"]
+    rtt = RTT_MS / 1000
+    answer = phase(breakdown, "tool_reply")
+    assert answer.truth == pytest.approx(rtt) and answer.seconds >= rtt
+    assert phase(breakdown, "drain").truth == pytest.approx(rtt)
+    assert abs(breakdown.unexplained) < 0.02
+    # the answer is the Concierge's, said before Billing started
+    (said,) = [e for e in trace.of_kind("agent_message") if e.data["source"] == "tool_reply"]
+    assert said.agent == "Concierge" and said.t <= answer.end + 0.05
 
 
 async def test_without_a_latency_model_the_phases_have_no_truth(

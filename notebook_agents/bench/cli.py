@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from .._table import Table
+from .livekit_warnings import warned_line
 from .results import BenchmarkConfig, BenchmarkResult, Level, Trial
 
 HELP = "measure handoff latency: realtime session reused vs fresh, context copied vs empty"
@@ -293,6 +294,8 @@ class ProgressBar:
     def update(self, done: int, total: int, trial: Trial) -> None:
         percent = done * 100 // max(total, 1)
         status = "ok" if trial.ok else "FAILED"
+        if trial.livekit_warned:
+            status += f" ({warned_line(trial.livekit_warned)})"
         asked = f" (asked {trial.asked_mode})" if trial.asked_mode != trial.mode else ""
         label = (
             f"{trial.provider} {trial.level} {trial.mode}{asked} rtt={trial.rtt_ms} "
@@ -302,7 +305,7 @@ class ProgressBar:
             filled = self.width * done // max(total, 1)
             bar = "#" * filled + "-" * (self.width - filled)
             self.stream.write(f"\r[{bar}] {done}/{total} {label} {status}\x1b[K")
-        elif percent // 10 != self._last_percent // 10 or not trial.ok:
+        elif percent // 10 != self._last_percent // 10 or not trial.ok or trial.livekit_warned:
             self.stream.write(f"{done}/{total} ({percent}%) {label} {status}\n")
         self._last_percent = percent
         self.stream.flush()

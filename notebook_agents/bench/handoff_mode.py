@@ -106,6 +106,9 @@ class HandoffWatch:
         """why livekit would not reuse A's session for B, as the handoff began"""
         self.handoff: HandoffData | None = None
         """what ran: the trace's reading of the handoff to B, read as livekit made it"""
+        self.tool_reply: str | None = None
+        """what A said answering its tool's output before B started (livekit asks A for it
+        when the output wants a reply and the model makes none of its own); None: nothing"""
         self._from: AgentActivity | None = None
         self._pending_calls: set[str] = set()
         self._update_agent = session.update_agent
@@ -127,9 +130,15 @@ class HandoffWatch:
         self._pending_calls = {call.call_id for call in ev.function_calls}
 
     def _on_item_added(self, ev: ConversationItemAddedEvent) -> None:
+        if self.b is None or self.handoff is not None:
+            return
+        item = ev.item
+        if isinstance(item, llm.ChatMessage) and item.role == "assistant":
+            # between A's tool returning B and B's start, only A speaks: its tool reply
+            self.tool_reply = (self.tool_reply or "") + (item.text_content or "")
         # added once the new activity is the session's, before it starts: A's session, if
         # reused, is detached from A's activity and not yet B's (the trace reads it there)
-        if not isinstance(ev.item, llm.AgentHandoff) or self.handoff is not None:
+        if not isinstance(item, llm.AgentHandoff):
             return
         new = livekit.current_activity(self.session)
         if self._from is not None and new is not None and new.agent is self.b:

@@ -16,7 +16,7 @@ from typing import Any
 
 from livekit.agents import llm
 
-from ..emulator import GeminiEndpoint, LatencyModel
+from ..emulator import EmulatorError, GeminiEndpoint, LatencyModel
 from ..emulator.gemini_live import genai_types, require_gemini
 from ..emulator.server import base_url as emulator_base_url
 from ..phases.truth import PhaseTruths, gemini_handoff_truths, handoff_truths
@@ -50,11 +50,23 @@ class Provider:
     environment: Callable[[Endpoint], dict[str, str]]
     """the variables a user's server reads to reach the endpoint"""
     ground_truth: GroundTruth = ground_truth
-    """(level, session, context, history turns, network, items=) -> (handoff_ms, reply_ms)"""
+    """(level, session, context, history turns, network, items=, tool_reply=) ->
+    (handoff_ms, reply_ms)"""
     phase_truths: PhaseTruths = handoff_truths
-    """(session, context, items, network, tool=) -> each handoff phase's truth (seconds)"""
+    """(session, context, items, network, tool=, tool_reply=) -> each handoff phase's truth
+    (seconds)"""
     require: Callable[[], None] | None = None
     """raises, naming the extra to install, when the provider's client side is missing"""
+
+    def installed(self) -> bool:
+        """Whether the provider's client side is installed (``require`` would not raise)."""
+        if self.require is None:
+            return True
+        try:
+            self.require()
+        except EmulatorError:
+            return False
+        return True
 
 
 def _openai_model(endpoint: Endpoint, model: str | None, modality: str) -> Any:
@@ -110,8 +122,11 @@ def _gemini_ground_truth(
     latency: LatencyModel,
     *,
     items: int | None = None,
+    tool_reply: int | None = None,
 ) -> tuple[float, float] | None:
-    del items  # nothing of B's context is acknowledged: its size costs no round trip
+    # nothing of B's context is acknowledged: its size costs no round trip; the model's own
+    # reply to the tool's output is not awaited by the handoff (``gemini_handoff_truths``)
+    del items, tool_reply
     return gemini_ground_truth(level, session, context, history_turns, latency)
 
 

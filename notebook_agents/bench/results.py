@@ -21,10 +21,12 @@ from ..modes import ContextMode, SessionMode, mode_label
 from ..phases.names import HANDOFF_PHASES
 
 FORMAT = "notebook-agents.bench"
-FORMAT_VERSION = 4
-"""4: a trial names its provider, and its session and context are what ran, beside what was
-asked (``asked_session``, ``asked_context``) and why they differ (``reason``); the config may
-name your agents and the providers. 3: a trial may hold its handoff's phases (``--phases``);
+FORMAT_VERSION = 5
+"""5: a trial names what livekit warned during it that bears on the handoff
+(``livekit_warned``, ``LIVEKIT_WARNINGS``' names). 4: a trial names its provider, and its
+session and context are what ran, beside what was asked (``asked_session``,
+``asked_context``) and why they differ (``reason``); the config may name your agents and the
+providers. 3: a trial may hold its handoff's phases (``--phases``);
 2: the session mode is named as in the trace (``reused``), version 1 said ``reuse``.
 Every earlier version loads."""
 
@@ -95,6 +97,9 @@ class Trial:
     """the context mode asked for; ``context`` is the one the trace says ran (None: the same)"""
     reason: str | None = None
     """why what ran is not what was asked (livekit's reuse conditions, your agent's code)"""
+    livekit_warned: list[str] = field(default_factory=list)
+    """what livekit warned during the trial that bears on its handoff, by name
+    (``bench.livekit_warnings.LIVEKIT_WARNINGS``: the tool_reply_race's 5 s wait...)"""
 
     @property
     def mode(self) -> str:
@@ -107,7 +112,10 @@ class Trial:
         return mode_label(self.asked_session or self.session, self.asked_context or self.context)
 
 
-_NEW_IN_4 = ("provider", "asked_session", "asked_context", "reason")
+_LATER_COLUMNS = ("provider", "asked_session", "asked_context", "reason", "livekit_warned")
+"""columns a CSV from before format 5 may lack"""
+_LISTS = ("livekit_warned",)
+"""fields a CSV cell holds as its items joined by ``;``"""
 _TRIAL_FIELDS = tuple(
     f.name for f in dataclasses.fields(Trial) if f.name not in ("phases", "provider")
 )
@@ -270,6 +278,8 @@ class BenchmarkResult:
             for trial in self.trials:
                 row = {k: getattr(trial, k) for k in ("provider", *_TRIAL_FIELDS)}
                 row["mode"] = trial.mode
+                for name in _LISTS:
+                    row[name] = ";".join(row[name])
                 for phase, timing in trial.phases.items():
                     for name in _PHASE_FIELDS:
                         row[phase_column(phase, name)] = getattr(timing, name)
@@ -325,7 +335,7 @@ class ResultsFileError(ValueError):
 
 
 def _trials_from_csv(path: Path, reader: csv.DictReader[str]) -> list[Trial]:
-    missing = set(_TRIAL_FIELDS) - set(_NEW_IN_4) - set(reader.fieldnames or ())
+    missing = set(_TRIAL_FIELDS) - set(_LATER_COLUMNS) - set(reader.fieldnames or ())
     if missing:
         raise ResultsFileError(path, f"lacks the columns {sorted(missing)}")
     fields = fields_of(Trial)
@@ -337,7 +347,9 @@ def _trials_from_csv(path: Path, reader: csv.DictReader[str]) -> list[Trial]:
         # a short row's absent cells (None) are empty ones; an unknown column is left to
         # build, which names it
         record = {
-            name: _from_cell(raw or "", fields[name].hint if name in fields else Any)
+            name: [part for part in (raw or "").split(";") if part]
+            if name in _LISTS
+            else _from_cell(raw or "", fields[name].hint if name in fields else Any)
             for name, raw in row.items()
             # mode: derived from session and context; phases: their own columns
             if name != "mode" and not name.startswith(_PHASE_PREFIX)

@@ -22,6 +22,7 @@ from typing import Any
 from ..emulator import EmulatorError, LatencyModel
 from ..emulator.process import emulator_process
 from ..modes import REALTIME_MODES, ContextMode, SessionMode, mode_label
+from .livekit_warnings import livekit_warned
 from .providers import Endpoint, provider
 from .results import (
     BenchmarkConfig,
@@ -170,7 +171,8 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], endpoint: En
     )
     ran = None
     try:
-        timings = await asyncio.wait_for(run_trial(spec), config.timeout_s)
+        with livekit_warned() as warned:
+            timings = await asyncio.wait_for(run_trial(spec), config.timeout_s)
     except asyncio.TimeoutError:
         trial.ok, trial.error = False, f"timed out after {config.timeout_s:g} s"
     except TrialFailed as e:
@@ -182,6 +184,7 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], endpoint: En
             if found.name != "ran":
                 setattr(trial, found.name, getattr(timings, found.name))
         ran = timings.ran
+    trial.livekit_warned = warned
     if ran is not None:  # labelled by what the trace says happened
         trial.session, trial.context, trial.reason = ran.session, ran.context, ran.reason
     if latency is not None and (trial.ok or config.agents is None):
@@ -192,6 +195,7 @@ async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], endpoint: En
             trial.history_turns,
             latency,
             items=ran.items if ran is not None else None,
+            tool_reply=ran.tool_reply if ran is not None else None,
         )
         if truth is not None:
             trial.truth_handoff_ms, trial.truth_reply_ms = truth

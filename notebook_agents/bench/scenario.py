@@ -66,6 +66,9 @@ class Ran:
     items: int
     """the conversation items B's context carried (``handoff_truths``' ``items``)"""
     reason: str | None = None
+    tool_reply: int | None = None
+    """the deltas of A's reply to its tool's output, which the handoff waited for (a tool
+    returning ``(B, "message")`` on OpenAI); None: no such reply (``handoff_truths``')"""
 
 
 @dataclass

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from .._table import ABSENT, Column, Table, number
 from ..modes import MODE_COLORS, REALTIME_MODES, mode_label
 from ..phases.names import HANDOFF_PHASES
+from .livekit_warnings import warned_note
 from .results import BenchmarkResult, Trial, phase_names, timing_title, values
 
 RESAMPLES = 2000
@@ -113,6 +114,8 @@ class ModeSummary(_Group):
     """excess_ms minus the same group's excess at RTT 0 (the client's own CPU per handoff): what
     the injected latency added beyond its truth. Near 0 means the bench measures the network
     faithfully; None without an RTT-0 group in the same result."""
+    warned: str | None = None
+    """what livekit warned on the group's trials that bears on the handoff (``warned_note``)"""
 
 
 def group_key(trial: Trial) -> GroupKey:
@@ -207,6 +210,7 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[Mo
                 truth_ms=truth_ms,
                 excess_ms=excess,
                 excess_rtts=excess / rtt if excess is not None and rtt else None,
+                warned=warned_note(trials),
             )
         )
     return Table(
@@ -504,6 +508,17 @@ SUMMARY_COLUMNS: tuple[Column[ModeSummary], ...] = (
         optional=True,
     ),
     Column("failed", "failed", lambda r: str(r.failed), "failed trials"),
+    Column(
+        "warned",
+        "livekit warned",
+        lambda r: r.warned or ABSENT,
+        "what livekit warned during the trials that bears on the handoff, on how many",
+        words=True,
+        wrap=True,
+        note="livekit warned: its warnings during the trials (the trials still measured the "
+        "handoff), on how many, and the fix.",
+        optional=True,
+    ),
 )
 """the summary table's columns, in the CLI, a notebook and BenchmarkView alike"""
 

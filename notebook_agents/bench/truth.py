@@ -8,6 +8,9 @@ Agent level (A's tool returns B; B's ``on_enter`` calls ``generate_reply``):
 
 - every mode first syncs the tool's output to A's session: ``function_call_output`` create,
   awaited by the handoff (R + i);
+- a tool output asking for a reply (``return B, "Transferring you."``): A answers it before
+  its drain ends, ``response.create`` to ``response.done`` (R + cr + ft + (n - 1) t for its n
+  deltas), then B starts;
 - reused: B's ``_update_session`` diffs B's context against the session's: copied lacks the
   pending call and output, empty lacks everything; either way deletes, one pipelined round
   trip (deletes cost no server time) -> on_enter; then ``response.create`` (R + cr);
@@ -43,6 +46,7 @@ class GroundTruth(Protocol):
         latency: LatencyModel,
         *,
         items: int | None = None,
+        tool_reply: int | None = None,
     ) -> tuple[float, float] | None: ...
 
 
@@ -54,12 +58,14 @@ def ground_truth(
     latency: LatencyModel,
     *,
     items: int | None = None,
+    tool_reply: int | None = None,
 ) -> tuple[float, float] | None:
     """``(handoff_ms, reply_ms)`` the emulator must impose on OpenAI's Realtime API, or None
     if no formula applies. ``items``: the conversation items B's context carried, as a trace
     counts them (your agents); None: the bench's pair, A's history and the request to
-    transfer (2H + 1)."""
-    seconds = _ground_truth_s(level, session, context, history_turns, latency, items)
+    transfer (2H + 1). ``tool_reply``: the deltas of A's reply to its handing-off tool's
+    output, when the output asked for one (None: it did not)."""
+    seconds = _ground_truth_s(level, session, context, history_turns, latency, items, tool_reply)
     if seconds is None:
         return None
     # rounded: float seconds turned back into ms must compare equal to the formula in RTTs
@@ -73,16 +79,19 @@ def _ground_truth_s(
     turns: int,
     net: LatencyModel,
     items: int | None,
+    tool_reply: int | None,
 ) -> tuple[float, float] | None:
     """The legs above, each one of the emulator's own exchange costs (``LatencyModel``)."""
     if level == "agent" and session in ("reused", "fresh"):
         # A's context (H turns and the request to transfer), copied without the pending call
-        leg = handoff_truths(session, context, 2 * turns + 1 if items is None else items, net)
+        n = 2 * turns + 1 if items is None else items
+        leg = handoff_truths(session, context, n, net, tool_reply=tool_reply)
         connect = leg.get("connect", 0.0)
-        updated = leg["drain"] + (connect if connect_awaited(session, context) else 0.0)
+        drained = leg["drain"] + leg["tool_reply"]
+        updated = drained + (connect if connect_awaited(session, context) else 0.0)
         handoff = updated + leg["session_update"]
         # the reply is requested once on_enter asked and the session is connected
-        return handoff, max(handoff, leg["drain"] + connect) + leg["reply_created"]
+        return handoff, max(handoff, drained + connect) + leg["reply_created"]
     if level == "session":
         question = net.item_ack_s()
         if session == "reused":

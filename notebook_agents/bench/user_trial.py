@@ -19,15 +19,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from livekit.agents import Agent, AgentSession, RunResult, llm
+from livekit.agents.utils import is_given
 from livekit.plugins import openai
 
+from ..emulator.replies import tokens
 from ..modes import ContextMode, SessionMode
 from ..phases import handoff_phases
 from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
 from ..trace.schema import HandoffData
 from .handoff_mode import HandoffWatch
-from .providers import provider
+from .providers import PROVIDERS, provider
 from .scenario import (
     Clock,
     Ran,
@@ -45,8 +47,16 @@ from .your_agents import UserAgents, UserServer, YourAgents, make_agent
 async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
     """Run one trial of ``agents`` as ``spec`` asks; raises TrialFailed naming what is wrong.
     A model your code builds itself (a B that pins its llm, your entrypoint's) reaches the
-    trial's endpoint through the provider's environment, set for the trial."""
-    with _environment(provider(spec.provider).environment(spec.endpoint)):
+    trial's endpoint through the providers' environment, set for the trial: every installed
+    provider's, so an agent pinning another provider's model is still made, and the trial
+    names that (``_pinned_elsewhere``) rather than that SDK's missing key."""
+    variables: dict[str, str] = {}
+    for entry in PROVIDERS.values():
+        if entry.name != spec.provider and entry.installed():
+            variables |= entry.environment(spec.endpoint)
+    # the trial's own provider's last, where they overlap
+    variables |= provider(spec.provider).environment(spec.endpoint)
+    with _environment(variables):
         if isinstance(agents, UserServer):
             return await _server_trial(spec, agents)
         return await _agents_trial(spec, agents)
@@ -70,27 +80,33 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
         probe.watch_model(model)
     # B's own model, when fresh, exists before t0 as it would in an app
     fresh = _model(spec) if spec.session == "fresh" else None
-    session: AgentSession[None] = AgentSession(
-        llm=model, vad=None, turn_handling={"turn_detection": "manual"}
-    )
+    session: AgentSession[None] = AgentSession(llm=model, vad=None, **_turn_handling(model))
     errors: list[str] = []
     session.on("error", lambda ev: errors.append(f"{type(ev.error).__name__}: {ev.error}"))
     trace = Trace(session) if spec.traced or spec.phases else None
     # the session runs in no job: its spans are this trial's by context (the trial's task)
     release = capture_spans_here(trace) if trace is not None and spec.phases else None
     watch = HandoffWatch(session, (spec.session, spec.context), fresh, clock, probe)
+    a: Agent | None = None
     try:
         a = make_agent(agents)
+        pinned = _pinned_elsewhere(a, "A", model)
+        if pinned is not None:
+            raise TrialFailed(pinned)
         greeting = await session.start(a, capture_run=True)
         await greeting  # whatever A's on_enter says, said
         await _add_history(a, spec.history_turns)
         watch.install()
         result: RunResult[Any] = await session.run(user_input=agents.trigger)
         _check(agents, a, watch, result, errors + probe.errors)
+        if watch.b is not None and (pinned := _pinned_elsewhere(watch.b, "B", model)):
+            raise TrialFailed(pinned)
     finally:
         # closed first: every span of the handoff and of B's reply has ended
         await close_quietly(session.aclose())
-        for opened in (model, fresh, watch.own_model):
+        # the session closes none of these: the bench's models, and those A or B pinned
+        own = [x.llm for x in (a, watch.b) if x is not None and is_given(x.llm)]
+        for opened in dict.fromkeys((model, fresh, watch.own_model, *own)):
             if opened is not None:
                 await close_quietly(opened.aclose())
         if trace is not None:
@@ -126,6 +142,42 @@ async def _server_trial(spec: TrialSpec, agents: UserServer) -> Timings:
                 await close_quietly(opened.aclose())
     assert watch is not None  # set before the trigger, which the trial got past
     return _timings(spec, clock, probe, watch, runner.trace)
+
+
+def _pinned_elsewhere(agent: Agent, who: str, model: Any) -> str | None:
+    """Why ``agent`` cannot run on the trial's provider: it pins an llm of another kind than
+    the bench's ``model`` for it; None if it pins none, or one of that kind."""
+    own = agent.llm
+    if not is_given(own) or own is None or isinstance(own, type(model)):
+        return None
+    return (
+        f"{who} pins its own llm ({_public_name(own)}): the provider axis cannot switch it; "
+        f"give {who} no llm= and let the session's model be the bench's"
+    )
+
+
+def _public_name(thing: object) -> str:
+    """``openai.realtime.RealtimeModel``: a plugin's class where its package exports it
+    (``livekit.plugins.openai.realtime.realtime_model`` -> ``openai.realtime``)."""
+    kind = type(thing)
+    module = kind.__module__
+    if module.startswith("livekit.plugins."):
+        module = module.removeprefix("livekit.plugins.").rpartition(".")[0] or module
+    return f"{module}.{kind.__qualname__}"
+
+
+def _turn_handling(model: Any) -> dict[str, Any]:
+    """The trial's turns are the bench's own (no audio in): manual turn detection, except on
+    a model whose server detects turns and cannot hand that over (Gemini Live's): livekit
+    ignores "manual" there with a warning at every agent's start (agent_activity.py
+    ``_resolve_rt_turn_detection_enabled``), and left unset warns that its default turn
+    detector has no VAD; "realtime_llm" says what runs, and warns of nothing."""
+    mode = "manual"
+    if isinstance(model, llm.RealtimeModel):
+        caps = model.capabilities
+        if caps.turn_detection and not caps.can_disable_turn_detection:
+            mode = "realtime_llm"
+    return {"turn_handling": {"turn_detection": mode}}
 
 
 @contextmanager
@@ -224,7 +276,14 @@ def ran(watch: HandoffWatch) -> Ran:
         reasons.append(_session_reason(session, watch))
     if context != watch.asked_context:
         reasons.append(_context_reason(context, data))
-    return Ran(session, context, data.get("items_to", 0), "; ".join(reasons) or None)
+    reply = watch.tool_reply
+    return Ran(
+        session,
+        context,
+        data.get("items_to", 0),
+        "; ".join(reasons) or None,
+        tool_reply=len(tokens(reply)) if reply is not None else None,
+    )
 
 
 def _session_reason(session: str, watch: HandoffWatch) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..emulator.latency import LatencyModel
+from ..emulator.replies import tokens
 from ..modes import UNKNOWN_MODE, mode_label
 from ..trace import Trace, TraceEvent, TraceSpan
 from ..trace.realtime_spans import (
@@ -35,6 +36,11 @@ from .truth import PhaseTruths, connect_awaited, network, truths_of
 CONNECT_NOTE = (
     "a fresh realtime session connects its own websocket: give the new agent no llm= of its "
     "own (the session's RealtimeModel) to reuse the open session instead"
+)
+
+TOOL_REPLY_NOTE = (
+    "the old agent answered its tool's output before the new one started: return the agent "
+    "alone (or ToolResult(..., reply_required=False)) to hand off without it"
 )
 
 _SLACK = 0.05
@@ -123,7 +129,12 @@ def _split(
     session, context = _what_happened(event, connect)
     truths = (
         phase_truths(
-            session, context, int(event.data.get("items_to", 0)), latency, tool=bool(stages.tool)
+            session,
+            context,
+            int(event.data.get("items_to", 0)),
+            latency,
+            tool=bool(stages.tool),
+            tool_reply=_tool_reply_tokens(update, stages, events, event),
         )
         if latency is not None and event is not None and session and context
         else {}
@@ -174,6 +185,8 @@ class _Stages:
     new: TraceSpan | None
     on_enter: TraceSpan | None
     tool: TraceSpan | None
+    answer: TraceSpan | None
+    """the old agent's reply to its tool's output, which its drain waited for"""
     began: float
     """when livekit began the handoff"""
     started: float
@@ -183,12 +196,22 @@ class _Stages:
     def of(cls, update: TraceSpan, spans: _Spans) -> _Stages:
         old = spans.child(update, "drain_agent_activity", "pause_agent_activity")
         new = spans.child(update, "start_agent_activity", "resume_agent_activity")
+        on_exit = spans.child(old, "on_exit")
+        # a response requested while the old agent drained, after its on_exit (which may
+        # speak): its answer to the tool's output
+        after = on_exit.end if on_exit is not None else old.start if old is not None else 0.0
+        answer = (
+            next((s for s in spans.named(RESPONSE_SPAN) if after <= s.start <= old.end), None)
+            if old is not None
+            else None
+        )
         return cls(
             old=old,
-            on_exit=spans.child(old, "on_exit"),
+            on_exit=on_exit,
             new=new,
             on_enter=spans.child(new, "on_enter"),
             tool=_handing_tool(update, spans),
+            answer=answer,
             began=update.start,
             started=new.start if new is not None else update.start,
         )
@@ -204,7 +227,11 @@ def _paths(
         critical.append(_Step("tool_return", stages.began))
     if stages.on_exit is not None:
         critical.append(_Step("on_exit", stages.on_exit.end, stages.on_exit))
-    if stages.old is not None:
+    if stages.old is not None and stages.answer is not None:
+        # the drain synced the tool's output, then waited for the old agent's answer to it
+        critical.append(_Step("drain", stages.answer.start))
+        critical.append(_Step("tool_reply", stages.old.end, note=TOOL_REPLY_NOTE))
+    elif stages.old is not None:
         critical.append(_Step("drain", stages.old.end, stages.old))
     new, on_enter = stages.new, stages.on_enter
     if new is not None:  # livekit closes the old activity, then starts the new one
@@ -314,6 +341,27 @@ def _handoff_event(
     if found is not None and update.start - _SLACK <= found.t <= update.end + _SLACK:
         return found
     return None
+
+
+def _tool_reply_tokens(
+    update: TraceSpan, stages: _Stages, events: list[TraceEvent], event: TraceEvent
+) -> int | None:
+    """The deltas of the old agent's answer to its tool's output that the drain waited for
+    (the trace's message of it), or None if it waited for none."""
+    if stages.answer is None:
+        return None
+    said = next(
+        (
+            e
+            for e in events
+            if e.kind == "agent_message"
+            and e.data.get("source") == "tool_reply"
+            and e.agent == event.data.get("from")
+            and update.start - _SLACK <= e.t <= stages.started + _SLACK
+        ),
+        None,
+    )
+    return len(tokens(str(said.data.get("text") or ""))) if said is not None else 0
 
 
 def _handing_tool(update: TraceSpan, spans: _Spans) -> TraceSpan | None:

@@ -8,6 +8,8 @@ HANDOFF_PHASES: dict[str, str] = {
     "tool_return": "the old agent's tool returned the new one, until livekit began the handoff",
     "on_exit": "the old agent's on_exit",
     "drain": "the old agent's speech finishing: its tool's output synced to the model",
+    "tool_reply": "the old agent's reply to its tool's output (the tool returned a message "
+    "with the agent), requested and awaited to its end before the new agent starts",
     "close": "the old agent's activity closed (a fresh handoff closes its realtime session)",
     "connect": "a fresh realtime session's websocket connecting",
     "session_update": "the new agent's session set up: instructions, tools, context synced",
@@ -25,6 +27,7 @@ PHASE_COLORS: dict[str, str] = {
     "tool_return": "#9E9E9E",
     "on_exit": "#CC79A7",
     "drain": "#56B4E9",
+    "tool_reply": "#882255",
     "close": "#E0E0E0",
     "connect": "#D55E00",
     "session_update": "#0072B2",

@@ -15,22 +15,44 @@ class PhaseTruths(Protocol):
     """A provider's truth of each handoff phase, as ``handoff_truths`` gives OpenAI's."""
 
     def __call__(
-        self, session: str, context: str, items: int, net: LatencyModel, *, tool: bool = True
+        self,
+        session: str,
+        context: str,
+        items: int,
+        net: LatencyModel,
+        *,
+        tool: bool = True,
+        tool_reply: int | None = None,
     ) -> dict[str, float]: ...
 
 
 def handoff_truths(
-    session: str, context: str, items: int, net: LatencyModel, *, tool: bool = True
+    session: str,
+    context: str,
+    items: int,
+    net: LatencyModel,
+    *,
+    tool: bool = True,
+    tool_reply: int | None = None,
 ) -> dict[str, float]:
     """The network's share of each phase of an agent handing off to another (seconds), by
     the phases' names in ``handoff_phases``: ``items`` are the new agent's context items a
-    fresh session creates; ``tool``: a tool's output handed off (synced before the drain ends).
+    fresh session creates; ``tool``: a tool's output handed off (synced before the drain ends);
+    ``tool_reply``: the deltas of the old agent's reply to that output, when the output asked
+    for one (a tool returning ``(agent, "message")``), else None.
+
+    livekit 1.8.9 (``AgentActivity._realtime_generation_task_impl``): an output with
+    ``reply_required`` on a model that makes no reply of its own
+    (``capabilities.auto_tool_reply_generation`` False, OpenAI's) is answered by the old agent
+    before its drain ends: ``response.create`` on its session, awaited to ``response.done``.
     """
     realtime = session in ("reused", "fresh")
     truths = dict.fromkeys(
         ("tool_return", "on_exit", "close", "on_enter", "reply_request", "playout"), 0.0
     )
     truths["drain"] = net.item_ack_s() if realtime and tool else 0.0
+    answered = realtime and tool and tool_reply is not None
+    truths["tool_reply"] = net.response_s(tool_reply or 0) if answered else 0.0
     if session == "fresh":
         truths["connect"] = net.connect_s()
     if session == "reused":
@@ -49,15 +71,24 @@ def handoff_truths(
 
 
 def gemini_handoff_truths(
-    session: str, context: str, items: int, net: LatencyModel, *, tool: bool = True
+    session: str,
+    context: str,
+    items: int,
+    net: LatencyModel,
+    *,
+    tool: bool = True,
+    tool_reply: int | None = None,
 ) -> dict[str, float]:
     """``handoff_truths`` for Gemini Live (``bench.gemini_truth`` explains each leg). The Live
     API acknowledges no item, so neither the context (``context``, ``items``) nor a tool's
     output (``tool``) is awaited; a fresh session waits for the old one's close, then connects
-    and sets up (``setup`` -> ``setupComplete``, one more round trip)."""
-    del context, items, tool  # acknowledged nowhere: none of them changes what is awaited
+    and sets up (``setup`` -> ``setupComplete``, one more round trip). The model answers a tool
+    output by itself (``auto_tool_reply_generation``): the drain does not wait for that reply
+    (``tool_reply``), only ``session.run``'s result does, up to 5 s (the tool_reply_race)."""
+    del context, items, tool, tool_reply  # none of them changes what the handoff awaits
     truths = dict.fromkeys(
-        ("tool_return", "on_exit", "on_enter", "reply_request", "playout", "drain"), 0.0
+        ("tool_return", "on_exit", "on_enter", "reply_request", "playout", "drain", "tool_reply"),
+        0.0,
     )
     truths["session_update"] = 0.0
     truths["close"] = net.round_trip_s() if session == "fresh" else 0.0

@@ -16,6 +16,7 @@ import traitlets
 from matplotlib.figure import Figure
 
 from .._figure_style import INK, static_figure
+from ..bench.livekit_warnings import warned_line
 from ..bench.plots import plot_distributions
 from ..bench.results import TIMINGS, BenchmarkConfig, BenchmarkResult, Trial
 from ..bench.run import plan, run_benchmark
@@ -256,7 +257,8 @@ def describe(trial: Trial, timing: str) -> str:
         # the progress line has one line for the whole trial
         return f"{where}: failed ({cut(trial.error or 'no reason given', 80)})"
     value = getattr(trial, timing)
-    return f"{where}: {value:.1f} ms" if value is not None else f"{where}: no {timing}"
+    said = f"{where}: {value:.1f} ms" if value is not None else f"{where}: no {timing}"
+    return f"{said} ({warned_line(trial.livekit_warned)})" if trial.livekit_warned else said
 
 
 def to_svg(figure: Figure) -> str:
