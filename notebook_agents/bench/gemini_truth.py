@@ -28,11 +28,21 @@ from ..phases.truth import gemini_handoff_truths
 
 
 def gemini_ground_truth(
-    level: str, session: str, context: str, history_turns: int, latency: LatencyModel
+    level: str,
+    session: str,
+    context: str,
+    history_turns: int,
+    latency: LatencyModel,
+    *,
+    items: int | None = None,
+    tool_reply: int | None = None,
 ) -> tuple[float, float] | None:
     """``(handoff_ms, reply_ms)`` the emulator must impose on a Gemini handoff at the agent
     level (t0 -> B's on_enter, t0 -> B's generation), or None if no formula applies. The
-    signature is ``bench.truth.ground_truth``'s; ``history_turns`` changes nothing (no acks)."""
+    signature is ``bench.truth.ground_truth``'s; neither the history nor B's ``items`` change
+    anything (no acks), nor the model's own reply to the tool's output (``tool_reply``: the
+    handoff does not await it)."""
+    del history_turns, items, tool_reply
     if level != "agent" or session not in ("reused", "fresh"):
         return None
     leg = gemini_handoff_truths(session, context, 0, latency)

@@ -16,7 +16,7 @@ from typing import Any
 
 from livekit.agents import llm
 
-from ..emulator import EmulatorError, GeminiEndpoint, LatencyModel
+from ..emulator import EmulatorError, GeminiEndpoint
 from ..emulator.gemini_live import genai_types, require_gemini
 from ..emulator.server import base_url as emulator_base_url
 from ..phases.truth import PhaseTruths, gemini_handoff_truths, handoff_truths
@@ -114,29 +114,13 @@ def _emulator_gemini(emulator_url: str) -> GeminiEndpoint:
     return GeminiEndpoint.of(emulator_url)
 
 
-def _gemini_ground_truth(
-    level: str,
-    session: str,
-    context: str,
-    history_turns: int,
-    latency: LatencyModel,
-    *,
-    items: int | None = None,
-    tool_reply: int | None = None,
-) -> tuple[float, float] | None:
-    # nothing of B's context is acknowledged: its size costs no round trip; the model's own
-    # reply to the tool's output is not awaited by the handoff (``gemini_handoff_truths``)
-    del items, tool_reply
-    return gemini_ground_truth(level, session, context, history_turns, latency)
-
-
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider("openai", _openai_model, _openai_environment),
     "gemini": Provider(
         "gemini",
         _gemini_model,
         _gemini_environment,
-        _gemini_ground_truth,
+        gemini_ground_truth,
         gemini_handoff_truths,
         require=require_gemini,
     ),

@@ -22,6 +22,7 @@ from livekit.agents import Agent, AgentSession, RunResult, llm
 from livekit.agents.utils import is_given
 from livekit.plugins import openai
 
+from .._text_sessions import text_turn_handling
 from ..emulator.replies import tokens
 from ..modes import ContextMode, SessionMode
 from ..phases import handoff_phases
@@ -80,7 +81,7 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
         probe.watch_model(model)
     # B's own model, when fresh, exists before t0 as it would in an app
     fresh = _model(spec) if spec.session == "fresh" else None
-    session: AgentSession[None] = AgentSession(llm=model, vad=None, **_turn_handling(model))
+    session: AgentSession[None] = AgentSession(llm=model, vad=None, **text_turn_handling(model))
     errors: list[str] = []
     session.on("error", lambda ev: errors.append(f"{type(ev.error).__name__}: {ev.error}"))
     trace = Trace(session) if spec.traced or spec.phases else None
@@ -164,20 +165,6 @@ def _public_name(thing: object) -> str:
     if module.startswith("livekit.plugins."):
         module = module.removeprefix("livekit.plugins.").rpartition(".")[0] or module
     return f"{module}.{kind.__qualname__}"
-
-
-def _turn_handling(model: Any) -> dict[str, Any]:
-    """The trial's turns are the bench's own (no audio in): manual turn detection, except on
-    a model whose server detects turns and cannot hand that over (Gemini Live's): livekit
-    ignores "manual" there with a warning at every agent's start (agent_activity.py
-    ``_resolve_rt_turn_detection_enabled``), and left unset warns that its default turn
-    detector has no VAD; "realtime_llm" says what runs, and warns of nothing."""
-    mode = "manual"
-    if isinstance(model, llm.RealtimeModel):
-        caps = model.capabilities
-        if caps.turn_detection and not caps.can_disable_turn_detection:
-            mode = "realtime_llm"
-    return {"turn_handling": {"turn_detection": mode}}
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from livekit.agents.voice.run_result import RunResult
 from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
+from .._text_sessions import text_turn_handling
 from ..emulator import Emulator
 from ..emulator.gemini_live import genai_types
 from ..trace.livekit_spans import capture_spans_here
@@ -73,9 +74,7 @@ class Harness:
 
     async def start(self, agent: Agent, model: llm.RealtimeModel) -> None:
         """Start a text-only session with ``agent`` on ``model``, traced with livekit's spans."""
-        session: AgentSession[None] = AgentSession(
-            llm=model, vad=None, turn_handling={"turn_detection": "manual"}
-        )
+        session: AgentSession[None] = AgentSession(llm=model, vad=None, **text_turn_handling(model))
         self._session = session
         self._run.trace.attach(session)
         # the session runs in no job: its spans are this run's by context (as the bench's)
