@@ -12,7 +12,7 @@ import pytest
 from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult
 from notebook_agents.bench.cli import outcome
-from notebook_agents.bench.results import Trial
+from notebook_agents.bench.results import Level, Trial
 from notebook_agents.bench.run import plan, run_benchmark
 from notebook_agents.emulator import Emulator
 from notebook_agents.modes import REALTIME_MODES, mode_label
@@ -82,12 +82,15 @@ async def test_failed_trials_are_recorded_never_hang() -> None:
     assert any("update_chat_ctx timed out" in (t.error or "") for t in delayed.trials)
 
 
-async def test_a_foreign_endpoint_has_no_truth(emulator: Emulator) -> None:
+@pytest.mark.parametrize("level", ["session", "agent"])
+async def test_a_foreign_endpoint_has_no_truth(emulator: Emulator, level: Level) -> None:
+    """Every level runs against an OpenAI-compatible endpoint of the user's (the agent level
+    too, with the gemini extra installed: Gemini's environment is the emulator's only)."""
     config = BenchmarkConfig(
-        levels=["session"], history_turns=[0], trials=1, warmup=0, target=emulator.base_url()
+        levels=[level], history_turns=[0], trials=1, warmup=0, target=emulator.base_url()
     )
     result = await run_benchmark(config, api_key=API_KEY)
-    assert len(result.trials) == 4 and not result.failed_trials()
+    assert len(result.trials) == 4 and not result.failed_trials(), result.failed_trials()
     assert all(t.rtt_ms is None and t.truth_reply_ms is None for t in result.trials)
     assert API_KEY not in json.dumps(result.to_dict())
 

@@ -57,6 +57,10 @@ class Provider:
     (seconds)"""
     require: Callable[[], None] | None = None
     """raises, naming the extra to install, when the provider's client side is missing"""
+    lends_environment: bool = True
+    """whether a trial of another provider sets this one's environment too, so an agent that
+    pins this provider's model is still made (and the trial names that): not where making the
+    environment costs something (Gemini's starts a TLS site and replaces ``SSL_CERT_FILE``)"""
 
     def installed(self) -> bool:
         """Whether the provider's client side is installed (``require`` would not raise)."""
@@ -110,8 +114,13 @@ def _gemini_endpoint(endpoint: Endpoint) -> GeminiEndpoint:
 @functools.cache
 def _emulator_gemini(emulator_url: str) -> GeminiEndpoint:
     """The emulator's Gemini Live endpoint (its TLS URL, CA and CA file), asked once per
-    emulator."""
+    emulator (``forget_endpoints`` when it stops: a later one may take its port)."""
     return GeminiEndpoint.of(emulator_url)
+
+
+def forget_endpoints() -> None:
+    """Forget the endpoints asked of an emulator that has stopped (its CA file is gone)."""
+    _emulator_gemini.cache_clear()
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -123,6 +132,7 @@ PROVIDERS: dict[str, Provider] = {
         gemini_ground_truth,
         gemini_handoff_truths,
         require=require_gemini,
+        lends_environment=False,
     ),
 }
 """every provider the bench can measure, by the name ``--provider`` takes"""

@@ -23,7 +23,7 @@ from ..emulator import EmulatorError, LatencyModel
 from ..emulator.process import emulator_process
 from ..modes import REALTIME_MODES, ContextMode, SessionMode, mode_label
 from .livekit_warnings import livekit_warned
-from .providers import Endpoint, provider
+from .providers import Endpoint, forget_endpoints, provider
 from .results import (
     BenchmarkConfig,
     BenchmarkResult,
@@ -215,13 +215,16 @@ async def _target(
         yield lambda _rtt, _query: Endpoint(config.target, key, emulator=False)
         return
     # no event validation: the benchmark measures the client, not the emulator's checks
-    async with emulator_process(validate=False) as url:
+    try:
+        async with emulator_process(validate=False) as url:
 
-        def endpoint(rtt: float | None, query: dict[str, Any]) -> Endpoint:
-            latency = {"rtt_ms": rtt or 0.0, "connect_rtts": config.connect_rtts}
-            return Endpoint(url, key, settings={**latency, **query})
+            def endpoint(rtt: float | None, query: dict[str, Any]) -> Endpoint:
+                latency = {"rtt_ms": rtt or 0.0, "connect_rtts": config.connect_rtts}
+                return Endpoint(url, key, settings={**latency, **query})
 
-        yield endpoint
+            yield endpoint
+    finally:
+        forget_endpoints()
 
 
 def _versions() -> dict[str, str]:

@@ -48,12 +48,12 @@ from .your_agents import UserAgents, UserServer, YourAgents, make_agent
 async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
     """Run one trial of ``agents`` as ``spec`` asks; raises TrialFailed naming what is wrong.
     A model your code builds itself (a B that pins its llm, your entrypoint's) reaches the
-    trial's endpoint through the providers' environment, set for the trial: every installed
-    provider's, so an agent pinning another provider's model is still made, and the trial
-    names that (``_pinned_elsewhere``) rather than that SDK's missing key."""
+    trial's endpoint through the providers' environment, set for the trial: its provider's,
+    and the others' that lend theirs, so an agent pinning another provider's model is still
+    made, and the trial names that (``_pinned_elsewhere``) rather than that SDK's missing key."""
     variables: dict[str, str] = {}
     for entry in PROVIDERS.values():
-        if entry.name != spec.provider and entry.installed():
+        if entry.name != spec.provider and entry.lends_environment and entry.installed():
             variables |= entry.environment(spec.endpoint)
     # the trial's own provider's last, where they overlap
     variables |= provider(spec.provider).environment(spec.endpoint)
