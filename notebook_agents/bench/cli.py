@@ -120,7 +120,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE:SERVER",
         help="your AgentServer (server = AgentServer()) or a function making it, e.g. "
         "agent.py:server; run per trial as in a notebook, its entrypoint's models reaching "
-        "the emulator through OPENAI_BASE_URL / OPENAI_API_KEY (default: none)",
+        "the emulator through the provider's environment (OPENAI_BASE_URL, or "
+        "GOOGLE_GEMINI_BASE_URL and SSL_CERT_FILE) (default: none)",
     )
     yours.add_argument(
         "--trigger",

@@ -50,7 +50,7 @@ class TrialSpec:
     phases: bool = False
     """split the handoff into its phases: a Trace attached, livekit's spans captured"""
     latency: LatencyModel | None = None
-    """the emulator's network at ``base_url``: the phases' truths (None: a foreign target)"""
+    """the emulator's network at ``endpoint``: the phases' truths (None: a foreign target)"""
     provider: str = "openai"
     agents: YourAgents | None = None
     """your agents instead of the bench's own pair (agent level)"""

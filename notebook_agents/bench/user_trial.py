@@ -122,8 +122,8 @@ async def _server_trial(spec: TrialSpec, agents: UserServer) -> Timings:
 
     clock = Clock(reply_after="on_enter")
     probe = RealtimeProbe(clock)
+    runner = NotebookRunner(agents.make())  # first: a factory that raises leaves nothing open
     fresh = _model(spec) if spec.session == "fresh" else None
-    runner = NotebookRunner(agents.make())
     watch: HandoffWatch | None = None
     try:
         runner.start()

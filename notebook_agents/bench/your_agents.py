@@ -43,7 +43,8 @@ class UserAgents:
 class UserServer:
     """Your ``AgentServer`` (or a function making it), run per trial by a ``NotebookRunner``
     as in a notebook; its entrypoint builds its models, which reach the trial's endpoint
-    through the provider's environment (``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``)."""
+    through the provider's environment (OpenAI's ``OPENAI_BASE_URL``/``OPENAI_API_KEY``;
+    Gemini's ``GOOGLE_GEMINI_BASE_URL``, ``SSL_CERT_FILE``, ``GOOGLE_API_KEY``)."""
 
     server: AgentServer | Callable[[], AgentServer]
     trigger: str
