@@ -15,6 +15,7 @@ from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
 from .._text_sessions import text_turn_handling
+from ..bench.scenario import close_quietly
 from ..emulator import Emulator
 from ..emulator.gemini_live import genai_types
 from ..trace.livekit_spans import capture_spans_here
@@ -128,8 +129,8 @@ class Harness:
             logging.getLogger("livekit").removeHandler(self._log)
             if self._release_spans is not None:
                 self._release_spans()
-            for model in self._models:
-                await model.aclose()
+            for model in self._models:  # each closed, whatever another's close raised
+                await close_quietly(model.aclose())
             self._run.trace.detach()
             if self.provider == "gemini":
                 self._heard()
