@@ -410,5 +410,5 @@ def test_asking_a_url_where_no_emulator_answers_names_the_fix() -> None:
     with socket.socket() as free:  # a port nobody listens on once this closes
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    with pytest.raises(EmulatorError, match="no emulator answers at .*: start one"):
+    with pytest.raises(EmulatorError, match=r"no emulator answers at .*: start one"):
         GeminiEndpoint.of(f"http://127.0.0.1:{port}", timeout=2.0)
