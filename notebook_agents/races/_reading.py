@@ -37,3 +37,9 @@ def mark(event: TraceEvent, label: str, detail: str = "", race: bool = True) -> 
 def mark_said(problem: LoggedProblem, agent: str, label: str) -> RaceMark:
     """A race mark where livekit logged ``problem``, in ``agent``'s lane (a log names none)."""
     return RaceMark(problem.t, agent, label, said(problem))
+
+
+def in_time_order(problems: list[LoggedProblem], events: list[TraceEvent]) -> tuple[str, ...]:
+    """livekit's problems and the trace's events as evidence, the earliest first."""
+    lines = [(p.t, said(p)) for p in problems] + [(e.t, described(e)) for e in events]
+    return tuple(line for _, line in sorted(lines, key=lambda pair: pair[0]))
