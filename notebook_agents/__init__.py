@@ -17,7 +17,17 @@ from .emulator import (
     VerdictReply,
 )
 from .phases import Breakdown, Phase, handoff_phases, turn_phases
-from .races import RACES, RaceCase, RaceMark, RaceRun, RaceVerdict, run_race
+from .races import (
+    RACES,
+    LoggedProblem,
+    RaceCase,
+    RaceMark,
+    RaceProvider,
+    RaceRun,
+    RaceVerdict,
+    WireEvent,
+    run_race,
+)
 from .runner import (
     AgentProcess,
     AgentRunner,
@@ -91,6 +101,7 @@ __all__ = [
     "HandoffGraph",
     "LatencyModel",
     "LocalDevices",
+    "LoggedProblem",
     "MetricsData",
     "ModelTruth",
     "ModelUsageData",
@@ -99,6 +110,7 @@ __all__ = [
     "Phase",
     "RaceCase",
     "RaceMark",
+    "RaceProvider",
     "RaceRun",
     "RaceVerdict",
     "Recording",
@@ -130,6 +142,7 @@ __all__ = [
     "UserStateData",
     "UserTranscriptData",
     "VerdictReply",
+    "WireEvent",
     "bring_ups",
     "check_event_data",
     "handoff_phases",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import ssl
 import sys
 import time
@@ -403,3 +404,11 @@ async def test_a_run_on_gemini_without_the_extra_names_it_before_any_trial(
         await run_benchmark(config)
     with pytest.raises(EmulatorError, match=r"pip install 'notebook-agents\[gemini\]'"):
         await run_race(RACES["closing_session"], provider="gemini")
+
+
+def test_asking_a_url_where_no_emulator_answers_names_the_fix() -> None:
+    with socket.socket() as free:  # a port nobody listens on once this closes
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(EmulatorError, match=r"no emulator answers at .*: start one"):
+        GeminiEndpoint.of(f"http://127.0.0.1:{port}", timeout=2.0)

@@ -12,7 +12,7 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMes
 from notebook_agents import RACES, RaceCase, run_race
 from notebook_agents.emulator import Emulator, ReplyRules, ToolCallReply, ToolCallsReply
 from notebook_agents.emulator.replies import Reply, ReplyContext
-from notebook_agents.races import Provider, RaceRun
+from notebook_agents.races import RaceProvider, RaceRun
 from notebook_agents.races.tool_batch import DUPLICATE_HANDOFF, PARALLEL_BATCH
 from notebook_agents.races.tool_reply import WAITED
 from notebook_agents.views import TimelineView
@@ -71,7 +71,7 @@ def test_every_case_says_what_1_8_9_shows() -> None:
     ("case", "provider"), RUNS, ids=lambda v: v.name if isinstance(v, RaceCase) else v
 )
 async def test_the_race_happens_as_in_1_8_9_and_never_in_its_control(
-    case: RaceCase, provider: Provider
+    case: RaceCase, provider: RaceProvider
 ) -> None:
     triggered = await run_race(case, provider=provider)
     assert triggered.verdict.happened is case.happens_on(provider), triggered.verdict

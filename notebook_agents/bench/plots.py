@@ -76,12 +76,21 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
                     [data], positions=[pos], widths=0.6, showfliers=False, patch_artist=True
                 )
                 box["boxes"][0].set(
-                    facecolor=color, alpha=0.3, edgecolor=color, hatch=_PROVIDER_HATCHES[which]
+                    facecolor=color,
+                    alpha=0.3,
+                    edgecolor=color,
+                    hatch=_PROVIDER_HATCHES[which % len(_PROVIDER_HATCHES)],
                 )
                 box["medians"][0].set(color=color, linewidth=2)
                 x = pos + jitter.uniform(-_JITTER, _JITTER, len(data))
                 ax.scatter(
-                    x, data, s=12, color=color, alpha=0.8, zorder=3, marker=_PROVIDER_MARKS[which]
+                    x,
+                    data,
+                    s=12,
+                    color=color,
+                    alpha=0.8,
+                    zorder=3,
+                    marker=_PROVIDER_MARKS[which % len(_PROVIDER_MARKS)],
                 )
             failed = sum(not t.ok for t in trials)
             # the provider is named over its boxes, not in every label
@@ -103,8 +112,8 @@ def plot_distributions(result: BenchmarkResult, timing: str = "reply_ms") -> Fig
     if len(providers) > 1:
         marks += [
             Line2D(
-                [], [], color=INK, marker=_PROVIDER_MARKS[i], markersize=4, linestyle="",
-                label=f"one {provider} trial",
+                [], [], color=INK, marker=_PROVIDER_MARKS[i % len(_PROVIDER_MARKS)],
+                markersize=4, linestyle="", label=f"one {provider} trial",
             )
             for i, provider in enumerate(providers)
         ]  # fmt: skip

@@ -2,16 +2,16 @@
 latency or fault that triggers it, and a detector that says from the trace whether it happened:
 ``run = await run_race(RACES["paused_handback"])``, ``run.verdict``."""
 
-from .case import Problem, Provider, RaceCase, RaceMark, RaceRun, RaceVerdict, WireEvent
+from .case import LoggedProblem, RaceCase, RaceMark, RaceProvider, RaceRun, RaceVerdict, WireEvent
 from .registry import RACES
 from .run import run_race
 
 __all__ = [
     "RACES",
-    "Problem",
-    "Provider",
+    "LoggedProblem",
     "RaceCase",
     "RaceMark",
+    "RaceProvider",
     "RaceRun",
     "RaceVerdict",
     "WireEvent",

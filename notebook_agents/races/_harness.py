@@ -15,10 +15,11 @@ from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
 from .._text_sessions import text_turn_handling
+from ..bench.scenario import close_quietly
 from ..emulator import Emulator
 from ..emulator.gemini_live import genai_types
 from ..trace.livekit_spans import capture_spans_here
-from .case import Problem, Provider, RaceRun, WireEvent
+from .case import LoggedProblem, RaceProvider, RaceRun, WireEvent
 
 API_KEY = "sk-emulator-not-a-secret"
 """any key works against the emulator"""
@@ -29,10 +30,10 @@ RUN_TIMEOUT_S = 15.0
 class Harness:
     """Models, session and turns for one race run; everything it opens it closes."""
 
-    def __init__(self, run: RaceRun, emulator: Emulator, provider: Provider) -> None:
+    def __init__(self, run: RaceRun, emulator: Emulator, provider: RaceProvider) -> None:
         self._run = run
         self._emulator = emulator
-        self.provider: Provider = provider
+        self.provider: RaceProvider = provider
         self._models: list[llm.RealtimeModel] = []
         self._session: AgentSession[None] | None = None
         self._release_spans: Any = None
@@ -97,7 +98,7 @@ class Harness:
         return await livekit.failed_activity_swap(self.session)
 
     def _problem(self, level: str, message: str) -> None:
-        self._run.problems.append(Problem(self._run.trace.now(), level, message))
+        self._run.problems.append(LoggedProblem(self._run.trace.now(), level, message))
 
     def _watch(self, model: openai.realtime.RealtimeModel) -> None:
         """Record each OpenAI session's client events as it queues them (Gemini's: ``heard``)."""
@@ -128,8 +129,8 @@ class Harness:
             logging.getLogger("livekit").removeHandler(self._log)
             if self._release_spans is not None:
                 self._release_spans()
-            for model in self._models:
-                await model.aclose()
+            for model in self._models:  # each closed, whatever another's close raised
+                await close_quietly(model.aclose())
             self._run.trace.detach()
             if self.provider == "gemini":
                 self._heard()
@@ -163,4 +164,4 @@ class _ProblemLog(logging.Handler):
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             message += f": {type(error).__name__}: {error}"
-        self._run.problems.append(Problem(self._run.trace.now(), record.levelname, message))
+        self._run.problems.append(LoggedProblem(self._run.trace.now(), record.levelname, message))

@@ -12,7 +12,7 @@ from ..trace import Trace
 if TYPE_CHECKING:
     from ._harness import Harness
 
-Provider = Literal["openai", "gemini"]
+RaceProvider = Literal["openai", "gemini"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class WireEvent:
 
 
 @dataclass(frozen=True)
-class Problem:
+class LoggedProblem:
     """A warning or error livekit logged during the run, or an exception a step raised."""
 
     t: float
@@ -85,7 +85,7 @@ class RaceRun:
     """the emulator's network for the run: the timeline's handoff phases' truths"""
     settings: dict[str, str]
     """the emulator's per-connection settings the run used (latency and faults)"""
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[LoggedProblem] = field(default_factory=list)
     wire: list[WireEvent] = field(default_factory=list)
     conversations: list[list[dict[str, Any]]] = field(default_factory=list)
     """each realtime session's conversation as the emulator's model held it, at the end"""
@@ -115,13 +115,13 @@ class RaceCase:
     """what the control run does instead, in a line"""
     rules: tuple[Rule, ...] = ()
     """reply rules the emulator needs for the case (a model's parallel tool calls...)"""
-    providers: tuple[Provider, ...] = ("openai", "gemini")
+    providers: tuple[RaceProvider, ...] = ("openai", "gemini")
     """the providers it runs on here"""
     only_because: str = ""
     """why it runs on no other provider (an OpenAI-only fault...)"""
-    differs_on: Mapping[Provider, bool] = field(default_factory=dict)
+    differs_on: Mapping[RaceProvider, bool] = field(default_factory=dict)
     """a provider whose 1.8.9 outcome is not ``in_livekit_1_8_9`` (measured: the tests assert it)"""
 
-    def happens_on(self, provider: Provider) -> bool:
+    def happens_on(self, provider: RaceProvider) -> bool:
         """Whether livekit-agents 1.8.9 still shows the race on ``provider``."""
         return self.differs_on.get(provider, self.in_livekit_1_8_9)

@@ -6,11 +6,11 @@ from ..emulator import Emulator, LatencyModel, ReplyRules
 from ..emulator.gemini_live import require_gemini
 from ..trace import Trace
 from ._harness import Harness
-from .case import Provider, RaceCase, RaceRun
+from .case import RaceCase, RaceProvider, RaceRun
 
 
 async def run_race(
-    case: RaceCase, *, triggered: bool = True, provider: Provider = "openai"
+    case: RaceCase, *, triggered: bool = True, provider: RaceProvider = "openai"
 ) -> RaceRun:
     """Run ``case`` once (``triggered=False``: its control) and detect the race in its trace.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from livekit.agents import Agent, AgentTask, function_tool
 
 from ._harness import Harness
-from ._reading import described, handoffs_to, mark, mark_said, problems_saying, said
+from ._reading import handoffs_to, in_time_order, mark, mark_said, problems_saying
 from .case import RaceCase, RaceRun, RaceVerdict
 
 FAILED = ("cannot schedule new speech", "session.run(")
@@ -53,7 +53,7 @@ def _detect(run: RaceRun) -> RaceVerdict:
     failed = problems_saying(run, *FAILED)
     handoffs = handoffs_to(run, "Consent") + handoffs_to(run, "Intake", after=0.001)
     answers = [e for e in run.trace.of_kind("agent_message") if "hello" in e.data["text"]]
-    evidence = tuple([said(p) for p in failed] + [described(e) for e in answers + handoffs])
+    evidence = in_time_order(failed, answers + handoffs)
     seqs = tuple(e.seq for e in answers + handoffs)
     if failed:
         where = handoffs[-1].agent if handoffs and handoffs[-1].agent else "Intake"

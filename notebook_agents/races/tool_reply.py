@@ -105,7 +105,8 @@ def _detect(run: RaceRun) -> RaceVerdict:
         + [
             f"the model answered the tool's result: {text!r}"
             if answer
-            else "the model made no answer to the tool's result"
+            else "the model made no answer of its own to the tool's result (a reply below to "
+            "it is one livekit asked for)"
         ]
         + [described(e) for e in messages]
         + [said(p) for p in waited]

@@ -46,9 +46,16 @@ class GeminiEndpoint:
             with urllib.request.urlopen(emulator_url + INFO_PATH, timeout=timeout) as answer:
                 info = json.load(answer)
         except urllib.error.HTTPError as e:
-            message = json.load(e).get("error", {}).get("message", str(e))
+            try:
+                message = json.load(e).get("error", {}).get("message", str(e))
+            except ValueError:  # a body that is not the emulator's JSON error
+                message = str(e)
             raise EmulatorError(
                 f"the emulator at {emulator_url} serves no Gemini: {message}"
+            ) from None
+        except urllib.error.URLError as e:
+            raise EmulatorError(
+                f"no emulator answers at {emulator_url} ({e.reason}): start one, or pass its URL"
             ) from None
         return cls(**info)
 

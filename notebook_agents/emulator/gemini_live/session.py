@@ -464,11 +464,17 @@ def _server_kinds(message: dict[str, Any]) -> list[str]:
     return kinds
 
 
+_REFUSAL_WAIT_S = 5.0
+"""how long a refused connection waits for the client's setup before closing anyway"""
+
+
 async def refuse(request: web.Request, reason: ParameterError) -> web.StreamResponse:
     """Refuse bad per-connection settings as the service refuses a bad setup: the websocket
     opens and closes with 1007 and the reason, which google-genai raises as ``APIError``."""
     ws = web.WebSocketResponse()
     await ws.prepare(request)
-    await ws.receive()  # the setup
+    # the setup, or nothing from a client that sends none: the refusal does not wait on it
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(ws.receive(), _REFUSAL_WAIT_S)
     await ws.close(code=INVALID_ARGUMENT, message=str(reason).encode()[:120])
     return ws
