@@ -29,6 +29,7 @@ from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
 from notebook_agents.bench.cli import ProgressBar
 from notebook_agents.bench.handoff_mode import reuse_blockers
+from notebook_agents.bench.livekit_warnings import livekit_warned
 from notebook_agents.bench.providers import PROVIDERS, Endpoint, Provider
 from notebook_agents.bench.results import FORMAT_VERSION
 from notebook_agents.bench.run import run_benchmark
@@ -299,6 +300,33 @@ async def test_the_bench_pair_asked_reused_empty_on_gemini_is_labelled_copied() 
     assert trial.reason is not None
     assert "server kept A's" in trial.reason and "chat context for B was empty" in trial.reason
     assert trial.truth_reply_ms == 20.0  # the reused session's truth: nothing to connect
+
+
+async def test_on_gemini_a_reused_trial_says_the_plugins_warnings_instead_of_logging_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """livekit's google plugin warns on every reused Gemini trial (48 lines on stderr for 20
+    trials in a notebook, whose root logger has no handler): the tool result Gemini answers
+    anyway and the turns it cannot remove bear on the handoff, and are the trial's; the
+    clear_audio it cannot do is of the bench's text turns, and said by no one."""
+    root = logging.getLogger().handlers
+    kept = root[:]
+    root.clear()  # as in a notebook: warnings reach stderr through logging.lastResort
+    try:
+        result = await run_benchmark(
+            config(agents=None, providers=["gemini"], modes=["reused+empty"], rtts_ms=[0.0])
+        )
+        with livekit_warned():
+            logging.getLogger("livekit.plugins.google").warning("a warning of its own")
+    finally:
+        root[:] = kept
+    (trial,) = result.trials
+    assert trial.ok, trial.error
+    assert {"gemini_answers_tool", "gemini_keeps_turns"} <= set(trial.livekit_warned)
+    err = capsys.readouterr().err
+    for said in ("wants no reply", "clear_audio", "does not support removing"):
+        assert said not in err
+    assert "a warning of its own" in err  # what the bench does not keep goes where it went
 
 
 async def test_a_trigger_that_does_not_hand_off_fails_naming_as_tools() -> None:
