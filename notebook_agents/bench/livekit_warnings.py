@@ -9,7 +9,7 @@ livekit-plugins-google 1.8.9 two from ``realtime/realtime_api.py`` (``livekit.pl
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -43,7 +43,7 @@ LIVEKIT_WARNINGS: dict[str, LivekitWarning] = {
     ),
     # RealtimeSession._sync_chat_ctx: a function_call_output with reply_required False (a
     # handoff tool returning the agent alone) while the tool is not NON_BLOCKING
-    "gemini_answers_tool": LivekitWarning(
+    "tool_answered": LivekitWarning(
         "a tool result wants no reply, but Gemini will answer it anyway",
         "Gemini answers the handoff tool's result anyway: that answer races B's reply",
         "make the handoff tool NON_BLOCKING (tool_behavior=types.Behavior.NON_BLOCKING)",
@@ -51,10 +51,10 @@ LIVEKIT_WARNINGS: dict[str, LivekitWarning] = {
     ),
     # RealtimeSession._sync_chat_ctx: B's context lacks turns the reused session holds
     # (update_chat_ctx with an empty or trimmed context); Gemini Live cannot delete turns
-    "gemini_keeps_turns": LivekitWarning(
+    "turns_kept": LivekitWarning(
         "Gemini Live does not support removing messages",
-        "Gemini keeps a reused session's turns: what B's context leaves out (all, when "
-        "empty) is livekit's view only",
+        "Gemini keeps a reused session's turns, so B's empty context is livekit's view only "
+        "(and what a copied one leaves out)",
         "hand off to a fresh session (B with its own model) when B must not see A's turns",
         "livekit.plugins.google",
     ),
@@ -130,20 +130,26 @@ class _Warned(Protocol):
     def livekit_warned(self) -> list[str]: ...
 
 
-def warned_note(trials: Sequence[_Warned]) -> str | None:
-    """What livekit warned on these trials (one mode's), each with on how many of them and
-    what to do: ``"livekit waited 5 s for ... on 4/4 trials: the tool_reply_race, ..."``;
-    None when it warned of nothing."""
+def warning_note(name: str) -> str:
+    """What the warning ``name`` means for the handoff and what to do, said once under a
+    table whose cells point at it by number."""
+    warning = LIVEKIT_WARNINGS[name]
+    return f"{name}: {warning.meaning}; {warning.fix}"
+
+
+def warned_note(trials: Sequence[_Warned], numbers: Mapping[str, int]) -> str | None:
+    """What livekit warned on these trials (one mode's): each warning's name, on how many of
+    them, and the number of its ``warning_note`` in ``numbers`` (said under the table):
+    ``"tool_reply_timeout 4/4 [2]"``; None when it warned of nothing."""
     counts = {
         name: sum(name in trial.livekit_warned for trial in trials) for name in LIVEKIT_WARNINGS
     }
-    notes = [
-        f"{LIVEKIT_WARNINGS[name].meaning} on {n}/{len(trials)} trials: "
-        f"{LIVEKIT_WARNINGS[name].fix}"
+    cells = [
+        f"{name} {n}/{len(trials)} [{numbers[warning_note(name)]}]"
         for name, n in counts.items()
         if n
     ]
-    return "; ".join(notes) or None
+    return "; ".join(cells) or None
 
 
 def warned_line(names: Sequence[str]) -> str:
