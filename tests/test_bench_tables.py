@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from notebook_agents._table import Column, Table
+from notebook_agents.bench.livekit_warnings import warning_note
 from notebook_agents.bench.stats import ModeSummary, compare, summary_table
 from notebook_agents.modes import MODE_COLORS, ContextMode
 
@@ -194,3 +195,50 @@ def test_each_provider_has_its_own_rows() -> None:
         ("openai", 50.0),
     ]
     assert "provider" in table.to_text().splitlines()[1].split()
+
+
+def test_what_livekit_warned_is_a_short_cell_and_its_sentence_a_note() -> None:
+    """The livekit warned column held each warning's sentence in full: ~200 characters a row,
+    the text table ~500 wide and the HTML past a notebook's output. Now its cells name the
+    warning, on how many, and point at a note numbered with the asked column's."""
+    reused = [
+        dataclasses.replace(t, livekit_warned=["tool_answered", "turns_kept"])
+        for t in trials_for([40.0, 41.0])
+    ]
+    race = [
+        dataclasses.replace(t, livekit_warned=["tool_reply_timeout"])
+        for t in trials_for([50.0, 51.0], session="fresh", context="empty")
+    ]
+    gemini = [dataclasses.replace(t, provider="gemini") for t in reused + race]
+    table = summary_table(result_of(gemini))
+    assert [row.warned for row in table] == [
+        "tool_answered 2/2 [1]; turns_kept 2/2 [2]",
+        "tool_reply_timeout 2/2 [3]",
+    ]
+    text = table.to_text()
+    assert max(len(line) for line in text.splitlines()[1:4]) < 110
+    sentence = warning_note("turns_kept")
+    assert "B's empty context is livekit's view only" in sentence
+    assert text.count(sentence) == 1 and f"[2] {sentence}" in table.notes()
+    assert table._repr_html_().count(escape(sentence)) == 1
+    cells = [text_of(td) for td in html_of(table).iter("td") if td.get("data-key") == "warned"]
+    assert cells == [row.warned for row in table]
+
+
+def test_warnings_and_reasons_are_numbered_alike_in_every_table_of_a_result() -> None:
+    """The CLI says each note once under all the tables: a warning's number and a reason's
+    are one sequence, the same in the summary of every timing and the comparison."""
+    asked = asked_reused("fresh", "copied", LONG)
+    race = [
+        dataclasses.replace(t, livekit_warned=["tool_reply_timeout"])
+        for t in trials_for([50.0, 51.0], session="fresh", context="empty")
+    ]
+    result = result_of(asked + race)
+    table = summary_table(result)
+    assert [(row.asked, row.warned) for row in table] == [
+        ("reused+copied ×2 [1]", None),
+        (None, "tool_reply_timeout 2/2 [2]"),
+    ]
+    assert table.footnotes == (f"[1] {LONG}", f"[2] {warning_note('tool_reply_timeout')}")
+    assert summary_table(result, "handoff_ms").footnotes == table.footnotes
+    assert compare(result, result).footnotes == (f"[1] {LONG}",)

@@ -29,6 +29,7 @@ from notebook_agents.__main__ import main
 from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
 from notebook_agents.bench.cli import ProgressBar
 from notebook_agents.bench.handoff_mode import reuse_blockers
+from notebook_agents.bench.livekit_warnings import livekit_warned
 from notebook_agents.bench.providers import PROVIDERS, Endpoint, Provider
 from notebook_agents.bench.results import FORMAT_VERSION
 from notebook_agents.bench.run import run_benchmark
@@ -175,11 +176,17 @@ async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
     # (and, as the model's answer reached A while it drained, "skipping new realtime generation")
     assert trial.ok and "tool_reply_timeout" in trial.livekit_warned
     (row,) = summary_table(result, timing="reply_ms")
-    assert row.warned is not None and row.warned.startswith(
-        "livekit waited 5 s for the model's reply to the handoff tool on 1/1 trials: the "
-        "tool_reply_race, see notebook 06; return the agent alone or make the tool NON_BLOCKING"
+    assert row.warned is not None and row.warned.startswith("tool_reply_timeout 1/1 [1]")
+    shown = str(summary_table(result, timing="reply_ms"))
+    assert (
+        "livekit warned" in shown
+        and (
+            "[1] tool_reply_timeout: livekit waited 5 s for the model's reply to the handoff tool; "
+            "the tool_reply_race, see notebook 06; return the agent alone or make the tool "
+            "NON_BLOCKING"
+        )
+        in shown.splitlines()
     )
-    assert "livekit warned" in str(summary_table(result, timing="reply_ms"))
     assert "livekit waited 5 s" in describe(trial, "reply_ms")
     progress = io.StringIO()
     ProgressBar(progress).update(1, 1, trial)
@@ -299,6 +306,33 @@ async def test_the_bench_pair_asked_reused_empty_on_gemini_is_labelled_copied() 
     assert trial.reason is not None
     assert "server kept A's" in trial.reason and "chat context for B was empty" in trial.reason
     assert trial.truth_reply_ms == 20.0  # the reused session's truth: nothing to connect
+
+
+async def test_on_gemini_a_reused_trial_says_the_plugins_warnings_instead_of_logging_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """livekit's google plugin warns on every reused Gemini trial (48 lines on stderr for 20
+    trials in a notebook, whose root logger has no handler): the tool result Gemini answers
+    anyway and the turns it cannot remove bear on the handoff, and are the trial's; the
+    clear_audio it cannot do is of the bench's text turns, and said by no one."""
+    root = logging.getLogger().handlers
+    kept = root[:]
+    root.clear()  # as in a notebook: warnings reach stderr through logging.lastResort
+    try:
+        result = await run_benchmark(
+            config(agents=None, providers=["gemini"], modes=["reused+empty"], rtts_ms=[0.0])
+        )
+        with livekit_warned():
+            logging.getLogger("livekit.plugins.google").warning("a warning of its own")
+    finally:
+        root[:] = kept
+    (trial,) = result.trials
+    assert trial.ok, trial.error
+    assert {"tool_answered", "turns_kept"} <= set(trial.livekit_warned)
+    err = capsys.readouterr().err
+    for said in ("wants no reply", "clear_audio", "does not support removing"):
+        assert said not in err
+    assert "a warning of its own" in err  # what the bench does not keep goes where it went
 
 
 async def test_a_trigger_that_does_not_hand_off_fails_naming_as_tools() -> None:

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from .._table import ABSENT, Column, Table, number
 from ..modes import MODE_COLORS, REALTIME_MODES, mode_label
 from ..phases.names import HANDOFF_PHASES
-from .livekit_warnings import warned_note
+from .livekit_warnings import LIVEKIT_WARNINGS, warned_note, warning_note
 from .results import BenchmarkResult, Trial, phase_names, timing_title, values
 
 RESAMPLES = 2000
@@ -97,6 +97,10 @@ class _Group:
     def mode(self) -> str:
         return mode_label(self.session, self.context)
 
+    def cites(self) -> str:
+        """The row's cells that point at notes under the table by number."""
+        return self.asked or ""
+
 
 @dataclass(frozen=True)
 class ModeSummary(_Group):
@@ -117,6 +121,9 @@ class ModeSummary(_Group):
     warned: str | None = None
     """what livekit warned on the group's trials that bears on the handoff (``warned_note``)"""
 
+    def cites(self) -> str:
+        return f"{super().cites()} {self.warned or ''}"
+
 
 def group_key(trial: Trial) -> GroupKey:
     return (
@@ -129,31 +136,35 @@ def group_key(trial: Trial) -> GroupKey:
     )
 
 
-def asked_note(trials: Sequence[Trial], reasons: Mapping[str, int]) -> str | None:
+def asked_note(trials: Sequence[Trial], numbers: Mapping[str, int]) -> str | None:
     """The modes these trials asked for that did not run, each with how many and the number
-    of its reason in ``reasons`` (said under the table): ``"reused+copied ×3 [1]"``; None when
+    of its reason in ``numbers`` (said under the table): ``"reused+copied ×3 [1]"``; None when
     every trial ran as asked."""
     differ = Counter((t.asked_mode, t.reason) for t in trials if t.asked_mode != t.mode)
     if not differ:
         return None
     return "; ".join(
-        f"{mode} ×{n}" + (f" [{reasons[reason]}]" if reason else "")
+        f"{mode} ×{n}" + (f" [{numbers[reason]}]" if reason else "")
         for (mode, reason), n in differ.items()
     )
 
 
-def asked_reasons(trials: Sequence[Trial]) -> dict[str, int]:
-    """Each distinct reason a trial did not run as asked, numbered in table order from 1: the
-    same numbers in every table of one result, so the CLI says each reason once."""
-    found = (t.reason for group in group_trials(trials).values() for t in group)
-    reasons = dict.fromkeys(r for r in found if r)
-    return {reason: i for i, reason in enumerate(reasons, 1)}
+def note_numbers(trials: Sequence[Trial]) -> dict[str, int]:
+    """Each distinct note a cell points at, numbered in table order from 1: a reason a trial
+    did not run as asked, a warning livekit logged (``warning_note``). The same numbers in
+    every table of one result, so the CLI says each note once."""
+    notes: dict[str, None] = {}
+    for group in group_trials(trials).values():
+        notes.update(dict.fromkeys(t.reason for t in group if t.reason))
+        warned = {name for t in group for name in t.livekit_warned}
+        notes.update(dict.fromkeys(warning_note(n) for n in LIVEKIT_WARNINGS if n in warned))
+    return {note: i for i, note in enumerate(notes, 1)}
 
 
-def _footnotes(rows: Sequence[_Group], reasons: Mapping[str, int]) -> tuple[str, ...]:
-    """The reasons the rows' ``asked`` cells point at, in their numbers' order."""
-    cited = " ".join(row.asked or "" for row in rows)
-    return tuple(f"[{n}] {reason}" for reason, n in reasons.items() if f"[{n}]" in cited)
+def _footnotes(rows: Sequence[_Group], numbers: Mapping[str, int]) -> tuple[str, ...]:
+    """The notes the rows' cells point at, in their numbers' order."""
+    cited = " ".join(row.cites() for row in rows)
+    return tuple(f"[{n}] {note}" for note, n in numbers.items() if f"[{n}]" in cited)
 
 
 def group_trials(trials: Sequence[Trial]) -> dict[GroupKey, list[Trial]]:
@@ -188,7 +199,7 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[Mo
     """One row per group, ordered by level, RTT, history, then the REALTIME_MODES order; shown
     as text by ``str()``, as HTML in a notebook."""
     rows = []
-    reasons = asked_reasons(result.trials)
+    numbers = note_numbers(result.trials)
     for key, trials in group_trials(result.trials).items():
         provider, level, session, context, rtt, history = key
         summary = summarize(values(trials, timing))
@@ -204,20 +215,20 @@ def summary_table(result: BenchmarkResult, timing: str = "reply_ms") -> Table[Mo
                 rtt_ms=rtt,
                 history_turns=history,
                 timing=timing,
-                asked=asked_note(trials, reasons),
+                asked=asked_note(trials, numbers),
                 summary=summary,
                 failed=sum(not t.ok for t in trials),
                 truth_ms=truth_ms,
                 excess_ms=excess,
                 excess_rtts=excess / rtt if excess is not None and rtt else None,
-                warned=warned_note(trials),
+                warned=warned_note(trials, numbers),
             )
         )
     return Table(
         f"{timing_title(timing)}, ms",
         SUMMARY_COLUMNS,
         _with_latency_error(rows),
-        _footnotes(rows, reasons),
+        _footnotes(rows, numbers),
     )
 
 
@@ -257,7 +268,7 @@ def compare(
     """The groups with values in both results, with a bootstrap 95% CI of the median ratio;
     ``names`` head the two results' columns."""
     groups_b = group_trials(b.trials)
-    reasons = asked_reasons(a.trials)
+    numbers = note_numbers(a.trials)
     comparisons: list[Comparison] = []
     for key, trials_a in group_trials(a.trials).items():
         va, vb = values(trials_a, timing), values(groups_b.get(key, []), timing)
@@ -275,7 +286,7 @@ def compare(
             ratio = sb.median / sa.median
             ci_low, ci_high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
         comparisons.append(
-            Comparison(*key, timing, asked_note(trials_a, reasons), sa, sb, ratio, ci_low, ci_high)
+            Comparison(*key, timing, asked_note(trials_a, numbers), sa, sb, ratio, ci_low, ci_high)
         )
     name_a, name_b = names
     columns = (
@@ -297,7 +308,7 @@ def compare(
         f"{timing_title(timing)}, ms: {name_a} vs {name_b}",
         columns,
         tuple(comparisons),
-        _footnotes(comparisons, reasons),
+        _footnotes(comparisons, numbers),
     )
 
 
@@ -343,7 +354,7 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
     the whole wait (the critical phases added up)."""
     rows: list[PhaseSummary] = []
     names = phase_names(result.trials)
-    reasons = asked_reasons(result.trials)
+    numbers = note_numbers(result.trials)
     for key, trials in group_trials(result.trials).items():
         provider, level, session, context, rtt, history = key
         timed = [t for t in trials if t.ok and t.phases]
@@ -367,7 +378,7 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
                     rtt_ms=rtt,
                     history_turns=history,
                     timing=name,
-                    asked=asked_note(timed, reasons),
+                    asked=asked_note(timed, numbers),
                     critical=2 * sum(f[3] for f in present) >= len(present),
                     summary=summarize(ms),
                     truth_ms=float(np.median(truths)) if truths else None,
@@ -375,7 +386,7 @@ def phase_table(result: BenchmarkResult) -> Table[PhaseSummary]:
                     livekit_ms=float(np.median(livekit)) if livekit else None,
                 )
             )
-    return Table("handoff phases, ms", PHASE_COLUMNS, tuple(rows), _footnotes(rows, reasons))
+    return Table("handoff phases, ms", PHASE_COLUMNS, tuple(rows), _footnotes(rows, numbers))
 
 
 def _phase_or_wait(
@@ -512,11 +523,11 @@ SUMMARY_COLUMNS: tuple[Column[ModeSummary], ...] = (
         "warned",
         "livekit warned",
         lambda r: r.warned or ABSENT,
-        "what livekit warned during the trials that bears on the handoff, on how many",
+        "what livekit warned during the trials that bears on the handoff, on how many, and "
+        "[the number of] what it means, said under the table",
         words=True,
-        wrap=True,
-        note="livekit warned: its warnings during the trials (the trials still measured the "
-        "handoff), on how many, and the fix.",
+        note="livekit warned: what livekit warned during the trials (which still measured "
+        "the handoff), on how many, and [the number of] what it means and the fix.",
         optional=True,
     ),
 )
