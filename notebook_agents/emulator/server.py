@@ -44,6 +44,9 @@ from .replies import ReplyRules
 from .speech import audio_speech
 from .transcriptions import audio_transcriptions
 
+PLACEHOLDER_KEY = "sk-notebook-agents-emulator"
+"""the API key given to clients pointed at the emulator, which takes any key"""
+
 if TYPE_CHECKING:
     from google.genai import types as genai_types
 
@@ -276,6 +279,12 @@ class Emulator(StartStop):
         a value the server would refuse raises ParameterError naming the allowed range.
         """
         return base_url(self.url, **overrides)
+
+    def openai_environment(self, **overrides: Any) -> dict[str, str]:
+        """What points OpenAI clients made without a ``base_url`` at this emulator (the
+        ``openai`` package reads them): its ``base_url`` and a placeholder key, so a real key
+        this kernel holds never reaches it."""
+        return {"OPENAI_BASE_URL": self.base_url(**overrides), "OPENAI_API_KEY": PLACEHOLDER_KEY}
 
     @property
     def gemini(self) -> GeminiEndpoint:

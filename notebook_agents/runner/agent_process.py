@@ -42,6 +42,7 @@ from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
+from ..emulator.server import PLACEHOLDER_KEY
 from ..trace import Trace
 from ..trace.remote_items import chat_item, chat_items
 from .errors import RunnerError, TurnError
@@ -58,8 +59,6 @@ _OUTPUT_LINES = 15
 _START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 """a terminal's control sequence (ECMA-48 CSI: colours, cursor moves)"""
-_PLACEHOLDER_KEY = "sk-notebook-agents-emulator"
-"""the API key the script's models get against an emulator (any non-empty key works there)"""
 
 
 class RemoteAgent(Agent):
@@ -600,13 +599,12 @@ def _emulator_env(emulator: Emulator) -> dict[str, str]:
     keys this kernel holds (none of them goes to the emulator)."""
     url = emulator.base_url()
     return {
-        "OPENAI_BASE_URL": url,
-        "OPENAI_API_KEY": _PLACEHOLDER_KEY,
+        **emulator.openai_environment(),
         # LiveKit Inference: its LLM speaks chat completions, its STT and TTS the emulator serves;
         # its clients sign with these
         "LIVEKIT_INFERENCE_URL": url,
         "LIVEKIT_API_KEY": "notebook-agents",
-        "LIVEKIT_API_SECRET": _PLACEHOLDER_KEY,
+        "LIVEKIT_API_SECRET": PLACEHOLDER_KEY,
         **_gemini_env(emulator),
     }
 

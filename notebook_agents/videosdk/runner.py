@@ -1,0 +1,360 @@
+"""VideoSDKRunner: a VideoSDK agents job in the kernel, offline, recorded into a ``Trace``.
+
+Your entrypoint runs unchanged, as VideoSDK's ``WorkerJob`` runs it (its job context current,
+a metrics collector and event bus of its own), on a thread and loop of the runner's, so the
+notebook stays free. Its room is the notebook (``OfflineRoom``: no VideoSDK server, no key);
+with ``emulator=`` the OpenAI plugins it builds without a ``base_url`` reach the emulator.
+Typed turns go in through the pipeline (``process_text``), spoken ones through the room.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+from typing_extensions import Self
+from videosdk.agents import AgentSession, JobContext
+
+from .._environ import environment
+from .._lifecycle import StartStop
+from ..runner._cells import CellRun, current_cell_run
+from ..runner._samples import spoken_audio
+from ..runner.errors import RunnerError, TurnError
+from ..runner.notebook_runner import RunnerState, fails_turn
+from ..trace import Trace
+from ._videosdk_internals import job_scope
+from .job import OfflineJobContext, QuietOfflineAnalytics
+
+if TYPE_CHECKING:
+    from ..emulator import Emulator
+    from .reading import VideoSDKReader
+
+Entrypoint = Callable[[JobContext], Awaitable[None]]
+"""``async def entrypoint(ctx: JobContext)``, as VideoSDK's ``WorkerJob`` takes it"""
+T = TypeVar("T")
+
+_START_AGAIN = "make a new VideoSDKRunner(...).start() to talk to the agent again"
+_BUSY = ("thinking", "speaking")
+"""VideoSDK's agent states of a turn still going on"""
+_running: set[VideoSDKRunner] = set()
+_loops_to_close: list[asyncio.AbstractEventLoop] = []
+_analytics_log = logging.getLogger("videosdk.agents.metrics.analytics")
+
+
+class VideoSDKRunner(StartStop):
+    """Runs ``entrypoint`` (``async def entrypoint(ctx: JobContext)``) offline in the kernel.
+
+    ``start()`` returns at once; ``await runner.ready()`` waits for the session it starts;
+    ``await runner.send_text(...)`` / ``send_audio(...)`` take a turn and return the reply;
+    ``runner.trace`` records the session as a livekit one's (every view takes it);
+    ``stop()`` closes the session (its agent's ``on_exit`` runs) and the job.
+    """
+
+    def __init__(
+        self,
+        entrypoint: Entrypoint,
+        *,
+        emulator: Emulator | None = None,
+        start_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        if not inspect.iscoroutinefunction(entrypoint):
+            raise TypeError(
+                "VideoSDKRunner takes your job's entrypoint, `async def entrypoint(ctx: "
+                f"JobContext)` as VideoSDK's WorkerJob does, not {entrypoint!r}"
+            )
+        self.entrypoint = entrypoint
+        self.emulator = emulator
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.state = RunnerState.NEW
+        self.failure: RunnerError | None = None
+        """why the runner cannot take turns any more (state ``failed``)"""
+        self.trace = Trace()
+        self.session: AgentSession | None = None
+        self.ctx: OfflineJobContext | None = None
+        self._reader: VideoSDKReader | None = None
+        self._cell: CellRun | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready: concurrent.futures.Future[AgentSession] = concurrent.futures.Future()
+        self._done = threading.Event()
+        self._stop_requested = threading.Event()
+        self._stop_signal: asyncio.Event | None = None
+        self._job_context: contextvars.Context | None = None
+        self._turn_lock: asyncio.Lock | None = None
+        self._state_changed: asyncio.Event | None = None
+        self._quiet_analytics = QuietOfflineAnalytics()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Start the job in the background; returns at once."""
+        if self.state in (RunnerState.STARTING, RunnerState.RUNNING):
+            return self
+        if self.state is not RunnerState.NEW:
+            raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
+        self._cell = cell = current_cell_run()
+        for old in list(_running):
+            if old.entrypoint is self.entrypoint or (cell is not None and cell.replaces(old._cell)):
+                old.stop()
+        self.state = RunnerState.STARTING
+        _running.add(self)
+        _analytics_log.addFilter(self._quiet_analytics)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="videosdk-job", daemon=True)
+        self._thread.start()
+        return self
+
+    async def ready(self, timeout: float | None = None) -> AgentSession:
+        """Wait until the entrypoint's ``AgentSession`` has started (its first agent's
+        ``on_enter`` done); raise why it could not."""
+        if self.state is RunnerState.NEW:
+            raise RunnerError("ready() needs a started runner: call runner.start() first")
+        wait = timeout or self.start_timeout
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(self._ready), wait)
+        except asyncio.TimeoutError:
+            self.stop()
+            raise RunnerError(
+                f"the agent did not start a session within {wait:.0f} s: does the entrypoint "
+                "call `await session.start()` or `await ctx.run_until_shutdown(session=...)`?"
+            ) from None
+
+    def stop(self) -> None:
+        """Close the session and end the job, within ``stop_timeout``; safe to call again."""
+        if self.state in (RunnerState.NEW, RunnerState.STOPPED):
+            return
+        if self.state is not RunnerState.FAILED:
+            self.state = RunnerState.STOPPING
+        self._stop_requested.set()
+        loop, signal = self._loop, self._stop_signal
+        if loop is not None and signal is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has finished already
+                loop.call_soon_threadsafe(signal.set)
+        stopped = self._done.wait(self.stop_timeout * 2)
+        if self._thread is not None and stopped:
+            self._thread.join()
+        self.trace.detach()
+        _analytics_log.removeFilter(self._quiet_analytics)
+        _running.discard(self)
+        if loop is not None:
+            _loops_to_close.append(loop)
+        _close_loops()
+        self._fail(RunnerError("the runner was stopped"))
+        self.state = RunnerState.STOPPED
+        if not stopped:
+            raise RunnerError(
+                f"the VideoSDK job did not stop within {self.stop_timeout * 2:.0f} s; its thread "
+                "is a daemon and ends with the kernel"
+            )
+
+    def __repr__(self) -> str:
+        why = f": {self.failure}" if self.failure is not None else ""
+        return f"<VideoSDKRunner {self.state.value} {self.entrypoint.__qualname__}{why}>"
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def send_text(self, text: str, timeout: float = 30.0) -> str:
+        """One typed user turn (VideoSDK's ``pipeline.process_text``); returns what the agents
+        said in it, one message a line, once the agent is done speaking. Raises ``TurnError``
+        when a model failed during it."""
+        return await self._answer(self.submit_text(text), timeout, "send_text()")
+
+    def submit_text(self, text: str) -> concurrent.futures.Future[str]:
+        """``send_text`` without awaiting: the turn's future. Turns queue."""
+        return self._in_job(self._turn(lambda session: session.pipeline.process_text(text)))
+
+    async def send_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None = None,
+        timeout: float = 30.0,
+    ) -> str:
+        """One spoken user turn: ``audio`` (a WAV file, or samples at ``rate``, 24 kHz unless
+        given; ``notebook_agents.speech.synthesize`` makes some) goes into the room at
+        real-time pace, then silence; the pipeline's speech recognition hears it. Returns
+        the reply text as ``send_text`` does."""
+        samples, rate = spoken_audio(audio, rate)
+        pcm = samples.astype(np.int16).tobytes()
+
+        def speak(session: AgentSession) -> Awaitable[None]:
+            assert self.ctx is not None and self.ctx.room is not None
+            return self.ctx.room.speak(pcm, rate)  # type: ignore[no-any-return]
+
+        return await self._answer(self._in_job(self._turn(speak)), timeout, "send_audio()")
+
+    async def _answer(self, turn: concurrent.futures.Future[str], timeout: float, what: str) -> str:
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
+        except asyncio.TimeoutError:
+            raise RunnerError(f"{what}: no reply within {timeout:.0f} s") from None
+
+    async def _turn(self, send: Callable[[AgentSession], Awaitable[None]]) -> str:
+        assert self._turn_lock is not None
+        async with self._turn_lock:
+            session = self._ready.result()
+            start, began = len(self.trace), self.trace.now()
+            await send(session)
+            await self._quiet(session)
+            said = [e for e in self.trace.events_since(start) if e.kind == "agent_message"]
+            reply = "\n".join(str(e.data["text"]) for e in said)
+            problems = [
+                e
+                for e in self.trace.problems_since(began, self._agent())
+                if fails_turn(e, spoken=True)
+            ]
+            if problems:
+                raise TurnError(reply, problems)
+            return reply
+
+    async def _quiet(self, session: AgentSession) -> None:
+        """Until the agent neither thinks nor speaks (its last words played)."""
+        changed = self._state_changed
+        assert changed is not None
+        while session.agent_state.value in _BUSY:
+            changed.clear()
+            await changed.wait()
+
+    def _agent(self) -> str | None:
+        return self._reader.agent if self._reader is not None else None
+
+    def _in_job(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the job's loop in the job's context (its event bus, its job
+        context), as the job's own tasks run."""
+        try:
+            self._require_turns()
+            loop, context = self._loop, self._job_context
+            assert loop is not None and context is not None
+            return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
+        except BaseException:
+            coro.close()
+            raise
+
+    def _require_turns(self) -> None:
+        if self.state is RunnerState.NEW:
+            raise RunnerError("call runner.start() and `await runner.ready()` first")
+        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
+            raise RunnerError(f"the runner is stopped; {_START_AGAIN}")
+        if self.failure is not None:
+            raise RunnerError(str(self.failure)) from self.failure.__cause__
+        if not self._ready.done():
+            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
+
+    # -- the job thread --------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        try:
+            if not self._stop_requested.is_set():
+                loop.run_until_complete(self._job())
+        except BaseException as e:
+            self._fail(e)
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+            finally:
+                self._fail(RunnerError("the job ended before a session started"))
+                self._done.set()
+
+    async def _job(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._stop_signal = stop = asyncio.Event()
+        if self._stop_requested.is_set():  # stopped before the signal existed
+            return
+        self._turn_lock, self._state_changed = asyncio.Lock(), asyncio.Event()
+        self.ctx = ctx = OfflineJobContext(on_session=self._session_made, loop=loop)
+        with job_scope(ctx):
+            self._job_context = contextvars.copy_context()
+            env = self.emulator.openai_environment() if self.emulator is not None else {}
+            with environment(env):  # until the session has started: the models are built then
+                entry = asyncio.create_task(self._entry(ctx), name="videosdk-entrypoint")
+                stopping = asyncio.create_task(stop.wait())
+                ready = asyncio.wrap_future(self._ready)
+                await asyncio.wait({entry, stopping, ready}, return_when=asyncio.FIRST_COMPLETED)
+            if not ready.done() and entry.done() and not stop.is_set():
+                self._fail(RunnerError("the entrypoint returned without starting an AgentSession"))
+            await stop.wait()
+            stopping.cancel()
+            await self._close(ctx, entry)
+
+    async def _entry(self, ctx: OfflineJobContext) -> None:
+        try:
+            await self.entrypoint(ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            failure = RunnerError(f"the entrypoint raised {type(e).__name__}: {e}")
+            failure.__cause__ = e
+            self._fail(failure)
+            self.trace.record_failure(str(failure))
+
+    async def _close(self, ctx: OfflineJobContext, entry: asyncio.Task[None]) -> None:
+        """Close the session as a room's end would (its ``run_until_shutdown`` returns), or
+        shut the job down; the entrypoint then ends, or is cancelled."""
+        if self._reader is not None:
+            self._reader.close_reason = "job_shutdown"
+        end = getattr(ctx.room, "_on_session_end", None)
+        with contextlib.suppress(Exception):
+            if end is not None and not entry.done():
+                end("the notebook stopped the runner")
+            else:
+                await asyncio.wait_for(ctx.shutdown(), self.stop_timeout)
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+            await asyncio.wait_for(asyncio.shield(entry), self.stop_timeout)
+        entry.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await entry
+        self.trace.record_closed("job_shutdown")
+
+    def _session_made(self, session: AgentSession) -> None:
+        """Each ``AgentSession`` the entrypoint makes, as it is made (its ``__init__``)."""
+        if self.session is not None:
+            return  # one session per job is recorded: the first
+        self.session = session
+        self._reader = self.trace.attach_videosdk(session)
+        session.on("agent_state_changed", self._on_agent_state)
+
+    def _on_agent_state(self, payload: dict[str, Any]) -> None:
+        if self._state_changed is not None:
+            self._state_changed.set()
+        if payload.get("state") == "idle" and not self._ready.done() and self.session:
+            self.state = RunnerState.RUNNING
+            self._ready.set_result(self.session)
+
+    def _fail(self, error: BaseException) -> None:
+        """The session cannot become ready (or go on): ``ready()`` raises ``error``."""
+        if self._ready.done():
+            return
+        failure = (
+            error
+            if isinstance(error, RunnerError)
+            else RunnerError(f"the VideoSDK job failed: {error!r}")
+        )
+        if failure is not error:
+            failure.__cause__ = error
+        self._ready.set_exception(failure)
+        if self.state is RunnerState.STARTING:
+            self.failure, self.state = failure, RunnerState.FAILED
+
+
+def _close_loops() -> None:
+    # asyncio loops are closed only from the main thread, only our own; one still running
+    # (a job that would not stop) is left to end with the kernel
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for loop in list(_loops_to_close):
+        if not loop.is_running():
+            loop.close()
+            _loops_to_close.remove(loop)

@@ -1,0 +1,173 @@
+"""A VideoSDK agents session run offline by ``VideoSDKRunner``, recorded into a ``Trace``.
+
+Real parts: videosdk-agents' ``AgentSession``, ``Pipeline`` and orchestrator, its OpenAI
+plugins over loopback sockets to a real ``Emulator``, the agent's audio track read in real
+time by the offline room.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from notebook_agents import TraceAnalysis, check_event_data
+from notebook_agents.emulator import Emulator
+from notebook_agents.runner.errors import RunnerError
+from notebook_agents.trace import Trace
+from notebook_agents.videosdk import VideoSDKRunner
+
+from . import videosdk_agents
+
+_NETWORK_EVENTS = ("socket.connect", "socket.bind", "socket.getaddrinfo", "socket.sendto")
+_watching: list[list[tuple[str, Any]]] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _watching and event in _NETWORK_EVENTS:
+        _watching[-1].append((event, args[1] if event != "socket.getaddrinfo" else args[0]))
+
+
+sys.addaudithook(_audit)  # cannot be removed: it records only while a test watches
+
+
+@contextmanager
+def network_seen() -> Iterator[list[tuple[str, Any]]]:
+    """Every socket connect, bind and name lookup of the process while inside."""
+    seen: list[tuple[str, Any]] = []
+    _watching.append(seen)
+    try:
+        yield seen
+    finally:
+        _watching.remove(seen)
+
+
+def _off_loopback(seen: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    def loopback(address: Any) -> bool:
+        if isinstance(address, tuple):
+            return str(address[0]) in ("127.0.0.1", "localhost")
+        if isinstance(address, str | bytes):  # a unix socket, or a name looked up
+            return str(address) in ("127.0.0.1", "localhost") or str(address).startswith("/")
+        return address is None
+
+    return [(event, address) for event, address in seen if not loopback(address)]
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    with Emulator() as emu:
+        yield emu
+
+
+async def _two_agent_session(emulator: Emulator) -> VideoSDKRunner:
+    runner = VideoSDKRunner(videosdk_agents.entrypoint, emulator=emulator).start()
+    await runner.ready()
+    return runner
+
+
+async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
+    emulator: Emulator,
+) -> None:
+    with network_seen() as seen:
+        runner = await _two_agent_session(emulator)
+        try:
+            assert await runner.send_text("Please get the weather for Paris")
+            reply = await runner.send_text("Please transfer me to billing")
+        finally:
+            runner.stop()
+    assert reply == "Billing here, how can I help?"
+    assert not _off_loopback(seen), f"left 127.0.0.1: {_off_loopback(seen)}"
+    events = runner.trace.events
+    for event in events:
+        check_event_data(event.kind, event.data)
+    kinds = [event.kind for event in events]
+    assert kinds[0] == "handoff" and kinds[-1] == "closed"
+    handoffs = [e.data for e in events if e.kind == "handoff"]
+    assert [(h["from"], h["to"]) for h in handoffs] == [
+        (None, "FrontDesk"),
+        ("FrontDesk", "Billing"),
+    ]
+    # Billing inherits FrontDesk's context (inherit_context=True): copied, on no realtime model
+    assert handoffs[1]["context"] == "copied" and handoffs[1]["session"] == "none"
+    messages = [e for e in events if e.kind in ("user_message", "agent_message")]
+    ids = Counter(str(e.data["item_id"]) for e in messages)
+    assert ids and max(ids.values()) == 1, f"a message recorded twice: {ids}"
+    said = [
+        (e.agent, e.data["text"], e.data["source"], e.data["phase"])
+        for e in messages
+        if e.kind == "agent_message"
+    ]
+    assert said[0] == ("FrontDesk", "Hello, front desk.", "say", "on_enter")
+    assert ("Billing", "Billing here, how can I help?", "say", "on_enter") in said
+    calls = [e.data for e in events if e.kind == "tool_call"]
+    outputs = [e.data for e in events if e.kind == "tool_output"]
+    assert [c["name"] for c in calls] == ["transfer_to_billing"]
+    assert [o["call_id"] for o in outputs] == [calls[0]["call_id"]]
+    # the tool's call and output come before the handoff it made, the handoff before B speaks
+    at = {id(e): i for i, e in enumerate(events)}
+    handoff = next(e for e in events if e.kind == "handoff" and e.data["to"] == "Billing")
+    tool_output = next(e for e in events if e.kind == "tool_output")
+    billing_says = next(e for e in events if e.kind == "agent_message" and e.agent == "Billing")
+    assert at[id(tool_output)] < at[id(handoff)] < at[id(billing_says)]
+    # VideoSDK's states in the trace's words, the spoken reply between speaking and idle
+    states = [(e.data["old"], e.data["new"]) for e in events if e.kind == "agent_state"]
+    assert states[0] == ("initializing", "speaking") or states[0][0] == "initializing"
+    assert ("speaking", "idle") in states and states[-1][1] == "closing"
+    assert "listening" not in [new for old, new in states if old == "closing"]
+
+
+async def test_the_trace_of_a_videosdk_session_reads_as_a_livekit_ones(
+    emulator: Emulator, tmp_path: Path
+) -> None:
+    runner = await _two_agent_session(emulator)
+    try:
+        await runner.send_text("Please transfer me to billing")
+    finally:
+        runner.stop()
+    analysis = TraceAnalysis.of(runner.trace)
+    assert [(h.source, h.target) for h in analysis.handoffs][-1] == ("FrontDesk", "Billing")
+    spoken = [(s.agent, s.text) for s in analysis.speech if s.speaker == "agent"]
+    assert ("Billing", "Billing here, how can I help?") in spoken
+    contexts = runner.trace.contexts_at()
+    assert "Please transfer me to billing" in [i.get("text") for i in contexts["Billing"]]
+    loaded = Trace.load(runner.trace.save(tmp_path / "videosdk.jsonl"))
+    assert [e.to_record() for e in loaded.events] == [e.to_record() for e in runner.trace.events]
+    assert runner.trace.to_otlp_json() and runner.trace.to_chrome_json()
+
+
+async def test_an_entrypoint_that_raises_fails_ready_naming_it_and_leaves_nothing_running(
+    emulator: Emulator,
+) -> None:
+    async def broken(ctx: Any) -> None:
+        raise ValueError("no pipeline configured")
+
+    threads = set(threading.enumerate())
+    runner = VideoSDKRunner(broken, emulator=emulator).start()
+    with pytest.raises(RunnerError, match="entrypoint raised ValueError: no pipeline configured"):
+        await runner.ready()
+    runner.stop()
+    assert set(threading.enumerate()) <= threads
+    with pytest.raises(RunnerError, match="stopped"):
+        await runner.send_text("hello")
+
+
+def test_a_function_that_is_not_an_async_entrypoint_is_refused_naming_the_shape() -> None:
+    with pytest.raises(TypeError, match=r"async def entrypoint\(ctx: JobContext\)"):
+        VideoSDKRunner(videosdk_agents.FrontDesk)  # type: ignore[arg-type]
+
+
+async def test_stopping_runs_the_agents_on_exit_and_records_closed_last(
+    emulator: Emulator,
+) -> None:
+    runner = await _two_agent_session(emulator)
+    runner.stop()
+    events = runner.trace.events
+    assert events[-1].kind == "closed" and events[-1].data["reason"] == "job_shutdown"
+    goodbye = [e for e in events if e.kind == "agent_message" and e.data["phase"] == "on_exit"]
+    assert [e.data["text"] for e in goodbye] == ["Goodbye from the front desk."]
