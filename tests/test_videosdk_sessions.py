@@ -7,6 +7,7 @@ time by the offline room.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from collections import Counter
@@ -19,7 +20,7 @@ import pytest
 
 from notebook_agents import TraceAnalysis, check_event_data
 from notebook_agents.emulator import Emulator
-from notebook_agents.runner.errors import RunnerError
+from notebook_agents.runner.errors import RunnerError, TurnError
 from notebook_agents.trace import Trace
 from notebook_agents.videosdk import VideoSDKRunner
 
@@ -107,8 +108,10 @@ async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
     assert ("Billing", "Billing here, how can I help?", "say", "on_enter") in said
     calls = [e.data for e in events if e.kind == "tool_call"]
     outputs = [e.data for e in events if e.kind == "tool_output"]
-    assert [c["name"] for c in calls] == ["transfer_to_billing"]
-    assert [o["call_id"] for o in outputs] == [calls[0]["call_id"]]
+    assert [c["name"] for c in calls] == ["get_weather", "transfer_to_billing"]
+    assert [o["call_id"] for o in outputs] == [c["call_id"] for c in calls]
+    weather = next(e for e in messages if e.kind == "agent_message" and e.data["phase"] == "turn")
+    assert weather.data["source"] == "tool_reply" and "sunny" in weather.data["text"]
     # the tool's call and output come before the handoff it made, the handoff before B speaks
     at = {id(e): i for i, e in enumerate(events)}
     handoff = next(e for e in events if e.kind == "handoff" and e.data["to"] == "Billing")
@@ -120,6 +123,42 @@ async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
     assert states[0] == ("initializing", "speaking") or states[0][0] == "initializing"
     assert ("speaking", "idle") in states and states[-1][1] == "closing"
     assert "listening" not in [new for old, new in states if old == "closing"]
+    # typed turns: VideoSDK announces the text as a transcript, but nothing was heard
+    assert "user_transcript" not in kinds
+
+
+async def test_a_tool_that_raises_is_a_tool_error_and_ends_the_turn_without_a_reply(
+    emulator: Emulator,
+) -> None:
+    runner = await _two_agent_session(emulator)
+    try:
+        with pytest.raises(TurnError, match="check_balance raised: the accounts service is down"):
+            await runner.send_text("Please check the balance")
+        # the runner takes the next turn: VideoSDK left its agent "thinking", not stuck
+        assert await runner.send_text("Please transfer me to billing")
+    finally:
+        runner.stop()
+    errors = [e.data for e in runner.trace.events if e.kind == "error"]
+    assert [(e["source"], e["type"], e.get("tool")) for e in errors] == [
+        ("tool", "ToolError", "check_balance")
+    ]
+
+
+async def test_a_reply_asked_while_one_is_in_progress_is_a_no_op(emulator: Emulator) -> None:
+    runner = await _two_agent_session(emulator)
+    try:
+        session = runner.session
+        assert session is not None
+        before = len(runner.trace.of_kind("agent_message"))
+        first, second = await asyncio.gather(
+            runner.call(session.reply, "Tell the user the opening hours"),
+            runner.call(session.reply, "Tell the user a joke"),
+        )
+    finally:
+        runner.stop()
+    replies = runner.trace.of_kind("agent_message")[before:]
+    generated = [e for e in replies if e.data["source"] == "generate_reply"]
+    assert len(generated) == 1 and first is second
 
 
 async def test_the_trace_of_a_videosdk_session_reads_as_a_livekit_ones(

@@ -33,6 +33,11 @@ class FrontDesk(Agent):
         return f"sunny in {city}"
 
     @function_tool
+    async def check_balance(self) -> str:
+        """The user's account balance."""
+        raise ConnectionError("the accounts service is down")
+
+    @function_tool
     async def transfer_to_billing(self) -> Agent:
         """Transfer the user to billing."""
         return Billing()

@@ -403,7 +403,7 @@ class NotebookRunner(StartStop):
         ``await runner.call(session.generate_reply, instructions="greet")`` (returns the speech
         once played out), ``await runner.call(session.interrupt)``."""
         self._require_turns("call()")
-        return await asyncio.wrap_future(self._in_job(_called(fn, args, kwargs), "call()"))
+        return await asyncio.wrap_future(self._in_job(called(fn, args, kwargs), "call()"))
 
     async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
         """What the agent said on its own as its session started (its ``on_enter`` speech),
@@ -883,7 +883,7 @@ def reply_text(result: RunResult[Any]) -> str:
     return _joined(_said(result))
 
 
-async def _called(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+async def called(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn``'s result, awaited if it is awaitable (a speech handle: until it is played)."""
     result = fn(*args, **kwargs)
     return await result if inspect.isawaitable(result) else result

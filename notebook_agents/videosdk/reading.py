@@ -18,6 +18,8 @@ announces ``listening`` although the session is gone: it is not recorded.
 from __future__ import annotations
 
 import functools
+import logging
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -108,8 +110,10 @@ class VideoSDKReader(ForeignReader):
         self._tool_output_this_turn = False
         self._realtime = False
         self._speaks = False
-        self._unsaid: list[tuple[dict[str, Any], str | None]] = []
-        """agent messages (data, agent) waiting for their speech to end"""
+        self._unsaid: list[tuple[ChatMessage, dict[str, Any], str | None]] = []
+        """agent messages (item, data, agent) waiting for their speech to end"""
+        self._typed: str | None = None
+        self._tool_errors = _ToolErrors(self)
         self.close_reason = "user_initiated"
         """the ``closed`` reason when the session's ``close()`` returns: its runner's stop
         sets ``job_shutdown``; otherwise the agent's code closed it"""
@@ -131,8 +135,10 @@ class VideoSDKReader(ForeignReader):
         self._wrap(pipeline, "set_agent", self._wrap_set_agent(pipeline.set_agent))
         self._wrap(session, "say", self._wrap_say(session.say))
         self._wrap(session, "close", self._wrap_close(session.close))
+        _TOOL_LOG.addHandler(self._tool_errors)
 
     def detach(self) -> None:
+        _TOOL_LOG.removeHandler(self._tool_errors)
         for stop in reversed(self._stops):
             stop()
         self._stops.clear()
@@ -291,7 +297,7 @@ class VideoSDKReader(ForeignReader):
             self._capture("user_message", data)
         elif isinstance(item, ChatMessage) and item.role.value == "assistant":
             if self._speaks:  # recorded once said, as livekit records its messages
-                self._unsaid.append((self._agent_message(item), self.agent))
+                self._unsaid.append((item, self._agent_message(item), self.agent))
             else:
                 self._capture("agent_message", self._agent_message(item))
         elif isinstance(item, FunctionCall):
@@ -340,7 +346,8 @@ class VideoSDKReader(ForeignReader):
     def _said(self, count: int) -> None:
         """The first ``count`` messages waiting have been said (or never will be)."""
         said, self._unsaid = self._unsaid[:count], self._unsaid[count:]
-        for data, agent in said:
+        for item, data, agent in said:
+            data["interrupted"] = item.interrupted  # a barge-in marks it as it is cut
             self._recorder.capture(given, "agent_message", data, agent)
 
     def _on_user_state(self, payload: dict[str, Any]) -> None:
@@ -349,9 +356,27 @@ class VideoSDKReader(ForeignReader):
             self._capture("user_state", {"old": self._user_state, "new": new})
             self._user_state = new
 
+    def typed(self, text: str) -> None:
+        """``text`` is about to be typed in (``pipeline.process_text``): VideoSDK announces it
+        as a transcript, but no speech was recognized, so that one is not recorded."""
+        self._typed = text
+
     def _on_transcript(self, payload: dict[str, Any]) -> None:
         final = payload.get("type", "final") == "final"
-        self._capture("user_transcript", {"text": str(payload.get("text", "")), "final": final})
+        text = str(payload.get("text", ""))
+        if final and self._typed is not None and text == self._typed.strip():
+            self._typed = None
+            return
+        self._capture("user_transcript", {"text": text, "final": final})
+
+    def tool_raised(self, tool: str, message: str) -> None:
+        """VideoSDK only logs a tool that raised (its model is not told; the turn ends
+        without a reply and the agent stays ``thinking``): an ``error`` of source ``tool``."""
+        data = {
+            **error_data(f"the tool {tool} raised: {message}", "ToolError", "tool"),
+            "tool": tool,
+        }
+        self._recorder.capture_alarm(given, "error", data, self.agent)
 
     def _on_error(self, payload: dict[str, Any]) -> None:
         source = str(payload.get("source", ""))
@@ -361,6 +386,24 @@ class VideoSDKReader(ForeignReader):
             _ERROR_SOURCES.get(source.upper(), "session"),
         )
         self._recorder.capture_alarm(given, "error", data, self.agent)
+
+
+_TOOL_LOG = logging.getLogger("videosdk.agents.content_generation")
+_TOOL_RAISED = re.compile(r"^Error executing function (\w+): (.*)$", re.DOTALL)
+"""VideoSDK's log line for a tool that raised (content_generation.py, 1.0.30)"""
+
+
+class _ToolErrors(logging.Handler):
+    """VideoSDK's log of a tool that raised, to the reader (its only report of one)."""
+
+    def __init__(self, reader: VideoSDKReader) -> None:
+        super().__init__(logging.ERROR)
+        self._reader = reader
+
+    def emit(self, record: logging.LogRecord) -> None:
+        raised = _TOOL_RAISED.match(record.getMessage())
+        if raised is not None:
+            self._reader.tool_raised(raised.group(1), raised.group(2))
 
 
 def _numbers(metrics: dict[str, Any] | None) -> dict[str, float]:

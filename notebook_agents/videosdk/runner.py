@@ -29,7 +29,7 @@ from .._lifecycle import StartStop
 from ..runner._cells import CellRun, current_cell_run
 from ..runner._samples import spoken_audio
 from ..runner.errors import RunnerError, TurnError
-from ..runner.notebook_runner import RunnerState, fails_turn
+from ..runner.notebook_runner import RunnerState, called, fails_turn
 from ..trace import Trace
 from ._videosdk_internals import job_scope
 from .job import OfflineJobContext, QuietOfflineAnalytics
@@ -43,8 +43,6 @@ Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
 
 _START_AGAIN = "make a new VideoSDKRunner(...).start() to talk to the agent again"
-_BUSY = ("thinking", "speaking")
-"""VideoSDK's agent states of a turn still going on"""
 _running: set[VideoSDKRunner] = set()
 _loops_to_close: list[asyncio.AbstractEventLoop] = []
 _analytics_log = logging.getLogger("videosdk.agents.metrics.analytics")
@@ -172,7 +170,14 @@ class VideoSDKRunner(StartStop):
 
     def submit_text(self, text: str) -> concurrent.futures.Future[str]:
         """``send_text`` without awaiting: the turn's future. Turns queue."""
-        return self._in_job(self._turn(lambda session: session.pipeline.process_text(text)))
+
+        def type_in(session: AgentSession) -> Awaitable[None]:
+            if self._reader is not None:
+                self._reader.typed(text)
+            return session.pipeline.process_text(text)  # type: ignore[no-any-return]
+
+        # process_text returns once the reply is generated (a handoff's on_enter included)
+        return self._in_job(self._turn(type_in, busy=("speaking",)))
 
     async def send_audio(
         self,
@@ -191,7 +196,14 @@ class VideoSDKRunner(StartStop):
             assert self.ctx is not None and self.ctx.room is not None
             return self.ctx.room.speak(pcm, rate)  # type: ignore[no-any-return]
 
-        return await self._answer(self._in_job(self._turn(speak)), timeout, "send_audio()")
+        turn = self._turn(speak, busy=("thinking", "speaking"))
+        return await self._answer(self._in_job(turn), timeout, "send_audio()")
+
+    async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` run on the job's loop in the job's context, awaited there if
+        awaitable; returns its result. For the session's methods from a cell:
+        ``await runner.call(runner.session.reply, "Greet the user")``."""
+        return await asyncio.wrap_future(self._in_job(called(fn, args, kwargs)))
 
     async def _answer(self, turn: concurrent.futures.Future[str], timeout: float, what: str) -> str:
         try:
@@ -199,29 +211,29 @@ class VideoSDKRunner(StartStop):
         except asyncio.TimeoutError:
             raise RunnerError(f"{what}: no reply within {timeout:.0f} s") from None
 
-    async def _turn(self, send: Callable[[AgentSession], Awaitable[None]]) -> str:
+    async def _turn(
+        self, send: Callable[[AgentSession], Awaitable[None]], busy: tuple[str, ...]
+    ) -> str:
         assert self._turn_lock is not None
         async with self._turn_lock:
             session = self._ready.result()
             start, began = len(self.trace), self.trace.now()
             await send(session)
-            await self._quiet(session)
+            await self._quiet(session, busy)
             said = [e for e in self.trace.events_since(start) if e.kind == "agent_message"]
             reply = "\n".join(str(e.data["text"]) for e in said)
-            problems = [
-                e
-                for e in self.trace.problems_since(began, self._agent())
-                if fails_turn(e, spoken=True)
-            ]
-            if problems:
-                raise TurnError(reply, problems)
+            problems = self.trace.problems_since(began, self._agent())
+            # VideoSDK's model is not told a tool failed: the turn ends without a reply
+            failed = [e for e in problems if fails_turn(e, spoken=True) or not reply]
+            if failed:
+                raise TurnError(reply, failed)
             return reply
 
-    async def _quiet(self, session: AgentSession) -> None:
-        """Until the agent neither thinks nor speaks (its last words played)."""
+    async def _quiet(self, session: AgentSession, busy: tuple[str, ...]) -> None:
+        """Until the agent's state is none of ``busy`` (its last words played)."""
         changed = self._state_changed
         assert changed is not None
-        while session.agent_state.value in _BUSY:
+        while session.agent_state.value in busy:
             changed.clear()
             await changed.wait()
 
