@@ -112,6 +112,10 @@ async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
     assert [o["call_id"] for o in outputs] == [c["call_id"] for c in calls]
     weather = next(e for e in messages if e.kind == "agent_message" and e.data["phase"] == "turn")
     assert weather.data["source"] == "tool_reply" and "sunny" in weather.data["text"]
+    # the session's usage so far, per model, from VideoSDK's turn metrics
+    usage = {u["type"]: u for u in [e for e in events if e.kind == "metrics"][-1].data["usage"]}
+    assert usage["tts_usage"]["provider"] == "OpenAITTS"
+    assert usage["tts_usage"]["counts"]["characters_count"] >= len(weather.data["text"])
     # the tool's call and output come before the handoff it made, the handoff before B speaks
     at = {id(e): i for i, e in enumerate(events)}
     handoff = next(e for e in events if e.kind == "handoff" and e.data["to"] == "Billing")

@@ -46,6 +46,17 @@ _ERROR_SOURCES: dict[str, ErrorSource] = {
 }
 """the ``source`` of VideoSDK's pipeline ``error`` -> the trace's"""
 
+_USAGE: dict[str, dict[str, tuple[str, float]]] = {
+    "llm": {
+        "promptTokens": ("input_tokens", 1),
+        "completionTokens": ("output_tokens", 1),
+        "promptCachedTokens": ("input_cached_tokens", 1),
+    },
+    "tts": {"ttsCharacters": ("characters_count", 1)},
+}
+"""VideoSDK's per-turn counters of each model (``TURN_METRICS_ADDED``) -> the name livekit's
+usage gives each, and the factor to its unit"""
+
 _CHANGING = (
     "add_message",
     "add_function_call",
@@ -113,6 +124,8 @@ class VideoSDKReader(ForeignReader):
         self._unsaid: list[tuple[ChatMessage, dict[str, Any], str | None]] = []
         """agent messages (item, data, agent) waiting for their speech to end"""
         self._typed: str | None = None
+        self._usage: dict[tuple[str, str, str], dict[str, float]] = {}
+        """(type, provider, model) -> its counters so far"""
         self._tool_errors = _ToolErrors(self)
         self.close_reason = "user_initiated"
         """the ``closed`` reason when the session's ``close()`` returns: its runner's stop
@@ -126,7 +139,10 @@ class VideoSDKReader(ForeignReader):
             "user_state_changed": self._on_user_state,
         }
         self._stops.append(listen(session, states, failed))
-        bus = {"USER_TRANSCRIPT_ADDED": self._on_transcript}
+        bus = {
+            "USER_TRANSCRIPT_ADDED": self._on_transcript,
+            "TURN_METRICS_ADDED": self._on_turn_metrics,
+        }
         self._stops.append(listen(get_current_event_bus(), bus, failed))
         pipeline = session.pipeline
         self._realtime = bool(pipeline.config.is_realtime)
@@ -368,6 +384,29 @@ class VideoSDKReader(ForeignReader):
             self._typed = None
             return
         self._capture("user_transcript", {"text": text, "final": final})
+
+    def _on_turn_metrics(self, payload: dict[str, Any]) -> None:
+        turn = payload.get("metrics") or {}
+        changed = False
+        for kind, counters in _USAGE.items():
+            provider = turn.get(f"{kind}ProviderClass")
+            if not provider:
+                continue
+            counts = self._usage.setdefault(
+                (f"{kind}_usage", str(provider), str(turn.get(f"{kind}ModelName") or "")), {}
+            )
+            for theirs, (ours, scale) in counters.items():
+                value = turn.get(theirs)
+                if isinstance(value, int | float) and not isinstance(value, bool) and value:
+                    counts[ours] = counts.get(ours, 0) + value * scale
+                    changed = True
+        if changed:
+            usage = [
+                {"type": kind, "provider": provider, "model": model, "counts": dict(counts)}
+                for (kind, provider, model), counts in self._usage.items()
+                if counts
+            ]
+            self._capture("metrics", {"usage": usage})
 
     def tool_raised(self, tool: str, message: str) -> None:
         """VideoSDK only logs a tool that raised (its model is not told; the turn ends
