@@ -123,6 +123,11 @@ class VideoSDKReader(ForeignReader):
         self._speaks = False
         self._unsaid: list[tuple[ChatMessage, dict[str, Any], str | None]] = []
         """agent messages (item, data, agent) waiting for their speech to end"""
+        self._unclaimed_speech = False
+        """a speech ended that no message has claimed yet: ``reply()`` adds its message
+        after the speech, ``say()`` and a turn's reply before it"""
+        self._instructions: list[str] = []
+        """``reply(instructions)`` calls whose instructions have not reached the context"""
         self._typed: str | None = None
         self._usage: dict[tuple[str, str, str], dict[str, float]] = {}
         """(type, provider, model) -> its counters so far"""
@@ -150,6 +155,7 @@ class VideoSDKReader(ForeignReader):
         self._stops.append(listen(pipeline, {"error": self._on_error}, failed))
         self._wrap(pipeline, "set_agent", self._wrap_set_agent(pipeline.set_agent))
         self._wrap(session, "say", self._wrap_say(session.say))
+        self._wrap(session, "reply", self._wrap_reply(session.reply))
         self._wrap(session, "close", self._wrap_close(session.close))
         _TOOL_LOG.addHandler(self._tool_errors)
 
@@ -187,6 +193,15 @@ class VideoSDKReader(ForeignReader):
                 return await say(*args, **kwargs)
             finally:
                 self._saying -= 1
+
+        return wrapper
+
+    def _wrap_reply(self, reply: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(reply)
+        async def wrapper(instructions: str, *args: Any, **kwargs: Any) -> Any:
+            if instructions:
+                self._instructions.append(instructions)
+            return await reply(instructions, *args, **kwargs)
 
         return wrapper
 
@@ -303,7 +318,10 @@ class VideoSDKReader(ForeignReader):
     def _conversation_item(self, item: Any) -> bool:
         """Record ``item`` as a conversation event, if it is one (not an instruction)."""
         if isinstance(item, ChatMessage) and item.role.value == "user":
-            self._tool_output_this_turn = False
+            if message_text(item) in self._instructions:
+                self._instructions.remove(message_text(item))
+                return False  # reply()'s instructions, put in as a user message: an edit
+            self._tool_output_this_turn = self._unclaimed_speech = False
             data = {
                 "text": message_text(item),
                 "item_id": item.id,
@@ -312,10 +330,11 @@ class VideoSDKReader(ForeignReader):
             }
             self._capture("user_message", data)
         elif isinstance(item, ChatMessage) and item.role.value == "assistant":
-            if self._speaks:  # recorded once said, as livekit records its messages
-                self._unsaid.append((item, self._agent_message(item), self.agent))
-            else:
-                self._capture("agent_message", self._agent_message(item))
+            # recorded once said, as livekit records its messages (at once without a TTS)
+            self._unsaid.append((item, self._agent_message(item), self.agent))
+            if not self._speaks or self._unclaimed_speech:
+                self._unclaimed_speech = False
+                self._said(1)
         elif isinstance(item, FunctionCall):
             data = {"name": item.name, "call_id": item.call_id, "arguments": item.arguments}
             self._capture("tool_call", data)
@@ -356,6 +375,7 @@ class VideoSDKReader(ForeignReader):
         if new != self._agent_state:
             self._capture("agent_state", {"old": self._agent_state, "new": new})
             if self._agent_state == "speaking":
+                self._unclaimed_speech = not self._unsaid
                 self._said(1)
             self._agent_state = new
 

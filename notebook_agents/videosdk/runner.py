@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import functools
 import inspect
 import logging
 import os
@@ -92,6 +93,8 @@ class VideoSDKRunner(StartStop):
         self._turn_lock: asyncio.Lock | None = None
         self._state_changed: asyncio.Event | None = None
         self._quiet_analytics = QuietOfflineAnalytics()
+        self._greeting: asyncio.Task[None] | None = None
+        """waits for the greeting to be said, then makes the runner ready"""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -337,13 +340,30 @@ class VideoSDKRunner(StartStop):
         self.session = session
         self._reader = self.trace.attach_videosdk(session)
         session.on("agent_state_changed", self._on_agent_state)
+        start = session.start
+
+        @functools.wraps(start)
+        async def started(*args: Any, **kwargs: Any) -> Any:
+            # with run_until_shutdown=True this start returns at shutdown, the inner one (from
+            # ctx.run_until_shutdown) once the first agent's on_enter has run
+            try:
+                return await start(*args, **kwargs)
+            finally:
+                if not self._ready.done() and self._greeting is None:
+                    self._greeting = asyncio.create_task(self._ready_when_quiet(session))
+
+        session.start = started
+
+    async def _ready_when_quiet(self, session: AgentSession) -> None:
+        """Ready once the greeting has been said: its ``say`` returns before it is played."""
+        await self._quiet(session, ("thinking", "speaking"))
+        if not self._ready.done():
+            self.state = RunnerState.RUNNING
+            self._ready.set_result(session)
 
     def _on_agent_state(self, payload: dict[str, Any]) -> None:
         if self._state_changed is not None:
             self._state_changed.set()
-        if payload.get("state") == "idle" and not self._ready.done() and self.session:
-            self.state = RunnerState.RUNNING
-            self._ready.set_result(self.session)
 
     def _fail(self, error: BaseException) -> None:
         """The session cannot become ready (or go on): ``ready()`` raises ``error``."""
