@@ -1,0 +1,1 @@
+"""VideoSDK agent sessions offline: the room a session runs in, against the emulator."""

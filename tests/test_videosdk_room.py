@@ -1,0 +1,134 @@
+"""A VideoSDK session in the offline room: a spoken user turn is heard and answered aloud.
+
+Real parts: videosdk's ``AgentSession`` and cascaded ``Pipeline`` with the OpenAI plugins as a
+user writes them (no arguments: ``OPENAI_BASE_URL`` points them at the emulator on loopback),
+the agent's real audio track read in real time by the room.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("videosdk.agents", reason="the videosdk extra is not installed")
+
+from videosdk.agents import Agent, AgentSession, JobContext, Pipeline, RoomOptions
+from videosdk.agents.event_bus import get_current_event_bus
+from videosdk.agents.job import (
+    _enter_session_scope,
+    _exit_session_scope,
+    _reset_current_job_context,
+    _set_current_job_context,
+)
+from videosdk.plugins.openai import OpenAILLM, OpenAISTT, OpenAITTS
+
+from notebook_agents.emulator import Emulator
+from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.videosdk.room import OfflineRoom
+
+from .conftest import API_KEY
+
+TIMEOUT_S = 60.0
+"""for what takes seconds unloaded: a turn heard, answered and played"""
+QUIET = ("idle", "listening")
+
+
+class Receptionist(Agent):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the receptionist of a dental clinic.")
+
+    async def on_enter(self) -> None:
+        pass
+
+    async def on_exit(self) -> None:
+        pass
+
+
+@dataclass
+class Heard:
+    """What the session said on its bus and its state events, in order."""
+
+    states: list[tuple[str, str]] = field(default_factory=list)
+    user_transcripts: list[dict[str, Any]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def agent(self) -> list[str]:
+        """The agent's states so far."""
+        return [state for who, state in self.states if who == "agent"]
+
+    def state(self, who: str) -> Any:
+        def on(data: dict[str, Any]) -> None:
+            self.states.append((who, data["state"]))
+            self.changed.set()
+
+        return on
+
+    def user_transcript(self, data: dict[str, Any]) -> None:
+        self.user_transcripts.append(data)
+        self.changed.set()
+
+    async def until(self, done: Any) -> None:
+        async with asyncio.timeout(TIMEOUT_S):
+            while not done():
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@pytest.fixture
+def openai_env(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The plugins' defaults reach the emulator, as the bench sets them per trial."""
+    monkeypatch.setenv("OPENAI_BASE_URL", emulator.base_url())
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    yield
+
+
+@contextlib.asynccontextmanager
+async def job() -> AsyncIterator[OfflineRoom]:
+    """The minimum of videosdk's WorkerJob direct mode: the current job context and a fresh
+    session scope (metrics collector, event bus) around the session, its room offline."""
+    loop = asyncio.get_running_loop()
+    ctx = JobContext(room_options=RoomOptions(name="offline"), loop=loop)
+    context_token = _set_current_job_context(ctx)
+    scope_token = _enter_session_scope()
+    room = OfflineRoom(loop)
+    ctx.room = room
+    try:
+        yield room
+    finally:
+        await ctx.shutdown()
+        _exit_session_scope(scope_token)
+        _reset_current_job_context(context_token)
+
+
+async def test_a_spoken_turn_is_transcribed_and_answered_aloud(openai_env: None) -> None:
+    async with job() as room:
+        pipeline = Pipeline(stt=OpenAISTT(), llm=OpenAILLM(), tts=OpenAITTS())
+        await room.connect()  # what JobContext.connect does with a room it built
+        pipeline._set_loop_and_audio_track(asyncio.get_running_loop(), room.audio_track)
+        session = AgentSession(agent=Receptionist(), pipeline=pipeline)
+        heard = Heard()
+        session.on("agent_state_changed", heard.state("agent"))
+        get_current_event_bus().on("USER_TRANSCRIPT_ADDED", heard.user_transcript)
+        await session.start()
+
+        await room.speak(synthesize("what is two plus three").tobytes(), SAMPLE_RATE)
+        await heard.until(lambda: heard.user_transcripts)
+        assert heard.user_transcripts[0] == {"text": "what is 2 plus 3", "type": "final"}
+
+        reply = await asyncio.wait_for(room.stretch_played(0), TIMEOUT_S)
+        assert np.abs(reply.pcm).max() > 1000  # speech, not a click
+        assert reply.ended - reply.began > 0.5
+        # the agent leaves "speaking" only once the room has read its audio out
+        await heard.until(lambda: heard.agent[heard.agent.index("speaking") :][-1] in QUIET)
+        assert heard.agent.index("thinking") < heard.agent.index("speaking")
+        await session.close()
+    assert room.audio_track.readyState == "ended"
+    current = asyncio.current_task()
+    assert [task for task in asyncio.all_tasks() if task is not current] == []
