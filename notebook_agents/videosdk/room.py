@@ -38,10 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from videosdk.agents import audio_format
-from videosdk.agents.room.output_stream import CustomAudioStreamTrack, MediaStreamError
+from videosdk.agents import CustomAudioStreamTrack, audio_format
+from videosdk.agents.room.output_stream import MediaStreamError
 from videosdk.agents.transports.base import BaseTransportHandler
 
+from ..runner._samples import checked_rate
+from ..runner.errors import AudioError
 from ..speech.synthesis import _resample_to
 
 ROOM_RATE = 48_000
@@ -154,7 +156,13 @@ class OfflineRoom(BaseTransportHandler):  # type: ignore[misc]
                 "the room has no pipeline to speak to: create the AgentSession's Pipeline "
                 "(it attaches itself to the job's room) before speak()"
             )
-        voice = _resample_to(np.frombuffer(pcm, np.int16), sample_rate, ROOM_RATE)
+        rate = checked_rate(sample_rate, of="sample_rate")
+        if len(pcm) % 2:
+            raise AudioError(
+                f"{len(pcm)} bytes is not whole int16 samples: pass PCM16 mono bytes, e.g. "
+                "synthesize(text).tobytes()"
+            )
+        voice = _resample_to(np.frombuffer(pcm, np.int16), rate, ROOM_RATE)
         silence = np.zeros(int(ROOM_RATE * TRAILING_SILENCE_S), np.int16)
         audio = np.concatenate([voice, silence, np.zeros(-voice.size % _FRAME_SAMPLES, np.int16)])
         due = time.perf_counter()
@@ -175,6 +183,8 @@ class OfflineRoom(BaseTransportHandler):  # type: ignore[misc]
                 frame = await track.recv()
             except MediaStreamError:  # the track was stopped
                 return
+            if frame is None:  # recv logged its own failure; the next frame is paced anew
+                continue
             now = time.perf_counter()
             samples = frame.to_ndarray().reshape(-1).astype(np.int16, copy=False)
             self._heard(samples, now, samples.size / self.rate)
