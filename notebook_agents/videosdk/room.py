@@ -24,9 +24,13 @@ loopback, ``Pipeline(stt=OpenAISTT(), llm=OpenAILLM(), tts=OpenAITTS())`` with n
   (``emulator/realtime.py``); before, it refused the socket (no ``?model=``).
 - The agent reaches "idle" ~0.2 s after its audio ends (the track's grace period), because
   this room reads the track; nothing else in the session does.
-- "what is two plus three" (1.2 s of eSpeak): end of the voice to the transcript 1.34-1.53 s
+- "what is two plus three" (1.2 s of eSpeak): end of the voice to the transcript 1.28-1.53 s
   (0.5 s of it the STT's VAD silence, ~0.3 s pocketsphinx), transcript to "speaking"
-  60-220 ms, end of the voice to the agent's first audio 1.41-1.63 s (3 runs, 2 loaded cores).
+  50-220 ms, end of the voice to the agent's first audio 1.34-1.63 s (6 runs, 2 loaded cores).
+  ``OpenAISTT(enable_streaming=False)`` works too (its own loudness VAD, 0.8 s of silence,
+  then a WAV to ``/audio/transcriptions``): 1.68 s to the first audio.
+- The first turn is heard in the emulator's general vocabulary: the STT names no words and
+  the LLM has been offered none yet; later turns also in the words of what it was offered.
 """
 
 from __future__ import annotations
