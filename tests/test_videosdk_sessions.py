@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ import pytest
 from notebook_agents import TraceAnalysis, check_event_data
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner.errors import RunnerError, TurnError
+from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace
 from notebook_agents.videosdk import VideoSDKRunner
 
@@ -163,6 +165,37 @@ async def test_a_reply_asked_while_one_is_in_progress_is_a_no_op(emulator: Emula
     replies = runner.trace.of_kind("agent_message")[before:]
     generated = [e for e in replies if e.data["source"] == "generate_reply"]
     assert len(generated) == 1 and first is second
+
+
+async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: Emulator) -> None:
+    runner = VideoSDKRunner(videosdk_agents.spoken_entrypoint, emulator=emulator).start()
+    try:
+        await runner.ready()
+        # typed first: the emulator then hears speech in the words its model was offered
+        await runner.send_text("Please get the weather for Paris")
+        reply = await runner.send_audio(synthesize("please transfer me to billing"))
+    finally:
+        runner.stop()
+    assert reply == "Billing here, how can I help?"
+    events = runner.trace.events
+    for event in events:
+        check_event_data(event.kind, event.data)
+    heard = [e.data for e in events if e.kind == "user_transcript"]
+    assert len(heard) == 1 and heard[0]["final"]
+    assert {"transfer", "billing"} <= set(str(heard[0]["text"]).split())
+    users = [e.data["text"] for e in events if e.kind == "user_message"]
+    assert users == ["Please get the weather for Paris", heard[0]["text"]]
+    handoffs = [(e.data["from"], e.data["to"]) for e in events if e.kind == "handoff"]
+    assert handoffs[-1] == ("FrontDesk", "Billing")
+    ids = Counter(str(e.data["item_id"]) for e in events if e.kind.endswith("_message"))
+    assert max(ids.values()) == 1
+    # Billing's greeting was said aloud: the room played audio after the handoff
+    assert runner.room is not None and runner.room.played
+    t0 = time.perf_counter() - runner.trace.now()  # the trace's clock is perf_counter's
+    handoff = next(e for e in events if e.kind == "handoff" and e.data["to"] == "Billing")
+    assert runner.room.played[-1].ended - t0 > handoff.t
+    states = [e.data["new"] for e in events if e.kind == "agent_state" and e.agent == "Billing"]
+    assert "speaking" in states
 
 
 async def test_the_trace_of_a_videosdk_session_reads_as_a_livekit_ones(

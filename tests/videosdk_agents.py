@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from videosdk.agents import Agent, AgentSession, JobContext, Pipeline, function_tool
-from videosdk.plugins.openai import OpenAILLM, OpenAITTS
+from videosdk.plugins.openai import OpenAILLM, OpenAISTT, OpenAITTS
 
 
 class Billing(Agent):
@@ -45,6 +45,12 @@ class FrontDesk(Agent):
 
 async def entrypoint(ctx: JobContext) -> None:
     pipeline = Pipeline(llm=OpenAILLM(), tts=OpenAITTS())
+    session = AgentSession(agent=FrontDesk(), pipeline=pipeline)
+    await ctx.run_until_shutdown(session=session, wait_for_participant=True)
+
+
+async def spoken_entrypoint(ctx: JobContext) -> None:
+    pipeline = Pipeline(stt=OpenAISTT(), llm=OpenAILLM(), tts=OpenAITTS())
     session = AgentSession(agent=FrontDesk(), pipeline=pipeline)
     await ctx.run_until_shutdown(session=session, wait_for_participant=True)
 

@@ -29,13 +29,15 @@ class OfflineJobContext(JobContext):
         options = RoomOptions(room_id=_OFFLINE_ROOM_ID, name="notebook", playground=False)
         super().__init__(room_options=options, loop=loop)
         self._on_session = on_session
+        self.offline_room: OfflineRoom | None = None
+        """the room ``connect`` made (VideoSDK forgets its ``room`` at shutdown)"""
 
     async def connect(self) -> None:
         """Make the room and give the pipeline its audio track; no network."""
         if self.room is not None:  # type: ignore[has-type]  # VideoSDK's, set in __init__
             return
         room = OfflineRoom(self._loop, self._pipeline)
-        self.room = room
+        self.room = self.offline_room = room
         await room.connect()
         if self._pipeline is not None:
             wire_audio_track(self, self._pipeline, room.audio_track)

@@ -132,6 +132,8 @@ class VideoSDKReader(ForeignReader):
         self._usage: dict[tuple[str, str, str], dict[str, float]] = {}
         """(type, provider, model) -> its counters so far"""
         self._tool_errors = _ToolErrors(self)
+        self.user_turns = 0
+        """how many user messages the session has had: a spoken one counts once heard"""
         self.close_reason = "user_initiated"
         """the ``closed`` reason when the session's ``close()`` returns: its runner's stop
         sets ``job_shutdown``; otherwise the agent's code closed it"""
@@ -322,6 +324,7 @@ class VideoSDKReader(ForeignReader):
                 self._instructions.remove(message_text(item))
                 return False  # reply()'s instructions, put in as a user message: an edit
             self._tool_output_this_turn = self._unclaimed_speech = False
+            self.user_turns += 1
             data = {
                 "text": message_text(item),
                 "item_id": item.id,

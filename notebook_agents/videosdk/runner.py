@@ -34,6 +34,7 @@ from ..runner.notebook_runner import RunnerState, called, fails_turn
 from ..trace import Trace
 from ._videosdk_internals import job_scope
 from .job import OfflineJobContext, QuietOfflineAnalytics
+from .room import OfflineRoom
 
 if TYPE_CHECKING:
     from ..emulator import Emulator
@@ -195,9 +196,14 @@ class VideoSDKRunner(StartStop):
         samples, rate = spoken_audio(audio, rate)
         pcm = samples.astype(np.int16).tobytes()
 
-        def speak(session: AgentSession) -> Awaitable[None]:
-            assert self.ctx is not None and self.ctx.room is not None
-            return self.ctx.room.speak(pcm, rate)  # type: ignore[no-any-return]
+        async def speak(session: AgentSession) -> None:
+            room = self.room
+            if room is None or self._reader is None:
+                raise RunnerError("send_audio(): the entrypoint has not connected its room")
+            heard = self._reader.user_turns
+            await room.speak(pcm, rate)
+            # the recognizer's final transcript comes after the silence: wait for the turn
+            await self._until(lambda: self._reader is not None and self._reader.user_turns > heard)
 
         turn = self._turn(speak, busy=("thinking", "speaking"))
         return await self._answer(self._in_job(turn), timeout, "send_audio()")
@@ -234,11 +240,22 @@ class VideoSDKRunner(StartStop):
 
     async def _quiet(self, session: AgentSession, busy: tuple[str, ...]) -> None:
         """Until the agent's state is none of ``busy`` (its last words played)."""
+        await self._until(lambda: session.agent_state.value not in busy)
+
+    async def _until(self, done: Callable[[], bool]) -> None:
+        """Until ``done()``, asked again at each change of the agent's state (a user message
+        comes just before the agent starts thinking)."""
         changed = self._state_changed
         assert changed is not None
-        while session.agent_state.value in busy:
+        while not done():
             changed.clear()
             await changed.wait()
+
+    @property
+    def room(self) -> OfflineRoom | None:
+        """The job's room (once its entrypoint connected): ``room.played`` is what the agent
+        said aloud, each stretch with when it began and ended."""
+        return self.ctx.offline_room if self.ctx is not None else None
 
     def _agent(self) -> str | None:
         return self._reader.agent if self._reader is not None else None
@@ -277,6 +294,9 @@ class VideoSDKRunner(StartStop):
             self._fail(e)
         finally:
             try:
+                # what asyncio.run (VideoSDK's WorkerJob) does after the entrypoint: the tasks
+                # the session left (its recognizer's consumer, a synthesis) are cancelled
+                loop.run_until_complete(_cancelled(asyncio.all_tasks(loop)))
                 loop.run_until_complete(loop.shutdown_asyncgens())
                 loop.run_until_complete(loop.shutdown_default_executor())
             finally:
@@ -379,6 +399,12 @@ class VideoSDKRunner(StartStop):
         self._ready.set_exception(failure)
         if self.state is RunnerState.STARTING:
             self.failure, self.state = failure, RunnerState.FAILED
+
+
+async def _cancelled(tasks: set[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _close_loops() -> None:
