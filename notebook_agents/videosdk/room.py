@@ -81,7 +81,7 @@ class Stretch:
         return np.concatenate(self.samples) if self.samples else np.zeros(0, np.int16)
 
 
-class OfflineRoom(BaseTransportHandler):  # type: ignore[misc]
+class OfflineRoom(BaseTransportHandler):
     """A VideoSDK room offline: the agent's track is read in real time by a speaker task,
     and ``speak`` is the caller's microphone. ``disconnect``/``cleanup``/``leave`` stop it."""
 
