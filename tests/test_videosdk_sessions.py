@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from notebook_agents import TraceAnalysis, check_event_data
+from notebook_agents import AgentRunner, TraceAnalysis, check_event_data
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner.errors import RunnerError, TurnError
 from notebook_agents.speech import synthesize
@@ -196,6 +196,28 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: E
     assert runner.room.played[-1].ended - t0 > handoff.t
     states = [e.data["new"] for e in events if e.kind == "agent_state" and e.agent == "Billing"]
     assert "speaking" in states
+
+
+async def test_a_videosdk_turn_is_checked_with_livekits_run_result_expect(
+    emulator: Emulator,
+) -> None:
+    runner = await _two_agent_session(emulator)
+    try:
+        assert isinstance(runner, AgentRunner)  # every view and analysis takes it
+        greeting = await runner.greeting()
+        greeting.expect.next_event().is_agent_handoff(new_agent_type=videosdk_agents.FrontDesk)
+        greeting.expect.next_event().is_message(role="assistant")
+        greeting.expect.no_more_events()
+        result = await runner.run("Please transfer me to billing")
+    finally:
+        runner.stop()
+    result.expect.next_event().is_function_call(name="transfer_to_billing")
+    result.expect.next_event().is_function_call_output()
+    result.expect.next_event().is_agent_handoff(new_agent_type=videosdk_agents.Billing)
+    result.expect.next_event().is_message(role="assistant")
+    result.expect.no_more_events()
+    with pytest.raises(AssertionError, match="Expected new_agent 'FrontDesk', got 'Billing'"):
+        result.expect[2].is_agent_handoff(new_agent_type=videosdk_agents.FrontDesk)
 
 
 async def test_the_trace_of_a_videosdk_session_reads_as_a_livekit_ones(

@@ -112,6 +112,8 @@ class VideoSDKReader(ForeignReader):
         """each watched chat context (by id()) -> its items as last seen"""
         self._seen: set[str] = set()
         self._active: Agent | None = None
+        self._agents: dict[str, Agent] = {}
+        """each agent that became active, by its label"""
         self._held: dict[int, set[str]] = {}
         """each agent (by id()) -> the item ids it held when it last handed off"""
         self._agent_state = "initializing"
@@ -296,6 +298,7 @@ class VideoSDKReader(ForeignReader):
             data["items_from"], data["items_to"] = len(old_items), len(new_items)
             data["items_shared"] = len(shared)
         self._active, self.agent = agent, label
+        self._agents[label] = agent
         self._seen.update(item.id for item in new_items)
         self._tool_output_this_turn = False
         self._capture("handoff", data)
@@ -394,6 +397,10 @@ class VideoSDKReader(ForeignReader):
         if new != self._user_state and self._agent_state != "closing":
             self._capture("user_state", {"old": self._user_state, "new": new})
             self._user_state = new
+
+    def agent_named(self, label: str) -> Agent:
+        """The agent that became active under ``label`` (a handoff names it)."""
+        return self._agents[label]
 
     def typed(self, text: str) -> None:
         """``text`` is about to be typed in (``pipeline.process_text``): VideoSDK announces it

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from livekit.agents import RunResult
 from typing_extensions import Self
 from videosdk.agents import AgentSession, JobContext
 
@@ -30,11 +31,12 @@ from .._lifecycle import StartStop
 from ..runner._cells import CellRun, current_cell_run
 from ..runner._samples import spoken_audio
 from ..runner.errors import RunnerError, TurnError
-from ..runner.notebook_runner import RunnerState, called, fails_turn
-from ..trace import Trace
+from ..runner.notebook_runner import RunnerState, called, fails_turn, reply_text
+from ..trace import Trace, TraceEvent
 from ._videosdk_internals import job_scope
 from .job import OfflineJobContext, QuietOfflineAnalytics
 from .room import OfflineRoom
+from .run_result import turn_result
 
 if TYPE_CHECKING:
     from ..emulator import Emulator
@@ -170,18 +172,49 @@ class VideoSDKRunner(StartStop):
         """One typed user turn (VideoSDK's ``pipeline.process_text``); returns what the agents
         said in it, one message a line, once the agent is done speaking. Raises ``TurnError``
         when a model failed during it."""
-        return await self._answer(self.submit_text(text), timeout, "send_text()")
+        return reply_text(await self.run(text, timeout=timeout))
+
+    async def run(
+        self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
+    ) -> RunResult[Any]:
+        """One typed user turn: livekit's ``RunResult`` of it, built from what the trace
+        recorded (``result.expect`` checks it as in a livekit eval; handoffs name VideoSDK's
+        agents). Raises as ``send_text``."""
+        if output_type is not None:
+            raise RunnerError(
+                "run(output_type=...) is livekit's: a VideoSDK turn has no typed output"
+            )
+        return await self._answer(self._submit(user_input), timeout, "run()")
 
     def submit_text(self, text: str) -> concurrent.futures.Future[str]:
         """``send_text`` without awaiting: the turn's future. Turns queue."""
+        reply: concurrent.futures.Future[str] = concurrent.futures.Future()
 
+        def settle(done: concurrent.futures.Future[RunResult[Any]]) -> None:
+            if (error := done.exception()) is not None:
+                reply.set_exception(error)
+            else:
+                reply.set_result(reply_text(done.result()))
+
+        self._submit(text).add_done_callback(settle)
+        return reply
+
+    async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
+        """What the agent said on its own as its session started (its first agent's
+        ``on_enter``), once said: livekit's ``RunResult``, as ``run``'s are."""
+        await self.ready(timeout)
+        greeted = self.trace.events_since(0)
+        first_turn = next((i for i, e in enumerate(greeted) if e.kind == "user_message"), None)
+        return self._result(None, greeted[:first_turn])
+
+    def _submit(self, text: str) -> concurrent.futures.Future[RunResult[Any]]:
         def type_in(session: AgentSession) -> Awaitable[None]:
             if self._reader is not None:
                 self._reader.typed(text)
             return session.pipeline.process_text(text)  # type: ignore[no-any-return]
 
         # process_text returns once the reply is generated (a handoff's on_enter included)
-        return self._in_job(self._turn(type_in, busy=("speaking",)))
+        return self._in_job(self._turn(text, type_in, busy=("speaking",)))
 
     async def send_audio(
         self,
@@ -193,6 +226,15 @@ class VideoSDKRunner(StartStop):
         given; ``notebook_agents.speech.synthesize`` makes some) goes into the room at
         real-time pace, then silence; the pipeline's speech recognition hears it. Returns
         the reply text as ``send_text`` does."""
+        return reply_text(await self.run_audio(audio, rate, timeout))
+
+    async def run_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None = None,
+        timeout: float = 30.0,
+    ) -> RunResult[Any]:
+        """``send_audio``, returning livekit's ``RunResult`` of the turn, as ``run`` does."""
         samples, rate = spoken_audio(audio, rate)
         pcm = samples.astype(np.int16).tobytes()
 
@@ -205,7 +247,7 @@ class VideoSDKRunner(StartStop):
             # the recognizer's final transcript comes after the silence: wait for the turn
             await self._until(lambda: self._reader is not None and self._reader.user_turns > heard)
 
-        turn = self._turn(speak, busy=("thinking", "speaking"))
+        turn = self._turn(None, speak, busy=("thinking", "speaking"))
         return await self._answer(self._in_job(turn), timeout, "send_audio()")
 
     async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -214,29 +256,37 @@ class VideoSDKRunner(StartStop):
         ``await runner.call(runner.session.reply, "Greet the user")``."""
         return await asyncio.wrap_future(self._in_job(called(fn, args, kwargs)))
 
-    async def _answer(self, turn: concurrent.futures.Future[str], timeout: float, what: str) -> str:
+    async def _answer(self, turn: concurrent.futures.Future[T], timeout: float, what: str) -> T:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
         except asyncio.TimeoutError:
             raise RunnerError(f"{what}: no reply within {timeout:.0f} s") from None
 
     async def _turn(
-        self, send: Callable[[AgentSession], Awaitable[None]], busy: tuple[str, ...]
-    ) -> str:
+        self,
+        user_input: str | None,
+        send: Callable[[AgentSession], Awaitable[None]],
+        busy: tuple[str, ...],
+    ) -> RunResult[Any]:
         assert self._turn_lock is not None
         async with self._turn_lock:
             session = self._ready.result()
             start, began = len(self.trace), self.trace.now()
             await send(session)
             await self._quiet(session, busy)
-            said = [e for e in self.trace.events_since(start) if e.kind == "agent_message"]
-            reply = "\n".join(str(e.data["text"]) for e in said)
+            result = self._result(user_input, self.trace.events_since(start))
+            reply = reply_text(result)
             problems = self.trace.problems_since(began, self._agent())
             # VideoSDK's model is not told a tool failed: the turn ends without a reply
             failed = [e for e in problems if fails_turn(e, spoken=True) or not reply]
             if failed:
                 raise TurnError(reply, failed)
-            return reply
+            return result
+
+    def _result(self, user_input: str | None, events: list[TraceEvent]) -> RunResult[Any]:
+        reader = self._reader
+        assert reader is not None
+        return turn_result(user_input, events, self.trace.started_at, reader.agent_named)
 
     async def _quiet(self, session: AgentSession, busy: tuple[str, ...]) -> None:
         """Until the agent's state is none of ``busy`` (its last words played)."""
