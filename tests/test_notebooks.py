@@ -23,6 +23,7 @@ SHIPPED = (
     "04_voice.ipynb",
     "05_checking_agents.ipynb",
     "06_handoff_races.ipynb",
+    "07_frameworks.ipynb",
 )
 """the notebooks the project ships, by name: tested from notebooks/ and nowhere else, so a
 notebook of the user's (in `make lab`'s workspace, or anywhere) is never run or checked"""
@@ -201,6 +202,13 @@ def test_notebook_runs_offline(path: Path) -> None:
             ("tool reply never came", "Alice"),
         ]
         assert "the task completes instead" in text  # the control, quiet
+    if path.name == "07_frameworks.ipynb":
+        # both frameworks answered the same turns, the tool and the handoff on each
+        assert text.count("The tool returned:") == 2 and text.count("Billing here") >= 2
+        assert widget_views(outputs) == 3  # states, chats and timelines, each side by side
+        # the state models as observed: VideoSDK idle between turns and closing at the end
+        lines = dict(re.findall(r"^(LiveKit|VideoSDK) +(initializing > .+)$", text, re.M))
+        assert "idle" not in lines["LiveKit"] and lines["VideoSDK"].endswith("idle > closing")
     if path.name == "03_teaching_handoffs.ipynb":
         # every claim the text makes is an assert cell of its own: reaching the end proves them
         assert "Exercise 1 passed" in text and "Exercise 2 passed" in text
