@@ -29,6 +29,7 @@ from videosdk.agents import AgentSession, JobContext
 from .._environ import environment
 from .._lifecycle import StartStop
 from ..runner._cells import CellRun, current_cell_run
+from ..runner._kernel_loops import close_retired, retire
 from ..runner._samples import spoken_audio
 from ..runner.errors import RunnerError, TurnError
 from ..runner.notebook_runner import RunnerState, called, fails_turn, reply_text
@@ -48,7 +49,6 @@ T = TypeVar("T")
 
 _START_AGAIN = "make a new VideoSDKRunner(...).start() to talk to the agent again"
 _running: set[VideoSDKRunner] = set()
-_loops_to_close: list[asyncio.AbstractEventLoop] = []
 _analytics_log = logging.getLogger("videosdk.agents.metrics.analytics")
 
 
@@ -152,8 +152,8 @@ class VideoSDKRunner(StartStop):
         _analytics_log.removeFilter(self._quiet_analytics)
         _running.discard(self)
         if loop is not None:
-            _loops_to_close.append(loop)
-        _close_loops()
+            retire(loop)
+        close_retired()
         self._fail(RunnerError("the runner was stopped"))
         self.state = RunnerState.STOPPED
         if not stopped:
@@ -455,14 +455,3 @@ async def _cancelled(tasks: set[asyncio.Task[Any]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _close_loops() -> None:
-    # asyncio loops are closed only from the main thread, only our own; one still running
-    # (a job that would not stop) is left to end with the kernel
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for loop in list(_loops_to_close):
-        if not loop.is_running():
-            loop.close()
-            _loops_to_close.remove(loop)
