@@ -168,15 +168,17 @@ async def test_a_reply_asked_while_one_is_in_progress_is_a_no_op(emulator: Emula
 
 
 async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: Emulator) -> None:
-    runner = VideoSDKRunner(videosdk_agents.spoken_entrypoint, emulator=emulator).start()
-    try:
-        await runner.ready()
-        # typed first: the emulator then hears speech in the words its model was offered
-        await runner.send_text("Please get the weather for Paris")
-        reply = await runner.send_audio(synthesize("please transfer me to billing"))
-    finally:
-        runner.stop()
+    with network_seen() as seen:
+        runner = VideoSDKRunner(videosdk_agents.spoken_entrypoint, emulator=emulator).start()
+        try:
+            await runner.ready()
+            # typed first: the emulator then hears speech in the words its model was offered
+            await runner.send_text("Please get the weather for Paris")
+            reply = await runner.send_audio(synthesize("please transfer me to billing"))
+        finally:
+            runner.stop()
     assert reply == "Billing here, how can I help?"
+    assert not _off_loopback(seen), f"left 127.0.0.1: {_off_loopback(seen)}"
     events = runner.trace.events
     for event in events:
         check_event_data(event.kind, event.data)
