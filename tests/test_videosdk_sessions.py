@@ -85,6 +85,7 @@ async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
         finally:
             runner.stop()
     assert reply == "Billing here, how can I help?"
+    assert ("socket.connect", ("127.0.0.1", emulator.port)) in seen  # the hook hears them
     assert not _off_loopback(seen), f"left 127.0.0.1: {_off_loopback(seen)}"
     events = runner.trace.events
     for event in events:
@@ -178,6 +179,7 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: E
         finally:
             runner.stop()
     assert reply == "Billing here, how can I help?"
+    assert ("socket.connect", ("127.0.0.1", emulator.port)) in seen  # the hook hears them
     assert not _off_loopback(seen), f"left 127.0.0.1: {_off_loopback(seen)}"
     events = runner.trace.events
     for event in events:
