@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from videosdk.agents import AgentSession, Pipeline
+from videosdk.plugins.openai import OpenAIRealtime
 
 from notebook_agents import AgentRunner, TraceAnalysis, check_event_data
 from notebook_agents.emulator import Emulator
@@ -257,6 +259,19 @@ async def test_an_entrypoint_that_raises_fails_ready_naming_it_and_leaves_nothin
     assert set(threading.enumerate()) <= threads
     with pytest.raises(RunnerError, match="stopped"):
         await runner.send_text("hello")
+
+
+async def test_a_realtime_pipeline_is_refused_before_it_connects(emulator: Emulator) -> None:
+    async def realtime(ctx: Any) -> None:
+        model = OpenAIRealtime(model="gpt-realtime", base_url=emulator.base_url())
+        pipeline = Pipeline(llm=model)
+        await ctx.run_until_shutdown(session=AgentSession(videosdk_agents.FrontDesk(), pipeline))
+
+    runner = VideoSDKRunner(realtime, emulator=emulator).start()
+    with pytest.raises(RunnerError, match=r"cascaded pipelines.*OpenAIRealtime\) is not supported"):
+        await runner.ready()
+    runner.stop()
+    assert emulator.connections == []
 
 
 def test_a_function_that_is_not_an_async_entrypoint_is_refused_naming_the_shape() -> None:

@@ -407,6 +407,20 @@ class VideoSDKRunner(StartStop):
         """Each ``AgentSession`` the entrypoint makes, as it is made (its ``__init__``)."""
         if self.session is not None:
             return  # one session per job is recorded: the first
+        if session.pipeline.config.is_realtime:
+            # its typed turns return before the model answers, and OpenAIRealtime() reads no
+            # OPENAI_BASE_URL (its default is OpenAI's own URL): refused before it connects
+            # (VideoSDK only logs what its session's __init__ raises: its start raises it)
+            refusal = RunnerError(
+                "VideoSDKRunner runs cascaded pipelines, Pipeline(stt=..., llm=..., tts=...); "
+                "a realtime model (OpenAIRealtime) is not supported offline yet"
+            )
+
+            async def refused(*args: Any, **kwargs: Any) -> None:
+                raise refusal
+
+            session.start = refused
+            return
         self.session = session
         self._reader = self.trace.attach_videosdk(session)
         session.on("agent_state_changed", self._on_agent_state)
