@@ -32,7 +32,7 @@ import tempfile
 import threading
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from livekit.agents import Agent, RunResult, llm
 from livekit.agents import __version__ as LIVEKIT_VERSION
@@ -91,6 +91,9 @@ class AgentProcess(StartStop):
     only the process this started. ``greets=False`` for an agent that says nothing until
     spoken to (turns wait for its greeting otherwise).
     """
+
+    agent_base: ClassVar[type[Any]] = Agent
+    """its agents are livekit's (a ``RunResult``'s handoffs name them as ``RemoteAgent``)"""
 
     def __init__(
         self,

@@ -20,10 +20,11 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, ClassVar, ParamSpec, TypeVar, overload
 
 import numpy as np
 from livekit.agents import (
+    Agent,
     AgentServer,
     AgentSession,
     ChatMessage,
@@ -97,6 +98,9 @@ class NotebookRunner(StartStop):
     (``model_truth``; by default any ``Emulator`` running in this process that serves the
     session). A turn answered while they disagree raises ``TurnError``.
     """
+
+    agent_base: ClassVar[type[Any]] = Agent
+    """its agents are livekit's"""
 
     def __init__(
         self,

@@ -19,12 +19,12 @@ import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 from livekit.agents import RunResult
 from typing_extensions import Self
-from videosdk.agents import AgentSession, JobContext
+from videosdk.agents import Agent, AgentSession, JobContext
 
 from .._environ import environment
 from .._lifecycle import StartStop
@@ -60,6 +60,9 @@ class VideoSDKRunner(StartStop):
     ``runner.trace`` records the session as a livekit one's (every view takes it);
     ``stop()`` closes the session (its agent's ``on_exit`` runs) and the job.
     """
+
+    agent_base: ClassVar[type[Any]] = Agent
+    """its agents are VideoSDK's: a scenarios file's ``new_agent_type=`` names one"""
 
     def __init__(
         self,
