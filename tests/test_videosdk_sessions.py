@@ -24,6 +24,7 @@ from videosdk.plugins.openai import OpenAIRealtime
 from notebook_agents import AgentRunner, TraceAnalysis, check_event_data
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner.errors import RunnerError, TurnError
+from notebook_agents.runner.notebook_runner import reply_text
 from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace
 from notebook_agents.videosdk import VideoSDKRunner
@@ -202,6 +203,44 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: E
     assert runner.room.played[-1].ended - t0 > handoff.t
     states = [e.data["new"] for e in events if e.kind == "agent_state" and e.agent == "Billing"]
     assert "speaking" in states
+
+
+async def test_a_spoken_turn_that_calls_a_tool_returns_the_reply_said_after_it(
+    emulator: Emulator,
+) -> None:
+    # a spoken turn's reply is added to VideoSDK's context after it was played
+    runner = VideoSDKRunner(videosdk_agents.spoken_entrypoint, emulator=emulator).start()
+    try:
+        await runner.ready()
+        await runner.send_text("Please get the weather for Paris")
+        result = await runner.run_audio(synthesize("please get the weather"))
+    finally:
+        runner.stop()
+    result.expect.next_event().is_function_call(name="get_weather")
+    result.expect.next_event().is_function_call_output()
+    result.expect.next_event().is_message(role="assistant")
+    result.expect.no_more_events()
+    assert "The tool returned" in reply_text(result)
+
+
+async def test_a_reply_asked_in_a_handoffs_on_enter_belongs_to_that_turn(
+    emulator: Emulator,
+) -> None:
+    runner = VideoSDKRunner(videosdk_agents.reception_entrypoint, emulator=emulator).start()
+    try:
+        await runner.ready()
+        result = await runner.run("Please transfer me to the dentist")
+        after = await runner.send_text("hello there")
+    finally:
+        runner.stop()
+    result.expect.next_event().is_function_call(name="transfer_to_dentist")
+    result.expect.next_event().is_function_call_output()
+    result.expect.next_event().is_agent_handoff(new_agent_type=videosdk_agents.Dentist)
+    result.expect.next_event().is_message(role="assistant")
+    result.expect.no_more_events()
+    greeting = next(e for e in runner.trace.of_kind("agent_message") if e.agent == "Dentist")
+    assert (greeting.data["source"], greeting.data["phase"]) == ("generate_reply", "on_enter")
+    assert "Greet the patient" not in after  # the next turn answers only itself
 
 
 async def test_a_videosdk_turn_is_checked_with_livekits_run_result_expect(

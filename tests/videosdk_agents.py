@@ -43,6 +43,42 @@ class FrontDesk(Agent):
         return Billing()
 
 
+class Dentist(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the dentist.")
+
+    async def on_enter(self) -> None:
+        await self.session.reply(instructions="Greet the patient and ask what hurts")
+
+    async def on_exit(self) -> None:
+        pass
+
+
+class Reception(Agent):
+    """Hands off to an agent whose on_enter asks for a reply (VideoSDK runs the handoff's
+    on_enter inside the tool call, so that reply runs in the background)."""
+
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the reception.")
+
+    async def on_enter(self) -> None:
+        pass
+
+    async def on_exit(self) -> None:
+        pass
+
+    @function_tool
+    async def transfer_to_dentist(self) -> Agent:
+        """Transfer the patient to the dentist."""
+        return Dentist()
+
+
+async def reception_entrypoint(ctx: JobContext) -> None:
+    pipeline = Pipeline(stt=OpenAISTT(), llm=OpenAILLM(), tts=OpenAITTS())
+    session = AgentSession(agent=Reception(), pipeline=pipeline)
+    await ctx.run_until_shutdown(session=session, wait_for_participant=True)
+
+
 async def entrypoint(ctx: JobContext) -> None:
     pipeline = Pipeline(llm=OpenAILLM(), tts=OpenAITTS())
     session = AgentSession(agent=FrontDesk(), pipeline=pipeline)

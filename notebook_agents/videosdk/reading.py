@@ -17,6 +17,7 @@ announces ``listening`` although the session is gone: it is not recorded.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import re
@@ -128,8 +129,17 @@ class VideoSDKReader(ForeignReader):
         self._unclaimed_speech = False
         """a speech ended that no message has claimed yet: ``reply()`` adds its message
         after the speech, ``say()`` and a turn's reply before it"""
-        self._instructions: list[str] = []
-        """``reply(instructions)`` calls whose instructions have not reached the context"""
+        self._instructions: list[tuple[str, SpeechPhase]] = []
+        """``reply(instructions)`` calls whose instructions have not reached the context, and
+        the phase each was asked in (from a handoff's ``on_enter``, VideoSDK runs it later)"""
+        self._reply_phase: SpeechPhase | None = None
+        """the phase of the reply whose instructions came last: its message's"""
+        self._replies: set[Any] = set()
+        """``reply()`` handles not done yet (a reply asked from a tool runs in the background)"""
+        self._reply_watches: set[asyncio.Task[None]] = set()
+        self.on_change: Callable[[], None] = lambda: None
+        """called on the session's loop after each state change and each message recorded:
+        whoever waits for the session to settle asks again"""
         self._typed: str | None = None
         self._usage: dict[tuple[str, str, str], dict[str, float]] = {}
         """(type, provider, model) -> its counters so far"""
@@ -204,10 +214,30 @@ class VideoSDKReader(ForeignReader):
         @functools.wraps(reply)
         async def wrapper(instructions: str, *args: Any, **kwargs: Any) -> Any:
             if instructions:
-                self._instructions.append(instructions)
-            return await reply(instructions, *args, **kwargs)
+                self._instructions.append((instructions, self._phase))
+            handle = await reply(instructions, *args, **kwargs)
+            if not handle.done():  # asked from a tool (a handoff's on_enter): it runs later
+                self._replies.add(handle)
+                watch = asyncio.ensure_future(self._reply_over(handle))
+                self._reply_watches.add(watch)
+                watch.add_done_callback(self._reply_watches.discard)
+            return handle
 
         return wrapper
+
+    async def _reply_over(self, handle: Any) -> None:
+        try:
+            await handle
+        finally:
+            self._replies.discard(handle)
+            self.on_change()
+
+    @property
+    def settling(self) -> bool:
+        """Whether the session still owes the last turn something: a reply asked in the
+        background, or the message of a speech that has ended (a spoken turn's reply is added
+        after it was played)."""
+        return bool(self._replies) or self._unclaimed_speech
 
     def _wrap_close(self, close: Callable[[], Any]) -> Callable[[], Any]:
         # VideoSDK has no closed state: ``closed`` is when its close() has returned
@@ -323,8 +353,10 @@ class VideoSDKReader(ForeignReader):
     def _conversation_item(self, item: Any) -> bool:
         """Record ``item`` as a conversation event, if it is one (not an instruction)."""
         if isinstance(item, ChatMessage) and item.role.value == "user":
-            if message_text(item) in self._instructions:
-                self._instructions.remove(message_text(item))
+            asked = next((a for a in self._instructions if a[0] == message_text(item)), None)
+            if asked is not None:
+                self._instructions.remove(asked)
+                self._reply_phase = asked[1]
                 return False  # reply()'s instructions, put in as a user message: an edit
             self._tool_output_this_turn = self._unclaimed_speech = False
             self.user_turns += 1
@@ -358,18 +390,19 @@ class VideoSDKReader(ForeignReader):
         return True
 
     def _agent_message(self, item: ChatMessage) -> dict[str, Any]:
+        phase, self._reply_phase = self._reply_phase or self._phase, None
         source: SpeechSource = (
             "say"
             if self._saying
             else "tool_reply"
-            if self._tool_output_this_turn and self._phase == "turn"
+            if self._tool_output_this_turn and phase == "turn"
             else "generate_reply"
         )
         return {
             "text": message_text(item),
             "item_id": item.id,
             "source": source,
-            "phase": self._phase,
+            "phase": phase,
             "interrupted": item.interrupted,
             "metrics": _numbers(item.metrics),
         }
@@ -384,6 +417,7 @@ class VideoSDKReader(ForeignReader):
                 self._unclaimed_speech = not self._unsaid
                 self._said(1)
             self._agent_state = new
+            self.on_change()
 
     def _said(self, count: int) -> None:
         """The first ``count`` messages waiting have been said (or never will be)."""
@@ -391,6 +425,8 @@ class VideoSDKReader(ForeignReader):
         for item, data, agent in said:
             data["interrupted"] = item.interrupted  # a barge-in marks it as it is cut
             self._recorder.capture(given, "agent_message", data, agent)
+        if said:
+            self.on_change()
 
     def _on_user_state(self, payload: dict[str, Any]) -> None:
         new = _USER_STATES.get(payload["state"], payload["state"])

@@ -292,12 +292,15 @@ class VideoSDKRunner(StartStop):
         return turn_result(user_input, events, self.trace.started_at, reader.agent_named)
 
     async def _quiet(self, session: AgentSession, busy: tuple[str, ...]) -> None:
-        """Until the agent's state is none of ``busy`` (its last words played)."""
-        await self._until(lambda: session.agent_state.value not in busy)
+        """Until the agent's state is none of ``busy`` (its last words played) and the turn's
+        replies are all in (one asked from a tool, a spoken turn's message)."""
+        reader = self._reader
+        assert reader is not None
+        await self._until(lambda: session.agent_state.value not in busy and not reader.settling)
 
     async def _until(self, done: Callable[[], bool]) -> None:
-        """Until ``done()``, asked again at each change of the agent's state (a user message
-        comes just before the agent starts thinking)."""
+        """Until ``done()``, asked again at each change the reader reports (a state, a
+        message; a user message comes just before the agent starts thinking)."""
         changed = self._state_changed
         assert changed is not None
         while not done():
@@ -425,8 +428,8 @@ class VideoSDKRunner(StartStop):
             session.start = refused
             return
         self.session = session
-        self._reader = self.trace.attach_videosdk(session)
-        session.on("agent_state_changed", self._on_agent_state)
+        self._reader = reader = self.trace.attach_videosdk(session)
+        reader.on_change = self._session_changed
         start = session.start
 
         @functools.wraps(start)
@@ -448,7 +451,7 @@ class VideoSDKRunner(StartStop):
             self.state = RunnerState.RUNNING
             self._ready.set_result(session)
 
-    def _on_agent_state(self, payload: dict[str, Any]) -> None:
+    def _session_changed(self) -> None:
         if self._state_changed is not None:
             self._state_changed.set()
 
