@@ -30,10 +30,13 @@ $(VS_INSTALLED): pyproject.toml $(INSTALLED)
 	test -x $(VS_BIN)/python || $(PYTHON) -m venv $(VS_VENV)
 	$(VS_BIN)/python -m pip install --quiet --upgrade pip
 	$(VS_BIN)/python -m pip install --quiet -e '.[dev,videosdk]'
-	for prefix in $(VENV) $(VS_VENV); do \
-	  $(VS_BIN)/python -m ipykernel install --prefix "$$prefix" --name $(VS_KERNEL) \
-	    --display-name "Python (notebook-agents + VideoSDK)" >/dev/null; \
-	done
+	$(VS_BIN)/python -m ipykernel install --sys-prefix --name $(VS_KERNEL) \
+	  --display-name "Python (notebook-agents + VideoSDK)" >/dev/null
+	$(BIN)/jupyter kernelspec install --prefix $(VENV) \
+	  $(VS_VENV)/share/jupyter/kernels/$(VS_KERNEL) 2>/dev/null
+	@echo "$(VS_VENV): VideoSDK's agents (notebook 07) apart from $(VENV), whose protobuf, av and"
+	@echo "  google-api-core its pins would downgrade; JupyterLab offers its kernel as"
+	@echo "  'Python (notebook-agents + VideoSDK)'"
 	touch $(VS_INSTALLED)
 
 # offline by default: no "get notified about Jupyter news?" toast over the views

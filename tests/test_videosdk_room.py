@@ -35,6 +35,7 @@ async def test_the_room_reads_the_agents_track_and_keeps_each_stretch_it_played(
     assert first.pcm.size == int(0.3 * rate) and second.pcm.size == int(0.4 * rate)
     assert second.began > first.ended
     assert np.array_equal(room.pcm, np.concatenate([first.pcm, second.pcm]))
+    assert len(repr(room.played)) < 200  # when each began and ended, not its samples
     await room.disconnect()
     assert room.audio_track.readyState == "ended"
     current = asyncio.current_task()

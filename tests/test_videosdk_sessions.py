@@ -8,6 +8,7 @@ time by the offline room.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import threading
 import time
@@ -18,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from videosdk.agents import AgentSession, Pipeline
-from videosdk.plugins.openai import OpenAIRealtime
+from videosdk.agents import AgentSession, Pipeline, function_tool
+from videosdk.plugins.openai import OpenAILLM, OpenAIRealtime
 
 from notebook_agents import AgentRunner, TraceAnalysis, check_event_data
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner.errors import RunnerError, TurnError
-from notebook_agents.runner.notebook_runner import reply_text
+from notebook_agents.runner.notebook_runner import RunnerState, reply_text
 from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace
 from notebook_agents.videosdk import VideoSDKRunner
@@ -205,6 +206,17 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: E
     assert "speaking" in states
 
 
+async def test_a_first_spoken_turn_is_heard_in_the_agents_words(emulator: Emulator) -> None:
+    # nothing typed first: the emulator's recognizer knows the words the runner offered it
+    runner = VideoSDKRunner(videosdk_agents.spoken_entrypoint, emulator=emulator).start()
+    try:
+        await runner.ready()
+        reply = await runner.send_audio(synthesize("please transfer me to billing"))
+    finally:
+        runner.stop()
+    assert reply == "Billing here, how can I help?"
+
+
 async def test_a_spoken_turn_that_calls_a_tool_returns_the_reply_said_after_it(
     emulator: Emulator,
 ) -> None:
@@ -294,6 +306,7 @@ async def test_an_entrypoint_that_raises_fails_ready_naming_it_and_leaves_nothin
     runner = VideoSDKRunner(broken, emulator=emulator).start()
     with pytest.raises(RunnerError, match="entrypoint raised ValueError: no pipeline configured"):
         await runner.ready()
+    assert runner.state is RunnerState.FAILED  # as ready() raises, not a moment later
     runner.stop()
     assert set(threading.enumerate()) <= threads
     with pytest.raises(RunnerError, match="stopped"):
@@ -314,8 +327,61 @@ async def test_a_realtime_pipeline_is_refused_before_it_connects(emulator: Emula
 
 
 def test_a_function_that_is_not_an_async_entrypoint_is_refused_naming_the_shape() -> None:
-    with pytest.raises(TypeError, match=r"async def entrypoint\(ctx: JobContext\)"):
-        VideoSDKRunner(videosdk_agents.FrontDesk)  # type: ignore[arg-type]
+    async def no_context() -> None:
+        pass
+
+    for wrong in (videosdk_agents.FrontDesk, no_context):
+        with pytest.raises(TypeError, match=r"async def entrypoint\(ctx: JobContext\)"):
+            VideoSDKRunner(wrong)  # type: ignore[arg-type]
+
+
+async def test_without_an_emulator_a_missing_key_names_the_emulator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    runner = VideoSDKRunner(videosdk_agents.entrypoint).start()
+    with pytest.raises(RunnerError, match=r"OPENAI_API_KEY.*emulator=Emulator\(\).start\(\)"):
+        await runner.ready()
+    runner.stop()
+    del runner
+    gc.collect()
+    # the failure reached the notebook once: no "Future exception was never retrieved" later
+    assert [u.exc_value for u in unraisable] == []
+
+
+async def test_a_spoken_turn_to_a_pipeline_without_speech_recognition_is_refused_at_once(
+    emulator: Emulator,
+) -> None:
+    runner = await _two_agent_session(emulator)  # Pipeline(llm=..., tts=...)
+    try:
+        with pytest.raises(RunnerError, match=r"no speech recognition.*Pipeline\(stt=OpenAISTT"):
+            await runner.send_audio(synthesize("hello"))
+        assert runner.trace.of_kind("user_message") == []
+    finally:
+        runner.stop()
+
+
+class SyncTools(videosdk_agents.FrontDesk):
+    @function_tool
+    def check_opening_hours(self) -> str:
+        """The opening hours."""
+        return "nine to five"
+
+
+async def test_a_tool_that_is_not_async_is_named_as_the_cause(emulator: Emulator) -> None:
+    async def entrypoint(ctx: Any) -> None:
+        session = AgentSession(SyncTools(), Pipeline(llm=OpenAILLM()))
+        await ctx.run_until_shutdown(session=session)
+
+    runner = VideoSDKRunner(entrypoint, emulator=emulator).start()
+    try:
+        await runner.ready()
+        with pytest.raises(TurnError, match=r"check_opening_hours raised.*make it `async def`"):
+            await runner.send_text("Please check the opening hours")
+    finally:
+        runner.stop()
 
 
 async def test_stopping_runs_the_agents_on_exit_and_records_closed_last(

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
@@ -40,7 +40,7 @@ from .latency import LatencyModel, query_to_str, query_value
 from .livekit_inference import inference_stt, inference_tts
 from .models import ModelCatalog
 from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
-from .replies import ReplyRules
+from .replies import ReplyRules, ToolSpec
 from .speech import audio_speech
 from .transcriptions import audio_transcriptions
 
@@ -338,6 +338,27 @@ class Emulator(StartStop):
     def _conversation_of(self, session_id: str) -> Conversation | None:
         found = [log.conversation for log in self.connections if log.session_id == session_id]
         return found[-1] if found else None
+
+    def offer(self, instructions: str, tools: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Tell the emulator's speech recognition what a caller may say before any model here
+        was asked: the words of ``instructions`` and of ``tools`` (OpenAI function schemas,
+        ``{"name", "description", "parameters"}``), as if a model had been offered them. A
+        cascaded session's first spoken turn needs it: its speech recognizer asks before its
+        LLM has told the emulator anything (the recognizer hears only known words)."""
+        specs = [
+            ToolSpec(
+                name=str(tool["name"]),
+                parameters=dict(tool.get("parameters") or {}),
+                description=str(tool.get("description") or ""),
+            )
+            for tool in tools
+        ]
+        if self._app is None:
+            raise EmulatorError(
+                "the emulator is not running: call start() or use `with Emulator()`"
+            )
+        settings = self._app[SETTINGS_KEY]
+        self._snapshot(lambda: settings.offered.offer(instructions, specs))
 
     def _snapshot(self, read: Callable[[], T]) -> T:
         """``read()`` on the server's loop: no conversation changes half-way through."""

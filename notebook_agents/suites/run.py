@@ -245,9 +245,10 @@ def _agents_named(
 ) -> dict[str, type[Any]]:
     """The agent classes the suite's expectations name (livekit's ``Agent``s, or those of
     the framework of the runner ``source`` ``made``), found before anything runs: a bare name
-    where the server (or the function making it) is defined."""
+    where the server's entrypoint (or the runner's) is defined, else the function making it."""
     names = [name for s in suite.scenarios for e in s.expectations for name in e.agent_types]
     defined = livekit.entrypoint_of(source) if isinstance(source, AgentServer) else source
+    defined = getattr(made, "entrypoint", None) or defined  # a runner's job (VideoSDKRunner)
     home = getattr(defined, "__module__", None)
     base = made.agent_base if isinstance(made, AgentRunner) else Agent
     try:

@@ -137,6 +137,8 @@ class VideoSDKReader(ForeignReader):
         self._replies: set[Any] = set()
         """``reply()`` handles not done yet (a reply asked from a tool runs in the background)"""
         self._reply_watches: set[asyncio.Task[None]] = set()
+        self.on_handoff: Callable[[Agent], None] = lambda agent: None
+        """called with each agent as it becomes active (the first included)"""
         self.on_change: Callable[[], None] = lambda: None
         """called on the session's loop after each state change and each message recorded:
         whoever waits for the session to settle asks again"""
@@ -333,6 +335,8 @@ class VideoSDKReader(ForeignReader):
         self._tool_output_this_turn = False
         self._capture("handoff", data)
         self._watch_agent(agent)
+        if old is not None:  # the first agent's words are offered once its session started
+            self.on_handoff(agent)
 
     def _changed(self, context: Any) -> None:
         items = list(context.items)
@@ -477,6 +481,8 @@ class VideoSDKReader(ForeignReader):
     def tool_raised(self, tool: str, message: str) -> None:
         """VideoSDK only logs a tool that raised (its model is not told; the turn ends
         without a reply and the agent stays ``thinking``): an ``error`` of source ``tool``."""
+        if "can't be used in 'await' expression" in message:
+            message += " (VideoSDK awaits every function tool: make it `async def`)"
         data = {
             **error_data(f"the tool {tool} raised: {message}", "ToolError", "tool"),
             "tool": tool,

@@ -73,7 +73,7 @@ class Stretch:
 
     began: float
     ended: float
-    samples: list[np.ndarray] = field(default_factory=list)
+    samples: list[np.ndarray] = field(default_factory=list, repr=False)
 
     @property
     def pcm(self) -> np.ndarray:

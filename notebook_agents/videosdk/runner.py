@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 from livekit.agents import RunResult
 from typing_extensions import Self
-from videosdk.agents import Agent, AgentSession, JobContext
+from videosdk.agents import Agent, AgentSession, JobContext, build_openai_schema
 
 from .._environ import environment
 from .._lifecycle import StartStop
@@ -72,7 +72,7 @@ class VideoSDKRunner(StartStop):
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
     ) -> None:
-        if not inspect.iscoroutinefunction(entrypoint):
+        if not _takes_a_context(entrypoint):
             raise TypeError(
                 "VideoSDKRunner takes your job's entrypoint, `async def entrypoint(ctx: "
                 f"JobContext)` as VideoSDK's WorkerJob does, not {entrypoint!r}"
@@ -241,6 +241,12 @@ class VideoSDKRunner(StartStop):
         samples, rate = spoken_audio(audio, rate)
         pcm = samples.astype(np.int16).tobytes()
 
+        if self.session is not None and self.session.pipeline.stt is None:
+            raise RunnerError(
+                "send_audio(): the session's pipeline has no speech recognition to hear it: "
+                "give it one, Pipeline(stt=OpenAISTT(), llm=..., tts=...), or type the turn"
+            )
+
         async def speak(session: AgentSession) -> None:
             room = self.room
             if room is None or self._reader is None:
@@ -374,6 +380,10 @@ class VideoSDKRunner(StartStop):
                 stopping = asyncio.create_task(stop.wait())
                 ready = asyncio.wrap_future(self._ready)
                 await asyncio.wait({entry, stopping, ready}, return_when=asyncio.FIRST_COMPLETED)
+                if ready.done() and not ready.cancelled():
+                    ready.exception()  # ready() raises it to the notebook; retrieved here too
+                else:
+                    ready.cancel()
             if not ready.done() and entry.done() and not stop.is_set():
                 self._fail(RunnerError("the entrypoint returned without starting an AgentSession"))
             await stop.wait()
@@ -386,7 +396,13 @@ class VideoSDKRunner(StartStop):
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            failure = RunnerError(f"the entrypoint raised {type(e).__name__}: {e}")
+            hint = ""
+            if self.emulator is None and "OPENAI_API_KEY" in str(e):
+                hint = (
+                    "; offline, give the runner an emulator: VideoSDKRunner(entrypoint, "
+                    "emulator=Emulator().start()) points your OpenAI plugins at it"
+                )
+            failure = RunnerError(f"the entrypoint raised {type(e).__name__}: {e}{hint}")
             failure.__cause__ = e
             self._fail(failure)
             self.trace.record_failure(str(failure))
@@ -430,6 +446,7 @@ class VideoSDKRunner(StartStop):
         self.session = session
         self._reader = reader = self.trace.attach_videosdk(session)
         reader.on_change = self._session_changed
+        reader.on_handoff = self._offer_words
         start = session.start
 
         @functools.wraps(start)
@@ -446,10 +463,22 @@ class VideoSDKRunner(StartStop):
 
     async def _ready_when_quiet(self, session: AgentSession) -> None:
         """Ready once the greeting has been said: its ``say`` returns before it is played."""
-        await self._quiet(session, ("thinking", "speaking"))
+        try:
+            self._offer_words(session.agent)
+            await self._quiet(session, ("thinking", "speaking"))
+        except Exception as e:  # this task's error would otherwise go unseen
+            self._fail(e)
+            return
         if not self._ready.done():
             self.state = RunnerState.RUNNING
             self._ready.set_result(session)
+
+    def _offer_words(self, agent: Any) -> None:
+        """The emulator's speech recognition hears ``agent``'s words from now on (a spoken
+        turn before its LLM is asked would otherwise be heard in no words of its)."""
+        if self.emulator is not None:
+            tools = [build_openai_schema(tool) for tool in agent.tools]
+            self.emulator.offer(agent.instructions, tools)
 
     def _session_changed(self) -> None:
         if self._state_changed is not None:
@@ -466,9 +495,20 @@ class VideoSDKRunner(StartStop):
         )
         if failure is not error:
             failure.__cause__ = error
-        self._ready.set_exception(failure)
-        if self.state is RunnerState.STARTING:
+        if self.state is RunnerState.STARTING:  # first: the waiter may look at once
             self.failure, self.state = failure, RunnerState.FAILED
+        self._ready.set_exception(failure)
+
+
+def _takes_a_context(entrypoint: object) -> bool:
+    """Whether ``entrypoint`` is an ``async def`` taking the job context as its one argument."""
+    if not inspect.iscoroutinefunction(entrypoint):
+        return False
+    try:
+        inspect.signature(entrypoint).bind(None)
+    except TypeError:
+        return False
+    return True
 
 
 async def _cancelled(tasks: set[asyncio.Task[Any]]) -> None:
