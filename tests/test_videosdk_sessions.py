@@ -27,7 +27,7 @@ from notebook_agents.emulator import Emulator
 from notebook_agents.runner.errors import RunnerError, TurnError
 from notebook_agents.runner.notebook_runner import RunnerState, reply_text
 from notebook_agents.speech import synthesize
-from notebook_agents.trace import Trace
+from notebook_agents.trace import Trace, TraceEvent
 from notebook_agents.videosdk import VideoSDKRunner
 
 from . import videosdk_agents
@@ -66,6 +66,19 @@ def _off_loopback(seen: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return [(event, address) for event, address in seen if not loopback(address)]
 
 
+def checked_events(
+    runner: VideoSDKRunner, emulator: Emulator, seen: list[tuple[str, Any]]
+) -> list[TraceEvent]:
+    """The runner's trace, after checking it contacted only the emulator (the audit hook heard
+    its connects there) and that every event holds to the schema."""
+    assert ("socket.connect", ("127.0.0.1", emulator.port)) in seen  # the hook hears them
+    assert not _off_loopback(seen), f"left 127.0.0.1: {_off_loopback(seen)}"
+    events = runner.trace.events
+    for event in events:
+        check_event_data(event.kind, event.data)
+    return events
+
+
 @pytest.fixture
 def emulator() -> Iterator[Emulator]:
     with Emulator() as emu:
@@ -89,11 +102,7 @@ async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
         finally:
             runner.stop()
     assert reply == "Billing here, how can I help?"
-    assert ("socket.connect", ("127.0.0.1", emulator.port)) in seen  # the hook hears them
-    assert not _off_loopback(seen), f"left 127.0.0.1: {_off_loopback(seen)}"
-    events = runner.trace.events
-    for event in events:
-        check_event_data(event.kind, event.data)
+    events = checked_events(runner, emulator, seen)
     kinds = [event.kind for event in events]
     assert kinds[0] == "handoff" and kinds[-1] == "closed"
     handoffs = [e.data for e in events if e.kind == "handoff"]
@@ -183,11 +192,7 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: E
         finally:
             runner.stop()
     assert reply == "Billing here, how can I help?"
-    assert ("socket.connect", ("127.0.0.1", emulator.port)) in seen  # the hook hears them
-    assert not _off_loopback(seen), f"left 127.0.0.1: {_off_loopback(seen)}"
-    events = runner.trace.events
-    for event in events:
-        check_event_data(event.kind, event.data)
+    events = checked_events(runner, emulator, seen)
     heard = [e.data for e in events if e.kind == "user_transcript"]
     assert len(heard) == 1 and heard[0]["final"]
     assert {"transfer", "billing"} <= set(str(heard[0]["text"]).split())
