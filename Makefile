@@ -6,10 +6,17 @@ WORKSPACE := lab
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+# VideoSDK's agents (notebook 07, the VideoSDK tests) in an environment of their own: the
+# extra downgrades protobuf, av and google-api-core, which livekit's side uses
+VS_VENV := .venv-videosdk
+VS_BIN := $(VS_VENV)/bin
+VS_INSTALLED := $(VS_VENV)/.installed
+VS_KERNEL := notebook-agents-videosdk
+VS_TESTS := tests/test_videosdk_*.py tests/browser/test_videosdk_*.py
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab workspace test lint typecheck pytest chromium audio-devices clean
+.PHONY: lab workspace test lint typecheck pytest pytest-videosdk chromium audio-devices clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,8 +24,23 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(INSTALLED)
 
+# its kernel is offered in the main environment's JupyterLab (notebook 07 asks for it) and
+# in its own (the browser tests run JupyterLab from there)
+$(VS_INSTALLED): pyproject.toml $(INSTALLED)
+	test -x $(VS_BIN)/python || $(PYTHON) -m venv $(VS_VENV)
+	$(VS_BIN)/python -m pip install --quiet --upgrade pip
+	$(VS_BIN)/python -m pip install --quiet -e '.[dev,videosdk]'
+	$(VS_BIN)/python -m ipykernel install --sys-prefix --name $(VS_KERNEL) \
+	  --display-name "Python (notebook-agents + VideoSDK)" >/dev/null
+	$(BIN)/jupyter kernelspec install --prefix $(VENV) \
+	  $(VS_VENV)/share/jupyter/kernels/$(VS_KERNEL) 2>/dev/null
+	@echo "$(VS_VENV): VideoSDK's agents (notebook 07) apart from $(VENV), whose protobuf, av and"
+	@echo "  google-api-core its pins would downgrade; JupyterLab offers its kernel as"
+	@echo "  'Python (notebook-agents + VideoSDK)'"
+	touch $(VS_INSTALLED)
+
 # offline by default: no "get notified about Jupyter news?" toast over the views
-lab: $(INSTALLED) workspace
+lab: $(INSTALLED) $(VS_INSTALLED) workspace
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(WORKSPACE) \
 	  --LabApp.news_url=None $(ALLOW_ROOT)
 
@@ -31,7 +53,10 @@ workspace:
 	done
 	@echo "JupyterLab opens $(WORKSPACE)/: your copies of notebooks/ and your own notebooks (git ignores them)"
 
-test: lint typecheck pytest
+# The two suites at once, each in its environment (the VideoSDK one is set up meanwhile): the
+# main suite mostly waits on real-time audio, browsers and kernels, and CI stays under 30 min
+test: lint typecheck chromium audio-devices
+	$(MAKE) --no-print-directory -j2 --output-sync=line pytest pytest-videosdk
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -42,6 +67,9 @@ typecheck: $(INSTALLED)
 
 pytest: $(INSTALLED) chromium audio-devices
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+pytest-videosdk: $(INSTALLED) $(VS_INSTALLED) chromium
+	$(VS_BIN)/pytest -q $(VS_TESTS) $(PYTEST_ARGS)
 
 # The browser tests drive Debian's chromium (Playwright never downloads a browser here).
 chromium:
@@ -62,4 +90,4 @@ audio-devices:
 	  fi; }
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VS_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -7,8 +7,8 @@ pytest_notebook_agents``). A module of its own, outside the package, and light: 
 in every run of an environment that has notebook-agents, and the package (livekit under it)
 is imported only once a scenarios file is collected, not seconds into each unrelated run.
 The agent comes from a fixture the project defines, ``agent_server`` (an ``AgentServer``, or a
-function making one for each scenario); ``judge_llm`` gives ``judge(llm, ...)`` expectations
-their model.
+function making one, or a runner such as a ``VideoSDKRunner``, for each scenario); ``judge_llm``
+gives ``judge(llm, ...)`` expectations their model.
 """
 
 from __future__ import annotations
@@ -61,12 +61,11 @@ class ScenarioItem(pytest.Function):
 def _scenario_test(suite: ScenarioSuite, scenario: ScriptedScenario) -> Callable[..., None]:
     def scenario_test(agent_server: ServerSource, judge_llm: Any) -> None:
         from notebook_agents.suites.results import Outcome
-        from notebook_agents.suites.run import _agents_named, _server, run_scenario
+        from notebook_agents.suites.run import _agents_named, _made, run_scenario
 
-        agents = _agents_named(suite, agent_server)
-        result = asyncio.run(
-            run_scenario(scenario, _server(agent_server), agents=agents, judge_llm=judge_llm)
-        )
+        made = _made(agent_server)
+        agents = _agents_named(suite, agent_server, made)
+        result = asyncio.run(run_scenario(scenario, made, agents=agents, judge_llm=judge_llm))
         if result.outcome is Outcome.NOT_RUNNABLE:
             pytest.skip(f"not runnable: {result.reason}")
         if not result.passed:
@@ -82,7 +81,8 @@ def agent_server() -> ServerSource:
     """The agent the scenarios run against: define this fixture in your conftest.py."""
     raise pytest.UsageError(
         "scenarios files need the agent to run: define a fixture `agent_server` in "
-        "conftest.py returning your AgentServer (or a function making one per scenario)"
+        "conftest.py returning your AgentServer (or a function making one, or a runner, per "
+        "scenario)"
     )
 
 

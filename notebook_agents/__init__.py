@@ -1,5 +1,7 @@
 """notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
 
+from typing import TYPE_CHECKING, Any
+
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import Speech, TraceAnalysis, bring_ups
 from .bench import UserAgents, UserServer
@@ -77,6 +79,19 @@ from .trace import (
     check_event_data,
 )
 
+if TYPE_CHECKING:
+    from .videosdk import VideoSDKRunner
+
+
+def __getattr__(name: str) -> Any:
+    # VideoSDK's agents are an extra: imported on first use, so a kernel without it loads
+    if name == "VideoSDKRunner":
+        from .videosdk import VideoSDKRunner
+
+        return VideoSDKRunner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "EVENT_DATA",
     "RACES",
@@ -142,6 +157,7 @@ __all__ = [
     "UserStateData",
     "UserTranscriptData",
     "VerdictReply",
+    "VideoSDKRunner",
     "WireEvent",
     "bring_ups",
     "check_event_data",

@@ -97,6 +97,8 @@ def first_event(trace: Trace, kind: str) -> asyncio.Future[TraceEvent]:
             found.set_result(event)
 
     trace.subscribe(seen)
+    for event in trace.of_kind(kind)[:1]:  # recorded already, before anyone subscribed
+        seen(event)
     return found
 
 
@@ -385,6 +387,7 @@ async def test_a_turn_to_an_agent_that_never_greets_names_greets_false(
 
 
 async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: AgentProcess) -> None:
+    greeted = first_event(greeter.trace, "agent_message")
     chat = ChatView(greeter)
     browser = Browser(chat)
     graph = AgentGraphView(greeter)  # follows its trace, as a NotebookRunner's
@@ -394,14 +397,15 @@ async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: Agent
             weather.set() if e.kind == "agent_message" and e.agent == "weather_agent" else None
         )
     )
+    # the caller types once the greeting has come over (a loaded clean-clone CI had the turn's
+    # lines before the other process's greeting, which the test read as missing)
+    await asyncio.wait_for(greeted, 30)
     turn = chat.say("transfer to weather")
     assert turn is not None
     await asyncio.wait_for(finished(chat, turn, weather), 30)
     assert chat.pending == 0 and chat.error == ""
     lines = browser.lines()
     greeting = ("greeter_agent", "You are a friendly greeter. How can I help you?")
-    # the greeting before the weather agent's words; the caller's line is shown as it is sent,
-    # and on a loaded machine that can be before the other process's greeting has come over
     weather_said = next(i for i, (who, _) in enumerate(lines) if who == "weather_agent")
     assert greeting in lines[:weather_said] and ("you", "transfer to weather") in lines
     assert graph.trace is greeter.trace and graph.current == "weather_agent"

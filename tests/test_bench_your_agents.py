@@ -127,9 +127,11 @@ async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -
         assert trial.provider == "openai"
         assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
         assert trial.reply_ms is not None and trial.truth_reply_ms is not None
-        # the network is a floor; the client's own cost on top stays small
-        assert trial.truth_handoff_ms <= trial.handoff_ms < trial.truth_handoff_ms + 100
-        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
+        # the network is a floor. No ceiling here: at RTT 20 a missing leg is 20 ms, less than
+        # a loaded machine adds (a loaded CI run measured 350 ms against a truth of 100); the
+        # next test holds the excess under half a round trip at RTT 300
+        assert trial.truth_handoff_ms <= trial.handoff_ms
+        assert trial.truth_reply_ms <= trial.reply_ms
         assert trial.phases  # split as the bench's own pair's are
     truth = {t.mode: t.truth_handoff_ms or 0.0 for t in result.trials}
     # fresh+copied creates A's items in B's new session after connecting: the dearest
@@ -369,7 +371,7 @@ async def test_a_user_agent_server_runs_in_all_four_modes() -> None:
     for trial in result.trials:
         assert trial.asked_mode == trial.mode
         assert trial.truth_reply_ms is not None and trial.reply_ms is not None
-        assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + 100
+        assert trial.truth_reply_ms <= trial.reply_ms  # the network is a floor (see above)
 
 
 @function_tool

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from livekit.agents import AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 from matplotlib.figure import Figure
 
-from notebook_agents import NotebookRunner
+from notebook_agents import NotebookRunner, Trace
 from notebook_agents.emulator import Emulator
 from notebook_agents.views import ChatView
 
@@ -112,3 +113,8 @@ async def test_a_refused_line_says_why_and_sends_nothing(
     assert view.say("too late") is None
     assert "stopped" in view.error and view.pending == 0
     assert isinstance(ChatView(NotebookRunner(two_agent_server(emulator))).to_figure(), Figure)
+
+
+def test_a_trace_given_to_the_chat_names_the_runner_it_wants() -> None:
+    with pytest.raises(TypeError, match=r"ChatView\(runner\).*the other views take runner.trace"):
+        ChatView(Trace())  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from notebook_agents import NotebookRunner, TraceAnalysis
 from notebook_agents.emulator import Emulator
 from notebook_agents.phases import Breakdown, Phase, turn_phases
 from notebook_agents.phases.table import UNEXPLAINED, WAIT
+from notebook_agents.phases.turns import TOLERANCE
 from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace, TraceEvent, TraceSpan
 from notebook_agents.views import TimelineView
@@ -303,9 +304,15 @@ async def test_a_typed_turn_to_a_realtime_model_splits_what_exists(
     (b,) = turn_phases(trace)
     (typed,) = trace.of_kind("user_message")
     assert_critical_phases_fill_the_wait(b)
-    # livekit records the message once the model has it; on a loaded machine that record can
-    # come after the response began, and the message's phase then runs beside the path
-    assert phase(b, "message_sync").end == typed.t
+    # livekit records the message once the model has it: the message's phase ends there. On a
+    # loaded machine that record can come after the response began (seen in a loaded run of
+    # the suite: no message_sync at all); then no phase claims it
+    inference = only(trace, "realtime_inference")
+    synced = [p.end for p in b.phases if p.name == "message_sync"]
+    if typed.t <= inference.start and typed.t - b.start > TOLERANCE:
+        assert synced == [typed.t]
+    else:
+        assert synced == []
     critical = [p.name for p in b.phases if p.critical]
     assert set(critical) <= {
         "message_sync",
@@ -314,7 +321,6 @@ async def test_a_typed_turn_to_a_realtime_model_splits_what_exists(
         "realtime_response",
         "first_text",
     }
-    inference = only(trace, "realtime_inference")
     if "lk.realtime_model_metrics" in inference.attributes and "response_created" in critical:
         # livekit's metrics of the response (lost when they come after its span ended)
         assert phase(b, "response_created").end == response_created(inference, trace)

@@ -18,7 +18,7 @@ import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, SimulationContext
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner
+from notebook_agents import AgentProcess, NotebookRunner, RunnerState
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
@@ -198,6 +198,48 @@ async def test_spoken_turns_with_livekit_credentials_are_not_runnable_and_start_
             "LIVEKIT_URL set it would join a real room, where nothing says them: unset "
             "LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET to run offline"
         )
+
+
+async def test_a_function_making_a_runner_runs_each_scenario_on_the_runner_it_makes(
+    make_greeter: Callable[[], AgentServer],
+) -> None:
+    """Any ``AgentRunner`` (here livekit's own, made by hand): its own job, so livekit's
+    simulator hooks (the dispatch, ``on_simulation_end``) do not apply."""
+    made: list[NotebookRunner] = []
+
+    def make() -> NotebookRunner:
+        made.append(NotebookRunner(make_greeter()))
+        return made[-1]
+
+    result = await run_suite(GREETER_SUITE, make)
+
+    assert [s.outcome for s in result] == [
+        Outcome.PASSED,
+        Outcome.FAILED,
+        Outcome.NOT_RUNNABLE,
+    ]
+    assert [s.trace for s in result][:2] == [r.trace for r in made][:2]
+    assert [r.state for r in made] == [RunnerState.STOPPED, RunnerState.STOPPED, RunnerState.NEW]
+    assert all(s.simulator_verdict is None for s in result)
+
+
+async def test_a_runner_without_spoken_turns_makes_a_spoken_scenario_not_runnable(
+    tmp_path: Path,
+) -> None:
+    made: list[AgentProcess] = []
+
+    def make() -> AgentProcess:
+        made.append(AgentProcess())  # another process's agent takes typed turns only
+        return made[-1]
+
+    result = await run_suite(spoken_suite(tmp_path), make)
+    for scenario in result:
+        assert scenario.outcome is Outcome.NOT_RUNNABLE and scenario.trace is None
+        assert scenario.reason == (
+            "its spoken turns need a runner that takes them (run_audio): AgentProcess takes "
+            "typed turns only"
+        )
+    assert [r.state for r in made] == [RunnerState.NEW, RunnerState.NEW]  # nothing started
 
 
 HEARING_CONFTEST = GREETER_CONFTEST.replace(', modalities=["text"]', "")

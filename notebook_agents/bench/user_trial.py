@@ -13,15 +13,13 @@ own, its entrypoint building its models from the provider's environment.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from livekit.agents import Agent, AgentSession, RunResult, llm
 from livekit.agents.utils import is_given
 from livekit.plugins import openai
 
+from .._environ import environment
 from .._text_sessions import text_turn_handling
 from ..emulator.replies import tokens
 from ..modes import ContextMode, SessionMode
@@ -57,7 +55,7 @@ async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
             variables |= entry.environment(spec.endpoint)
     # the trial's own provider's last, where they overlap
     variables |= provider(spec.provider).environment(spec.endpoint)
-    with _environment(variables):
+    with environment(variables):
         if isinstance(agents, UserServer):
             return await _server_trial(spec, agents)
         return await _agents_trial(spec, agents)
@@ -165,21 +163,6 @@ def _public_name(thing: object) -> str:
     if module.startswith("livekit.plugins."):
         module = module.removeprefix("livekit.plugins.").rpartition(".")[0] or module
     return f"{module}.{kind.__qualname__}"
-
-
-@contextmanager
-def _environment(variables: dict[str, str]) -> Iterator[None]:
-    """The provider's variables for the trial (your entrypoint reads them), then as before."""
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 async def _add_history(agent: Agent, turns: int) -> None:

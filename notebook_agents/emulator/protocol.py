@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import secrets
 import string
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
+from openai.types.beta.realtime import RealtimeClientEvent as BetaClientEvent
+from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
+from openai.types.beta.realtime.transcription_session import ClientSecret, TranscriptionSession
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from pydantic import BaseModel, ValidationError
 
@@ -27,6 +30,29 @@ def _models_by_type(union: Any) -> dict[str, type[BaseModel]]:
 CLIENT_EVENTS: dict[str, type[BaseModel]] = _models_by_type(RealtimeClientEvent)
 SERVER_EVENTS: dict[str, type[BaseModel]] = _models_by_type(RealtimeServerEvent)
 
+
+class _SocketTranscriptionSession(TranscriptionSession):
+    # OpenAI's reference (TranscriptionSession.client_secret): "This property is not present
+    # when a session is updated via the WebSocket API"; the package's type requires it
+    client_secret: ClientSecret | None = None  # type: ignore[assignment]
+
+
+class _TranscriptionSessionEvent(BaseModel):
+    # OpenAI's OpenAPI spec (RealtimeBetaServerEventTranscriptionSessionCreated): "Returned when
+    # a transcription session is created"; the openai package has no type for it
+    event_id: str
+    type: Literal["transcription_session.created", "transcription_session.updated"]
+    session: _SocketTranscriptionSession
+
+
+BETA_CLIENT_EVENTS: dict[str, type[BaseModel]] = _models_by_type(BetaClientEvent)
+"""the beta protocol's (``OpenAI-Beta: realtime=v1``), which a transcription session speaks"""
+BETA_SERVER_EVENTS: dict[str, type[BaseModel]] = {
+    **_models_by_type(BetaServerEvent),
+    "transcription_session.created": _TranscriptionSessionEvent,
+    "transcription_session.updated": _TranscriptionSessionEvent,
+}
+
 _ID_ALPHABET = string.ascii_letters + string.digits
 
 
@@ -35,8 +61,10 @@ def new_id(prefix: str) -> str:
     return prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(21))
 
 
-def parse_client_event(raw: str, *, validate: bool) -> dict[str, Any]:
-    """A client event as a dict, or ServiceError saying what is wrong with it."""
+def parse_client_event(
+    raw: str, *, validate: bool, events: dict[str, type[BaseModel]] = CLIENT_EVENTS
+) -> dict[str, Any]:
+    """A client event (one of ``events``) as a dict, or ServiceError saying what is wrong."""
     try:
         event = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -48,10 +76,10 @@ def parse_client_event(raw: str, *, validate: bool) -> dict[str, Any]:
         raise ServiceError("An event must be a JSON object.", code="invalid_json")
     event_id = event.get("event_id") if isinstance(event.get("event_id"), str) else None
     event_type = event.get("type")
-    if not isinstance(event_type, str) or event_type not in CLIENT_EVENTS:
+    if not isinstance(event_type, str) or event_type not in events:
         raise ServiceError(
             f"Invalid value: {event_type!r}. Supported values are: "
-            + ", ".join(f"'{t}'" for t in sorted(CLIENT_EVENTS))
+            + ", ".join(f"'{t}'" for t in sorted(events))
             + ".",
             code="invalid_value",
             param="type",
@@ -59,7 +87,7 @@ def parse_client_event(raw: str, *, validate: bool) -> dict[str, Any]:
         )
     if validate:
         try:
-            CLIENT_EVENTS[event_type].model_validate(event)
+            events[event_type].model_validate(event)
         except ValidationError as e:
             first = e.errors()[0]
             param = ".".join(str(part) for part in first["loc"])
@@ -76,8 +104,10 @@ class ServerEventInvalid(AssertionError):
     """The emulator built an event the real client could not parse: a bug in the emulator."""
 
 
-def check_server_event(event: dict[str, Any]) -> None:
-    model = SERVER_EVENTS.get(event.get("type", ""))
+def check_server_event(
+    event: dict[str, Any], events: dict[str, type[BaseModel]] = SERVER_EVENTS
+) -> None:
+    model = events.get(event.get("type", ""))
     if model is None:
         raise ServerEventInvalid(f"unknown server event type {event.get('type')!r}")
     try:

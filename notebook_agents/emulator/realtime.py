@@ -17,6 +17,12 @@ model says its text would be (a token's words and their audio together, ``token_
 faster than it plays, as the service sends it; the client's speaker plays it in real time and
 truncates what it did not play: a truncate cuts the words to the share of the audio heard
 (and stops a reply still being sent).
+
+A transcription session (``?intent=transcription`` with the beta protocol's ``OpenAI-Beta:
+realtime=v1`` header, as VideoSDK's ``OpenAISTT`` opens it) hears the same way and never
+answers: ``transcription_session.created``, ``transcription_session.update`` (``.updated``),
+then per turn speech_started, speech_stopped, ``input_audio_buffer.committed``,
+``conversation.item.created`` and the transcript, in the beta protocol's events.
 """
 
 from __future__ import annotations
@@ -43,7 +49,15 @@ from .conversation import Conversation, public
 from .errors import ServiceError, http_error
 from .latency import DelayedPipe, precise_sleep
 from .listening import ServerVad
-from .protocol import check_server_event, new_id, parse_client_event
+from .protocol import (
+    BETA_CLIENT_EVENTS,
+    BETA_SERVER_EVENTS,
+    CLIENT_EVENTS,
+    SERVER_EVENTS,
+    check_server_event,
+    new_id,
+    parse_client_event,
+)
 from .replies import ReplyContext, TextReply, ToolCallReply, ToolSpec, calls_of, tokens
 from .vocabulary import vocabulary
 
@@ -66,7 +80,9 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     """Upgrade to a Realtime session after checking the model and the latency/fault query."""
     settings = request.app[SETTINGS_KEY]
     model = request.query.get("model", "")
-    if not settings.models.knows(model, realtime=True):
+    transcription = _beta_transcription(request)
+    # a transcription session names its model in the session, not the URL
+    if not (transcription and not model) and not settings.models.knows(model, realtime=True):
         return await _refuse(
             request,
             ServiceError(
@@ -91,9 +107,23 @@ async def realtime_websocket(request: web.Request) -> web.StreamResponse:
     await precise_sleep(log.latency.connect_s())
     await ws.prepare(request)
     await serve(
-        request.app[OPEN_CONNECTIONS_KEY], RealtimeConnection(ws, request, settings, log, model)
+        request.app[OPEN_CONNECTIONS_KEY],
+        RealtimeConnection(ws, request, settings, log, model, transcription=transcription),
     )
     return ws
+
+
+def _beta_transcription(request: web.Request) -> bool:
+    """Whether the client opens a transcription session in the beta protocol.
+
+    OpenAI's realtime transcription guide (beta): connect to
+    ``wss://api.openai.com/v1/realtime?intent=transcription`` with the ``OpenAI-Beta:
+    realtime=v1`` header, configure with ``transcription_session.update``; the server answers
+    ``transcription_session.created`` on connect (OpenAPI spec:
+    RealtimeBetaServerEventTranscriptionSessionCreated) and ``transcription_session.updated``.
+    """
+    beta = request.headers.get("OpenAI-Beta", "").replace(" ", "")
+    return request.query.get("intent") == "transcription" and "realtime=v1" in beta.split(",")
 
 
 async def _refuse(request: web.Request, reason: ServiceError) -> web.StreamResponse:
@@ -217,14 +247,24 @@ class RealtimeConnection:
         settings: EmulatorSettings,
         log: ConnectionLog,
         model: str,
+        *,
+        transcription: bool = False,
     ) -> None:
         self._ws = ws
+        self.transcription = transcription
+        """a beta transcription session: it hears, transcribes and never answers"""
+        self._client_events = BETA_CLIENT_EVENTS if transcription else CLIENT_EVENTS
+        self._server_events = BETA_SERVER_EVENTS if transcription else SERVER_EVENTS
+        self._beta_session: dict[str, Any] = {}
+        """the transcription session as the beta protocol shows it"""
         self._request = request
         self.settings = settings
         self._log = log
         self.latency = log.latency
         self.faults = log.faults
         self.session = default_session(model)
+        if transcription:
+            self._transcription_update(_TRANSCRIPTION_DEFAULTS)
         self.conversation = Conversation()
         log.conversation, log.session_id = self.conversation, self.session["id"]
         self._audio = bytearray()
@@ -232,7 +272,7 @@ class RealtimeConnection:
         self._vad: ServerVad | None = None
         self._speech_item_id = ""
         self._response: _Response | None = None
-        self._client_events = 0
+        self._events_in = 0
         self._responses_run = 0
         self._dropped = False
         self._timers: set[asyncio.TimerHandle] = set()
@@ -245,7 +285,10 @@ class RealtimeConnection:
         )
 
     async def run(self) -> None:
-        self.send({"type": "session.created", "session": self.session})
+        if self.transcription:
+            self.send({"type": "transcription_session.created", "session": self._beta_session})
+        else:
+            self.send({"type": "session.created", "session": self.session})
         pipes = [
             asyncio.create_task(self._inbound.run(), name="emulator-inbound"),
             asyncio.create_task(self._outbound.run(), name="emulator-outbound"),
@@ -286,7 +329,7 @@ class RealtimeConnection:
         """Queue a server event; it leaves half a round trip (plus ``extra_delay_s``) later."""
         event.setdefault("event_id", new_id("event_"))
         if self.settings.validate:
-            check_server_event(event)
+            check_server_event(event, self._server_events)
         if extra_delay_s > 0:
             timer = asyncio.get_running_loop().call_later(extra_delay_s, self._outbound.put, event)
             self._timers.add(timer)
@@ -331,13 +374,15 @@ class RealtimeConnection:
         if raw is None:  # the client's close frame arrived: answer it half a round trip later
             self._outbound.put(None)
             return
-        self._client_events += 1
+        self._events_in += 1
         event: dict[str, Any] = {}
         # OpenAI's reference for the ``error`` server event: "Most errors are recoverable and
         # the session will stay open": whatever goes wrong with one event is that event's
         # error, and the next is handled as usual
         try:
-            event = parse_client_event(raw, validate=self.settings.validate)
+            event = parse_client_event(
+                raw, validate=self.settings.validate, events=self._client_events
+            )
             self._log.record("in", event["type"])
             if event["type"] == self.faults.error_on:
                 raise ServiceError(
@@ -359,7 +404,7 @@ class RealtimeConnection:
                     event_id=event.get("event_id"),
                 ).to_event()
             )
-        if self.faults.drop_after is not None and self._client_events >= self.faults.drop_after:
+        if self.faults.drop_after is not None and self._events_in >= self.faults.drop_after:
             self._drop()
 
     def _drop(self) -> None:
@@ -371,6 +416,8 @@ class RealtimeConnection:
         event_id = event.get("event_id")
         if kind == "session.update":
             self._update_session(event)
+        elif kind == "transcription_session.update":
+            self._update_transcription_session(event)
         elif kind == "conversation.item.create":
             await precise_sleep(self.latency.item_ms / 1000.0)
             self._create_item(event["item"], event.get("previous_item_id"), event_id)
@@ -424,6 +471,36 @@ class RealtimeConnection:
         self.settings.offered.offer(self.session.get("instructions") or "", self._function_tools())
         self.send({"type": "session.updated", "session": self.session})
 
+    def _update_transcription_session(self, event: dict[str, Any]) -> None:
+        if not self.transcription:
+            raise ServiceError(
+                "transcription_session.update is for a transcription session: connect with "
+                "?intent=transcription (and the OpenAI-Beta: realtime=v1 header).",
+                code="invalid_value",
+                param="type",
+                event_id=event.get("event_id"),
+            )
+        self._transcription_update(event["session"])
+        if self._vad is not None and not self._vad.speaking:
+            self._vad = None
+        self.send({"type": "transcription_session.updated", "session": self._beta_session})
+
+    def _transcription_update(self, update: dict[str, Any]) -> None:
+        """Apply a beta transcription session's settings to the session the emulator hears
+        with. A transcription session only transcribes (OpenAI's realtime transcription
+        guide: "the model does not generate responses"): its turns are never answered."""
+        beta = {**self._beta_session, **copy.deepcopy(update)}
+        beta.setdefault("id", self.session["id"])
+        beta["object"] = "realtime.transcription_session"
+        self._beta_session = beta
+        audio_input = self.session["audio"]["input"]
+        audio_input["transcription"] = beta.get("input_audio_transcription")
+        audio_input["noise_reduction"] = beta.get("input_audio_noise_reduction")
+        turn = beta.get("turn_detection")
+        audio_input["turn_detection"] = (
+            {**turn, "create_response": False, "interrupt_response": False} if turn else None
+        )
+
     def _function_tools(self) -> list[ToolSpec]:
         """The session's function tools, as the reply rules and speech recognition see them."""
         tools = self.session.get("tools") or []
@@ -431,8 +508,15 @@ class RealtimeConnection:
 
     def _vocabulary(self) -> Vocabulary:
         """What a caller of this session may say: the words of its instructions and tools,
-        and those its transcription expects (``prompt``, ``keywords``)."""
+        and those its transcription expects (``prompt``, ``keywords``); a transcription
+        session's, those of what the emulator's models were offered (``/audio/transcriptions``
+        listens in the same)."""
         transcription = self.session["audio"]["input"].get("transcription") or {}
+        if self.transcription:  # a cascaded session's STT: it hears what its LLM was offered
+            return self.settings.offered.vocabulary(
+                [str(transcription.get("prompt") or "")],
+                keywords=[str(k) for k in transcription.get("keywords") or []],
+            )
         return vocabulary(
             self.session.get("instructions") or "",
             self._function_tools(),
@@ -552,12 +636,10 @@ class RealtimeConnection:
                 "previous_item_id": previous,
             }
         )
+        # the beta protocol's name for a new item (conversation.item.created) is GA's added
+        added = "conversation.item.created" if self.transcription else "conversation.item.added"
         self._ack(
-            {
-                "type": "conversation.item.added",
-                "item": public(stored),
-                "previous_item_id": previous,
-            },
+            {"type": added, "item": public(stored), "previous_item_id": previous},
             stored["type"],
         )
         # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
@@ -584,6 +666,8 @@ class RealtimeConnection:
         return True
 
     def _item_done(self, stored: dict[str, Any], previous: str | None) -> None:
+        if self.transcription:  # the beta protocol has no conversation.item.done
+            return
         # held back with its item's added event by ack_delay_ms, so it never overtakes it
         done = {"type": "conversation.item.done", "item": public(stored)}
         self._ack({**done, "previous_item_id": previous}, stored["type"])
@@ -905,6 +989,21 @@ class _ResponseRun:
         """Close whatever is open and send ``response.done`` with ``status``."""
         self._close_item("completed" if status == "completed" else "incomplete")
         self._conn.send({"type": "response.done", "response": self._body(status, status_details)})
+
+
+_TRANSCRIPTION_DEFAULTS: dict[str, Any] = {
+    "input_audio_format": "pcm16",
+    "input_audio_transcription": None,
+    "input_audio_noise_reduction": None,
+    "turn_detection": {
+        "type": "server_vad",
+        "threshold": 0.5,
+        "prefix_padding_ms": 300,
+        "silence_duration_ms": 500,
+    },
+    "modalities": ["text"],
+}
+"""a new beta transcription session's, as OpenAI's reference defaults them"""
 
 
 def _pcm16(audio: str, event_id: str | None) -> bytes:

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
@@ -40,9 +40,12 @@ from .latency import LatencyModel, query_to_str, query_value
 from .livekit_inference import inference_stt, inference_tts
 from .models import ModelCatalog
 from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
-from .replies import ReplyRules
+from .replies import ReplyRules, ToolSpec
 from .speech import audio_speech
 from .transcriptions import audio_transcriptions
+
+PLACEHOLDER_KEY = "sk-notebook-agents-emulator"
+"""the API key given to clients pointed at the emulator, which takes any key"""
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types
@@ -277,6 +280,12 @@ class Emulator(StartStop):
         """
         return base_url(self.url, **overrides)
 
+    def openai_environment(self, **overrides: Any) -> dict[str, str]:
+        """What points OpenAI clients made without a ``base_url`` at this emulator (the
+        ``openai`` package reads them): its ``base_url`` and a placeholder key, so a real key
+        this kernel holds never reaches it."""
+        return {"OPENAI_BASE_URL": self.base_url(**overrides), "OPENAI_API_KEY": PLACEHOLDER_KEY}
+
     @property
     def gemini(self) -> GeminiEndpoint:
         """This emulator's Gemini Live API: its TLS site (started on first use, with a test
@@ -329,6 +338,27 @@ class Emulator(StartStop):
     def _conversation_of(self, session_id: str) -> Conversation | None:
         found = [log.conversation for log in self.connections if log.session_id == session_id]
         return found[-1] if found else None
+
+    def offer(self, instructions: str, tools: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Tell the emulator's speech recognition what a caller may say before any model here
+        was asked: the words of ``instructions`` and of ``tools`` (OpenAI function schemas,
+        ``{"name", "description", "parameters"}``), as if a model had been offered them. A
+        cascaded session's first spoken turn needs it: its speech recognizer asks before its
+        LLM has told the emulator anything (the recognizer hears only known words)."""
+        specs = [
+            ToolSpec(
+                name=str(tool["name"]),
+                parameters=dict(tool.get("parameters") or {}),
+                description=str(tool.get("description") or ""),
+            )
+            for tool in tools
+        ]
+        if self._app is None:
+            raise EmulatorError(
+                "the emulator is not running: call start() or use `with Emulator()`"
+            )
+        settings = self._app[SETTINGS_KEY]
+        self._snapshot(lambda: settings.offered.offer(instructions, specs))
 
     def _snapshot(self, read: Callable[[], T]) -> T:
         """``read()`` on the server's loop: no conversation changes half-way through."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from livekit.agents import RunResult
 from typing_extensions import Self
@@ -16,8 +16,12 @@ from .notebook_runner import RunnerState
 @runtime_checkable
 class AgentRunner(Protocol):
     """An agent the notebook talks to: ``NotebookRunner`` (in the kernel) or ``AgentProcess``
-    (a script in another process). Both record into ``trace`` and take typed turns."""
+    (a script in another process), ``VideoSDKRunner`` (a VideoSDK job). Each records into
+    ``trace`` and takes typed turns."""
 
+    agent_base: ClassVar[type[Any]]
+    """the class its framework's agents subclass (livekit's or VideoSDK's ``Agent``): what
+    ``new_agent_type=`` in a scenarios file names a subclass of"""
     state: RunnerState
     failure: RunnerError | None
     trace: Trace

@@ -32,7 +32,7 @@ import tempfile
 import threading
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from livekit.agents import Agent, RunResult, llm
 from livekit.agents import __version__ as LIVEKIT_VERSION
@@ -42,6 +42,7 @@ from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
+from ..emulator.server import PLACEHOLDER_KEY
 from ..trace import Trace
 from ..trace.remote_items import chat_item, chat_items
 from .errors import RunnerError, TurnError
@@ -58,8 +59,6 @@ _OUTPUT_LINES = 15
 _START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 """a terminal's control sequence (ECMA-48 CSI: colours, cursor moves)"""
-_PLACEHOLDER_KEY = "sk-notebook-agents-emulator"
-"""the API key the script's models get against an emulator (any non-empty key works there)"""
 
 
 class RemoteAgent(Agent):
@@ -92,6 +91,9 @@ class AgentProcess(StartStop):
     only the process this started. ``greets=False`` for an agent that says nothing until
     spoken to (turns wait for its greeting otherwise).
     """
+
+    agent_base: ClassVar[type[Any]] = Agent
+    """its agents are livekit's (a ``RunResult``'s handoffs name them as ``RemoteAgent``)"""
 
     def __init__(
         self,
@@ -600,13 +602,12 @@ def _emulator_env(emulator: Emulator) -> dict[str, str]:
     keys this kernel holds (none of them goes to the emulator)."""
     url = emulator.base_url()
     return {
-        "OPENAI_BASE_URL": url,
-        "OPENAI_API_KEY": _PLACEHOLDER_KEY,
+        **emulator.openai_environment(),
         # LiveKit Inference: its LLM speaks chat completions, its STT and TTS the emulator serves;
         # its clients sign with these
         "LIVEKIT_INFERENCE_URL": url,
         "LIVEKIT_API_KEY": "notebook-agents",
-        "LIVEKIT_API_SECRET": _PLACEHOLDER_KEY,
+        "LIVEKIT_API_SECRET": PLACEHOLDER_KEY,
         **_gemini_env(emulator),
     }
 

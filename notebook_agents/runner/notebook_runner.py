@@ -20,10 +20,11 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, ClassVar, ParamSpec, TypeVar, overload
 
 import numpy as np
 from livekit.agents import (
+    Agent,
     AgentServer,
     AgentSession,
     ChatMessage,
@@ -42,6 +43,7 @@ from . import _environment, _failed_expectation, _session_guard, _session_hook
 from ._caller import CallerInput, until_the_agent_is_quiet
 from ._cells import CellRun, current_cell_run
 from ._closing import PendingWords
+from ._kernel_loops import close_retired, retire
 from ._model_truth import InProcessEmulators
 from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
@@ -76,8 +78,6 @@ _START_AGAIN = "make a new NotebookRunner(...).start() to talk to the agent agai
 # run only once) and those an earlier run of its cell started: re-running a cell never leaves
 # two agents behind, while runners started from other cells keep running.
 _running: set[NotebookRunner] = set()
-# Loops of runners stopped off the main thread, closed by the next main-thread stop.
-_loops_to_close: list[asyncio.AbstractEventLoop] = []
 
 
 class NotebookRunner(StartStop):
@@ -98,6 +98,9 @@ class NotebookRunner(StartStop):
     (``model_truth``; by default any ``Emulator`` running in this process that serves the
     session). A turn answered while they disagree raises ``TurnError``.
     """
+
+    agent_base: ClassVar[type[Any]] = Agent
+    """its agents are livekit's"""
 
     def __init__(
         self,
@@ -403,7 +406,7 @@ class NotebookRunner(StartStop):
         ``await runner.call(session.generate_reply, instructions="greet")`` (returns the speech
         once played out), ``await runner.call(session.interrupt)``."""
         self._require_turns("call()")
-        return await asyncio.wrap_future(self._in_job(_called(fn, args, kwargs), "call()"))
+        return await asyncio.wrap_future(self._in_job(called(fn, args, kwargs), "call()"))
 
     async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
         """What the agent said on its own as its session started (its ``on_enter`` speech),
@@ -469,7 +472,7 @@ class NotebookRunner(StartStop):
             return
         self._begin_stop()
         _wait_lock_free(self._stop_done, longest_pause=0.001)  # milliseconds away
-        self._close_loops()
+        close_retired()
         if not self._served.is_set():
             raise RunnerError(
                 f"the agent server did not stop within {self.stop_timeout:.0f} s; its thread "
@@ -816,7 +819,7 @@ class NotebookRunner(StartStop):
             _running.discard(self)
             livekit.release_mock_room()
             if self._loop is not None:
-                _loops_to_close.append(self._loop)
+                retire(self._loop)
             self.timings["stop"] = time.perf_counter() - started
             self.state = RunnerState.STOPPED
             self._stop_done.set()
@@ -841,16 +844,6 @@ class NotebookRunner(StartStop):
             loop.call_soon_threadsafe(signal.set)
         if self._served.wait(self.stop_timeout):
             thread.join()  # only returning is left to it
-
-    def _close_loops(self) -> None:
-        # asyncio loops may only be closed from the main thread here; a loop still running
-        # (a server that would not stop) is left to end with the kernel.
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for loop in list(_loops_to_close):
-            if not loop.is_running():
-                loop.close()
-                _loops_to_close.remove(loop)
 
     def _require_turns(self, what: str) -> None:
         """Raise the reason this runner cannot take a turn now, naming the fix."""
@@ -883,7 +876,7 @@ def reply_text(result: RunResult[Any]) -> str:
     return _joined(_said(result))
 
 
-async def _called(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+async def called(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn``'s result, awaited if it is awaitable (a speech handle: until it is played)."""
     result = fn(*args, **kwargs)
     return await result if inspect.isawaitable(result) else result
@@ -950,7 +943,7 @@ def _stop_through_interrupts(runner: NotebookRunner) -> None:
                     pass
         except KeyboardInterrupt:
             pass
-    runner._close_loops()
+    close_retired()
 
 
 def _wait_lock_free(event: threading.Event, longest_pause: float) -> None:

@@ -1,5 +1,6 @@
 """Scenario suites: scripted conversations with livekit's expectations, run offline against
-an ``AgentServer`` (a fresh session each), as a table in a notebook and as tests under pytest."""
+an ``AgentServer`` or the runners a function makes (a fresh session each), as a table in a
+notebook and as tests under pytest."""
 
 from .expectations import Expectation, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult

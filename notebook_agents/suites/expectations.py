@@ -3,7 +3,8 @@ as in a livekit eval (``next_event().is_function_call(name="lookup_weather")``),
 
 The text is parsed (never evaluated): each call must be one of livekit's assertion methods with
 keyword arguments it takes, each value a literal, except ``new_agent_type=`` (an ``Agent``
-class, by name) and ``judge``'s model (``llm``: the suite's judge model).
+class, by name: livekit's, or the framework's the runner runs, e.g. VideoSDK's) and ``judge``'s
+model (``llm``: the suite's judge model).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class Expectation:
         ]
 
     async def check(
-        self, result: RunResult[Any], agents: Mapping[str, type[Agent]], judge: LLM[Any] | None
+        self, result: RunResult[Any], agents: Mapping[str, type[Any]], judge: LLM[Any] | None
     ) -> None:
         """Apply the chain to ``result.expect``; livekit's ``AssertionError`` if it fails."""
         __tracebackhide__ = True
@@ -194,14 +195,17 @@ def _value(key: str, node: ast.expr, text: str) -> Any:
         ) from None
 
 
-def agent_classes(names: list[str], home: str | None) -> dict[str, type[Agent]]:
-    """Each ``new_agent_type`` name as its ``Agent`` class: a dotted one imported; a bare one
-    from ``home`` (the module defining the server), else the one ``Agent`` class of that name
-    defined so far. ``ExpectationError`` names the fix."""
-    return {name: _agent_class(name, home) for name in names}
+def agent_classes(
+    names: list[str], home: str | None, base: type[Any] = Agent
+) -> dict[str, type[Any]]:
+    """Each ``new_agent_type`` name as its agent class, a subclass of ``base`` (livekit's
+    ``Agent``, or the runner's ``agent_base``): a dotted one imported; a bare one from
+    ``home`` (the module defining the server), else the one such class of that name defined
+    so far. ``ExpectationError`` names the fix."""
+    return {name: _agent_class(name, home, base) for name in names}
 
 
-def _agent_class(name: str, home: str | None) -> type[Agent]:
+def _agent_class(name: str, home: str | None, base: type[Any]) -> type[Any]:
     module_name, _, attr = name.rpartition(".")
     if module_name:
         try:
@@ -210,15 +214,13 @@ def _agent_class(name: str, home: str | None) -> type[Agent]:
             raise ExpectationError(
                 f"new_agent_type={name}: cannot import {module_name}: {e}"
             ) from None
-        if isinstance(value, type) and issubclass(value, Agent):
+        if isinstance(value, type) and issubclass(value, base):
             return value
         raise ExpectationError(f"new_agent_type={name}: {module_name} has no Agent class {attr}")
     value = getattr(sys.modules.get(home or ""), name, None)
-    if isinstance(value, type) and issubclass(value, Agent):
+    if isinstance(value, type) and issubclass(value, base):
         return value
-    found = {
-        f"{c.__module__}.{c.__qualname__}": c for c in _subclasses(Agent) if c.__name__ == name
-    }
+    found = {f"{c.__module__}.{c.__qualname__}": c for c in _subclasses(base) if c.__name__ == name}
     if len(found) == 1:
         return next(iter(found.values()))
     which = f"several: {', '.join(sorted(found))}" if found else "none is defined"
@@ -228,7 +230,7 @@ def _agent_class(name: str, home: str | None) -> type[Agent]:
     )
 
 
-def _subclasses(cls: type[Agent]) -> list[type[Agent]]:
+def _subclasses(cls: type[Any]) -> list[type[Any]]:
     found = []
     for sub in cls.__subclasses__():
         found += [sub, *_subclasses(sub)]

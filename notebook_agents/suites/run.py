@@ -1,11 +1,13 @@
-"""Run a scenario suite against the user's ``AgentServer``: each scenario on a fresh runner
-(a fresh job and session), its turns through ``runner.run`` / ``run_audio``, its expectations
-on livekit's ``RunResult``, then the server's ``on_simulation_end`` as LiveKit's simulator
-calls it, so the server's own veto (``ctx.fail``) counts.
+"""Run a scenario suite against the user's ``AgentServer`` (or any ``AgentRunner`` a function
+makes, e.g. a ``VideoSDKRunner``): each scenario on a fresh runner (a fresh job and session),
+its turns through ``runner.run`` / ``run_audio``, its expectations on livekit's ``RunResult``,
+then the server's ``on_simulation_end`` as LiveKit's simulator calls it, so the server's own
+veto (``ctx.fail``) counts.
 
-The job is a simulation job as LiveKit's simulator dispatches one (the ``lk.simulator.dispatch``
-attribute), so ``ctx.simulation_context()`` in the entrypoint gives the scenario and its
-``userdata``, e.g. to seed mocks.
+A server's job is a simulation job as LiveKit's simulator dispatches one (the
+``lk.simulator.dispatch`` attribute), so ``ctx.simulation_context()`` in the entrypoint gives
+the scenario and its ``userdata``, e.g. to seed mocks. Those two are livekit's simulator hooks:
+a runner a function made runs its own job, and neither applies.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, cast, runtime_checkable
 
 from google.protobuf import json_format
 from livekit.agents import Agent, AgentServer, JobContext, RunResult
@@ -30,7 +32,7 @@ from livekit.agents.simulation import (
 from livekit.agents.types import ATTRIBUTE_SIMULATOR_DISPATCH
 
 from .. import _livekit_internals as livekit
-from ..runner import NotebookRunner, RunnerError
+from ..runner import AgentRunner, NotebookRunner, RunnerError, RunnerState
 from ..runner.notebook_runner import Entrypoint
 from .expectations import JUDGE_MODEL, ExpectationError, agent_classes
 from .results import Outcome, ScenarioResult, SuiteResult
@@ -40,9 +42,23 @@ _SIMULATION_END_S = 30.0
 """``on_simulation_end`` gets this long, as a turn does by default"""
 
 
-ServerSource = AgentServer | Entrypoint | Callable[[], AgentServer]
-"""an ``AgentServer``, its entrypoint, or a function making the server (a fresh one, with
-fresh models, for each scenario)"""
+ServerSource = AgentServer | Entrypoint | Callable[[], AgentServer | AgentRunner]
+"""an ``AgentServer``, its entrypoint, or a function making the server or a runner (a fresh
+one, with fresh models, for each scenario): any ``AgentRunner``, e.g. ``lambda:
+VideoSDKRunner(entrypoint, emulator=emu)``"""
+_SHAPES = (
+    "pass the server, its entrypoint, or a function making the server or a fresh runner "
+    "(e.g. lambda: VideoSDKRunner(entrypoint)) per scenario"
+)
+
+
+@runtime_checkable
+class _TakesSpeech(Protocol):
+    """A runner that takes spoken turns (``NotebookRunner``, ``VideoSDKRunner``)."""
+
+    async def run_audio(
+        self, audio: os.PathLike[str], rate: int | None = None, timeout: float = 30.0
+    ) -> RunResult[Any]: ...
 
 
 async def run_suite(
@@ -57,19 +73,25 @@ async def run_suite(
 
     A model made once outside the entrypoint serves one job only (livekit keeps the first
     job's HTTP session in it): pass a function making the server, ``make_server``, and each
-    scenario gets its own.
+    scenario gets its own. A function making a runner (``lambda: VideoSDKRunner(entrypoint,
+    emulator=emu)``) runs each scenario on the runner it makes: ``new_agent_type=`` then names
+    its framework's agents (``agent_base``), and livekit's simulator hooks (the simulation
+    dispatch, ``on_simulation_end``) do not apply.
 
     ``judge_llm`` is the model ``judge(llm, intent=...)`` expectations use; a scenario that
     needs one it was not given, or a simulated user (``instructions`` without ``turns``), is
     ``not runnable``, never a pass. ``on_result`` is called with each result as it comes.
     """
     loaded = suite if isinstance(suite, ScenarioSuite) else load_suite(suite)
-    agents = _agents_named(loaded, server)
     run_id = f"notebook-{uuid.uuid4().hex[:8]}"
     result = SuiteResult(loaded.name)
+    agents: dict[str, type[Any]] | None = None
     for scenario in loaded.scenarios:
+        made = _made(server)
+        if agents is None:  # before anything runs: the first one made says whose agents
+            agents = _agents_named(loaded, server, made)
         outcome = await run_scenario(
-            scenario, _server(server), agents=agents, judge_llm=judge_llm, run_id=run_id
+            scenario, made, agents=agents, judge_llm=judge_llm, run_id=run_id
         )
         result.scenarios.append(outcome)
         if on_result is not None:
@@ -79,14 +101,15 @@ async def run_suite(
 
 async def run_scenario(
     scenario: ScriptedScenario,
-    server: AgentServer,
+    server: AgentServer | AgentRunner,
     *,
-    agents: dict[str, type[Agent]],
+    agents: Mapping[str, type[Any]],
     judge_llm: LLM[Any] | None = None,
     run_id: str = "",
 ) -> ScenarioResult:
-    """One scenario on a fresh runner of ``server``: started, its turns run and checked, its
-    ``on_simulation_end`` called, stopped."""
+    """One scenario on a fresh runner of ``server`` (or on ``server``, a runner not started
+    yet): started, its turns run and checked, a server's ``on_simulation_end`` called,
+    stopped."""
     began = time.perf_counter()
     result = ScenarioResult(scenario.label, Outcome.PASSED)
     why_not = _not_runnable(scenario, judge_llm)
@@ -94,21 +117,22 @@ async def run_scenario(
         result.outcome, result.reason = Outcome.NOT_RUNNABLE, why_not
         return result
     spoken = any(turn.spoken for turn in scenario.turns)
-    runner = _ScenarioRunner(server, _dispatch(scenario, run_id, spoken), audio=spoken)
-    if spoken and runner.credentials is not None:  # run_audio's microphone is offline only
-        result.outcome = Outcome.NOT_RUNNABLE
-        result.reason = (
-            "its spoken turns play through the offline session's microphone, and with "
-            f"{runner.credentials.url_setting} set it would join a real room, where nothing "
-            f"says them: {runner.credentials.offline_hint}"
-        )
+    runner = (
+        _ScenarioRunner(server, _dispatch(scenario, run_id, spoken), audio=spoken)
+        if isinstance(server, AgentServer)
+        else server
+    )
+    why_not = _unspoken(runner) if spoken else ""
+    if why_not:
+        result.outcome, result.reason = Outcome.NOT_RUNNABLE, why_not
         return result
     result.trace = runner.trace
     try:
         runner.start()
         await runner.ready()
         await _play(runner, scenario, result, agents, judge_llm)
-        await runner.simulation_end(result)
+        if isinstance(runner, _ScenarioRunner):
+            await runner.simulation_end(result)
     except (RunnerError, ExpectationError) as e:
         result.outcome, result.reason = Outcome.ERROR, str(e)
     finally:
@@ -118,10 +142,10 @@ async def run_scenario(
 
 
 async def _play(
-    runner: NotebookRunner,
+    runner: AgentRunner,
     scenario: ScriptedScenario,
     result: ScenarioResult,
-    agents: dict[str, type[Agent]],
+    agents: Mapping[str, type[Any]],
     judge_llm: LLM[Any] | None,
 ) -> None:
     """The turns in order, each checked as it ends; the first failure ends the scenario (a
@@ -144,8 +168,9 @@ async def _play(
                 return
 
 
-async def _take(runner: NotebookRunner, turn: Turn) -> RunResult[Any]:
+async def _take(runner: AgentRunner, turn: Turn) -> RunResult[Any]:
     if turn.audio is not None:
+        assert isinstance(runner, _TakesSpeech)  # else the scenario is not runnable
         return await runner.run_audio(turn.audio, timeout=turn.timeout)
     assert turn.user is not None
     return await runner.run(turn.user, timeout=turn.timeout)
@@ -172,32 +197,62 @@ def _not_runnable(scenario: ScriptedScenario, judge_llm: LLM[Any] | None) -> str
     return ""
 
 
-def _server(source: ServerSource) -> AgentServer:
-    """The server a scenario runs on: ``source``, or a fresh one it makes."""
+def _unspoken(runner: AgentRunner) -> str:
+    """Why ``runner`` cannot take the scenario's spoken turns, or ""."""
+    if isinstance(runner, NotebookRunner) and runner.credentials is not None:
+        # run_audio's microphone is offline only
+        return (
+            "its spoken turns play through the offline session's microphone, and with "
+            f"{runner.credentials.url_setting} set it would join a real room, where nothing "
+            f"says them: {runner.credentials.offline_hint}"
+        )
+    if not isinstance(runner, _TakesSpeech):
+        return (
+            "its spoken turns need a runner that takes them (run_audio): "
+            f"{type(runner).__name__} takes typed turns only"
+        )
+    return ""
+
+
+def _made(source: ServerSource) -> AgentServer | AgentRunner:
+    """What a scenario runs on: the server ``source``, or the server or the fresh runner it
+    makes."""
     if isinstance(source, AgentServer) or asyncio.iscoroutinefunction(source):
         return NotebookRunner(source).server  # the runner's own check of what it runs
     if callable(source):
         made = cast(Callable[[], object], source)()
+        if isinstance(made, AgentRunner):
+            if made.state is not RunnerState.NEW:
+                raise RunnerError(
+                    f"the function given as the server returned a runner that is "
+                    f"{made.state.value}: make a fresh runner for each scenario"
+                )
+            return made
         if not isinstance(made, AgentServer):
             raise RunnerError(
                 f"the function given as the server returned {type(made).__name__}, not an "
-                "AgentServer: pass the server, its entrypoint, or a function making the server"
+                f"AgentServer or a runner: {_SHAPES}"
             )
         return NotebookRunner(made).server
     raise RunnerError(
-        f"run_suite needs an AgentServer, its entrypoint or a function making one, "
-        f"not {type(source).__name__}"
+        f"run_suite needs an AgentServer, its entrypoint, or a function making the server or "
+        f"a runner, not {type(source).__name__}: {_SHAPES}"
     )
 
 
-def _agents_named(suite: ScenarioSuite, source: ServerSource) -> dict[str, type[Agent]]:
-    """The ``Agent`` classes the suite's expectations name, found before anything runs: a
-    bare name where the server (or the function making it) is defined."""
+def _agents_named(
+    suite: ScenarioSuite, source: ServerSource, made: AgentServer | AgentRunner
+) -> dict[str, type[Any]]:
+    """The agent classes the suite's expectations name (livekit's ``Agent``s, or those of
+    the framework of the runner ``source`` ``made``), found before anything runs: a bare name
+    where the server's entrypoint (or the runner's) is defined, else the function making it."""
     names = [name for s in suite.scenarios for e in s.expectations for name in e.agent_types]
     defined = livekit.entrypoint_of(source) if isinstance(source, AgentServer) else source
+    defined = getattr(made, "entrypoint", None) or defined  # a runner's job (VideoSDKRunner)
     home = getattr(defined, "__module__", None)
+    base = made.agent_base if isinstance(made, AgentRunner) else Agent
     try:
-        return agent_classes(sorted(set(names)), home)
+        return agent_classes(sorted(set(names)), home, base)
     except ExpectationError as e:
         where = f"{suite.path}: " if suite.path else ""
         raise SuiteFileError(f"{where}{e}") from None

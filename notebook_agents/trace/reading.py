@@ -461,10 +461,7 @@ def handoff_data(
         data["context_items"] = [describe_item(item) for item in new_items]
     if old is not None and new is not None:
         new_ids = {i.id for i in new_items}
-        shared = {i.id for i in old_items} & new_ids
-        context: ContextMode = (
-            "copied" if shared - held_before else "empty" if not new_items else "own"
-        )
+        context, shared = context_mode({i.id for i in old_items}, new_ids, held_before)
         data["session"] = session
         data["context"] = context
         data["items_from"] = len(old_items)
@@ -477,6 +474,17 @@ def handoff_data(
                 if kept - held_before and context != "copied":
                     data["context"], data["livekit_context"] = "copied", context
     return data
+
+
+def context_mode(
+    old_ids: set[str], new_ids: set[str], held_before: set[str]
+) -> tuple[ContextMode, set[str]]:
+    """How the new agent's context came about, and the item ids it shares with the old one's:
+    copied (it starts from items of the old one it did not hold itself when it last handed
+    off, ``held_before``), empty, or its own."""
+    shared = old_ids & new_ids
+    mode: ContextMode = "copied" if shared - held_before else "empty" if not new_ids else "own"
+    return mode, shared
 
 
 def _make_context_changed(

@@ -13,18 +13,17 @@ before the user speaks: ``on_enter``; after a tool's output in the same turn: ``
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
-from typing import Any
 
 from livekit.agents import llm
 from livekit.agents.voice.remote_session import RemoteSession
 from livekit.protocol.agent_pb import agent_session as agent_pb
 
 from .describe import message_metrics, message_text
+from .foreign import ForeignReader
 from .recorder import Recorder, error_data, given
 from .remote_items import chat_item
-from .schema import ErrorSource, EventKind, HandoffData, ModelUsageData
+from .schema import ErrorSource, HandoffData, ModelUsageData
 from .tap import Handler, listen
 
 _ERROR_SOURCES: dict[str, ErrorSource] = {
@@ -40,21 +39,16 @@ _REPORTED_RECOVERABLE = re.compile(r"\brecoverable=(True|False)\b")
 _REPORTED_ERROR = re.compile(r"\berror=(\w+)\(")
 
 
-class RemoteReader:
+class RemoteReader(ForeignReader):
     """Listens to one ``RemoteSession``; ``detach`` stops it."""
 
     def __init__(self, recorder: Recorder) -> None:
-        self._recorder = recorder
+        super().__init__(recorder)
         self._stop_listening: Callable[[], None] = lambda: None
         self._seen: set[object] = set()  # item ids, and ("call" | "output", call_id)
-        self.agent: str | None = None
-        """the active agent's id, as the other process last reported it"""
         self._entering = False  # a handoff came and the user has not spoken since
         self._tool_output_this_turn = False
         self._usage: list[ModelUsageData] = []
-        self._closing = threading.Lock()
-        self._closed_recorded = False
-        self._failure: str | None = None
 
     def attach(self, remote: RemoteSession) -> None:
         handlers: dict[str, Handler] = {
@@ -72,26 +66,7 @@ class RemoteReader:
     def detach(self) -> None:
         self._stop_listening()
 
-    # -- what the process's runner knows ---------------------------------------------------
-
-    def record_failure(self, message: str) -> None:
-        self._failure = message
-        data = error_data(message, "RunnerError", "runner", recoverable=False)
-        self._recorder.capture_alarm(given, "error", data, self.agent)
-
-    def record_closed(self, reason: str, error: str | None = None) -> None:
-        with self._closing:
-            if self._closed_recorded:
-                return
-            self._closed_recorded = True
-        if self._failure is not None:
-            reason, error = "error", error or self._failure
-        self._recorder.capture_last(given, "closed", {"reason": reason, "error": error}, self.agent)
-
     # -- the reports, on the loop that reads the protocol ----------------------------------
-
-    def _capture(self, kind: EventKind, data: Any) -> None:
-        self._recorder.capture(given, kind, data, self.agent)
 
     def _on_agent_state(self, ev: agent_pb.AgentSessionEvent) -> None:
         changed = ev.agent_state_changed

@@ -64,9 +64,14 @@ class ChatItemData(TypedDict):
 ``call_id`` and ``text`` (the call's arguments, or the output)."""
 
 
+AgentStateName = AgentState | Literal["closing"]
+"""livekit's agent states, and ``closing``: a VideoSDK session's agent between ``close()``
+and ``closed`` (livekit's goes straight to ``closed``)"""
+
+
 class AgentStateData(TypedDict):
-    old: AgentState
-    new: AgentState
+    old: AgentStateName
+    new: AgentStateName
 
 
 class UserStateData(TypedDict):

@@ -12,7 +12,7 @@ import bisect
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from livekit.agents import AgentSession
 from livekit.agents.voice.remote_session import RemoteSession
@@ -20,12 +20,16 @@ from livekit.agents.voice.remote_session import RemoteSession
 from . import chrome, otlp
 from .contexts import agent_contexts, divergences
 from .delivery import Delivery, Subscriber
+from .foreign import ForeignReader
 from .reading import SessionReader
 from .recorder import Recorder, given
 from .remote import RemoteReader
 from .schema import EventKind, TraceSpan
 from .store import EventLog, TraceEvent
 from .truth import ModelTruth
+
+if TYPE_CHECKING:
+    from ..videosdk.reading import VideoSDKReader
 
 
 class Trace:
@@ -42,7 +46,8 @@ class Trace:
         self._delivery = Delivery(self._flush)
         self._recorder = Recorder(self._log, self._delivery)
         self._reader = SessionReader(self._recorder)
-        self._remote: RemoteReader | None = None
+        self._foreign: ForeignReader | None = None
+        """the reader of a session that is not a livekit one in this kernel, once attached"""
         self.model_truth = model_truth
         self.loaded = False
         """True for a trace read by ``load``: a replay, it will not grow"""
@@ -195,15 +200,30 @@ class Trace:
     def attach_remote(self, remote: RemoteSession) -> None:
         """Start recording an agent in another process, through livekit's ``RemoteSession``
         (``AgentProcess`` does): the same kinds of event, from what the process reports."""
-        if self._remote is not None:
+        reader = RemoteReader(self._recorder)
+        self._attach_foreign(reader)
+        reader.attach(remote)
+
+    def attach_videosdk(self, session: Any) -> VideoSDKReader:
+        """Start recording a VideoSDK agents ``AgentSession`` (``notebook-agents[videosdk]``;
+        ``VideoSDKRunner`` does): the same kinds of event, so every view and analysis reads it.
+        Attach before ``session.start`` to see everything."""
+        from ..videosdk.reading import VideoSDKReader
+
+        reader = VideoSDKReader(self._recorder)
+        self._attach_foreign(reader)
+        reader.attach(session)
+        return reader
+
+    def _attach_foreign(self, reader: ForeignReader) -> None:
+        if self._foreign is not None:
             raise RuntimeError("this Trace is already attached; make a new Trace per session")
-        self._remote = RemoteReader(self._recorder)
-        self._remote.attach(remote)
+        self._foreign = reader
 
     def detach(self) -> None:
         """Stop recording and restore every agent method the trace wrapped."""
-        if self._remote is not None:
-            self._remote.detach()
+        if self._foreign is not None:
+            self._foreign.detach()
         self._reader.detach()
         self._delivery.kick()  # the session's loop may close before a scheduled kick
 
@@ -223,12 +243,12 @@ class Trace:
     def record_failure(self, message: str) -> None:
         """Record why the session cannot go on (an ``error``, not recoverable); the
         ``closed`` that follows carries it as its error, with reason ``error``."""
-        self._reader.record_failure(message)
+        (self._foreign or self._reader).record_failure(message)
 
     def record_closed(self, reason: str, error: str | None = None) -> None:
         """Record ``closed`` once: from livekit's close event, or from the runner when
         livekit closes a session without one (a close that raised)."""
-        (self._remote or self._reader).record_closed(reason, error)
+        (self._foreign or self._reader).record_closed(reason, error)
 
     def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
         """Record an event made already, as a session's would be (a benchmark's replay)."""

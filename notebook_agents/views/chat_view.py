@@ -38,6 +38,11 @@ class ChatView(TraceStreamView):
     """once the call is over: that it is, why, and what to do; the input is then disabled"""
 
     def __init__(self, runner: AgentRunner, **kwargs: Any) -> None:
+        if not isinstance(runner, AgentRunner):
+            raise TypeError(
+                f"ChatView takes the runner it types into, ChatView(runner), not a "
+                f"{type(runner).__name__} (the other views take runner.trace)"
+            )
         super().__init__(runner.trace, **kwargs)
         self.runner = runner
         try:

@@ -45,6 +45,13 @@ class VoiceView(anywidget.AnyWidget):
 
     def __init__(self, runner: NotebookRunner, mode: str = "push_to_talk", **kwargs: Any) -> None:
         self._stops: list[Callable[[], None]] = []  # first: a refused view is still closed
+        if not isinstance(runner, NotebookRunner):
+            raise TypeError(
+                f"VoiceView is the microphone and speaker of a NotebookRunner(..., audio=True), "
+                f"not of a {type(runner).__name__}: speak to it with `await "
+                "runner.send_audio(...)`; what the agent said aloud is in its trace (and a "
+                "VideoSDKRunner's in `runner.room.played`)"
+            )
         runner.require_microphone("VoiceView")
         super().__init__(mode=mode, **kwargs)
         self.runner = runner

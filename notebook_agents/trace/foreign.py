@@ -1,0 +1,47 @@
+"""What every reader of a session outside this kernel's livekit shares: the runner's word.
+
+A ``Trace`` reads a livekit ``AgentSession`` in the kernel itself (``reading``); a session it
+hears about some other way (another process's reports, ``remote``; another framework's
+session, ``notebook_agents.videosdk``) is read by a ``ForeignReader``. Each knows the active
+agent's label, and takes from its runner why the session failed and that it closed, once.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .recorder import Recorder, error_data, given
+from .schema import EventKind
+
+
+class ForeignReader:
+    """Records into ``recorder`` at the active agent (``agent``); ``detach`` stops it."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self.agent: str | None = None
+        """the active agent's label, as the session last made it known"""
+        self._closing = threading.Lock()
+        self._closed_recorded = False
+        self._failure: str | None = None
+
+    def detach(self) -> None:
+        """Stop listening; a subclass puts back what it changed."""
+
+    def record_failure(self, message: str) -> None:
+        self._failure = message
+        data = error_data(message, "RunnerError", "runner", recoverable=False)
+        self._recorder.capture_alarm(given, "error", data, self.agent)
+
+    def record_closed(self, reason: str, error: str | None = None) -> None:
+        with self._closing:
+            if self._closed_recorded:
+                return
+            self._closed_recorded = True
+        if self._failure is not None:
+            reason, error = "error", error or self._failure
+        self._recorder.capture_last(given, "closed", {"reason": reason, "error": error}, self.agent)
+
+    def _capture(self, kind: EventKind, data: Any) -> None:
+        self._recorder.capture(given, kind, data, self.agent)

@@ -1,0 +1,18 @@
+"""VideoSDK agents sessions in the kernel, offline, in the same trace and views as LiveKit's.
+
+Needs the extra: ``pip install 'notebook-agents[videosdk]'`` (videosdk-agents and its OpenAI
+plugin).
+"""
+
+VIDEOSDK_EXTRA = "pip install 'notebook-agents[videosdk]'"
+
+try:
+    import videosdk.agents  # noqa: F401
+except ImportError as missing:
+    raise ImportError(
+        f"VideoSDK agents sessions need videosdk-agents and its OpenAI plugin: {VIDEOSDK_EXTRA}"
+    ) from missing
+
+from .runner import Entrypoint, VideoSDKRunner  # noqa: E402
+
+__all__ = ["VIDEOSDK_EXTRA", "Entrypoint", "VideoSDKRunner"]
