@@ -33,7 +33,7 @@ from notebook_agents import (
 )
 from notebook_agents.analysis import TraceAnalysis
 from notebook_agents.emulator import Emulator
-from notebook_agents.trace import check_event_data
+from notebook_agents.trace import EventKind, check_event_data
 from notebook_agents.views import AgentGraphView, ChatView
 
 from .test_chat_view import Browser, finished
@@ -88,7 +88,7 @@ async def greeter(emulator: Emulator, processes: list[AgentProcess]) -> AsyncIte
     yield agent
 
 
-def first_event(trace: Trace, kind: str) -> asyncio.Future[TraceEvent]:
+def first_event(trace: Trace, kind: EventKind) -> asyncio.Future[TraceEvent]:
     """The trace's first event of ``kind``, delivered on this loop."""
     found: asyncio.Future[TraceEvent] = asyncio.get_running_loop().create_future()
 
