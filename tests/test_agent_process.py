@@ -387,7 +387,8 @@ async def test_a_turn_to_an_agent_that_never_greets_names_greets_false(
 
 
 async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: AgentProcess) -> None:
-    greeted = first_event(greeter.trace, "agent_message")
+    # the greeting may come over before the view exists: the browser asks for what it missed
+    await asyncio.wait_for(first_event(greeter.trace, "agent_message"), 30)
     chat = ChatView(greeter)
     browser = Browser(chat)
     graph = AgentGraphView(greeter)  # follows its trace, as a NotebookRunner's
@@ -397,9 +398,6 @@ async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: Agent
             weather.set() if e.kind == "agent_message" and e.agent == "weather_agent" else None
         )
     )
-    # the caller types once the greeting has come over (a loaded clean-clone CI had the turn's
-    # lines before the other process's greeting, which the test read as missing)
-    await asyncio.wait_for(greeted, 30)
     turn = chat.say("transfer to weather")
     assert turn is not None
     await asyncio.wait_for(finished(chat, turn, weather), 30)

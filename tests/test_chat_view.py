@@ -34,10 +34,18 @@ class Browser:
 
     def __init__(self, view: ChatView) -> None:
         self.messages: list[dict[str, Any]] = []
-        view.send = self.messages.append
+        # each message as it went over the wire then (the view's history is its own live list)
+        view.send = lambda message: self.messages.append(
+            {**message, "events": list(message["events"])}
+        )
+        # as the front end does once it renders: what the view sent before it was there
+        view._on_browser_message(view, {"type": "history"}, None)
 
     def lines(self) -> list[tuple[str, str]]:
-        return [(e["who"], e["text"]) for m in self.messages for e in m["events"]]
+        events: list[dict[str, Any]] = []
+        for message in self.messages:
+            events = [*([] if message.get("reset") else events), *message["events"]]
+        return [(e["who"], e["text"]) for e in events]
 
 
 def said(view: ChatView, text: str) -> asyncio.Event:
