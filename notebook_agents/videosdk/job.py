@@ -1,7 +1,7 @@
 """The job context a VideoSDK entrypoint gets offline: its room is ``OfflineRoom``.
 
 VideoSDK's ``JobContext.connect`` joins a VideoSDK room (or serves a websocket or WebRTC
-transport on 0.0.0.0); offline there is no room to join, so ``connect`` makes the room's
+transport on every interface); offline there is no room to join, so ``connect`` makes the room's
 stand-in instead and wires its agent audio track into the pipeline as VideoSDK's own rooms
 are wired. Everything else is VideoSDK's: ``run_until_shutdown``, shutdown callbacks, the
 session's registration.

@@ -2,11 +2,11 @@
 
 A VideoSDK room is the boundary (no SFU offline), so ``OfflineRoom`` plays the part of the
 room and of the one participant in it, the notebook's user, with no sockets of its own
-(videosdk's websocket/WebRTC transports bind 0.0.0.0). ``connect()`` makes the agent's audio
-track, videosdk's own ``CustomAudioStreamTrack``, and a speaker task reads it with ``recv()``
-as a participant's client would: that ``recv`` paces itself in real time, and the agent leaves
-"speaking" only once its audio has been read out. What the agent played is kept, with when
-each stretch of it began and ended on the trace's clock (``time.perf_counter``).
+(videosdk's websocket/WebRTC transports listen on every interface). ``connect()`` makes the
+agent's audio track, videosdk's own ``CustomAudioStreamTrack``, and a speaker task reads it
+with ``recv()`` as a participant's client would: that ``recv`` paces itself in real time, and
+the agent leaves "speaking" only once its audio has been read out. What the agent played is
+kept, with when each stretch of it began and ended on the trace's clock (``time.perf_counter``).
 ``speak()`` is the caller's microphone: it feeds the pipeline 20 ms frames at real-time pace as
 a VideoSDK room delivers them (Opus decoded: 48 kHz, s16 stereo, the browser's mono in both
 channels), the format declared to videosdk's ``audio_format`` as its input stream does, then
