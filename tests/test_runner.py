@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -379,3 +381,54 @@ async def test_a_stopped_runners_credentials_leave_while_another_runs(
         first.stop()
         second.stop()
     assert dict(os.environ) == environment
+
+
+def _dead(*objects: object) -> Callable[[], list[str]]:
+    """What of ``objects`` is still alive after a full collection (by type name)."""
+    refs = [weakref.ref(o) for o in objects]
+    del objects
+
+    def alive() -> list[str]:
+        gc.collect()
+        return [type(o).__name__ for o in (ref() for ref in refs) if o is not None]
+
+    return alive
+
+
+async def test_a_stopped_runner_its_session_and_its_loops_are_collectable(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """The user's server outlives its runners (it stays in the notebook's variables): it
+    keeps no stopped runner, nor its session and loops, once the turns' results are gone
+    (a RunResult holds its session: livekit's). livekit's server keeps the loop it last ran
+    on, closed: one, never one a run."""
+    server = production_server(emulator)
+    made: list[list[object]] = []  # what each run made
+    for _ in range(2):
+        runner = await started(runners, NotebookRunner(server))
+        greeting = await runner.greeting()
+        result = await runner.run("hello")
+        result.expect.next_event().is_message(role="assistant")
+        made.append([runner, runner.session, runner._job_loop, runner._loop, greeting, result])
+        runner.stop()
+        runners.clear()
+        del runner, greeting, result
+    server_loop = made[1].pop(3)
+    assert isinstance(server_loop, asyncio.AbstractEventLoop) and server_loop.is_closed()
+    alive = _dead(*made[0], *made[1])
+    del made
+    assert alive() == []
+
+
+async def test_a_stopped_runners_trace_holds_no_session(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = await started(runners, NotebookRunner(production_server(emulator)))
+    await runner.send_text("hello")
+    trace = runner.trace
+    alive = _dead(runner, runner.session)
+    runner.stop()
+    runners.clear()
+    del runner
+    assert alive() == []
+    assert [e.data["text"] for e in trace.of_kind("user_message")] == ["hello"]

@@ -357,6 +357,41 @@ def test_twenty_start_send_stop_cycles_leak_nothing(kernel: Kernel) -> None:
     _no_agent_left(kernel)
 
 
+COLLECTABLE = """
+import gc, weakref
+from notebook_agents.speech import synthesize
+from tests.test_runner_voice import voice_server
+spoken_server = voice_server(emu)
+
+def parts(runner):
+    return [weakref.ref(o) for o in (runner, runner.session, runner._job_loop, runner.trace)]
+
+def alive(refs):
+    gc.collect()
+    return [type(ref()).__name__ for ref in refs if ref() is not None]
+"""
+
+
+@pytest.mark.timeout(90)
+def test_stopped_runners_typed_and_spoken_are_collectable(kernel: Kernel) -> None:
+    """What a notebook keeps (the server, a turn's RunResult while its variable lives) keeps
+    no stopped runner, session, job loop or trace once the variables are gone."""
+    kernel.run_ok(COLLECTABLE)
+    kernel.run_ok(
+        "typed = NotebookRunner(server).start()\nawait typed.ready()\n"
+        "result = await typed.run('hi')\nresult.expect.next_event().is_message(role='assistant')\n"
+        "typed_parts = parts(typed)\ntyped.stop()"
+    )
+    kernel.run_ok(
+        "spoken = NotebookRunner(spoken_server, audio=True).start()\nawait spoken.ready()\n"
+        "heard = await spoken.send_audio(synthesize('hello there'))\n"
+        "spoken_parts = parts(spoken)\nspoken.stop()"
+    )
+    assert kernel.eval("heard") == 'You are the Concierge. You said: "hello there".'
+    kernel.run_ok("del typed, spoken, result")
+    assert kernel.eval("alive(typed_parts + spoken_parts)") == []
+
+
 ORPHANED = """
 async def orphan_an_error():
     asyncio.get_running_loop().create_future().set_exception(RuntimeError("nobody looked"))

@@ -4,6 +4,8 @@ veto, and pytest gives the same verdicts from the same file."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -159,6 +161,24 @@ def make_hearing_greeter(emulator: Emulator, no_livekit_env: None) -> Callable[[
         return greeter_weather.make_server(model)
 
     return make
+
+
+def _live(kind: type) -> int:
+    gc.collect()
+    return sum(isinstance(o, kind) for o in gc.get_objects())
+
+
+async def test_a_dropped_suite_result_frees_every_scenarios_runner_and_session(
+    make_greeter: Callable[[], AgentServer],
+) -> None:
+    before = _live(NotebookRunner), _live(AgentSession)
+    result = await run_suite(GREETER_SUITE, make_greeter)
+    assert len(result) == 3 and _live(AgentSession) > before[1]  # its RunResults hold them
+    del result
+    # this step of the test's task was woken by run_suite's future, which holds the result
+    # until the step ends: let it end
+    await asyncio.sleep(0)
+    assert (_live(NotebookRunner), _live(AgentSession)) == before
 
 
 async def test_spoken_turns_are_heard_by_the_agent_and_checked(

@@ -34,7 +34,9 @@ from .. import _livekit_internals as livekit
 from ..trace import Trace, TraceEvent, agent_label
 
 _LIVEKIT = str(Path(livekit_agents.__file__).parent)
-_traces: weakref.WeakKeyDictionary[RunResult[Any], Trace] = weakref.WeakKeyDictionary()
+_traces: weakref.WeakKeyDictionary[RunResult[Any], weakref.ref[Trace]] = weakref.WeakKeyDictionary()
+"""each run's trace, held weakly both ways: a trace reaches its results (through its reader,
+livekit's session and activity), so a strong value would keep every stopped runner alive"""
 _traces_lock = threading.Lock()
 _installed: weakref.WeakSet[Any] = weakref.WeakSet()
 """IPython shells the handler is installed in"""
@@ -43,7 +45,7 @@ _installed: weakref.WeakSet[Any] = weakref.WeakSet()
 def remember(result: RunResult[Any], trace: Trace) -> None:
     """``result``'s events are on ``trace``: a failed expectation shows where."""
     with _traces_lock:
-        _traces[result] = trace
+        _traces[result] = weakref.ref(trace)
 
 
 def install() -> None:
@@ -101,7 +103,7 @@ def _handler(earlier: Any, handled: tuple[type[BaseException], ...]) -> Any:
 def _trace_of(events: list[RunEvent]) -> Trace | None:
     with _traces_lock:
         known = list(_traces.items())
-    return next((trace for result, trace in known if result.events is events), None)
+    return next((trace() for result, trace in known if result.events is events), None)
 
 
 def _user_frames(tb: types.TracebackType | None) -> list[types.TracebackType]:

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar, ParamSpec, TypeVar, overload
 
@@ -579,10 +580,15 @@ class NotebookRunner(StartStop):
             await self.server.simulate_job(self.room_name, fake_job=True)
 
     def _observed(self, entrypoint: Entrypoint) -> Entrypoint:
-        runner = self
+        # held weakly: the user's server keeps its last run's job pool, and with it this
+        # entrypoint, after the runner has stopped; a stopped runner must be collectable
+        runner_ref = weakref.ref(self)
 
         @functools.wraps(entrypoint)
         async def observed_entrypoint(ctx: JobContext) -> None:
+            runner = runner_ref()
+            if runner is None:  # its runner is gone: no job of the server's is ours to run
+                return
             runner._ctx = ctx
             runner.logs.claim_thread()
             runner._job_loop = asyncio.get_running_loop()

@@ -72,6 +72,10 @@ class ModelSide:
         self._with_plugin: Agreement[llm.ChatItem] = Agreement(_synced_ids)
         self._all_held: _AllHeld | None = None  # the next sync's check builds on it
 
+    def detach(self) -> None:
+        """The session is over: let go of it (a kept trace keeps no session, model or loop)."""
+        self.session = self.leaving = self._asked = None
+
     # -- on the session's thread -----------------------------------------------------------
 
     def changed(self, *_: object) -> None:

@@ -78,6 +78,10 @@ _ERROR_SOURCES: dict[str, ErrorSource] = {
 _TURN: tuple[SpeechSource, SpeechPhase] = ("generate_reply", "turn")
 
 
+def _not_listening() -> None:
+    """What stops listening when nothing listens."""
+
+
 class SessionReader:
     """Listens to one session at a time; ``detach`` stops it and restores what it wrapped."""
 
@@ -88,7 +92,7 @@ class SessionReader:
         self._session: AgentSession[Any] | None = None
         self._handlers: dict[EventTypes, Handler] = {}
         self.realtime_handlers: dict[str, Handler] = {}
-        self._stop_listening: Callable[[], None] = lambda: None
+        self._stop_listening: Callable[[], None] = _not_listening
         # on the session's thread
         self._seen_items: set[str] = set()
         self._speeches: dict[str, tuple[SpeechSource, SpeechPhase]] = {}
@@ -141,12 +145,16 @@ class SessionReader:
 
     def detach(self) -> None:
         session, self._session = self._session, None
-        self.model.session = None
+        self.model.detach()
         if session is None:
             return
         self._stop_listening()
         self.patches.restore()
         self._tool_runs.clear()
+        # a kept trace must not keep the session: its handlers and activity reach it
+        self._stop_listening = _not_listening
+        self._handlers, self.realtime_handlers = {}, {}
+        self._current = None
 
     # -- what the runner knows -------------------------------------------------------------
 
