@@ -4,7 +4,9 @@ The agent is production-style (a realtime model per job) against the emulator, w
 a process of its own so that only the runner, the trace and livekit count; ``--emulator
 kernel`` runs it in the kernel, as the notebooks do, so that what it keeps of each connection
 counts too. ``--spoken`` makes each turn a spoken one (``send_audio``, the model hears and
-speaks) instead of a typed one.
+speaks) instead of a typed one. ``--suite`` runs the cycles as one scenario suite of that many
+scenarios (each on a runner of its own) and reports what its result holds and what is left
+once it is dropped.
 
 After a warm-up (the first ~100 jobs grow RSS by ~2.5 MB while livekit's lazy parts, the
 protobuf and line caches and the allocator's arenas fill; flat after that), every ``--every``
@@ -15,6 +17,7 @@ held, not freed heap pages glibc has yet to return). The goal: 500 cycles grow R
     .venv/bin/python benchmarks/soak.py --cycles 500
     .venv/bin/python benchmarks/soak.py --cycles 500 --emulator kernel
     .venv/bin/python benchmarks/soak.py --cycles 200 --spoken
+    .venv/bin/python benchmarks/soak.py --cycles 1000 --suite
 """
 
 from __future__ import annotations
@@ -94,6 +97,29 @@ def held():
     )
 """
 
+SUITE = """
+import os, tempfile
+from notebook_agents.suites import load_suite, run_suite
+
+def many_scenarios(n):
+    scenario = (
+        "  - label: hello {}\\n    turns:\\n      - user: hello\\n        expect:\\n"
+        "          - next_event().is_message(role='assistant')\\n"
+    )
+    text = "name: soak\\nscenarios:\\n" + "".join(scenario.format(i) for i in range(n))
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(text)
+    try:
+        return load_suite(f.name)
+    finally:
+        os.unlink(f.name)
+
+async def suite(n):
+    result = await run_suite(many_scenarios(n), server)
+    assert result.passed, result.counts()
+    return result
+"""
+
 COLUMNS = ("threads", "fds", "sockets", "tasks", "room_calls")
 
 
@@ -111,7 +137,13 @@ def main() -> None:
         help="where the emulator runs: its own process (default), or the kernel as in notebooks",
     )
     parser.add_argument("--spoken", action="store_true", help="spoken turns, not typed ones")
+    parser.add_argument(
+        "--suite", action="store_true", help="one suite of --cycles scenarios (typed turns)"
+    )
     args = parser.parse_args()
+    if args.suite:
+        _soak_suite(args.cycles, args.warmup)
+        return
     in_kernel = args.emulator == "kernel"
     setup = SETUP + (IN_KERNEL if in_kernel else IN_PROCESS) + (SPOKEN if args.spoken else TYPED)
     run = f"await cycles({{}}, audio={args.spoken})"
@@ -143,6 +175,28 @@ def main() -> None:
         f"{args.cycles} cycles in {elapsed:.1f} s ({elapsed / args.cycles * 1e3:.0f} ms each); "
         f"RSS grew {growth:+.2f} MB ({per_500:+.2f} MB per 500 cycles; goal < 2 MB: "
         f"{'met' if per_500 < 2 else 'NOT met'})"
+    )
+
+
+def _soak_suite(scenarios: int, warmup: int) -> None:
+    """A suite of ``scenarios`` scenarios: RSS while its result is held, and once dropped."""
+    with Kernel() as kernel:
+        kernel.run_ok(SETUP + IN_PROCESS + TYPED + CYCLES + SUITE, timeout=120)
+        kernel.run_ok(f"await suite({warmup})\nNone", timeout=3600)
+        base = kernel.eval("held()")
+        started = time.perf_counter()
+        kernel.run_ok(f"kept = await suite({scenarios})", timeout=3600)
+        elapsed = time.perf_counter() - started
+        held = kernel.eval("held()")
+        kernel.run_ok("del kept")
+        dropped = kernel.eval("held()")
+        kernel.run_ok("await emulator.__aexit__(None, None, None)")
+    per = {name: (state["rss"] - base["rss"]) / scenarios / 2**10 for name, state in
+           (("held", held), ("dropped", dropped))}  # fmt: skip
+    print(
+        f"{scenarios} scenarios in {elapsed:.1f} s; RSS while the result is held "
+        f"{per['held']:+.1f} KB a scenario, once dropped {per['dropped']:+.1f} KB a scenario "
+        f"({(dropped['rss'] - base['rss']) / 2**20:+.2f} MB in all)"
     )
 
 
