@@ -453,9 +453,7 @@ def _scalar(raw: str, kind: str) -> Any:
         try:
             number = float(raw)
         except ValueError:
-            # typed as a caller says it, read as the spoken one is
-            spoken = number_value(raw.strip().lower())
-            return None if spoken is None else spoken
+            return number_value(raw.strip().lower())  # a word, read as the spoken one is
         if not math.isfinite(number):  # JSON has no Infinity or NaN
             return None
         if kind == "number":
