@@ -240,7 +240,7 @@ async def test_sdk_streamed_tool_call(emulator: Emulator) -> None:
 async def test_sdk_non_streaming_tool_call(emulator: Emulator) -> None:
     async with sdk(emulator) as client:
         completion = await client.chat.completions.create(
-            model=MODEL, messages=messages("get_weather please"), tools=[WEATHER_TOOL]
+            model=MODEL, messages=messages("get_weather city=Oslo please"), tools=[WEATHER_TOOL]
         )
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls"
@@ -249,7 +249,7 @@ async def test_sdk_non_streaming_tool_call(emulator: Emulator) -> None:
     (call,) = choice.message.tool_calls
     assert call.type == "function"
     assert call.function.name == "get_weather"
-    assert json.loads(call.function.arguments) == {"city": ""}  # required: a default
+    assert json.loads(call.function.arguments) == {"city": "Oslo"}
 
 
 async def test_tool_choice_none_hides_the_tools(emulator: Emulator) -> None:

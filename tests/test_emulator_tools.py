@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from typing import Annotated, Literal
 
 import pytest
@@ -101,3 +102,65 @@ async def test_the_tool_runs_with_typed_arguments(
         await session.aclose()
         await lm.aclose()
     assert agent.calls == [called]
+
+
+class Pharmacy(Agent):
+    """A tool whose integer argument is required (no default)."""
+
+    def __init__(self) -> None:
+        super().__init__(instructions="You are a pharmacy agent.")
+        self.calls: list[dict[str, object]] = []
+
+    @function_tool
+    async def refill_prescription(self, medication: str, quantity: int) -> str:
+        """Refill a prescription."""
+        self.calls.append({"medication": medication, "quantity": quantity})
+        return f"Refill of {quantity} packs of {medication} ordered."
+
+
+async def pharmacy_turn(
+    emulator: Emulator, kind: str, text: str
+) -> tuple[Pharmacy, RunResult[None]]:
+    """One typed turn to a Pharmacy through a full AgentSession against the emulator."""
+    agent = Pharmacy()
+    lm = model(emulator, kind)
+    session: AgentSession[None] = AgentSession(
+        llm=lm, vad=None, turn_handling={"turn_detection": "manual"}
+    )
+    try:
+        await session.start(agent)
+        return agent, await session.run(user_input=text)
+    finally:
+        await session.aclose()
+        await lm.aclose()
+
+
+@pytest.mark.parametrize("kind", ["realtime", "chat"])
+async def test_a_typed_number_word_is_the_number(emulator: Emulator, kind: str) -> None:
+    agent, result = await pharmacy_turn(
+        emulator, kind, "refill prescription medication=aspirin quantity=five"
+    )
+    result.expect.next_event().is_function_call(
+        name="refill_prescription", arguments={"medication": "aspirin", "quantity": 5}
+    )
+    assert agent.calls == [{"medication": "aspirin", "quantity": 5}]
+
+
+@pytest.mark.parametrize("kind", ["realtime", "chat"])
+async def test_a_required_argument_that_cannot_be_filled_is_left_out(
+    emulator: Emulator, kind: str
+) -> None:
+    agent, result = await pharmacy_turn(
+        emulator, kind, "refill prescription medication=aspirin quantity=lots"
+    )
+    call = result.expect.next_event().is_function_call(name="refill_prescription").event().item
+    # the model sends what it was told, nothing made up: livekit's validation then speaks
+    assert json.loads(call.arguments) == {"medication": "aspirin"}
+    output = result.expect.next_event().is_function_call_output().event().item
+    assert output.is_error and "quantity" in output.output
+    assert agent.calls == []  # the tool never ran with an invented quantity
+    # as a model told the field is missing: it asks the caller, not reads the error out
+    reply = result.expect.next_event().is_message(role="assistant").event().item
+    assert reply.text_content == (
+        "You are a pharmacy agent. I need the quantity for refill_prescription: what is it?"
+    )

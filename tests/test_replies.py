@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -13,7 +14,7 @@ from livekit.agents.llm.utils import (
     build_strict_openai_schema,
     validated_arguments,
 )
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from notebook_agents.emulator import (
     ReplyContext,
@@ -25,6 +26,7 @@ from notebook_agents.emulator import (
     VerdictReply,
 )
 from notebook_agents.emulator.replies import first_sentence, tokens, tool_arguments
+from notebook_agents.speech.grammar import Grammar, grammar
 
 WEATHER = ToolSpec(
     "get_weather",
@@ -32,6 +34,14 @@ WEATHER = ToolSpec(
         "type": "object",
         "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
         "required": ["city"],
+    },
+)
+
+REFILL = ToolSpec(
+    "refill",
+    {
+        "properties": {"medication": {"type": "string"}, "quantity": {"type": "integer"}},
+        "required": ["medication", "quantity"],
     },
 )
 
@@ -49,7 +59,8 @@ def reply(user: str | None, *, instructions: str = "", tools: list[ToolSpec] | N
     ["Please call get_weather", "GET_WEATHER now", "can you get weather for me?"],
 )
 def test_tool_named_by_name_or_spaced_words(text: str) -> None:
-    assert reply(text, tools=[WEATHER]) == ToolCallReply("get_weather", {"city": ""})
+    # the required city is not given: left out, not made up
+    assert reply(text, tools=[WEATHER]) == ToolCallReply("get_weather", {})
 
 
 def test_tool_not_named_is_not_called() -> None:
@@ -112,15 +123,20 @@ def test_no_tool_call_unless_the_user_spoke_last() -> None:
         ('get_weather city="New York"', {"city": "New York"}),
         ("get_weather city='Rio de Janeiro'", {"city": "Rio de Janeiro"}),
         ("Is it warm? get_weather city=Paris?", {"city": "Paris"}),
-        ("get_weather days=many", {"city": "", "days": 0}),
-        ("get_weather", {"city": ""}),  # required only: optional days stays unset
+        ("get_weather city=Paris days=three", {"city": "Paris", "days": 3}),
+        ("get_weather city=Paris days=Twenty", {"city": "Paris", "days": 20}),
+        # what the text does not fill is left out, never made up: "many" is no number
+        ("get_weather city=Paris days=many", {"city": "Paris"}),
+        ("get_weather city=Paris days=2.5", {"city": "Paris"}),  # no integer either
+        ("get_weather days=3", {"days": 3}),  # the required city is not given
+        ("get_weather", {}),
     ],
 )
 def test_tool_arguments_from_text(text: str, arguments: dict[str, Any]) -> None:
     assert tool_arguments(WEATHER, text) == arguments
 
 
-def test_tool_argument_defaults_follow_the_schema() -> None:
+def test_required_arguments_not_given_are_only_what_the_schema_says() -> None:
     properties = {
         "count": {"type": "integer"},
         "ratio": {"type": "number"},
@@ -132,16 +148,9 @@ def test_tool_argument_defaults_follow_the_schema() -> None:
         "level": {"type": "integer", "default": 3},
     }
     tool = ToolSpec("t", {"properties": properties, "required": list(properties)})
-    assert tool_arguments(tool, "") == {
-        "count": 0,
-        "ratio": 0,
-        "on": False,
-        "tags": [],
-        "unit": "celsius",
-        "note": None,
-        "maybe": None,
-        "level": 3,
-    }
+    # null for the nullable (a strict schema's optional ones), the schema's own default;
+    # nothing for the others (no 0, False, [] or first enum member made up)
+    assert tool_arguments(tool, "") == {"note": None, "maybe": None, "level": 3}
 
 
 def test_tool_argument_coercion() -> None:
@@ -201,7 +210,6 @@ def livekit_spec(tool: Any, builder: str) -> ToolSpec:
         ('update order items="Pizza, Ice Cream"', ["Pizza", "Ice Cream"]),
         ("update order items=[Pizza, Ice Cream]", ["Pizza", "Ice Cream"]),
         ('update order items=["Pizza", "Coffee"]', ["Pizza", "Coffee"]),
-        ("update order", []),
     ],
 )
 def test_a_list_parameter_is_a_list(builder: str, text: str, items: list[str]) -> None:
@@ -232,27 +240,56 @@ def test_arguments_are_typed_by_the_schema(builder: str) -> None:
 
 
 @pytest.mark.parametrize("builder", SCHEMA_BUILDERS)
-def test_defaults_of_required_parameters_validate(builder: str) -> None:
-    arguments = tool_arguments(livekit_spec(book_table, builder), "book table")
-    validated = validated_arguments(book_table, arguments)
-    assert (validated["seating"], validated["size"], validated["when"]) == (
-        Seating.INDOOR,
-        Size.SMALL,
-        "lunch",
-    )
+def test_required_parameters_not_given_are_named_by_livekits_validation(builder: str) -> None:
+    arguments = tool_arguments(livekit_spec(book_table, builder), "book table guests=two")
+    with pytest.raises(ValidationError) as refused:
+        validated_arguments(book_table, arguments)
+    # what a model's call lacking them gets back: livekit's ToolError names each one
+    assert {error["loc"][0] for error in refused.value.errors()} == {
+        "deposit",
+        "high_chair",
+        "seating",
+        "size",
+        "when",
+        "courses",
+    }
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "book table guests=1e400 deposit=inf high_chair=maybe seating=patio size=2 when=brunch",
-        "book table guests=nan deposit=-1e999 courses=x,2",
+        "book table guests=1e400 deposit=inf high_chair=maybe seating=patio size=2 when=brunch "
+        "courses=x,2",
+        "book table guests=nan deposit=-1e999 high_chair=sometimes seating=roof size=huge "
+        "when=never courses=[1,lots]",
     ],
 )
-def test_values_that_do_not_fit_fall_back_to_valid_defaults(text: str) -> None:
+def test_values_that_do_not_fit_are_left_out(text: str) -> None:
     arguments = tool_arguments(livekit_spec(book_table, "strict"), text)
-    json.loads(json.dumps(arguments, allow_nan=False))  # no Infinity/NaN on the wire
-    validated_arguments(book_table, arguments)
+    assert arguments == {"note": None}  # the strict schema's nullable one: null, "not given"
+
+
+def test_every_number_word_a_caller_says_is_read_alike_when_typed() -> None:
+    """A spoken number reaches the rules as digits (the grammar's transcript); typed as a
+    word it fills the same argument with the same number."""
+    jsgf = grammar([], lambda words: ["X"]).jsgf
+    said = re.search(r"^<number> = (.*);$", jsgf, re.MULTILINE)
+    assert said is not None
+    heard = Grammar(jsgf)
+    for word in said.group(1).split(" | "):
+        spoken = tool_arguments(REFILL, f"refill quantity: {heard.transcript(word)}")
+        typed = tool_arguments(REFILL, f"refill quantity={word}")
+        assert typed == spoken == {"quantity": int(heard.transcript(word))}, word
+    assert tool_arguments(REFILL, "refill quantity=Five") == {"quantity": 5}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("size=three", Size.LARGE), ("size=3", Size.LARGE), ("size=One", Size.SMALL)],
+)
+def test_a_numeric_enum_member_is_named_by_a_number_word_too(text: str, value: Size) -> None:
+    arguments = tool_arguments(livekit_spec(book_table, "strict"), f"book table {text}")
+    assert arguments["size"] == value.value
 
 
 def test_nullable_parameter_takes_null() -> None:
@@ -338,11 +375,50 @@ def test_tool_calls_carry_no_prefix() -> None:
 def test_tool_output_is_reported() -> None:
     history = [
         Turn("user", "get_weather"),
-        Turn("tool_call", '{"city":""}', name="get_weather"),
+        Turn("tool_call", '{"city":"Paris"}', name="get_weather"),
         Turn("tool_output", "Sunny", name="get_weather"),
     ]
     ctx = ReplyContext("You are Bob.", history, [WEATHER])
     assert ReplyRules().reply(ctx) == TextReply("You are Bob. The tool returned: Sunny")
+
+
+REFUSED = "Error parsing arguments for `refill`: ... Field required"
+
+
+@pytest.mark.parametrize(
+    ("calls", "answer"),
+    [
+        (['{"medication":"aspirin"}'], "I need the quantity for refill: what is it?"),
+        (["{}"], "I need the medication and quantity for refill: what are they?"),
+        (
+            ['{"medication":"aspirin"}', '{"quantity":2}'],  # parallel calls, one batch
+            "I need the quantity and medication for refill: what are they?",
+        ),
+    ],
+)
+def test_a_call_lacking_a_required_argument_is_answered_by_asking_for_it(
+    calls: list[str], answer: str
+) -> None:
+    history = [
+        Turn("user", "refill quantity=lots"),
+        *(Turn("tool_call", arguments, name="refill") for arguments in calls),
+        *(Turn("tool_output", REFUSED, name="refill") for _ in calls),
+    ]
+    assert ReplyRules().reply(ReplyContext("", history, [REFILL])) == TextReply(answer)
+
+
+def test_an_earlier_call_lacking_an_argument_does_not_colour_a_later_output() -> None:
+    history = [
+        Turn("user", "refill"),
+        Turn("tool_call", "{}", name="refill"),
+        Turn("tool_output", REFUSED, name="refill"),
+        Turn("assistant", "I need the medication and quantity for refill: what are they?"),
+        Turn("user", "refill medication=aspirin quantity=2"),
+        Turn("tool_call", '{"medication":"aspirin","quantity":2}', name="refill"),
+        Turn("tool_output", "ordered", name="refill"),
+    ]
+    reply = ReplyRules().reply(ReplyContext("", history, [REFILL]))
+    assert reply == TextReply("The tool returned: ordered")
 
 
 def test_empty_tool_output_says_done() -> None:

@@ -538,6 +538,99 @@ async def test_a_wav_missing_or_unheard_is_refused_before_anything_runs(
     assert servers == []  # no scenario started
 
 
+SCENARIO_HEAD = "scenarios:\n  - label: a\n    turns:\n      - user: hi\n        expect:\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "fixed"),
+    [
+        (  # `: ` inside the call: YAML reads a mapping's key and value there
+            '          - contains_function_call(name="lookup_weather", arguments={"location": '
+            '"Paris"})',
+            '          - \'contains_function_call(name="lookup_weather", arguments={"location": '
+            '"Paris"})\'',
+        ),
+        (  # an expectation that starts with `{` or `[` is a YAML mapping or list
+            "          - {next_event().is_function_call(name='x')",
+            "          - '{next_event().is_function_call(name=''x'')'",
+        ),
+        ("          - : oops", "          - ': oops'"),
+    ],
+)
+def test_yaml_syntax_in_an_unquoted_expectation_says_quote_it(
+    tmp_path: Path, line: str, fixed: str
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(SCENARIO_HEAD + line + "\n")
+    with pytest.raises(SuiteFileError) as raised:
+        load_suite(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}:6: not valid YAML")
+    assert message.endswith(f"quote the expectation:\n{fixed}")
+
+
+def test_an_unquoted_expectation_in_a_flow_list_says_quote_each(tmp_path: Path) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(
+        "scenarios:\n  - label: a\n    turns:\n      - user: hi\n"
+        "        expect: [contains_function_call(arguments={'city': 'Paris'})]\n"
+    )
+    with pytest.raises(SuiteFileError) as raised:
+        load_suite(path)
+    assert str(raised.value).startswith(f"{path}:5: not valid YAML")
+    assert "quote each expectation in the list" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "read_as", "fixed"),
+    [
+        ('          - {"name": "x"}', "a mapping", '          - \'{"name": "x"}\''),
+        ("          - [next_event()]", "a list", "          - '[next_event()]'"),
+        (
+            "          - next_event().is_message(role: assistant)",
+            "a mapping",
+            "          - 'next_event().is_message(role: assistant)'",
+        ),
+    ],
+)
+def test_an_expectation_yaml_read_as_a_mapping_or_list_says_quote_it(
+    tmp_path: Path, line: str, read_as: str, fixed: str
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(SCENARIO_HEAD + line + "\n")
+    with pytest.raises(SuiteFileError) as raised:
+        load_suite(path)
+    assert str(raised.value) == (
+        f"{path}:6: scenarios[0].turns[0].expect[0]: YAML read this expectation as {read_as}: "
+        f"quote the expectation:\n{fixed}"
+    )
+
+
+async def test_a_misspelt_agent_class_names_its_line_and_the_likely_one(
+    make_greeter: Callable[[], AgentServer], tmp_path: Path
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(
+        "scenarios:\n  - label: a\n    turns:\n      - user: hello\n"
+        "      - user: transfer to weather\n        expect:\n"
+        "          - contains_function_call(name='transfer_to_weather')\n"
+        "          - contains_agent_handoff(new_agent_type=WeatherAgnet)\n"
+    )
+    made: list[AgentServer] = []
+
+    def make() -> AgentServer:
+        made.append(make_greeter())
+        return made[-1]
+
+    with pytest.raises(SuiteFileError) as raised:
+        await run_suite(path, make)
+    assert str(raised.value) == (
+        f"{path}:8: scenarios[0].turns[1].expect[1]: new_agent_type=WeatherAgnet: none is "
+        "defined; did you mean WeatherAgent? If it is defined elsewhere, write its dotted "
+        "path, e.g. new_agent_type=my_agents.WeatherAgnet"
+    )
+
+
 async def test_an_agent_class_no_module_defines_is_refused_before_anything_runs(
     make_greeter: Callable[[], AgentServer], tmp_path: Path, runners: list[NotebookRunner]
 ) -> None:
@@ -546,5 +639,8 @@ async def test_an_agent_class_no_module_defines_is_refused_before_anything_runs(
         "scenarios:\n  - label: a\n    turns:\n      - user: transfer to weather\n"
         "        expect: ['contains_agent_handoff(new_agent_type=RainAgent)']\n"
     )
-    with pytest.raises(SuiteFileError, match="new_agent_type=RainAgent: none is defined; write"):
+    with pytest.raises(
+        SuiteFileError,
+        match=r"new_agent_type=RainAgent: none is defined\. If it is defined elsewhere, write",
+    ):
         await run_suite(path, make_greeter)

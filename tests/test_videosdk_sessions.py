@@ -97,7 +97,7 @@ async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
     with network_seen() as seen:
         runner = await _two_agent_session(emulator)
         try:
-            assert await runner.send_text("Please get the weather for Paris")
+            assert await runner.send_text("Please get the weather, city: Paris")
             reply = await runner.send_text("Please transfer me to billing")
         finally:
             runner.stop()
@@ -187,7 +187,7 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: E
         try:
             await runner.ready()
             # typed first: the emulator then hears speech in the words its model was offered
-            await runner.send_text("Please get the weather for Paris")
+            await runner.send_text("Please get the weather, city: Paris")
             reply = await runner.send_audio(synthesize("please transfer me to billing"))
         finally:
             runner.stop()
@@ -197,7 +197,7 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_traced_once(emulator: E
     assert len(heard) == 1 and heard[0]["final"]
     assert {"transfer", "billing"} <= set(str(heard[0]["text"]).split())
     users = [e.data["text"] for e in events if e.kind == "user_message"]
-    assert users == ["Please get the weather for Paris", heard[0]["text"]]
+    assert users == ["Please get the weather, city: Paris", heard[0]["text"]]
     handoffs = [(e.data["from"], e.data["to"]) for e in events if e.kind == "handoff"]
     assert handoffs[-1] == ("FrontDesk", "Billing")
     ids = Counter(str(e.data["item_id"]) for e in events if e.kind.endswith("_message"))
@@ -229,15 +229,16 @@ async def test_a_spoken_turn_that_calls_a_tool_returns_the_reply_said_after_it(
     runner = VideoSDKRunner(videosdk_agents.spoken_entrypoint, emulator=emulator).start()
     try:
         await runner.ready()
-        await runner.send_text("Please get the weather for Paris")
-        result = await runner.run_audio(synthesize("please get the weather"))
+        await runner.send_text("Please get the weather, city: Paris")
+        # a spoken city is heard when the session's words name it (the tool's description)
+        result = await runner.run_audio(synthesize("please get weather city paris"))
     finally:
         runner.stop()
-    result.expect.next_event().is_function_call(name="get_weather")
+    result.expect.next_event().is_function_call(name="get_weather", arguments={"city": "Paris"})
     result.expect.next_event().is_function_call_output()
     result.expect.next_event().is_message(role="assistant")
     result.expect.no_more_events()
-    assert "The tool returned" in reply_text(result)
+    assert 'The tool returned: "sunny in Paris"' in reply_text(result)  # VideoSDK's JSON
 
 
 async def test_a_reply_asked_in_a_handoffs_on_enter_belongs_to_that_turn(

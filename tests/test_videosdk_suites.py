@@ -83,7 +83,7 @@ async def test_a_suite_runs_on_videosdk_sessions_each_scenario_on_a_fresh_runner
         assert runner.trace.events[-1].kind == "closed"
     users = [[e.data["text"] for e in r.trace.of_kind("user_message")] for r in made]
     assert users == [
-        ["Please get the weather for Paris", "Please transfer me to billing"],
+        ["Please get the weather, city: Paris", "Please transfer me to billing"],
         ["Please transfer me to billing"],
     ]
     # livekit's simulator hooks are not a VideoSDK job's: no verdict was handed to one
@@ -95,7 +95,7 @@ name: Front desk by voice
 scenarios:
   - label: asks by voice for billing
     turns:
-      - user: Please get the weather for Paris
+      - user: "Please get the weather, city: Paris"
         expect: ['contains_function_call(name="get_weather")']
       - audio: transfer.wav
         expect:

@@ -30,7 +30,7 @@ async def handed_off() -> AsyncIterator[VideoSDKRunner]:
         runner = VideoSDKRunner(videosdk_agents.entrypoint, emulator=emulator).start()
         try:
             await runner.ready()
-            await runner.send_text("Please get the weather for Paris")
+            await runner.send_text("Please get the weather, city: Paris")
             await runner.send_text("Please transfer me to billing")
             yield runner
         finally:

@@ -29,7 +29,7 @@ class FrontDesk(Agent):
 
     @function_tool
     async def get_weather(self, city: str) -> str:
-        """The weather in a city."""
+        """The weather in a city, such as Paris or Oslo."""
         return f"sunny in {city}"
 
     @function_tool

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from ..speech.grammar import number_value
 from .judging import UNSCRIPTED, Judgment, VerdictReply, judgment_of
 
 Role = Literal["system", "user", "assistant", "tool_call", "tool_output"]
@@ -183,11 +184,47 @@ def _content_words(text: str) -> list[str]:
 
 
 def tool_output_rule(ctx: ReplyContext) -> Reply | None:
-    """After a tool ran, report what it returned."""
+    """After a tool ran, report what it returned; after a call that lacked a required
+    argument, ask the caller for it."""
     last = ctx.last
     if last is None or last.role != "tool_output":
         return None
+    if missing := _missing_arguments(ctx):
+        # The tool's validation refused the call (livekit's ToolError names the missing
+        # field); a model reading that asks the caller, it does not read the error out.
+        wanted = " and the ".join(
+            f"{' and '.join(names)} for {tool}" for tool, names in missing.items()
+        )
+        return TextReply(f"I need the {wanted}: what {'is it' if _one(missing) else 'are they'}?")
     return TextReply(f"The tool returned: {last.text}" if last.text else "Done.")
+
+
+def _missing_arguments(ctx: ReplyContext) -> dict[str, list[str]]:
+    """The required parameters the latest calls left out (their values could not be
+    filled, ``tool_arguments``), by tool name; empty when every call had all of them."""
+    calls = []
+    for turn in reversed([t for t in ctx.history if t.role != "system"]):
+        if turn.role not in ("tool_call", "tool_output"):
+            break
+        if turn.role == "tool_call":
+            calls.append(turn)
+    tools = {tool.name: tool for tool in ctx.tools}
+    missing: dict[str, list[str]] = {}
+    for call in reversed(calls):
+        tool = tools.get(call.name or "")
+        try:
+            sent = json.loads(call.text or "{}")
+        except json.JSONDecodeError:
+            continue
+        if tool is None or not isinstance(sent, dict):
+            continue
+        if names := [n for n in tool.parameters.get("required") or [] if n not in sent]:
+            missing.setdefault(tool.name, []).extend(names)
+    return missing
+
+
+def _one(missing: dict[str, list[str]]) -> bool:
+    return sum(len(names) for names in missing.values()) == 1
 
 
 def arithmetic_rule(ctx: ReplyContext) -> Reply | None:
@@ -277,13 +314,22 @@ def tokens(text: str) -> list[str]:
 
 
 def tool_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
-    """Arguments for ``tool``: ``name=value`` / ``name: value`` found in the text, else defaults.
+    """Arguments for ``tool``: ``name=value`` / ``name: value`` found in the text.
 
     Values are typed by the tool's JSON schema, as a model constrained by it would send them:
     a list parameter gets a list (``items=Pizza`` or ``items=Pizza,Salad`` or
-    ``items="Pizza, Ice Cream"`` or ``items=[...]``), numbers, booleans and enum members
-    their JSON types. A value that does not fit gets the default, so the call validates.
-    Only required parameters get defaults, so optional ones stay unset as a model would leave them.
+    ``items="Pizza, Ice Cream"`` or ``items=[...]``), numbers (digits, or the number words a
+    caller says: ``quantity=five``), booleans and enum members their JSON types.
+
+    Nothing is made up. A value that does not fit its parameter (``quantity=lots``), and a
+    required parameter the text does not give, are left out of the call: the tool's
+    validation then tells the model what is missing, as livekit's does for a real model's
+    call (``prepare_function_arguments``: "missing required params are surfaced as
+    ToolError so the LLM gets a concrete error message and can self-correct"; OpenAI's
+    reference on a call's ``arguments``: "Validate the arguments in your code before calling
+    your function"). A required parameter the schema fills itself is sent: its ``default``,
+    or null where a strict schema made an optional one nullable (livekit then applies the
+    Python default). Optional ones stay unset, as a model would leave them.
     """
     properties: dict[str, Any] = tool.parameters.get("properties", {}) or {}
     required = set(tool.parameters.get("required", []) or [])
@@ -291,9 +337,11 @@ def tool_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
     for name, schema in properties.items():
         raw = _named_value(name, text)
         if raw is not None:
-            arguments[name] = _coerce(raw, schema, tool.parameters)
-        elif name in required:
-            arguments[name] = _default_for(schema, tool.parameters)
+            value = _coerce(raw, schema, tool.parameters)
+        else:
+            value = _unsaid(schema) if name in required else _LEFT_OUT
+        if value is not _LEFT_OUT:
+            arguments[name] = value
     return arguments
 
 
@@ -341,19 +389,14 @@ def _members(schema: dict[str, Any]) -> list[Any] | None:
     return list(members) if members else None
 
 
-def _default_for(schema: dict[str, Any], root: dict[str, Any]) -> Any:
+def _unsaid(schema: dict[str, Any]) -> Any:
+    """A required parameter's value when the text gives none: what the schema itself says
+    (its default; null where strict schemas make an optional parameter required and
+    nullable, so a model sends null and livekit applies the Python default), else
+    ``_LEFT_OUT``."""
     if "default" in schema:
         return schema["default"]
-    # Strict schemas make every parameter required, optional ones nullable: a model sends
-    # null, and livekit then applies the Python default.
-    if _nullable(schema):
-        return None
-    resolved = _resolve(schema, root)
-    if members := _members(resolved):
-        return members[0]
-    return {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
-        _schema_type(resolved), ""
-    )
+    return None if _nullable(schema) else _LEFT_OUT
 
 
 def _nullable(schema: dict[str, Any]) -> bool:
@@ -365,18 +408,20 @@ def _nullable(schema: dict[str, Any]) -> bool:
 
 
 def _coerce(raw: str, schema: dict[str, Any], root: dict[str, Any]) -> Any:
-    """``raw`` as the JSON value ``schema`` asks for; the default when it does not fit."""
+    """``raw`` as the JSON value ``schema`` asks for; ``_LEFT_OUT`` when it does not fit (a
+    list, when one of its elements does not)."""
     if raw.strip().lower() in ("null", "none") and _nullable(schema):
         return None
     resolved = _resolve(schema, root)
     kind = _schema_type(resolved)
     if kind == "array":
         item_schema = resolved.get("items") or {}
-        return [_coerce(element, item_schema, root) for element in _list_elements(raw)]
+        elements = [_coerce(element, item_schema, root) for element in _list_elements(raw)]
+        return _LEFT_OUT if _LEFT_OUT in elements else elements
     if (members := _members(resolved)) is not None:
-        return next((m for m in members if _same_member(raw, m)), _default_for(schema, root))
+        return next((m for m in members if _same_member(raw, m)), _LEFT_OUT)
     value = _scalar(raw, kind)
-    return _default_for(schema, root) if value is None else value
+    return _LEFT_OUT if value is None else value
 
 
 def _list_elements(raw: str) -> list[str]:
@@ -408,10 +453,12 @@ def _scalar(raw: str, kind: str) -> Any:
         try:
             number = float(raw)
         except ValueError:
-            return None
+            return number_value(raw.strip().lower())  # a word, read as the spoken one is
         if not math.isfinite(number):  # JSON has no Infinity or NaN
             return None
-        return int(number) if kind == "integer" else number
+        if kind == "number":
+            return number
+        return int(number) if number.is_integer() else None
     if kind == "boolean":
         lowered = raw.strip().lower()
         return True if lowered in _TRUE else False if lowered in _FALSE else None
@@ -439,6 +486,8 @@ _SYNONYMS = {
 }
 """ways a caller asks to be transferred, as a model reads them: one word"""
 
+_LEFT_OUT: Any = object()
+"""a parameter the text gives no value for that fits: not sent"""
 _MAX_REFS = 32
 """references followed at most: a schema whose ``$ref``s loop must not hang a reply"""
 _TRUE = ("true", "yes", "on", "1")

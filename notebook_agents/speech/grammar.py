@@ -64,6 +64,7 @@ _NUMBER_WORDS = [
     "twenty",
 ]
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
+_NUMBER_VALUES = {**{word: i for i, word in enumerate(_NUMBER_WORDS)}, **_TENS}
 _OPERATORS = ("plus", "minus", "times", "divided by")
 _BOOLEANS = ("yes", "no", "true", "false")
 _FUNCTION_WORDS = frozenset(
@@ -170,9 +171,16 @@ def spoken_words(name: str) -> list[str]:
 
 def digits(words: str) -> str:
     """Number words as digits: ``what is two plus thirty`` -> ``what is 2 plus 30``."""
-    values = {word: str(i) for i, word in enumerate(_NUMBER_WORDS)}
-    values.update({word: str(v) for word, v in _TENS.items()})
-    return " ".join(values.get(word, word) for word in words.split())
+    return " ".join(
+        str(value) if (value := number_value(word)) is not None else word for word in words.split()
+    )
+
+
+def number_value(word: str) -> int | None:
+    """The number a number word the grammar hears stands for (``five`` -> 5, ``thirty`` ->
+    30; lower case, as the decoder says them), None for any other word: how a spoken number
+    and a typed one are read alike."""
+    return _NUMBER_VALUES.get(word)
 
 
 class _Builder:

@@ -10,6 +10,7 @@ model (``llm``: the suite's judge model).
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
 import inspect
 import sys
@@ -37,6 +38,8 @@ METHODS: dict[str, inspect.Signature] = {
 what each takes"""
 JUDGE_MODEL = "llm"
 """how an expectation names the suite's judge model: ``judge(llm, intent="...")``"""
+_NEAR_MISS = 0.8
+"""how alike (difflib's ratio) a class defined anywhere must be to be suggested for a name"""
 _PREFIXES = ("await ", "result.expect", "expect")
 
 
@@ -216,18 +219,50 @@ def _agent_class(name: str, home: str | None, base: type[Any]) -> type[Any]:
             ) from None
         if isinstance(value, type) and issubclass(value, base):
             return value
-        raise ExpectationError(f"new_agent_type={name}: {module_name} has no Agent class {attr}")
-    value = getattr(sys.modules.get(home or ""), name, None)
+        module = sys.modules.get(module_name)
+        raise ExpectationError(
+            f"new_agent_type={name}: {module_name} has no Agent class {attr}"
+            f"{_did_you_mean(attr, _agents_in(module, base))}"
+        )
+    home_module = sys.modules.get(home or "")
+    value = getattr(home_module, name, None)
     if isinstance(value, type) and issubclass(value, base):
         return value
     found = {f"{c.__module__}.{c.__qualname__}": c for c in _subclasses(base) if c.__name__ == name}
     if len(found) == 1:
         return next(iter(found.values()))
-    which = f"several: {', '.join(sorted(found))}" if found else "none is defined"
-    raise ExpectationError(
-        f"new_agent_type={name}: {which}; write the class's dotted path, e.g. "
-        f"new_agent_type=my_agents.{name}"
+    if found:
+        raise ExpectationError(
+            f"new_agent_type={name}: several: {', '.join(sorted(found))}; write the class's "
+            f"dotted path, e.g. new_agent_type={min(found)}"
+        )
+    # the process holds many classes (livekit's own, other cells' and tests'): from those,
+    # only a near miss is suggested
+    near = _did_you_mean(name, _agents_in(home_module, base)) or _did_you_mean(
+        name, [c.__name__ for c in _subclasses(base)], _NEAR_MISS
     )
+    raise ExpectationError(
+        f"new_agent_type={name}: none is defined{near or '.'} If it is defined elsewhere, "
+        f"write its dotted path, e.g. new_agent_type=my_agents.{name}"
+    )
+
+
+def _did_you_mean(name: str, candidates: list[str], cutoff: float = 0.6) -> str:
+    """``"; did you mean WeatherAgent?"`` for the candidate closest to ``name`` if one is as
+    alike as ``cutoff`` (difflib's ratio; its default), else ``""``."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _agents_in(module: Any, base: type[Any]) -> list[str]:
+    """The names of the ``base`` subclasses an imported module holds (``base`` aside)."""
+    if module is None:
+        return []
+    return [
+        key
+        for key, value in vars(module).items()
+        if isinstance(value, type) and issubclass(value, base) and value is not base
+    ]
 
 
 def _subclasses(cls: type[Any]) -> list[type[Any]]:

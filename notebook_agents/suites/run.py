@@ -36,7 +36,7 @@ from ..runner import AgentRunner, NotebookRunner, RunnerError, RunnerState
 from ..runner.notebook_runner import Entrypoint
 from .expectations import JUDGE_MODEL, ExpectationError, agent_classes
 from .results import Outcome, ScenarioResult, SuiteResult
-from .suite_file import ScenarioSuite, ScriptedScenario, SuiteFileError, Turn, load_suite
+from .suite_file import ScenarioSuite, ScriptedScenario, Turn, load_suite
 
 _SIMULATION_END_S = 30.0
 """``on_simulation_end`` gets this long, as a turn does by default"""
@@ -251,11 +251,13 @@ def _agents_named(
     defined = getattr(made, "entrypoint", None) or defined  # a runner's job (VideoSDKRunner)
     home = getattr(defined, "__module__", None)
     base = made.agent_base if isinstance(made, AgentRunner) else Agent
-    try:
-        return agent_classes(sorted(set(names)), home, base)
-    except ExpectationError as e:
-        where = f"{suite.path}: " if suite.path else ""
-        raise SuiteFileError(f"{where}{e}") from None
+    classes: dict[str, type[Any]] = {}
+    for name in dict.fromkeys(names):  # in the file's order: the first mistake is named
+        try:
+            classes.update(agent_classes([name], home, base))
+        except ExpectationError as e:
+            raise suite.error(suite.naming(name), str(e)) from None
+    return classes
 
 
 def _dispatch(scenario: ScriptedScenario, run_id: str, spoken: bool) -> SimulationDispatch:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,11 @@ from .expectations import Expectation, ExpectationError, parse
 _SUITE_KEYS = {"name", "id", "scenarios"}
 _SCENARIO_KEYS = {"label", "instructions", "agent_expectations", "tags", "userdata", "id", "turns"}
 _TURN_KEYS = {"user", "audio", "expect", "timeout"}
+_LINE = re.compile(r"(?P<lead>\s*(?:-\s+)?(?:(?P<key>[A-Za-z_][\w-]*):\s+)?)(?P<value>.*?)\s*$")
+"""a line of a scenarios file: its indent, list dash and key; then its value"""
+_SYNTAX = re.compile(r"[{\[]|:(\s|$)")
+"""what YAML reads as its own syntax in an unquoted value (a mapping, a list, a key)"""
+_YAML_SYNTAX = "`{`, `[` and `: ` are YAML's own syntax outside quotes, so"
 _EXAMPLE_TURN = "- user: transfer to weather\n  expect: ['next_event().is_function_call()']"
 
 
@@ -101,6 +107,20 @@ class ScenarioSuite:
     def labels(self) -> list[str]:
         return [scenario.label for scenario in self.scenarios]
 
+    def error(self, at: tuple[Any, ...], message: str) -> SuiteFileError:
+        """A ``SuiteFileError`` about the field at ``at`` (``("scenarios", 0, "turns", 1,
+        "expect", 0)``), with its file and line."""
+        return _located(self.path, self.lines, at, message)
+
+    def naming(self, agent_type: str) -> tuple[Any, ...]:
+        """Where the first expectation naming ``agent_type`` (``new_agent_type=``) is."""
+        for s, scenario in enumerate(self.scenarios):
+            for t, turn in enumerate(scenario.turns):
+                for e, expectation in enumerate(turn.expect):
+                    if agent_type in expectation.agent_types:
+                        return ("scenarios", s, "turns", t, "expect", e)
+        return ()
+
 
 def load_suite(source: str | os.PathLike[str] | Mapping[str, Any]) -> ScenarioSuite:
     """Read a scenarios file (YAML), or a mapping of the same shape; ``SuiteFileError`` if
@@ -117,15 +137,44 @@ def load_suite(source: str | os.PathLike[str] | Mapping[str, Any]) -> ScenarioSu
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise SuiteFileError(f"{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        raise _not_yaml(path, text.splitlines(), e) from None
     finally:
         loader.dispose()
     lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
         _map_lines(node, (), lines)
-    return _Reader(path, lines).suite(data)
+    return _Reader(path, lines, text.splitlines()).suite(data)
+
+
+def _not_yaml(path: Path, source: list[str], error: yaml.YAMLError) -> SuiteFileError:
+    """A YAML error where it is, with the fix when an unquoted expectation caused it."""
+    problem = getattr(error, "problem", None) or str(error)
+    marks = [getattr(error, "problem_mark", None), getattr(error, "context_mark", None)]
+    at = [mark.line for mark in marks if mark is not None]
+    for index in at:  # where the parser stopped, then where the construct it was in began
+        if index < len(source) and (fix := _quoting_fix(source[index])):
+            return SuiteFileError(
+                f"{path}:{index + 1}: not valid YAML ({problem}): {_YAML_SYNTAX} {fix}"
+            )
+    where = f"{path}:{at[0] + 1}" if at else str(path)
+    return SuiteFileError(f"{where}: not valid YAML: {problem}")
+
+
+def _quoting_fix(line: str) -> str:
+    """How to write ``line`` when its value is unquoted and holds what YAML reads as its own
+    syntax (``{``, ``[``, ``: ``, a leading ``:``); "" when it does not."""
+    match = _LINE.match(line)
+    if match is None:
+        return ""
+    lead, key, value = match.group("lead"), match.group("key"), match.group("value")
+    if not value or value[0] in "'\"" or not (value[0] == ":" or _SYNTAX.search(value)):
+        return ""
+    what = "the expectation" if key in (None, "expect") else "the value"
+    if key is not None and value.startswith("["):  # a list of expectations, inline
+        example = '\'next_event().is_function_call(arguments={"city": "Paris"})\''
+        return f"quote each expectation in the list, e.g.\n{lead}[{example}]"
+    quoted = value.replace("'", "''")  # YAML's single quotes escape only themselves
+    return f"quote {what}:\n{lead}'{quoted}'"
 
 
 def _map_lines(node: yaml.Node, at: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
@@ -140,20 +189,34 @@ def _map_lines(node: yaml.Node, at: tuple[Any, ...], lines: dict[tuple[Any, ...]
             _map_lines(item, (*at, index), lines)
 
 
+def _located(
+    path: Path | None, lines: Mapping[tuple[Any, ...], int], at: tuple[Any, ...], message: str
+) -> SuiteFileError:
+    """``message`` about the field at ``at``: the file and line (that of the nearest field
+    holding it which has one), then the field."""
+    where = _dotted(at) or "the file"
+    if path is None:
+        return SuiteFileError(f"{where}: {message}")
+    line = next((lines[at[:n]] for n in range(len(at), -1, -1) if at[:n] in lines), None)
+    head = f"{path}:{line}" if line else str(path)
+    return SuiteFileError(f"{head}: {where}: {message}")
+
+
 class _Reader:
     """Checks each field as it reads it, so an error names the first thing to fix."""
 
-    def __init__(self, path: Path | None, lines: Mapping[tuple[Any, ...], int]) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        lines: Mapping[tuple[Any, ...], int],
+        source: Sequence[str] = (),
+    ) -> None:
         self.path = path
         self.lines = lines
+        self.source = source
 
     def fail(self, at: tuple[Any, ...], message: str) -> SuiteFileError:
-        where = _dotted(at) or "the file"
-        line = self.lines.get(at)
-        if self.path is not None:
-            head = f"{self.path}:{line}" if line else str(self.path)
-            return SuiteFileError(f"{head}: {where}: {message}")
-        return SuiteFileError(f"{where}: {message}")
+        return _located(self.path, self.lines, at, message)
 
     def suite(self, data: Any) -> ScenarioSuite:
         if not isinstance(data, Mapping) or not isinstance(data.get("scenarios"), list):
@@ -248,11 +311,20 @@ class _Reader:
             raise self.fail((*at, "expect"), "`expect:` is a list of expectations")
         checks = []
         for index, text in enumerate(expect):
+            if isinstance(text, Mapping | list):
+                raise self.fail((*at, "expect", index), self.read_as(text, (*at, "expect", index)))
             try:
                 checks.append(parse(text))
             except ExpectationError as e:
                 raise self.fail((*at, "expect", index), str(e)) from None
         return Turn(user, path, tuple(checks), float(timeout))
+
+    def read_as(self, value: Mapping[str, Any] | list[Any], at: tuple[Any, ...]) -> str:
+        """Why an expectation is YAML's mapping or list, and its line written as a string."""
+        shape = "a mapping" if isinstance(value, Mapping) else "a list"
+        line = self.lines.get(at, 0)
+        fix = _quoting_fix(self.source[line - 1]) if 0 < line <= len(self.source) else ""
+        return f"YAML read this expectation as {shape}: {fix or 'quote the expectation'}"
 
     def unknown(self, data: Mapping[str, Any], at: tuple[Any, ...], known: set[str]) -> None:
         for key in data:
