@@ -27,7 +27,7 @@ from typing import Any
 
 from ..analysis import TraceAnalysis, on_trace_clock
 from ..trace import Trace, TraceEvent, TraceSpan
-from .model import Breakdown, Phase
+from .model import E2E_LATENCY, Breakdown, Phase
 
 TOLERANCE = 0.001
 """seconds two moments may be apart and still be one (a span's end and the event it caused)"""
@@ -38,7 +38,7 @@ _TURN_ENDS = frozenset({"end_of_turn", "end_of_turn_commit", "on_user_turn_compl
 """the steps that end a spoken turn: livekit schedules the reply after the last of them"""
 
 LIVEKIT_TOTALS = (
-    "lk.e2e_latency",
+    E2E_LATENCY,
     "lk.end_of_turn_delay",
     "lk.transcription_delay",
     "lk.on_user_turn_completed_delay",
@@ -386,8 +386,8 @@ class _Splitter:
                 if (value := _number(metrics, name)) is not None:
                     totals[name] = value
             e2e = _number(metrics, "e2e_latency")
-            if "lk.e2e_latency" not in totals and e2e is not None:
-                totals["lk.e2e_latency"] = e2e
+            if E2E_LATENCY not in totals and e2e is not None:
+                totals[E2E_LATENCY] = e2e
         return totals
 
 

@@ -1,8 +1,9 @@
 """What the waterfall shows of one wait, computed once in the kernel from its ``Breakdown``: a
 row per phase in milliseconds from the wait's start, each with its parts (the network's share
 and the client's), livekit's figure beside it, its labels and hover text; a row for the wait
-itself, one per livekit total, one for what no critical phase explains; the axis and its ticks.
-The widget and the matplotlib figure both draw from it and compute nothing again.
+itself (livekit's ``e2e_latency`` beside it), one per livekit total that no phase's figure
+already shows, one for what no critical phase explains; the axis and its ticks. The widget and
+the matplotlib figure both draw from it and compute nothing again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from .._figure_style import INK
 from ..analysis import milliseconds
 from ..phases import Breakdown, Phase
+from ..phases.model import E2E_LATENCY
 from ._timeline_layout import mode_color
 
 WATERFALL_COLORS = {
@@ -49,7 +51,7 @@ def wait_layout(breakdown: Breakdown, index: int) -> dict[str, Any]:
         return round((t - start) * 1000, 3)
 
     rows = [_wait_row(breakdown)]
-    rows += [_total_row(name, value) for name, value in breakdown.attributes.items()]
+    rows += [_total_row(name, value) for name, value in _unmarked_totals(breakdown).items()]
     phases = sorted(breakdown.phases, key=lambda phase: phase.start)  # stable: ties keep order
     rows += [_phase_row(phase, ms) for phase in phases]
     if abs(breakdown.unexplained) >= UNEXPLAINED_SHOWN_S:
@@ -136,7 +138,23 @@ def _row(kind: str, name: str, start_ms: float, end_ms: float, **more: Any) -> d
 def _wait_row(breakdown: Breakdown) -> dict[str, Any]:
     end_ms = round(breakdown.wait * 1000, 3)
     title = f"the whole wait, {breakdown.start:.3f} s → {breakdown.end:.3f} s on the trace"
-    return _row("wait", "wait", 0.0, end_ms, title=f"{title}: {milliseconds(breakdown.wait)}")
+    row = _row("wait", "wait", 0.0, end_ms, title=f"{title}: {milliseconds(breakdown.wait)}")
+    if (e2e := breakdown.livekit) is not None:
+        row["livekit"] = {"start_ms": 0.0, "end_ms": round(e2e * 1000, 3)}
+        row["livekit_text"] = f"livekit {milliseconds(e2e)}"
+        row["title"] += f"\nlivekit's figure: {milliseconds(e2e)} ({E2E_LATENCY})"
+    return row
+
+
+def _unmarked_totals(breakdown: Breakdown) -> dict[str, float]:
+    """livekit's totals for the wait that no row's mark shows already: not its e2e_latency
+    (the wait's), nor a figure a phase carries (``lk.end_of_turn_delay`` on the end of turn)."""
+    marked = {(p.livekit_name, p.livekit) for p in breakdown.phases if p.livekit is not None}
+    return {
+        name: seconds
+        for name, seconds in breakdown.attributes.items()
+        if name != E2E_LATENCY and (name, seconds) not in marked
+    }
 
 
 def _total_row(name: str, seconds: float) -> dict[str, Any]:
