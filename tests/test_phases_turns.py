@@ -386,14 +386,24 @@ def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn_not_the_model
     scheduled = critical[names.index("tool") - 1]
     assert scheduled.name == "reply_start" and "preemptive" in scheduled.note
     assert phase(spoken, "tool").note == "refill_prescription()"
-    assert names[-3:] == ["first_sentence", "tts_first_byte", "first_audio"]
+    answer = names[names.index("tool") + 1 :]  # the tool's output to the model, its answer
+    assert answer[:2] == ["tool_output", "llm_first_token"]
+    assert answer[-2:] == ["tts_first_byte", "first_audio"]
 
     # typed, nothing holds the tool: the caller waited on the model's round up to the call
     typed_tool = [s for s in pharmacy.spans if s.name == "function_tool"][-1]
     calling = [s for s in pharmacy.spans if s.name == "llm_node" and typed.start <= s.start]
     tool_call = phase(typed, "llm_tool_call")
-    assert tool_call.critical
     assert (tool_call.start, tool_call.end) == (calling[0].start, typed_tool.start)
+    # then the model answered the tool's output, once the tool and its stream were over
+    # (whichever came last is on the path)
+    names = [p.name for p in typed.phases if p.critical]
+    assert names[0] == "reply_start" and names[names.index("tool_output") - 1] in (
+        "tool",
+        "llm_response",
+        "llm_tool_call",
+    )
+    assert names[names.index("tool_output") + 1] == "llm_first_token"
     assert_critical_phases_fill_the_wait(typed)
 
 

@@ -36,6 +36,9 @@ _REPLY_SPANS = frozenset({"llm_node", "tts_request", "realtime_inference", "func
 _MODEL_STEPS = frozenset({"llm_first_token", "llm_response", "llm_tool_call", "tts_first_byte"})
 _TURN_ENDS = frozenset({"end_of_turn", "end_of_turn_commit", "on_user_turn_completed"})
 """the steps that end a spoken turn: livekit schedules the reply after the last of them"""
+_CALL_ENDS = frozenset({"tool", "llm_response", "llm_tool_call"})
+"""the steps a model's next round after a tool call waits on: the tool, and the round that
+called it (livekit answers once both are over); the stretch after is the tool's output"""
 
 LIVEKIT_TOTALS = (
     E2E_LATENCY,
@@ -466,6 +469,8 @@ def _glue(before: _Step | None, after: _Step | None, start: float, end: float) -
         return None
     if after.name == "tool" and before is not None and before.name in _TURN_ENDS:
         return _Step("reply_start", start, end, note=REPLY_TOOL_NOTE)
+    if after.name.startswith("llm") and before is not None and before.name in _CALL_ENDS:
+        return _Step("tool_output", start, end, note=TOOL_OUTPUT_NOTE)
     if after.name == "tts_first_byte" and before is not None and before.name.startswith("llm"):
         return _Step("first_sentence", start, end, note=FIRST_SENTENCE_NOTE)
     if after.name.startswith("realtime"):
@@ -560,6 +565,10 @@ REPLY_TOOL_NOTE = (
     "the turn ended, to the tool the model had already called: livekit made the reply while "
     "the caller spoke (preemptive generation) but runs its tools only once the turn is over "
     "and the reply scheduled"
+)
+TOOL_OUTPUT_NOTE = (
+    "the tool and the model's round that called it over, to the model's next request: livekit "
+    "adds the tool's output to the context and asks the model to answer it"
 )
 FIRST_SENTENCE_NOTE = "the LLM's text until the first sentence went to the TTS"
 FIRST_AUDIO_NOTE = "the first audio to the caller's speaker: livekit's audio output"

@@ -86,13 +86,14 @@ def choice(breakdown: Breakdown, index: int) -> dict[str, Any]:
 
 def axis(low_ms: float, high_ms: float) -> dict[str, Any]:
     """An axis from ``low_ms`` (0 unless a phase began before the wait) to ``high_ms`` rounded
-    up to a tick, with about ``TICKS`` round ticks."""
+    up to a tick, with about ``TICKS`` round ticks; the first says the unit (at the end, right
+    of the last tick, it ran into the one before: "5000 6000 ms" overlapped on a narrow track)."""
     low, high = min(low_ms, 0.0), max(high_ms, low_ms + 1.0)
     step = _nice_step((high - low) / TICKS)
     first, last = math.ceil(low / step - 1e-9), math.ceil(high / step - 1e-9)
     digits = max(0, -math.floor(math.log10(step)))
     ticks = [
-        {"ms": k * step, "label": f"{k * step:.{digits}f}" + (" ms" if k == last else "")}
+        {"ms": k * step, "label": f"{k * step:.{digits}f}" + (" ms" if k == first else "")}
         for k in range(first, last + 1)
     ]
     return {"min_ms": low, "max_ms": last * step, "ticks": ticks}
@@ -161,16 +162,17 @@ def _total_row(name: str, seconds: float) -> dict[str, Any]:
     """One of livekit's own totals for the wait, drawn as livekit's figures are."""
     end_ms = round(seconds * 1000, 3)
     took = milliseconds(seconds)
+    label = f"livekit {name}"
     return _row(
         "livekit",
-        f"livekit {name}",
+        label,
         0.0,
         end_ms,
         segments=[],
         livekit={"start_ms": 0.0, "end_ms": end_ms},
         measured="",
         livekit_text=f"livekit {took}",
-        title=f"livekit's own {name} for this wait: {took}",
+        title=f"{label} · livekit's own figure for this wait, no phase's: {took}",
     )
 
 
