@@ -55,7 +55,9 @@ function row(axis, data) {
   el.dataset.kind = data.kind;
   el.dataset.critical = data.critical ? "true" : "false";
   el.title = data.title;
-  const name = element("div", "na-wf-name", data.name);
+  // one line: a long name ends in an ellipsis, the row's hover text gives it whole
+  const name = element("div", "na-wf-name");
+  name.append(element("span", "na-wf-label", data.name));
   if (!data.critical) name.append(element("span", "na-wf-parallel", " (parallel)"));
   const track = element("div", "na-wf-track");
   ticks(axis, track);

@@ -12,6 +12,9 @@ from typing import Literal
 
 WaitKind = Literal["turn", "handoff"]
 
+E2E_LATENCY = "lk.e2e_latency"
+"""livekit's own figure for a turn's whole wait, among its ``attributes``"""
+
 
 @dataclass(frozen=True, slots=True)
 class Phase:
@@ -76,6 +79,11 @@ class Breakdown:
     @property
     def wait(self) -> float:
         return self.end - self.start
+
+    @property
+    def livekit(self) -> float | None:
+        """livekit's own figure for the whole wait (its ``lk.e2e_latency``), where it has one."""
+        return self.attributes.get(E2E_LATENCY)
 
     @property
     def unexplained(self) -> float:

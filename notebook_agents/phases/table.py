@@ -37,10 +37,17 @@ def phase_rows(breakdowns: Iterable[Breakdown]) -> list[PhaseRow]:
     """Each breakdown as its wait's row, its phases' rows in order, then its unexplained."""
     rows: list[PhaseRow] = []
     for b in breakdowns:
-        e2e = b.attributes.get("lk.e2e_latency")
         rows.append(
             PhaseRow(
-                b.label, WAIT, b.start, b.wait * 1000, _ms(e2e), None, None, True, reconciled(b)
+                b.label,
+                WAIT,
+                b.start,
+                b.wait * 1000,
+                _ms(b.livekit),
+                None,
+                None,
+                True,
+                reconciled(b),
             )
         )
         rows += [
@@ -70,7 +77,7 @@ def reconciled(b: Breakdown) -> str:
     out = "audio" if any(p.name == "first_audio" for p in b.phases) else "text"
     began = "the end of speech" if b.spoken else "the typed text reaching the session"
     said = f"from {began} to the first {out}"
-    e2e = b.attributes.get("lk.e2e_latency")
+    e2e = b.livekit
     if e2e is None:
         return f"{said}; livekit measured no e2e_latency for it"
     return (

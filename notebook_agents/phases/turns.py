@@ -8,6 +8,13 @@ decision, the LLM's request to its first token, the TTS's first byte, the first 
 on a realtime model, the response and its first token. Which of them the caller waited on (the
 critical ones) is read backwards from the end: each step waited on the one that finished last
 before it began. The others ran beside them. What no step covers stays ``unexplained``.
+
+A spoken turn's reply may be made while the caller is still being heard (livekit's preemptive
+generation): its model answers, and its TTS too with ``preemptive_tts``, before the end of turn,
+but livekit runs its tools and plays its audio only once the turn is committed and the reply
+scheduled (``AgentActivity._pipeline_reply_task`` waits for ``_wait_for_scheduled`` and the
+authorization first). The steps that wait for that start no earlier than the commit, so the
+end of turn, not the model, is what the caller waited on up to it.
 """
 
 from __future__ import annotations
@@ -20,16 +27,21 @@ from typing import Any
 
 from ..analysis import TraceAnalysis, on_trace_clock
 from ..trace import Trace, TraceEvent, TraceSpan
-from .model import Breakdown, Phase
+from .model import E2E_LATENCY, Breakdown, Phase
 
 TOLERANCE = 0.001
 """seconds two moments may be apart and still be one (a span's end and the event it caused)"""
 
 _REPLY_SPANS = frozenset({"llm_node", "tts_request", "realtime_inference", "function_tool"})
 _MODEL_STEPS = frozenset({"llm_first_token", "llm_response", "llm_tool_call", "tts_first_byte"})
+_TURN_ENDS = frozenset({"end_of_turn", "end_of_turn_commit", "on_user_turn_completed"})
+"""the steps that end a spoken turn: livekit schedules the reply after the last of them"""
+_CALL_ENDS = frozenset({"tool", "llm_response", "llm_tool_call"})
+"""the steps a model's next round after a tool call waits on: the tool, and the round that
+called it (livekit answers once both are over); the stretch after is the tool's output"""
 
 LIVEKIT_TOTALS = (
-    "lk.e2e_latency",
+    E2E_LATENCY,
     "lk.end_of_turn_delay",
     "lk.transcription_delay",
     "lk.on_user_turn_completed_delay",
@@ -108,8 +120,12 @@ class _Splitter:
     def turn(self, n: int, agent: str, start: float, end: float, spoken: bool) -> Breakdown:
         reply = self._reply_spans(start, end)
         turn = self._agent_turn(end)
-        steps = self._user_steps(start, end, reply) if spoken else self._typed_steps(start, reply)
-        steps += self._reply_steps(start, end, reply)
+        committed: float | None = None
+        if spoken:
+            steps, committed = self._user_steps(start, end, reply)
+        else:
+            steps = self._typed_steps(start, reply)
+        steps += self._reply_steps(start, end, reply, committed)
         steps = [_within_wait(s, start, end) for s in steps]
         chain = _critical_path(steps, start, end)
         critical = set(map(id, chain))
@@ -185,8 +201,11 @@ class _Splitter:
 
     # -- the caller's side -----------------------------------------------------------------
 
-    def _user_steps(self, start: float, end: float, reply: list[TraceSpan]) -> list[_Step]:
-        """A spoken turn up to its end-of-turn decision."""
+    def _user_steps(
+        self, start: float, end: float, reply: list[TraceSpan]
+    ) -> tuple[list[_Step], float | None]:
+        """A spoken turn up to its end-of-turn decision, and when livekit committed the turn
+        (after ``on_user_turn_completed``: the reply is scheduled then; None: not known)."""
         steps: list[_Step] = []
         message = self._last_event(start, end, "user_message")
         metrics: dict[str, Any] = message.data.get("metrics", {}) if message else {}
@@ -207,7 +226,8 @@ class _Splitter:
                     walk=not realtime,  # a realtime model's reply does not wait on it
                 )
             )
-        for hook in self._within(start, end, frozenset({"on_user_turn_completed"})):
+        hooks = self._within(start, end, frozenset({"on_user_turn_completed"}))
+        for hook in hooks:
             steps.append(
                 _Step(
                     "on_user_turn_completed",
@@ -224,7 +244,7 @@ class _Splitter:
             if s.attributes.get("lk.eou.outcome") == "committed"
         ]
         if not committed:
-            return steps
+            return steps, None
         wait = committed[-1]
         detections = [
             s
@@ -260,7 +280,7 @@ class _Splitter:
         )
         if not held and wait.end - ready > TOLERANCE:
             steps.append(_Step("end_of_turn_commit", ready, wait.end))
-        return steps
+        return steps, max([wait.end, *(h.end for h in hooks if h.start >= wait.end - TOLERANCE)])
 
     def _typed_steps(self, start: float, reply: list[TraceSpan]) -> list[_Step]:
         """A realtime model is told the typed text (and acknowledges it) before it is asked
@@ -273,7 +293,11 @@ class _Splitter:
 
     # -- the reply -------------------------------------------------------------------------
 
-    def _reply_steps(self, start: float, end: float, reply: list[TraceSpan]) -> list[_Step]:
+    def _reply_steps(
+        self, start: float, end: float, reply: list[TraceSpan], committed: float | None
+    ) -> list[_Step]:
+        """The reply's steps; those livekit holds until the turn is ``committed`` (its tools,
+        its first audio or text) start no earlier."""
         steps: list[_Step] = []
         producers: list[float] = []
         rounds = [s for s in reply if s.name in ("llm_node", "realtime_inference")]
@@ -287,7 +311,9 @@ class _Splitter:
                 name = span.attributes.get("lk.function_tool.name", "")
                 steps.append(_Step("tool", span.start, span.end, note=f"{name}()"))
                 called = [r for r in rounds if r.start <= span.start]
-                if called:  # the model's round that called it, up to the call
+                if called and not _held(called[-1], span, committed):
+                    # the model's round that called it, up to the call (held: the round's own
+                    # steps show it, and the tool waited on the end of turn)
                     kind = "llm" if called[-1].name == "llm_node" else "realtime"
                     steps.append(_Step(f"{kind}_tool_call", called[-1].start, span.start))
         for span in self._within(start, end, frozenset({"update_agent"})):
@@ -306,7 +332,7 @@ class _Splitter:
             steps.append(
                 _Step(
                     "first_audio" if audio else "first_text",
-                    min(max(ready), end),
+                    min(max([*ready, start if committed is None else committed]), end),
                     end,
                     note=FIRST_AUDIO_NOTE if audio else FIRST_TEXT_NOTE,
                 )
@@ -363,8 +389,8 @@ class _Splitter:
                 if (value := _number(metrics, name)) is not None:
                     totals[name] = value
             e2e = _number(metrics, "e2e_latency")
-            if "lk.e2e_latency" not in totals and e2e is not None:
-                totals["lk.e2e_latency"] = e2e
+            if E2E_LATENCY not in totals and e2e is not None:
+                totals[E2E_LATENCY] = e2e
         return totals
 
 
@@ -388,6 +414,16 @@ def _model_steps(
     if stop <= end + TOLERANCE:
         steps.append(_Step(f"{kind}_response", first, stop))
     return steps
+
+
+def _held(round_: TraceSpan, tool: TraceSpan, committed: float | None) -> bool:
+    """Whether ``tool`` waited on the turn's commit rather than on the model's ``round_``
+    that called it: the round ended before the commit, the tool began after it."""
+    return (
+        committed is not None
+        and round_.end <= committed + TOLERANCE
+        and tool.start >= committed - TOLERANCE
+    )
 
 
 def _within_wait(step: _Step, start: float, end: float) -> _Step:
@@ -431,6 +467,10 @@ def _glue(before: _Step | None, after: _Step | None, start: float, end: float) -
     """The named stretch between two steps of the critical path, if it is a known one."""
     if after is None:
         return None
+    if after.name == "tool" and before is not None and before.name in _TURN_ENDS:
+        return _Step("reply_start", start, end, note=REPLY_TOOL_NOTE)
+    if after.name.startswith("llm") and before is not None and before.name in _CALL_ENDS:
+        return _Step("tool_output", start, end, note=TOOL_OUTPUT_NOTE)
     if after.name == "tts_first_byte" and before is not None and before.name.startswith("llm"):
         return _Step("first_sentence", start, end, note=FIRST_SENTENCE_NOTE)
     if after.name.startswith("realtime"):
@@ -517,8 +557,18 @@ RESPONSE_CREATED_NOTE = (
     "waited for is before this wait and not in the trace"
 )
 REPLY_START_NOTE = (
-    "the turn ended or the text arrived, to the reply's first model request: livekit "
-    "schedules the reply and builds its context"
+    "the turn ended or the text arrived, to the reply's first request: livekit schedules the "
+    "reply and builds its context (a reply made while the caller spoke, by preemptive "
+    "generation, goes on to its TTS)"
+)
+REPLY_TOOL_NOTE = (
+    "the turn ended, to the tool the model had already called: livekit made the reply while "
+    "the caller spoke (preemptive generation) but runs its tools only once the turn is over "
+    "and the reply scheduled"
+)
+TOOL_OUTPUT_NOTE = (
+    "the tool and the model's round that called it over, to the model's next request: livekit "
+    "adds the tool's output to the context and asks the model to answer it"
 )
 FIRST_SENTENCE_NOTE = "the LLM's text until the first sentence went to the TTS"
 FIRST_AUDIO_NOTE = "the first audio to the caller's speaker: livekit's audio output"

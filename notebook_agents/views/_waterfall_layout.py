@@ -1,8 +1,9 @@
 """What the waterfall shows of one wait, computed once in the kernel from its ``Breakdown``: a
 row per phase in milliseconds from the wait's start, each with its parts (the network's share
 and the client's), livekit's figure beside it, its labels and hover text; a row for the wait
-itself, one per livekit total, one for what no critical phase explains; the axis and its ticks.
-The widget and the matplotlib figure both draw from it and compute nothing again.
+itself (livekit's ``e2e_latency`` beside it), one per livekit total that no phase's figure
+already shows, one for what no critical phase explains; the axis and its ticks. The widget and
+the matplotlib figure both draw from it and compute nothing again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from .._figure_style import INK
 from ..analysis import milliseconds
 from ..phases import Breakdown, Phase
+from ..phases.model import E2E_LATENCY
 from ._timeline_layout import mode_color
 
 WATERFALL_COLORS = {
@@ -49,7 +51,7 @@ def wait_layout(breakdown: Breakdown, index: int) -> dict[str, Any]:
         return round((t - start) * 1000, 3)
 
     rows = [_wait_row(breakdown)]
-    rows += [_total_row(name, value) for name, value in breakdown.attributes.items()]
+    rows += [_total_row(name, value) for name, value in _unmarked_totals(breakdown).items()]
     phases = sorted(breakdown.phases, key=lambda phase: phase.start)  # stable: ties keep order
     rows += [_phase_row(phase, ms) for phase in phases]
     if abs(breakdown.unexplained) >= UNEXPLAINED_SHOWN_S:
@@ -84,13 +86,14 @@ def choice(breakdown: Breakdown, index: int) -> dict[str, Any]:
 
 def axis(low_ms: float, high_ms: float) -> dict[str, Any]:
     """An axis from ``low_ms`` (0 unless a phase began before the wait) to ``high_ms`` rounded
-    up to a tick, with about ``TICKS`` round ticks."""
+    up to a tick, with about ``TICKS`` round ticks; the first says the unit (at the end, right
+    of the last tick, it ran into the one before: "5000 6000 ms" overlapped on a narrow track)."""
     low, high = min(low_ms, 0.0), max(high_ms, low_ms + 1.0)
     step = _nice_step((high - low) / TICKS)
     first, last = math.ceil(low / step - 1e-9), math.ceil(high / step - 1e-9)
     digits = max(0, -math.floor(math.log10(step)))
     ticks = [
-        {"ms": k * step, "label": f"{k * step:.{digits}f}" + (" ms" if k == last else "")}
+        {"ms": k * step, "label": f"{k * step:.{digits}f}" + (" ms" if k == first else "")}
         for k in range(first, last + 1)
     ]
     return {"min_ms": low, "max_ms": last * step, "ticks": ticks}
@@ -136,23 +139,40 @@ def _row(kind: str, name: str, start_ms: float, end_ms: float, **more: Any) -> d
 def _wait_row(breakdown: Breakdown) -> dict[str, Any]:
     end_ms = round(breakdown.wait * 1000, 3)
     title = f"the whole wait, {breakdown.start:.3f} s → {breakdown.end:.3f} s on the trace"
-    return _row("wait", "wait", 0.0, end_ms, title=f"{title}: {milliseconds(breakdown.wait)}")
+    row = _row("wait", "wait", 0.0, end_ms, title=f"{title}: {milliseconds(breakdown.wait)}")
+    if (e2e := breakdown.livekit) is not None:
+        row["livekit"] = {"start_ms": 0.0, "end_ms": round(e2e * 1000, 3)}
+        row["livekit_text"] = f"livekit {milliseconds(e2e)}"
+        row["title"] += f"\nlivekit's figure: {milliseconds(e2e)} ({E2E_LATENCY})"
+    return row
+
+
+def _unmarked_totals(breakdown: Breakdown) -> dict[str, float]:
+    """livekit's totals for the wait that no row's mark shows already: not its e2e_latency
+    (the wait's), nor a figure a phase carries (``lk.end_of_turn_delay`` on the end of turn)."""
+    marked = {(p.livekit_name, p.livekit) for p in breakdown.phases if p.livekit is not None}
+    return {
+        name: seconds
+        for name, seconds in breakdown.attributes.items()
+        if name != E2E_LATENCY and (name, seconds) not in marked
+    }
 
 
 def _total_row(name: str, seconds: float) -> dict[str, Any]:
     """One of livekit's own totals for the wait, drawn as livekit's figures are."""
     end_ms = round(seconds * 1000, 3)
     took = milliseconds(seconds)
+    label = f"livekit {name}"
     return _row(
         "livekit",
-        f"livekit {name}",
+        label,
         0.0,
         end_ms,
         segments=[],
         livekit={"start_ms": 0.0, "end_ms": end_ms},
         measured="",
         livekit_text=f"livekit {took}",
-        title=f"livekit's own {name} for this wait: {took}",
+        title=f"{label} · livekit's own figure for this wait, no phase's: {took}",
     )
 
 

@@ -1,15 +1,23 @@
 """WaterfallView in JupyterLab in headless chromium, on a live two-agent session and then on
 its saved trace: empty until a wait is answered, then each turn and handoff drawn phase by
 phase as it comes (newest first), another picked from the list, in the light and the dark
-theme; the bars where the kernel's milliseconds put them."""
+theme; the bars where the kernel's milliseconds put them. Then a real spoken turn answered by
+a tool: the end of turn first on the critical path, livekit's figures as marks, each row's
+name on one line."""
 
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
+from notebook_agents.emulator import Emulator
+from notebook_agents.trace import Trace
+
+from ..test_phases_turns import pharmacy_trace
 from .cells import AGENTS
 from .conftest import run_cell, run_notebook
 from .themes import in_both_themes
@@ -49,7 +57,8 @@ def turn(n, agent, start, end):
         Phase("llm_first_token", start + 0.2 * w, start + 0.7 * w, livekit=0.45 * w,
               livekit_name="ttft", truth=0.2 * w),
         Phase("first_text", start + 0.7 * w, start + 0.9 * w, truth=0.05 * w),
-    ), attributes={"e2e_latency": 1.1 * w})
+    ), attributes={"lk.e2e_latency": 1.1 * w, "lk.end_of_turn_delay": 0.2 * w,
+                   "lk.speech.queue_wait": 0.01 * w})
 
 
 def handoff(event, end):
@@ -101,12 +110,15 @@ def test_waterfall_live_then_loaded(lab: tuple[str, Path], page: Page, tmp_path:
     expect(live.locator(".na-wf-title")).to_have_text("turn 1 · typed · Concierge", timeout=30_000)
     expect(live.locator(".na-wf-empty")).to_be_hidden()
     rows = live.locator(".na-wf-row:not(.na-wf-headings)")
+    # livekit's totals a mark shows are no rows: its e2e_latency is the wait's mark, its end
+    # of turn the end of turn's; its queue wait is no phase's
     expect(rows.locator(".na-wf-name")).to_have_text(
-        ["wait", "livekit e2e_latency", "transcript (parallel)", "end_of_turn",
+        ["wait", "livekit lk.speech.queue_wait", "transcript (parallel)", "end_of_turn",
          "llm_first_token", "first_text", "unexplained"]
     )  # fmt: skip
+    expect(rows.nth(0).locator(".na-wf-livekit")).to_have_count(1)
     expect(rows.nth(0).locator(".na-wf-ms")).to_have_text(re.compile(r"^\d+(\.\d)? ms$"))
-    llm = live.locator('.na-wf-row:has(.na-wf-name:text-is("llm_first_token"))')
+    llm = live.locator('.na-wf-row:has(.na-wf-label:text-is("llm_first_token"))')
     expect(llm.locator(".na-wf-truth")).to_have_count(1)
     expect(llm.locator(".na-wf-client")).to_have_count(1)
     expect(llm.locator(".na-wf-livekit")).to_have_count(1)
@@ -120,7 +132,7 @@ def test_waterfall_live_then_loaded(lab: tuple[str, Path], page: Page, tmp_path:
     # the client's rest of a phase end to end, the unexplained rest up to the wait's end
     wait_bar = left_right(rows.nth(0).locator(".na-wf-bar"))
     eot_bar = left_right(
-        live.locator('.na-wf-row:has(.na-wf-name:text-is("end_of_turn")) .na-wf-bar')
+        live.locator('.na-wf-row:has(.na-wf-label:text-is("end_of_turn")) .na-wf-bar')
     )
     truth, client = (
         left_right(llm.locator(".na-wf-truth")),
@@ -168,3 +180,58 @@ def test_waterfall_live_then_loaded(lab: tuple[str, Path], page: Page, tmp_path:
     loaded.scroll_into_view_if_needed()
     assert in_both_themes(page, ".na-waterfall", "waterfall-loaded") == []
     run_cell(page, "emulator.stop()")
+
+
+def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn(
+    lab: tuple[str, Path], page: Page, tmp_path: Path
+) -> None:
+    """Issue 30: the caller asked a pharmacy agent for its tool by voice; livekit's model called
+    it while the caller was still heard, and ran it once the turn ended. The waterfall shows the
+    end of turn first on the critical path and the model's round beside it, livekit's figures
+    as marks and not again as rows, each name on one line (a long one cut, whole on hover)."""
+    with Emulator() as emulator, ThreadPoolExecutor(1) as thread:  # off Playwright's loop
+        said = "refill prescription medication aspirin quantity thirty"
+        trace: Trace = thread.submit(pharmacy_trace, emulator, said).result()
+    saved = trace.save(tmp_path / "pharmacy.jsonl")
+    cell = f"""from notebook_agents import Trace
+from notebook_agents.views import WaterfallView
+WaterfallView(Trace.load({str(saved)!r}), selected=0)"""
+    run_notebook(page, lab, "waterfall_tool_turn.ipynb", [cell])
+    view = page.locator(".na-waterfall")
+    expect(view.locator(".na-wf-title")).to_have_text("turn 1 · spoken · Pharmacy", timeout=30_000)
+    critical = view.locator('.na-wf-row[data-kind="phase"][data-critical="true"] .na-wf-label')
+    expect(critical.first).to_have_text("end_of_turn")
+    expect(critical).to_contain_text(["end_of_turn", "reply_start", "tool", "first_audio"])
+    model = view.locator('.na-wf-row[data-kind="phase"]:has(.na-wf-label:text-is("llm_response"))')
+    expect(model.first).to_have_attribute("data-critical", "false")
+    expect(view.locator(".na-wf-row", has_text="lk.end_of_turn_delay")).to_have_count(0)
+    end_of_turn = view.locator('.na-wf-row:has(.na-wf-label:text-is("end_of_turn"))')
+    expect(end_of_turn.locator(".na-wf-livekit")).to_have_count(1)
+
+    names = view.locator(".na-wf-row:not(.na-wf-headings) .na-wf-name")
+    line = view.locator(".na-wf-headings .na-wf-name").evaluate(
+        "name => name.getBoundingClientRect().height"
+    )  # the heading's name, "phase": one line
+    measured = names.evaluate_all(
+        """names => names.map(name => {
+            const label = name.querySelector('.na-wf-label');
+            return {
+                text: name.textContent,
+                height: name.getBoundingClientRect().height,
+                cut: label.scrollWidth > label.clientWidth,
+                hover: name.closest('.na-wf-row').title,
+            };
+        })"""
+    )
+    assert measured and all(abs(m["height"] - line) < 1 for m in measured), (line, measured)
+    for m in measured:  # a name cut short is whole in its row's hover text
+        assert not m["cut"] or m["text"].removesuffix(" (parallel)") in m["hover"], m
+    # the axis's labels side by side, none over another (the unit on the last ran into the
+    # one before it: "5000 6000 ms")
+    spans = view.locator(".na-wf-tick-label").evaluate_all(
+        "labels => labels.map(label => label.getBoundingClientRect())"
+        ".map(box => [box.left, box.right])"
+    )
+    assert len(spans) > 2 and all(a[1] <= b[0] for a, b in pairwise(spans)), spans
+    assert in_both_themes(page, ".na-waterfall", "waterfall-tool-turn") == []
+    run_cell(page, "1")  # the kernel still answers
