@@ -4,9 +4,9 @@ The agent is production-style (a realtime model per job) against the emulator, w
 a process of its own so that only the runner, the trace and livekit count; ``--emulator
 kernel`` runs it in the kernel, as the notebooks do, so that what it keeps of each connection
 counts too. ``--spoken`` makes each turn a spoken one (``send_audio``, the model hears and
-speaks) instead of a typed one. ``--suite`` runs the cycles as one scenario suite of that many
-scenarios (each on a runner of its own) and reports what its result holds and what is left
-once it is dropped.
+speaks) instead of a typed one. ``--suite`` runs the cycles as scenarios instead, in suites of
+``--every`` scenarios (each scenario on a runner of its own), each suite's result dropped, and
+then reports what one kept result holds.
 
 After a warm-up (the first ~100 jobs grow RSS by ~2.5 MB while livekit's lazy parts, the
 protobuf and line caches and the allocator's arenas fill; flat after that), every ``--every``
@@ -138,11 +138,11 @@ def main() -> None:
     )
     parser.add_argument("--spoken", action="store_true", help="spoken turns, not typed ones")
     parser.add_argument(
-        "--suite", action="store_true", help="one suite of --cycles scenarios (typed turns)"
+        "--suite", action="store_true", help="--cycles scenarios (typed turns) in suites of --every"
     )
     args = parser.parse_args()
     if args.suite:
-        _soak_suite(args.cycles, args.warmup)
+        _soak_suite(args.cycles, args.every, args.warmup)
         return
     in_kernel = args.emulator == "kernel"
     setup = SETUP + (IN_KERNEL if in_kernel else IN_PROCESS) + (SPOKEN if args.spoken else TYPED)
@@ -178,25 +178,32 @@ def main() -> None:
     )
 
 
-def _soak_suite(scenarios: int, warmup: int) -> None:
-    """A suite of ``scenarios`` scenarios: RSS while its result is held, and once dropped."""
+def _soak_suite(scenarios: int, every: int, warmup: int) -> None:
+    """Suites of ``every`` scenarios each, each result dropped, until ``scenarios`` ran: what
+    is left; then one suite kept: what its result holds."""
     with Kernel() as kernel:
         kernel.run_ok(SETUP + IN_PROCESS + TYPED + CYCLES + SUITE, timeout=120)
         kernel.run_ok(f"await suite({warmup})\nNone", timeout=3600)
         base = kernel.eval("held()")
-        started = time.perf_counter()
-        kernel.run_ok(f"kept = await suite({scenarios})", timeout=3600)
+        print(f"{'scenarios':>9} " + " ".join(f"{c:>10}" for c in COLUMNS) + " RSS MB  ΔRSS MB")
+        print(_row(0, base, base))
+        done, started = 0, time.perf_counter()
+        while done < scenarios:
+            batch = min(every, scenarios - done)
+            kernel.run_ok(f"await suite({batch})\nNone", timeout=3600)
+            done += batch
+            print(_row(done, kernel.eval("held()"), base), flush=True)
         elapsed = time.perf_counter() - started
-        held = kernel.eval("held()")
-        kernel.run_ok("del kept")
         dropped = kernel.eval("held()")
-        kernel.run_ok("await emulator.__aexit__(None, None, None)")
-    per = {name: (state["rss"] - base["rss"]) / scenarios / 2**10 for name, state in
-           (("held", held), ("dropped", dropped))}  # fmt: skip
+        kernel.run_ok(f"kept = await suite({every})", timeout=3600)
+        held = kernel.eval("held()")
+        kernel.run_ok("del kept\nawait emulator.__aexit__(None, None, None)")
+    left = (dropped["rss"] - base["rss"]) / 2**20
+    holds = (held["rss"] - dropped["rss"]) / every / 2**10
     print(
-        f"{scenarios} scenarios in {elapsed:.1f} s; RSS while the result is held "
-        f"{per['held']:+.1f} KB a scenario, once dropped {per['dropped']:+.1f} KB a scenario "
-        f"({(dropped['rss'] - base['rss']) / 2**20:+.2f} MB in all)"
+        f"{scenarios} scenarios in {elapsed:.1f} s; RSS left once each suite's result is "
+        f"dropped {left:+.2f} MB ({left * 500 / scenarios:+.2f} MB per 500 scenarios); a kept "
+        f"result holds {holds:.1f} KB a scenario"
     )
 
 
