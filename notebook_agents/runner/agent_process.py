@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import io
 import os
 import re
 import shlex
@@ -32,7 +33,7 @@ import tempfile
 import threading
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from livekit.agents import Agent, RunResult, llm
 from livekit.agents import __version__ as LIVEKIT_VERSION
@@ -45,6 +46,7 @@ from .._lifecycle import StartStop
 from ..emulator.server import PLACEHOLDER_KEY
 from ..trace import Trace
 from ..trace.remote_items import chat_item, chat_items
+from . import _cells
 from .errors import RunnerError, TurnError
 from .notebook_runner import RunnerState, fails_turn, reply_text
 
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 HOST = "127.0.0.1"
+_LAUNCHER = str(Path(__file__).with_name("_agent_launcher.py"))
 _OUTPUT_LINES = 15
 """how much of the agent's output an error quotes (its last lines)"""
 _START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
@@ -123,6 +126,8 @@ class AgentProcess(StartStop):
         """where the notebook listens for the agent to dial (until it has)"""
         self.process: subprocess.Popen[bytes] | None = None
         """the process this started (None when attaching to one started by hand)"""
+        self._lifeline: io.FileIO | None = None
+        """the only write end of the pipe whose closing ends the agent's process group"""
         self.session: RemoteSession | None = None
         self.greets = greets
         self._greeting: RunResult[None] | None = None
@@ -132,7 +137,8 @@ class AgentProcess(StartStop):
         self._agent_state = "initializing"
         self._emulator_env = _emulator_env(emulator) if emulator is not None else {}
         self._env = {**os.environ, **self._emulator_env, **(env or {})}
-        self._output: Path | None = None
+        self._output: IO[bytes] | None = None
+        """what the process prints, in a file already unlinked: nothing is left behind"""
         self._kept_output = ""
         self._listener: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -152,7 +158,9 @@ class AgentProcess(StartStop):
             return self
         if self.state is not RunnerState.NEW:
             raise RunnerError(f"this AgentProcess was started before: {_START_AGAIN}")
+        cell = _cells.replace_earlier()  # a re-run cell stops what its earlier run started
         self.state = RunnerState.STARTING
+        _cells.register(self, cell)
         try:
             self._listener = socket.create_server((HOST, 0))
             self.address = (HOST, self._listener.getsockname()[1])
@@ -232,10 +240,10 @@ class AgentProcess(StartStop):
             self.trace.detach()
             if self._output is not None:
                 self._kept_output = self.output  # all of it, once the file is gone
-                with contextlib.suppress(OSError):
-                    self._output.unlink()
+                self._output.close()
                 self._output = None
             self.state = RunnerState.STOPPED
+            _cells.unregister(self)
 
     def __repr__(self) -> str:
         what = str(self.script) if self.script is not None else "attached"
@@ -249,10 +257,9 @@ class AgentProcess(StartStop):
         ``stop()``."""
         if self._output is None:
             return self._kept_output
-        with contextlib.suppress(OSError):
-            # livekit's console logging colours its lines even into a file
-            return _ANSI_ESCAPE.sub("", self._output.read_text(errors="replace"))
-        return ""
+        printed = os.pread(self._output.fileno(), os.fstat(self._output.fileno()).st_size, 0)
+        # livekit's console logging colours its lines even into a file
+        return _ANSI_ESCAPE.sub("", printed.decode(errors="replace"))
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -371,23 +378,36 @@ class AgentProcess(StartStop):
     # -- the connection, on its own thread -------------------------------------------------
 
     def _spawn(self) -> None:
+        """Start the script through our launcher, which becomes the agent (same PID) and leaves
+        a watcher that ends the agent's process group once this kernel has gone, however it
+        ended: the watcher holds the read end of a pipe whose write end only this process has
+        (``_agent_launcher`` says why this way)."""
         assert self.address is not None and self.script is not None
-        handle, name = tempfile.mkstemp(prefix="agent-process-", suffix=".log")
-        self._output = Path(name)
+        # closed by stop(), after the process is gone
+        self._output = tempfile.TemporaryFile(prefix="agent-process-")  # noqa: SIM115
         where = f"{self.address[0]}:{self.address[1]}"
-        args = [self.python, "-m", "livekit.agents", "console", str(self.script)]
+        agent = [self.python, "-m", "livekit.agents", "console", str(self.script)]
+        lifeline, kept = os.pipe()  # neither inheritable: only the launcher gets its end
+        launcher = [sys.executable, "-I", "-S", _LAUNCHER, str(lifeline)]
         try:
             self.process = subprocess.Popen(
-                [*args, "--connect-addr", where],
+                [*launcher, *agent, "--connect-addr", where],
                 env=self._env,
                 stdin=subprocess.DEVNULL,
-                stdout=handle,
+                stdout=self._output,
                 stderr=subprocess.STDOUT,
-                # its own session: a kernel interrupt (SIGINT to the kernel's group) is not its
+                pass_fds=(lifeline,),
+                # its own session and group, which the watcher ends; and a kernel interrupt
+                # (SIGINT to the kernel's group) is not the agent's
                 start_new_session=True,
             )
+        except BaseException:
+            os.close(kept)
+            raise
+        else:
+            self._lifeline = io.FileIO(kept, "w")
         finally:
-            os.close(handle)
+            os.close(lifeline)
 
     def _serve(self) -> None:
         loop = self._loop
@@ -403,7 +423,7 @@ class AgentProcess(StartStop):
         self._connecting = asyncio.current_task()
         self._turn_lock = asyncio.Lock()
         try:
-            reader, writer = await self._dialed()
+            reader, writer = await self._dialed(self._exit_of_process())
             transport = livekit.accepted_transport(reader, writer, self._hung_up_soon)
             self.session = remote = RemoteSession(transport)
             self.trace.attach_remote(remote)  # before the first report is read
@@ -427,7 +447,9 @@ class AgentProcess(StartStop):
             with contextlib.suppress(concurrent.futures.InvalidStateError):
                 self._ready.set_result(remote)
 
-    async def _dialed(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _dialed(
+        self, exited: asyncio.Future[int] | None
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """The agent's connection: the first to dial; then nothing listens any more."""
         assert self._listener is not None
         loop = asyncio.get_running_loop()
@@ -442,8 +464,8 @@ class AgentProcess(StartStop):
 
         server = await asyncio.start_server(accept, sock=self._listener)
         waits: set[asyncio.Future[Any]] = {dialed}
-        if self.process is not None:
-            waits.add(asyncio.ensure_future(loop.run_in_executor(None, self.process.wait)))
+        if exited is not None:
+            waits.add(exited)
         try:
             done, _ = await asyncio.wait(
                 waits, timeout=self.start_timeout, return_when=asyncio.FIRST_COMPLETED
@@ -452,7 +474,8 @@ class AgentProcess(StartStop):
             server.close()  # closes the listening socket too
             self._listener = None
         if dialed in done:
-            self._watch_process()
+            if exited is not None:
+                exited.add_done_callback(self._process_exited)
             return dialed.result()
         if done:
             code = self.process.returncode if self.process is not None else None
@@ -516,16 +539,27 @@ class AgentProcess(StartStop):
         assert self._greeted is not None
         self._greeted.set()
 
-    def _watch_process(self) -> None:
-        """A process that exits ends the call (its state says so, and its trace)."""
+    def _exit_of_process(self) -> asyncio.Future[int] | None:
+        """The process's exit code, once it has exited, waited for on a daemon thread: an
+        executor's worker blocked in ``wait()`` would hold the interpreter's exit (it joins
+        them before running ``atexit``, which stops the agent) for as long as the agent runs."""
         process = self.process
         if process is None:
-            return
+            return None
         loop = asyncio.get_running_loop()
-        exited = loop.run_in_executor(None, process.wait)
-        exited.add_done_callback(
-            lambda _: self._gone(f"the agent process exited with code {process.returncode}")
-        )
+        exited: asyncio.Future[int] = loop.create_future()
+
+        def wait() -> None:
+            code = process.wait()
+            with contextlib.suppress(RuntimeError):  # the loop has stopped: nobody waits
+                loop.call_soon_threadsafe(exited.set_result, code)
+
+        threading.Thread(target=wait, name="notebook-agents-process-exit", daemon=True).start()
+        return exited
+
+    def _process_exited(self, exited: asyncio.Future[int]) -> None:
+        """A process that exits ends the call (its state says so, and its trace)."""
+        self._gone(f"the agent process exited with code {exited.result()}")
 
     def _hung_up_soon(self) -> None:
         self._gone("the agent closed the connection")
@@ -565,14 +599,15 @@ class AgentProcess(StartStop):
 
     def _end_process(self) -> None:
         process = self.process
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()  # by PID: livekit's console shuts down on SIGTERM
-        try:
-            process.wait(self.stop_timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None and process.poll() is None:
+            process.terminate()  # by PID: livekit's console shuts down on SIGTERM
+            try:
+                process.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._lifeline is not None:
+            self._lifeline.close()  # the watcher ends what the agent left (idempotent)
 
     def _output_tail(self) -> str:
         lines = self.output.rstrip().splitlines()
