@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -32,7 +33,7 @@ from notebook_agents import (
     TraceEvent,
 )
 from notebook_agents.analysis import TraceAnalysis
-from notebook_agents.emulator import Emulator
+from notebook_agents.emulator import Emulator, EmulatorError
 from notebook_agents.trace import EventKind, check_event_data
 from notebook_agents.views import AgentGraphView, ChatView
 
@@ -184,8 +185,81 @@ async def test_a_process_that_dies_mid_call_fails_the_runner_with_its_reason(
     event = await asyncio.wait_for(closed, 10)
     assert event.data["reason"] == "error"
     assert greeter.state is RunnerState.FAILED
-    with pytest.raises(RunnerError, match=r"exited with code -9|closed the connection"):
+    with pytest.raises(RunnerError, match=r"the agent process was killed \(SIGKILL\)") as raised:
         await greeter.send_text("hello")
+    # its logging says nothing of why it was killed: none of it is quoted
+    assert "DEBUG" not in str(raised.value) and "\n" not in str(raised.value)
+    assert repr(greeter).endswith("was killed (SIGKILL); " + START_AGAIN + ">")
+
+
+START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
+
+
+async def test_a_huge_output_line_is_cut_where_errors_and_repr_quote_it(
+    tmp_path: Path, processes: list[AgentProcess]
+) -> None:
+    script = tmp_path / "loud_agent.py"
+    script.write_text("print('x' * 1_000_000)\nraise SystemExit('no model configured')\n")
+    agent = AgentProcess(script)
+    processes.append(agent)
+    with pytest.raises(RunnerError) as raised:
+        await agent.start().ready()
+    message = str(raised.value)
+    assert "exited with code 1 before it dialed" in message
+    assert "no model configured" in message
+    assert re.search(r"x{100}… \(\d+ more characters cut\)", message)
+    assert len(message) < 5_000
+    assert len(repr(agent)) < 500 and "exited with code 1" in repr(agent)
+    assert "x" * 1_000_000 in agent.output  # its output itself is whole
+
+
+async def test_a_model_that_cannot_connect_fails_the_greeting_with_its_error(
+    emulator: Emulator, processes: list[AgentProcess]
+) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # nothing listens there once closed
+    nowhere = {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+    agent = AgentProcess(SCRIPT, emulator=emulator, env=nowhere)
+    processes.append(agent)
+    await agent.start().ready()
+    with pytest.raises(RunnerError) as raised:
+        await agent.greeting(timeout=60)
+    message = str(raised.value)
+    assert "greets=False" not in message and "did not greet" not in message
+    assert re.search(r"realtime model failed.*APIConnectionError", message)
+    assert f"Connect call failed ('127.0.0.1', {port})" in message  # livekit's own words
+    assert agent.state is RunnerState.FAILED
+    with pytest.raises(RunnerError, match="APIConnectionError"):
+        await agent.send_text("hello")
+
+
+async def test_an_emulator_stopped_since_is_refused_at_start_naming_the_fix(
+    processes: list[AgentProcess],
+) -> None:
+    emulator = Emulator().start()
+    agent = AgentProcess(SCRIPT, emulator=emulator)
+    processes.append(agent)
+    emulator.stop()  # its CA file is gone: the agent would fail on a missing SSL_CERT_FILE
+    with pytest.raises(EmulatorError, match=r"the emulator is not running: call start\(\)"):
+        agent.start()
+    assert agent.process is None and agent.state is RunnerState.NEW
+
+
+async def test_the_printed_command_names_the_one_agent_script_of_the_folder(
+    emulator: Emulator,
+    processes: list[AgentProcess],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shutil.copy(NOTEBOOKS / "weather_agent.py", tmp_path / "my_weather.py")
+    (tmp_path / "helpers.py").write_text("TIMEOUT = 3\n")  # not an agent: no AgentServer
+    monkeypatch.chdir(tmp_path)
+    agent = AgentProcess(emulator=emulator)
+    processes.append(agent)
+    agent.start()
+    assert " console my_weather.py --connect-addr " in capsys.readouterr().out
 
 
 def test_a_missing_script_is_refused_naming_the_fix() -> None:

@@ -26,6 +26,7 @@ import io
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -44,7 +45,7 @@ from typing_extensions import Self
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..emulator.server import PLACEHOLDER_KEY
-from ..trace import Trace
+from ..trace import Trace, TraceEvent
 from ..trace.remote_items import chat_item, chat_items
 from . import _cells
 from .errors import RunnerError, TurnError
@@ -58,7 +59,18 @@ T = TypeVar("T")
 HOST = "127.0.0.1"
 _LAUNCHER = str(Path(__file__).with_name("_agent_launcher.py"))
 _OUTPUT_LINES = 15
-"""how much of the agent's output an error quotes (its last lines)"""
+"""how much of the agent's output an error quotes: its last lines (but DEBUG's and blank ones)"""
+_OUTPUT_LINE_CHARS = 300
+"""how much of one output line an error quotes (the rest is said to be cut): at most
+``_OUTPUT_LINES`` of these, whatever the agent printed"""
+_REPR_CHARS = 200
+"""how much of the failure a ``repr`` quotes (its first line)"""
+_EXIT_AFTER_HANG_UP_S = 2.0
+"""how long a hang-up waits for the agent's process to exit, to say why by its exit"""
+_DEBUG_LINE = re.compile(r"^\d\d:\d\d:\d\d(?:\.\d+)? DEBUG ")
+"""a DEBUG record of livekit's console logging (time, level, logger, message)"""
+_MAKES_SERVER = re.compile(r"\bAgentServer\(")
+"""a script that makes an ``AgentServer``, which livekit's console runs"""
 _START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 """a terminal's control sequence (ECMA-48 CSI: colours, cursor moves)"""
@@ -135,8 +147,10 @@ class AgentProcess(StartStop):
         self._greeting_items: list[llm.ChatItem] = []
         self._greeted: asyncio.Event | None = None  # on the connection's loop
         self._agent_state = "initializing"
-        self._emulator_env = _emulator_env(emulator) if emulator is not None else {}
-        self._env = {**os.environ, **self._emulator_env, **(env or {})}
+        self._emulator = emulator
+        self._given_env = dict(env or {})
+        self._emulator_env: dict[str, str] = {}
+        """where the emulator is, read at start (it may have moved since)"""
         self._output: IO[bytes] | None = None
         """what the process prints, in a file already unlinked: nothing is left behind"""
         self._kept_output = ""
@@ -148,6 +162,9 @@ class AgentProcess(StartStop):
         self._agents: dict[str, RemoteAgent] = {}
         self._stopping = False
         self._connecting: asyncio.Task[None] | None = None
+        self._exited: asyncio.Future[int] | None = None  # on the connection's loop
+        self._hanging_up: asyncio.Task[None] | None = None
+        """finds out why the agent hung up (did its process exit?)"""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -158,6 +175,8 @@ class AgentProcess(StartStop):
             return self
         if self.state is not RunnerState.NEW:
             raise RunnerError(f"this AgentProcess was started before: {_START_AGAIN}")
+        if self._emulator is not None:  # stopped since (it raises so), or moved
+            self._emulator_env = _emulator_env(self._emulator)
         cell = _cells.replace_earlier()  # a re-run cell stops what its earlier run started
         self.state = RunnerState.STARTING
         _cells.register(self, cell)
@@ -179,16 +198,17 @@ class AgentProcess(StartStop):
             raise
         return self
 
-    def command(self, script: str = "agent.py") -> str:
+    def command(self, script: str | None = None) -> str:
         """The shell command that starts ``script`` attached to this notebook, as printed: this
         environment's Python, and with an emulator its endpoints and placeholder keys (never a
-        key of yours)."""
+        key of yours). Without ``script``: this one's, else the one script in the current folder
+        that makes an ``AgentServer``, else ``agent.py`` for yours."""
         if self.address is None:
             raise RunnerError("command() needs a started AgentProcess: call start() first")
         shown = self._emulator_env.items()
         prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in shown)
         where = f"{self.address[0]}:{self.address[1]}"
-        target = shlex.quote(str(self.script or script))
+        target = shlex.quote(str(script or self.script or _agent_script_here()))
         python = shlex.quote(self.python)
         return f"{prefix}{python} -m livekit.agents console {target} --connect-addr {where}"
 
@@ -248,16 +268,23 @@ class AgentProcess(StartStop):
     def __repr__(self) -> str:
         what = str(self.script) if self.script is not None else "attached"
         pid = f" pid={self.process.pid}" if self.process is not None else ""
-        why = f": {self.failure}" if self.failure is not None else ""
+        why = ""
+        if self.failure is not None:  # its first line: the rest quotes the agent's output
+            first_line = str(self.failure).split("\n", 1)[0]
+            why = f": {_cut(first_line, _REPR_CHARS)}"
         return f"<AgentProcess {self.state.value} {what}{pid}{why}>"
 
     @property
     def output(self) -> str:
         """What the process this started has printed so far (stdout and stderr), also after
         ``stop()``."""
-        if self._output is None:
+        output = self._output
+        try:
+            if output is None:
+                return self._kept_output
+            printed = os.pread(output.fileno(), os.fstat(output.fileno()).st_size, 0)
+        except ValueError:  # stop() closed it just now, having kept all of it
             return self._kept_output
-        printed = os.pread(self._output.fileno(), os.fstat(self._output.fileno()).st_size, 0)
         # livekit's console logging colours its lines even into a file
         return _ANSI_ESCAPE.sub("", printed.decode(errors="replace"))
 
@@ -334,7 +361,12 @@ class AgentProcess(StartStop):
                 await asyncio.wait_for(self._greeting_over(), timeout)
             except asyncio.TimeoutError:
                 raise RunnerError(self._not_greeted(timeout)) from None
-            return await self.session.run(text, timeout=timeout)
+            try:
+                return await self.session.run(text, timeout=timeout)
+            except RuntimeError:  # the transport closed: the caller says why, once known
+                if self._hanging_up is not None:
+                    await self._hanging_up
+                raise
 
     async def _greeting_over(self) -> None:
         """Until the agent has said its greeting (or the connection has ended)."""
@@ -389,10 +421,12 @@ class AgentProcess(StartStop):
         agent = [self.python, "-m", "livekit.agents", "console", str(self.script)]
         lifeline, kept = os.pipe()  # neither inheritable: only the launcher gets its end
         launcher = [sys.executable, "-I", "-S", _LAUNCHER, str(lifeline)]
+        # unbuffered: an error quotes what it printed up to then
+        env = {"PYTHONUNBUFFERED": "1", **os.environ, **self._emulator_env, **self._given_env}
         try:
             self.process = subprocess.Popen(
                 [*launcher, *agent, "--connect-addr", where],
-                env=self._env,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=self._output,
                 stderr=subprocess.STDOUT,
@@ -422,11 +456,13 @@ class AgentProcess(StartStop):
     async def _connect(self) -> None:
         self._connecting = asyncio.current_task()
         self._turn_lock = asyncio.Lock()
+        self._exited = self._exit_of_process()
         try:
-            reader, writer = await self._dialed(self._exit_of_process())
+            reader, writer = await self._dialed(self._exited)
             transport = livekit.accepted_transport(reader, writer, self._hung_up_soon)
             self.session = remote = RemoteSession(transport)
             self.trace.attach_remote(remote)  # before the first report is read
+            self.trace.subscribe(self._on_reported_problem)  # delivered on this loop
             self._greeted = asyncio.Event()
             remote.on("conversation_item_added", self._on_greeting_item)
             remote.on("agent_state_changed", self._on_greeting_state)
@@ -477,10 +513,9 @@ class AgentProcess(StartStop):
             if exited is not None:
                 exited.add_done_callback(self._process_exited)
             return dialed.result()
-        if done:
-            code = self.process.returncode if self.process is not None else None
+        if exited is not None and exited in done:
             raise RunnerError(
-                f"the agent process exited with code {code} before it dialed the notebook; "
+                f"{_exit_reason(exited.result())} before it dialed the notebook; "
                 f"fix what its output says and {_START_AGAIN}:"
                 f"\n{self._output_tail()}"
             )
@@ -558,19 +593,50 @@ class AgentProcess(StartStop):
         return exited
 
     def _process_exited(self, exited: asyncio.Future[int]) -> None:
-        """A process that exits ends the call (its state says so, and its trace)."""
-        self._gone(f"the agent process exited with code {exited.result()}")
+        """A process that exits ends the call (its state says so, and its trace). Killed with
+        SIGKILL, nothing it printed says why: none of it is quoted."""
+        code = exited.result()
+        self._gone(_exit_reason(code), quote_output=code != -signal.SIGKILL)
 
     def _hung_up_soon(self) -> None:
-        self._gone("the agent closed the connection")
+        """The agent hung up. A process that dies hangs up as it goes: its exit, if it comes
+        soon, says why; else it closed the connection and runs on."""
+        if self._stopping:
+            return
+        exited = self._exited
+        if exited is None:
+            self._gone("the agent closed the connection")
+            return
+        self._hanging_up = asyncio.get_running_loop().create_task(self._why_hung_up(exited))
 
-    def _gone(self, why: str) -> None:
+    async def _why_hung_up(self, exited: asyncio.Future[int]) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(exited), _EXIT_AFTER_HANG_UP_S)
+        if not exited.done():  # else its exit has said why
+            self._gone("the agent closed the connection (its process runs on)")
+
+    def _on_reported_problem(self, event: TraceEvent) -> None:
+        """An unrecoverable error before the greeting: the greeting will not come (livekit
+        closes the session at a realtime model's first, and retries no reply), and turns wait
+        for it. The agent's output (quoted) has the error's cause in livekit's words."""
+        data = event.data
+        if (
+            self._greeting is not None
+            or event.kind != "error"
+            or data["recoverable"]
+            or not fails_turn(event, spoken=False)
+        ):
+            return
+        what = _FAILING_PARTS.get(data["source"], "session")
+        self._gone(f"the agent's {what} failed before it greeted ({data['type']}, not recoverable)")
+
+    def _gone(self, why: str, *, quote_output: bool = True) -> None:
         if self._stopping or self.state not in (RunnerState.STARTING, RunnerState.RUNNING):
             return
+        tail = self._output_tail() if self.process is not None and quote_output else ""
         if self.state is RunnerState.STARTING:
-            self._fail(RunnerError(f"{why} before it was ready:\n{self._output_tail()}"))
+            self._fail(RunnerError(f"{why} before it was ready" + (f":\n{tail}" if tail else "")))
             return
-        tail = self._output_tail() if self.process is not None else ""
         self.failure = RunnerError(f"{why}; {_START_AGAIN}" + (f"\n{tail}" if tail else ""))
         self.state = RunnerState.FAILED
         if self._greeted is not None:  # a turn waiting for the greeting fails at once
@@ -588,6 +654,8 @@ class AgentProcess(StartStop):
             self._ready.set_exception(error)
 
     async def _hang_up(self) -> None:
+        if self._hanging_up is not None:
+            self._hanging_up.cancel()  # stopped before the agent's exit said why it hung up
         connecting = self._connecting
         if connecting is not None and not connecting.done():
             connecting.cancel()
@@ -610,8 +678,15 @@ class AgentProcess(StartStop):
             self._lifeline.close()  # the watcher ends what the agent left (idempotent)
 
     def _output_tail(self) -> str:
-        lines = self.output.rstrip().splitlines()
-        return "\n".join(lines[-_OUTPUT_LINES:]) if lines else "(no output)"
+        """The end of what the agent printed, as errors quote it: its last lines but blank and
+        DEBUG ones (livekit's console logs at DEBUG), each cut to a readable length."""
+        lines = [
+            line
+            for line in self.output.splitlines()
+            if line.strip() and not _DEBUG_LINE.match(line)
+        ]
+        quoted = [_cut(line, _OUTPUT_LINE_CHARS) for line in lines[-_OUTPUT_LINES:]]
+        return "\n".join(quoted) if quoted else "(no output)"
 
 
 def _check_protocol(sdk: str, version: str) -> None:
@@ -656,3 +731,40 @@ def _gemini_env(emulator: Emulator) -> dict[str, str]:
         return emulator.gemini.environment()
     except EmulatorError:
         return {}
+
+
+_FAILING_PARTS = {
+    "realtime": "realtime model",
+    "llm": "LLM",
+    "stt": "speech recognition",
+    "tts": "speech synthesis",
+}
+"""an error's source in the trace, as a failure names it"""
+
+
+def _exit_reason(code: int) -> str:
+    """How the agent's process ended, as its exit status says (negative: the signal)."""
+    if code >= 0:
+        return f"the agent process exited with code {code}"
+    try:
+        return f"the agent process was killed ({signal.Signals(-code).name})"
+    except ValueError:
+        return f"the agent process was killed (signal {-code})"
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, saying how much more was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters cut)"
+
+
+def _agent_script_here() -> str:
+    """The script the printed command names: the one Python file in the current folder that
+    makes an ``AgentServer`` (livekit's console runs it), else ``agent.py``, for yours."""
+    found = []
+    for path in sorted(Path.cwd().glob("*.py")):
+        with contextlib.suppress(OSError):
+            if _MAKES_SERVER.search(path.read_text(errors="replace")):
+                found.append(path.name)
+    return found[0] if len(found) == 1 else "agent.py"
