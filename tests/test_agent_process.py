@@ -34,6 +34,7 @@ from notebook_agents import (
 )
 from notebook_agents.analysis import TraceAnalysis
 from notebook_agents.emulator import Emulator, EmulatorError
+from notebook_agents.phases import breakdowns
 from notebook_agents.trace import EventKind, check_event_data
 from notebook_agents.views import AgentGraphView, ChatView
 
@@ -166,6 +167,29 @@ async def test_stop_ends_only_its_own_process_and_nothing_listens(greeter: Agent
     finally:
         bystander.kill()
         bystander.wait()
+
+
+async def test_livekit_spans_come_over_and_split_its_turns_and_handoffs_into_phases(
+    greeter: AgentProcess,
+) -> None:
+    await greeter.run("transfer to weather")
+    # the agent's batches come within a moment of the turn: wait for the handoff's
+    deadline = asyncio.get_running_loop().time() + 30
+    while not any(s.name == "update_agent" for s in greeter.trace.spans):
+        assert asyncio.get_running_loop().time() < deadline, "no update_agent span came"
+        await asyncio.sleep(0.05)
+    spans = greeter.trace.spans
+    assert {s.scope for s in spans} == {"livekit-agents"}
+    update = next(s for s in spans if s.name == "update_agent")
+    assert update.attributes["lk.agent_label"] == "weather_agent"
+    assert 0 < update.start < update.end < greeter.trace.now()  # on the trace's clock
+    handoff = next(b for b in breakdowns(greeter.trace) if b.kind == "handoff")
+    assert handoff.label == "greeter_agent → weather_agent · unknown"
+    # livekit's steps of it, from its spans (which of them were critical varies with the run)
+    named = {p.name for p in handoff.phases}
+    assert {"tool_return", "on_exit", "drain", "session_update", "on_enter"} <= named
+    turn = next(b for b in breakdowns(greeter.trace) if b.kind == "turn")
+    assert [p.name for p in turn.phases][-1] == "first_text"
 
 
 async def test_its_output_is_kept_after_stop_without_colour_codes(greeter: AgentProcess) -> None:

@@ -40,11 +40,11 @@ def kernel() -> Iterator[Kernel]:
 
 
 def agent_processes(kernel_pid: int) -> list[psutil.Process]:
-    """The kernel's children that run an agent (``python -m livekit.agents ...``)."""
+    """The kernel's children that run an agent (livekit's ``console --connect-addr``)."""
     found = []
     for child in psutil.Process(kernel_pid).children():
         try:
-            if child.cmdline()[1:3] == ["-m", "livekit.agents"]:
+            if "--connect-addr" in child.cmdline():
                 found.append(child)
         except psutil.NoSuchProcess:
             continue

@@ -9,6 +9,11 @@ turn's reply waits on a speaker nobody plays and is lost). The reports fill a ``
 in-kernel session's do; turns return livekit's ``RunResult`` built from what the agent reports.
 The connection lives on a thread and loop of its own, as the notebook runner's server does.
 
+A script this starts runs through two small modules of ours: ``_agent_launcher`` (the process
+never outlives the kernel) and ``_livekit_console`` (``python -m livekit.agents`` with livekit's
+spans sent to a receiver here, so the trace splits its turns and handoffs into phases as a
+kernel session's). An agent started by hand from the printed command sends no spans.
+
 The greeting (what the agent says on its own as its session starts, its ``on_enter`` reply)
 is awaited before a turn, as the notebook runner does: livekit's ``run_input`` interrupts only
 speech already playing, so a turn sent while a realtime greeting is still being generated goes
@@ -36,18 +41,23 @@ from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from aiohttp import web
+from google.protobuf.message import DecodeError
 from livekit.agents import Agent, RunResult, llm
 from livekit.agents import __version__ as LIVEKIT_VERSION
 from livekit.agents.voice.remote_session import RemoteSession
 from livekit.protocol.agent_pb import agent_session as agent_pb
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..emulator.server import PLACEHOLDER_KEY
 from ..trace import Trace, TraceEvent
+from ..trace.otlp import spans_of_otlp
 from ..trace.remote_items import chat_item, chat_items
 from . import _cells
+from ._livekit_console import SPANS_PATH
 from .errors import RunnerError, TurnError
 from .notebook_runner import RunnerState, fails_turn, reply_text
 
@@ -58,6 +68,8 @@ T = TypeVar("T")
 
 HOST = "127.0.0.1"
 _LAUNCHER = str(Path(__file__).with_name("_agent_launcher.py"))
+_CONSOLE = str(Path(__file__).with_name("_livekit_console.py"))
+_OTLP_ACCEPTED = ExportTraceServiceResponse().SerializeToString()
 _OUTPUT_LINES = 15
 """how much of the agent's output an error quotes: its last lines (but DEBUG's and blank ones)"""
 _OUTPUT_LINE_CHARS = 300
@@ -155,6 +167,9 @@ class AgentProcess(StartStop):
         """what the process prints, in a file already unlinked: nothing is left behind"""
         self._kept_output = ""
         self._listener: socket.socket | None = None
+        self._spans_listener: socket.socket | None = None
+        """where the script's process sends livekit's spans (``_livekit_console``)"""
+        self._span_receiver: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready: concurrent.futures.Future[RemoteSession] = concurrent.futures.Future()
@@ -184,6 +199,7 @@ class AgentProcess(StartStop):
             self._listener = socket.create_server((HOST, 0))
             self.address = (HOST, self._listener.getsockname()[1])
             if self.script is not None:
+                self._spans_listener = socket.create_server((HOST, 0))
                 self._spawn()
             else:
                 print(f"Start your agent with:\n  {self.command()}")
@@ -192,6 +208,8 @@ class AgentProcess(StartStop):
                 target=self._serve, name="notebook-agents-process", daemon=True
             )
             self._thread.start()
+            if self._spans_listener is not None:
+                asyncio.run_coroutine_threadsafe(self._receive_spans(), self._loop)
             asyncio.run_coroutine_threadsafe(self._connect(), self._loop)
         except BaseException:
             self.stop()
@@ -251,8 +269,9 @@ class AgentProcess(StartStop):
                     closing.result(self.stop_timeout)
         finally:
             self._end_process()
-            if self._listener is not None:
-                self._listener.close()
+            for listener in (self._listener, self._spans_listener):
+                if listener is not None:  # (closed already once served)
+                    listener.close()
             if loop is not None and thread is not None:
                 with contextlib.suppress(RuntimeError):  # its loop already stopped
                     loop.call_soon_threadsafe(loop.stop)
@@ -418,7 +437,10 @@ class AgentProcess(StartStop):
         # closed by stop(), after the process is gone
         self._output = tempfile.TemporaryFile(prefix="agent-process-")  # noqa: SIM115
         where = f"{self.address[0]}:{self.address[1]}"
-        agent = [self.python, "-m", "livekit.agents", "console", str(self.script)]
+        assert self._spans_listener is not None
+        spans_to = f"{HOST}:{self._spans_listener.getsockname()[1]}"
+        # `python -m livekit.agents console`, its spans sent here
+        agent = [self.python, _CONSOLE, spans_to, "console", str(self.script)]
         lifeline, kept = os.pipe()  # neither inheritable: only the launcher gets its end
         launcher = [sys.executable, "-I", "-S", _LAUNCHER, str(lifeline)]
         # unbuffered: an error quotes what it printed up to then
@@ -482,6 +504,25 @@ class AgentProcess(StartStop):
             self.state = RunnerState.RUNNING
             with contextlib.suppress(concurrent.futures.InvalidStateError):
                 self._ready.set_result(remote)
+
+    async def _receive_spans(self) -> None:
+        """Take livekit's spans from the script's process into the trace, as the notebook
+        runner captures the kernel's: its turns and handoffs split into phases."""
+        assert self._spans_listener is not None
+        app = web.Application()
+        app.router.add_post(SPANS_PATH, self._on_spans)
+        self._span_receiver = receiver = web.AppRunner(app, access_log=None)
+        await receiver.setup()
+        await web.SockSite(receiver, self._spans_listener).start()
+
+    async def _on_spans(self, request: web.Request) -> web.Response:
+        try:
+            spans = spans_of_otlp(await request.read(), self.trace.started_at)
+        except DecodeError:
+            raise web.HTTPBadRequest(text="send an OTLP ExportTraceServiceRequest") from None
+        for span in spans:
+            self.trace._add_span(span)
+        return web.Response(body=_OTLP_ACCEPTED, content_type="application/x-protobuf")
 
     async def _dialed(
         self, exited: asyncio.Future[int] | None
@@ -656,6 +697,8 @@ class AgentProcess(StartStop):
     async def _hang_up(self) -> None:
         if self._hanging_up is not None:
             self._hanging_up.cancel()  # stopped before the agent's exit said why it hung up
+        if self._span_receiver is not None:
+            await self._span_receiver.cleanup()
         connecting = self._connecting
         if connecting is not None and not connecting.done():
             connecting.cancel()
