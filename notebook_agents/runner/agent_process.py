@@ -289,7 +289,7 @@ class AgentProcess(StartStop):
         pid = f" pid={self.process.pid}" if self.process is not None else ""
         why = ""
         if self.failure is not None:  # its first line: the rest quotes the agent's output
-            first_line = str(self.failure).split("\n", 1)[0]
+            first_line = str(self.failure).split("\n", 1)[0].rstrip(":")
             why = f": {_cut(first_line, _REPR_CHARS)}"
         return f"<AgentProcess {self.state.value} {what}{pid}{why}>"
 
