@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import socket
@@ -32,7 +33,8 @@ from notebook_agents import (
     TraceEvent,
 )
 from notebook_agents.analysis import TraceAnalysis
-from notebook_agents.emulator import Emulator
+from notebook_agents.emulator import Emulator, EmulatorError
+from notebook_agents.phases import breakdowns
 from notebook_agents.trace import EventKind, check_event_data
 from notebook_agents.views import AgentGraphView, ChatView
 
@@ -167,6 +169,29 @@ async def test_stop_ends_only_its_own_process_and_nothing_listens(greeter: Agent
         bystander.wait()
 
 
+async def test_livekit_spans_come_over_and_split_its_turns_and_handoffs_into_phases(
+    greeter: AgentProcess,
+) -> None:
+    await greeter.run("transfer to weather")
+    # the agent's batches come within a moment of the turn: wait for the handoff's
+    deadline = asyncio.get_running_loop().time() + 30
+    while not any(s.name == "update_agent" for s in greeter.trace.spans):
+        assert asyncio.get_running_loop().time() < deadline, "no update_agent span came"
+        await asyncio.sleep(0.05)
+    spans = greeter.trace.spans
+    assert {s.scope for s in spans} == {"livekit-agents"}
+    update = next(s for s in spans if s.name == "update_agent")
+    assert update.attributes["lk.agent_label"] == "weather_agent"
+    assert 0 < update.start < update.end < greeter.trace.now()  # on the trace's clock
+    handoff = next(b for b in breakdowns(greeter.trace) if b.kind == "handoff")
+    assert handoff.label == "greeter_agent → weather_agent · unknown"
+    # livekit's steps of it, from its spans (which of them were critical varies with the run)
+    named = {p.name for p in handoff.phases}
+    assert {"tool_return", "on_exit", "drain", "session_update", "on_enter"} <= named
+    turn = next(b for b in breakdowns(greeter.trace) if b.kind == "turn")
+    assert [p.name for p in turn.phases][-1] == "first_text"
+
+
 async def test_its_output_is_kept_after_stop_without_colour_codes(greeter: AgentProcess) -> None:
     await greeter.send_text("hello")
     greeter.stop()
@@ -184,8 +209,81 @@ async def test_a_process_that_dies_mid_call_fails_the_runner_with_its_reason(
     event = await asyncio.wait_for(closed, 10)
     assert event.data["reason"] == "error"
     assert greeter.state is RunnerState.FAILED
-    with pytest.raises(RunnerError, match=r"exited with code -9|closed the connection"):
+    with pytest.raises(RunnerError, match=r"the agent process was killed \(SIGKILL\)") as raised:
         await greeter.send_text("hello")
+    # its logging says nothing of why it was killed: none of it is quoted
+    assert "DEBUG" not in str(raised.value) and "\n" not in str(raised.value)
+    assert repr(greeter).endswith("was killed (SIGKILL); " + START_AGAIN + ">")
+
+
+START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
+
+
+async def test_a_huge_output_line_is_cut_where_errors_and_repr_quote_it(
+    tmp_path: Path, processes: list[AgentProcess]
+) -> None:
+    script = tmp_path / "loud_agent.py"
+    script.write_text("print('x' * 1_000_000)\nraise SystemExit('no model configured')\n")
+    agent = AgentProcess(script)
+    processes.append(agent)
+    with pytest.raises(RunnerError) as raised:
+        await agent.start().ready()
+    message = str(raised.value)
+    assert "exited with code 1 before it dialed" in message
+    assert "no model configured" in message
+    assert re.search(r"x{100}… \(\d+ more characters cut\)", message)
+    assert len(message) < 5_000
+    assert len(repr(agent)) < 500 and "exited with code 1" in repr(agent)
+    assert "x" * 1_000_000 in agent.output  # its output itself is whole
+
+
+async def test_a_model_that_cannot_connect_fails_the_greeting_with_its_error(
+    emulator: Emulator, processes: list[AgentProcess]
+) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # nothing listens there once closed
+    nowhere = {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+    agent = AgentProcess(SCRIPT, emulator=emulator, env=nowhere)
+    processes.append(agent)
+    await agent.start().ready()
+    with pytest.raises(RunnerError) as raised:
+        await agent.greeting(timeout=60)
+    message = str(raised.value)
+    assert "greets=False" not in message and "did not greet" not in message
+    assert re.search(r"realtime model failed.*APIConnectionError", message)
+    assert f"Connect call failed ('127.0.0.1', {port})" in message  # livekit's own words
+    assert agent.state is RunnerState.FAILED
+    with pytest.raises(RunnerError, match="APIConnectionError"):
+        await agent.send_text("hello")
+
+
+async def test_an_emulator_stopped_since_is_refused_at_start_naming_the_fix(
+    processes: list[AgentProcess],
+) -> None:
+    emulator = Emulator().start()
+    agent = AgentProcess(SCRIPT, emulator=emulator)
+    processes.append(agent)
+    emulator.stop()  # its CA file is gone: the agent would fail on a missing SSL_CERT_FILE
+    with pytest.raises(EmulatorError, match=r"the emulator is not running: call start\(\)"):
+        agent.start()
+    assert agent.process is None and agent.state is RunnerState.NEW
+
+
+async def test_the_printed_command_names_the_one_agent_script_of_the_folder(
+    emulator: Emulator,
+    processes: list[AgentProcess],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shutil.copy(NOTEBOOKS / "weather_agent.py", tmp_path / "my_weather.py")
+    (tmp_path / "helpers.py").write_text("TIMEOUT = 3\n")  # not an agent: no AgentServer
+    monkeypatch.chdir(tmp_path)
+    agent = AgentProcess(emulator=emulator)
+    processes.append(agent)
+    agent.start()
+    assert " console my_weather.py --connect-addr " in capsys.readouterr().out
 
 
 def test_a_missing_script_is_refused_naming_the_fix() -> None:

@@ -16,6 +16,7 @@ import pytest
 from google.protobuf import json_format
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, telemetry
 from livekit.plugins import openai
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -29,7 +30,7 @@ from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace, TraceSpan, livekit_spans
 from notebook_agents.trace.chrome import TURN_SPANS, to_chrome_trace
 from notebook_agents.trace.livekit_spans import to_trace_span
-from notebook_agents.trace.otlp import OWN_SPAN, to_otlp_json
+from notebook_agents.trace.otlp import OWN_SPAN, spans_of_otlp, to_otlp_json
 
 from .conftest import API_KEY, started
 from .handoff_agents import Concierge
@@ -119,6 +120,20 @@ async def test_a_users_tracer_provider_still_receives_livekits_spans(
     }
     ours = {span.span_id: span.name for span in trace.spans}
     assert "agent_turn" in ours.values() and ours.items() <= theirs.items()
+
+
+async def test_spans_that_come_as_otlp_are_kept_as_the_kernels_are(
+    emulator: Emulator, runners: list[NotebookRunner], users_provider: InMemorySpanExporter
+) -> None:
+    # what an agent in another process posts (AgentProcess's receiver reads it)
+    trace = await finished(runners, production_server(emulator), "transfer to weather")
+    sent = users_provider.get_finished_spans()
+    assert any(span.events for span in sent) and any(span.parent for span in sent)
+    posted = encode_spans(sent).SerializeToString()
+    received = spans_of_otlp(posted, trace.started_at)
+    kept = [to_trace_span(span, trace) for span in sent]
+    # the same spans; OTLP groups them by instrumentation scope
+    assert sorted(received, key=lambda s: s.span_id) == sorted(kept, key=lambda s: s.span_id)
 
 
 async def test_two_runners_at_once_keep_their_spans_apart(

@@ -1,5 +1,6 @@
-"""Which run of which notebook cell a runner was started from: re-running a cell replaces
-the runners it started, and only those.
+"""Which run of which notebook cell a runner was started from, and the runners started and not
+yet stopped: re-running a cell replaces the runners it started (whatever their kind), and only
+those; the kernel's exit stops what is still running.
 
 A start belongs to the cell the kernel is executing when that cell's top-level code is on the
 call stack, however many functions deep (notebook 03's ``start_call`` is one): the cell is
@@ -10,11 +11,22 @@ widget's callback, a task an earlier cell left running, a script, a test) belong
 
 from __future__ import annotations
 
+import atexit
 import inspect
+import logging
 import sys
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+_log = logging.getLogger(__name__)
+
+
+class Runner(Protocol):
+    """What the registry stops: a started runner of any kind."""
+
+    def stop(self) -> None: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,3 +59,45 @@ def current_cell_run() -> CellRun | None:
             return CellRun(info.cell_id or code_file, weakref.ref(result))
         frame = frame.f_back
     return None
+
+
+# Runners started and not yet stopped, each with the cell run that started it (in start order).
+# It holds them: a runner whose variable a re-run cell rebound is still found and stopped.
+_started: dict[Runner, CellRun | None] = {}
+
+
+def _no_conflict(_: Runner) -> bool:
+    return False
+
+
+def replace_earlier(conflicts: Callable[[Runner], bool] = _no_conflict) -> CellRun | None:
+    """Stop the started runners an earlier run of the calling cell started, and those
+    ``conflicts`` names (a runner that cannot run beside the new one); returns the calling
+    cell run, for ``register``."""
+    cell = current_cell_run()
+    for runner, started_by in list(_started.items()):
+        if conflicts(runner) or (cell is not None and cell.replaces(started_by)):
+            runner.stop()
+    return cell
+
+
+def register(runner: Runner, cell: CellRun | None) -> None:
+    """``runner`` has started, from ``cell``: it is stopped when the cell runs again, or at
+    the latest when the kernel exits."""
+    _started[runner] = cell
+
+
+def unregister(runner: Runner) -> None:
+    """``runner`` has stopped."""
+    _started.pop(runner, None)
+
+
+@atexit.register
+def _stop_all_at_exit() -> None:
+    """A kernel shut down stops what still runs, the last started first: an agent's process
+    ends with its own shutdown, not only by the watcher that ends it after the kernel."""
+    for runner in reversed(list(_started)):
+        try:
+            runner.stop()
+        except Exception:  # the next runner is stopped all the same
+            _log.exception("stopping %r at exit failed", runner)

@@ -9,6 +9,11 @@ turn's reply waits on a speaker nobody plays and is lost). The reports fill a ``
 in-kernel session's do; turns return livekit's ``RunResult`` built from what the agent reports.
 The connection lives on a thread and loop of its own, as the notebook runner's server does.
 
+A script this starts runs through two small modules of ours: ``_agent_launcher`` (the process
+never outlives the kernel) and ``_livekit_console`` (``python -m livekit.agents`` with livekit's
+spans sent to a receiver here, so the trace splits its turns and handoffs into phases as a
+kernel session's). An agent started by hand from the printed command sends no spans.
+
 The greeting (what the agent says on its own as its session starts, its ``on_enter`` reply)
 is awaited before a turn, as the notebook runner does: livekit's ``run_input`` interrupts only
 speech already playing, so a turn sent while a realtime greeting is still being generated goes
@@ -22,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import io
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -32,19 +39,25 @@ import tempfile
 import threading
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from aiohttp import web
+from google.protobuf.message import DecodeError
 from livekit.agents import Agent, RunResult, llm
 from livekit.agents import __version__ as LIVEKIT_VERSION
 from livekit.agents.voice.remote_session import RemoteSession
 from livekit.protocol.agent_pb import agent_session as agent_pb
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..emulator.server import PLACEHOLDER_KEY
-from ..trace import Trace
+from ..trace import Trace, TraceEvent
+from ..trace.otlp import spans_of_otlp
 from ..trace.remote_items import chat_item, chat_items
+from . import _cells
+from ._livekit_console import SPANS_PATH
 from .errors import RunnerError, TurnError
 from .notebook_runner import RunnerState, fails_turn, reply_text
 
@@ -54,8 +67,22 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 HOST = "127.0.0.1"
+_LAUNCHER = str(Path(__file__).with_name("_agent_launcher.py"))
+_CONSOLE = str(Path(__file__).with_name("_livekit_console.py"))
+_OTLP_ACCEPTED = ExportTraceServiceResponse().SerializeToString()
 _OUTPUT_LINES = 15
-"""how much of the agent's output an error quotes (its last lines)"""
+"""how much of the agent's output an error quotes: its last lines (but DEBUG's and blank ones)"""
+_OUTPUT_LINE_CHARS = 300
+"""how much of one output line an error quotes (the rest is said to be cut): at most
+``_OUTPUT_LINES`` of these, whatever the agent printed"""
+_REPR_CHARS = 200
+"""how much of the failure a ``repr`` quotes (its first line)"""
+_EXIT_AFTER_HANG_UP_S = 2.0
+"""how long a hang-up waits for the agent's process to exit, to say why by its exit"""
+_DEBUG_LINE = re.compile(r"^\d\d:\d\d:\d\d(?:\.\d+)? DEBUG ")
+"""a DEBUG record of livekit's console logging (time, level, logger, message)"""
+_MAKES_SERVER = re.compile(r"\bAgentServer\(")
+"""a script that makes an ``AgentServer``, which livekit's console runs"""
 _START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 """a terminal's control sequence (ECMA-48 CSI: colours, cursor moves)"""
@@ -123,6 +150,8 @@ class AgentProcess(StartStop):
         """where the notebook listens for the agent to dial (until it has)"""
         self.process: subprocess.Popen[bytes] | None = None
         """the process this started (None when attaching to one started by hand)"""
+        self._lifeline: io.FileIO | None = None
+        """the only write end of the pipe whose closing ends the agent's process group"""
         self.session: RemoteSession | None = None
         self.greets = greets
         self._greeting: RunResult[None] | None = None
@@ -130,11 +159,17 @@ class AgentProcess(StartStop):
         self._greeting_items: list[llm.ChatItem] = []
         self._greeted: asyncio.Event | None = None  # on the connection's loop
         self._agent_state = "initializing"
-        self._emulator_env = _emulator_env(emulator) if emulator is not None else {}
-        self._env = {**os.environ, **self._emulator_env, **(env or {})}
-        self._output: Path | None = None
+        self._emulator = emulator
+        self._given_env = dict(env or {})
+        self._emulator_env: dict[str, str] = {}
+        """where the emulator is, read at start (it may have moved since)"""
+        self._output: IO[bytes] | None = None
+        """what the process prints, in a file already unlinked: nothing is left behind"""
         self._kept_output = ""
         self._listener: socket.socket | None = None
+        self._spans_listener: socket.socket | None = None
+        """where the script's process sends livekit's spans (``_livekit_console``)"""
+        self._span_receiver: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready: concurrent.futures.Future[RemoteSession] = concurrent.futures.Future()
@@ -142,6 +177,9 @@ class AgentProcess(StartStop):
         self._agents: dict[str, RemoteAgent] = {}
         self._stopping = False
         self._connecting: asyncio.Task[None] | None = None
+        self._exited: asyncio.Future[int] | None = None  # on the connection's loop
+        self._hanging_up: asyncio.Task[None] | None = None
+        """finds out why the agent hung up (did its process exit?)"""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -152,11 +190,16 @@ class AgentProcess(StartStop):
             return self
         if self.state is not RunnerState.NEW:
             raise RunnerError(f"this AgentProcess was started before: {_START_AGAIN}")
+        if self._emulator is not None:  # stopped since (it raises so), or moved
+            self._emulator_env = _emulator_env(self._emulator)
+        cell = _cells.replace_earlier()  # a re-run cell stops what its earlier run started
         self.state = RunnerState.STARTING
+        _cells.register(self, cell)
         try:
             self._listener = socket.create_server((HOST, 0))
             self.address = (HOST, self._listener.getsockname()[1])
             if self.script is not None:
+                self._spans_listener = socket.create_server((HOST, 0))
                 self._spawn()
             else:
                 print(f"Start your agent with:\n  {self.command()}")
@@ -165,22 +208,25 @@ class AgentProcess(StartStop):
                 target=self._serve, name="notebook-agents-process", daemon=True
             )
             self._thread.start()
+            if self._spans_listener is not None:
+                asyncio.run_coroutine_threadsafe(self._receive_spans(), self._loop)
             asyncio.run_coroutine_threadsafe(self._connect(), self._loop)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def command(self, script: str = "agent.py") -> str:
+    def command(self, script: str | None = None) -> str:
         """The shell command that starts ``script`` attached to this notebook, as printed: this
         environment's Python, and with an emulator its endpoints and placeholder keys (never a
-        key of yours)."""
+        key of yours). Without ``script``: this one's, else the one script in the current folder
+        that makes an ``AgentServer``, else ``agent.py`` for yours."""
         if self.address is None:
             raise RunnerError("command() needs a started AgentProcess: call start() first")
         shown = self._emulator_env.items()
         prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in shown)
         where = f"{self.address[0]}:{self.address[1]}"
-        target = shlex.quote(str(self.script or script))
+        target = shlex.quote(str(script or self.script or _agent_script_here()))
         python = shlex.quote(self.python)
         return f"{prefix}{python} -m livekit.agents console {target} --connect-addr {where}"
 
@@ -223,8 +269,9 @@ class AgentProcess(StartStop):
                     closing.result(self.stop_timeout)
         finally:
             self._end_process()
-            if self._listener is not None:
-                self._listener.close()
+            for listener in (self._listener, self._spans_listener):
+                if listener is not None:  # (closed already once served)
+                    listener.close()
             if loop is not None and thread is not None:
                 with contextlib.suppress(RuntimeError):  # its loop already stopped
                     loop.call_soon_threadsafe(loop.stop)
@@ -232,27 +279,33 @@ class AgentProcess(StartStop):
             self.trace.detach()
             if self._output is not None:
                 self._kept_output = self.output  # all of it, once the file is gone
-                with contextlib.suppress(OSError):
-                    self._output.unlink()
+                self._output.close()
                 self._output = None
             self.state = RunnerState.STOPPED
+            _cells.unregister(self)
 
     def __repr__(self) -> str:
         what = str(self.script) if self.script is not None else "attached"
         pid = f" pid={self.process.pid}" if self.process is not None else ""
-        why = f": {self.failure}" if self.failure is not None else ""
+        why = ""
+        if self.failure is not None:  # its first line: the rest quotes the agent's output
+            first_line = str(self.failure).split("\n", 1)[0].rstrip(":")
+            why = f": {_cut(first_line, _REPR_CHARS)}"
         return f"<AgentProcess {self.state.value} {what}{pid}{why}>"
 
     @property
     def output(self) -> str:
         """What the process this started has printed so far (stdout and stderr), also after
         ``stop()``."""
-        if self._output is None:
+        output = self._output
+        try:
+            if output is None:
+                return self._kept_output
+            printed = os.pread(output.fileno(), os.fstat(output.fileno()).st_size, 0)
+        except ValueError:  # stop() closed it just now, having kept all of it
             return self._kept_output
-        with contextlib.suppress(OSError):
-            # livekit's console logging colours its lines even into a file
-            return _ANSI_ESCAPE.sub("", self._output.read_text(errors="replace"))
-        return ""
+        # livekit's console logging colours its lines even into a file
+        return _ANSI_ESCAPE.sub("", printed.decode(errors="replace"))
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -327,7 +380,12 @@ class AgentProcess(StartStop):
                 await asyncio.wait_for(self._greeting_over(), timeout)
             except asyncio.TimeoutError:
                 raise RunnerError(self._not_greeted(timeout)) from None
-            return await self.session.run(text, timeout=timeout)
+            try:
+                return await self.session.run(text, timeout=timeout)
+            except RuntimeError:  # the transport closed: the caller says why, once known
+                if self._hanging_up is not None:
+                    await self._hanging_up
+                raise
 
     async def _greeting_over(self) -> None:
         """Until the agent has said its greeting (or the connection has ended)."""
@@ -371,23 +429,41 @@ class AgentProcess(StartStop):
     # -- the connection, on its own thread -------------------------------------------------
 
     def _spawn(self) -> None:
+        """Start the script through our launcher, which becomes the agent (same PID) and leaves
+        a watcher that ends the agent's process group once this kernel has gone, however it
+        ended: the watcher holds the read end of a pipe whose write end only this process has
+        (``_agent_launcher`` says why this way)."""
         assert self.address is not None and self.script is not None
-        handle, name = tempfile.mkstemp(prefix="agent-process-", suffix=".log")
-        self._output = Path(name)
+        # closed by stop(), after the process is gone
+        self._output = tempfile.TemporaryFile(prefix="agent-process-")  # noqa: SIM115
         where = f"{self.address[0]}:{self.address[1]}"
-        args = [self.python, "-m", "livekit.agents", "console", str(self.script)]
+        assert self._spans_listener is not None
+        spans_to = f"{HOST}:{self._spans_listener.getsockname()[1]}"
+        # `python -m livekit.agents console`, its spans sent here
+        agent = [self.python, _CONSOLE, spans_to, "console", str(self.script)]
+        lifeline, kept = os.pipe()  # neither inheritable: only the launcher gets its end
+        launcher = [sys.executable, "-I", "-S", _LAUNCHER, str(lifeline)]
+        # unbuffered: an error quotes what it printed up to then
+        env = {"PYTHONUNBUFFERED": "1", **os.environ, **self._emulator_env, **self._given_env}
         try:
             self.process = subprocess.Popen(
-                [*args, "--connect-addr", where],
-                env=self._env,
+                [*launcher, *agent, "--connect-addr", where],
+                env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=handle,
+                stdout=self._output,
                 stderr=subprocess.STDOUT,
-                # its own session: a kernel interrupt (SIGINT to the kernel's group) is not its
+                pass_fds=(lifeline,),
+                # its own session and group, which the watcher ends; and a kernel interrupt
+                # (SIGINT to the kernel's group) is not the agent's
                 start_new_session=True,
             )
+        except BaseException:
+            os.close(kept)
+            raise
+        else:
+            self._lifeline = io.FileIO(kept, "w")
         finally:
-            os.close(handle)
+            os.close(lifeline)
 
     def _serve(self) -> None:
         loop = self._loop
@@ -402,11 +478,13 @@ class AgentProcess(StartStop):
     async def _connect(self) -> None:
         self._connecting = asyncio.current_task()
         self._turn_lock = asyncio.Lock()
+        self._exited = self._exit_of_process()
         try:
-            reader, writer = await self._dialed()
+            reader, writer = await self._dialed(self._exited)
             transport = livekit.accepted_transport(reader, writer, self._hung_up_soon)
             self.session = remote = RemoteSession(transport)
             self.trace.attach_remote(remote)  # before the first report is read
+            self.trace.subscribe(self._on_reported_problem)  # delivered on this loop
             self._greeted = asyncio.Event()
             remote.on("conversation_item_added", self._on_greeting_item)
             remote.on("agent_state_changed", self._on_greeting_state)
@@ -427,7 +505,28 @@ class AgentProcess(StartStop):
             with contextlib.suppress(concurrent.futures.InvalidStateError):
                 self._ready.set_result(remote)
 
-    async def _dialed(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _receive_spans(self) -> None:
+        """Take livekit's spans from the script's process into the trace, as the notebook
+        runner captures the kernel's: its turns and handoffs split into phases."""
+        assert self._spans_listener is not None
+        app = web.Application()
+        app.router.add_post(SPANS_PATH, self._on_spans)
+        self._span_receiver = receiver = web.AppRunner(app, access_log=None)
+        await receiver.setup()
+        await web.SockSite(receiver, self._spans_listener).start()
+
+    async def _on_spans(self, request: web.Request) -> web.Response:
+        try:
+            spans = spans_of_otlp(await request.read(), self.trace.started_at)
+        except DecodeError:
+            raise web.HTTPBadRequest(text="send an OTLP ExportTraceServiceRequest") from None
+        for span in spans:
+            self.trace._add_span(span)
+        return web.Response(body=_OTLP_ACCEPTED, content_type="application/x-protobuf")
+
+    async def _dialed(
+        self, exited: asyncio.Future[int] | None
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """The agent's connection: the first to dial; then nothing listens any more."""
         assert self._listener is not None
         loop = asyncio.get_running_loop()
@@ -442,8 +541,8 @@ class AgentProcess(StartStop):
 
         server = await asyncio.start_server(accept, sock=self._listener)
         waits: set[asyncio.Future[Any]] = {dialed}
-        if self.process is not None:
-            waits.add(asyncio.ensure_future(loop.run_in_executor(None, self.process.wait)))
+        if exited is not None:
+            waits.add(exited)
         try:
             done, _ = await asyncio.wait(
                 waits, timeout=self.start_timeout, return_when=asyncio.FIRST_COMPLETED
@@ -452,12 +551,12 @@ class AgentProcess(StartStop):
             server.close()  # closes the listening socket too
             self._listener = None
         if dialed in done:
-            self._watch_process()
+            if exited is not None:
+                exited.add_done_callback(self._process_exited)
             return dialed.result()
-        if done:
-            code = self.process.returncode if self.process is not None else None
+        if exited is not None and exited in done:
             raise RunnerError(
-                f"the agent process exited with code {code} before it dialed the notebook; "
+                f"{_exit_reason(exited.result())} before it dialed the notebook; "
                 f"fix what its output says and {_START_AGAIN}:"
                 f"\n{self._output_tail()}"
             )
@@ -516,27 +615,69 @@ class AgentProcess(StartStop):
         assert self._greeted is not None
         self._greeted.set()
 
-    def _watch_process(self) -> None:
-        """A process that exits ends the call (its state says so, and its trace)."""
+    def _exit_of_process(self) -> asyncio.Future[int] | None:
+        """The process's exit code, once it has exited, waited for on a daemon thread: an
+        executor's worker blocked in ``wait()`` would hold the interpreter's exit (it joins
+        them before running ``atexit``, which stops the agent) for as long as the agent runs."""
         process = self.process
         if process is None:
-            return
+            return None
         loop = asyncio.get_running_loop()
-        exited = loop.run_in_executor(None, process.wait)
-        exited.add_done_callback(
-            lambda _: self._gone(f"the agent process exited with code {process.returncode}")
-        )
+        exited: asyncio.Future[int] = loop.create_future()
+
+        def wait() -> None:
+            code = process.wait()
+            with contextlib.suppress(RuntimeError):  # the loop has stopped: nobody waits
+                loop.call_soon_threadsafe(exited.set_result, code)
+
+        threading.Thread(target=wait, name="notebook-agents-process-exit", daemon=True).start()
+        return exited
+
+    def _process_exited(self, exited: asyncio.Future[int]) -> None:
+        """A process that exits ends the call (its state says so, and its trace). Killed with
+        SIGKILL, nothing it printed says why: none of it is quoted."""
+        code = exited.result()
+        self._gone(_exit_reason(code), quote_output=code != -signal.SIGKILL)
 
     def _hung_up_soon(self) -> None:
-        self._gone("the agent closed the connection")
+        """The agent hung up. A process that dies hangs up as it goes: its exit, if it comes
+        soon, says why; else it closed the connection and runs on."""
+        if self._stopping:
+            return
+        exited = self._exited
+        if exited is None:
+            self._gone("the agent closed the connection")
+            return
+        self._hanging_up = asyncio.get_running_loop().create_task(self._why_hung_up(exited))
 
-    def _gone(self, why: str) -> None:
+    async def _why_hung_up(self, exited: asyncio.Future[int]) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(exited), _EXIT_AFTER_HANG_UP_S)
+        if not exited.done():  # else its exit has said why
+            self._gone("the agent closed the connection (its process runs on)")
+
+    def _on_reported_problem(self, event: TraceEvent) -> None:
+        """An unrecoverable error before the greeting: the greeting will not come (livekit
+        closes the session at a realtime model's first, and retries no reply), and turns wait
+        for it. The agent's output (quoted) has the error's cause in livekit's words."""
+        data = event.data
+        if (
+            self._greeting is not None
+            or event.kind != "error"
+            or data["recoverable"]
+            or not fails_turn(event, spoken=False)
+        ):
+            return
+        what = _FAILING_PARTS.get(data["source"], "session")
+        self._gone(f"the agent's {what} failed before it greeted ({data['type']}, not recoverable)")
+
+    def _gone(self, why: str, *, quote_output: bool = True) -> None:
         if self._stopping or self.state not in (RunnerState.STARTING, RunnerState.RUNNING):
             return
+        tail = self._output_tail() if self.process is not None and quote_output else ""
         if self.state is RunnerState.STARTING:
-            self._fail(RunnerError(f"{why} before it was ready:\n{self._output_tail()}"))
+            self._fail(RunnerError(f"{why} before it was ready" + (f":\n{tail}" if tail else "")))
             return
-        tail = self._output_tail() if self.process is not None else ""
         self.failure = RunnerError(f"{why}; {_START_AGAIN}" + (f"\n{tail}" if tail else ""))
         self.state = RunnerState.FAILED
         if self._greeted is not None:  # a turn waiting for the greeting fails at once
@@ -554,6 +695,10 @@ class AgentProcess(StartStop):
             self._ready.set_exception(error)
 
     async def _hang_up(self) -> None:
+        if self._hanging_up is not None:
+            self._hanging_up.cancel()  # stopped before the agent's exit said why it hung up
+        if self._span_receiver is not None:
+            await self._span_receiver.cleanup()
         connecting = self._connecting
         if connecting is not None and not connecting.done():
             connecting.cancel()
@@ -565,18 +710,26 @@ class AgentProcess(StartStop):
 
     def _end_process(self) -> None:
         process = self.process
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()  # by PID: livekit's console shuts down on SIGTERM
-        try:
-            process.wait(self.stop_timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None and process.poll() is None:
+            process.terminate()  # by PID: livekit's console shuts down on SIGTERM
+            try:
+                process.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._lifeline is not None:
+            self._lifeline.close()  # the watcher ends what the agent left (idempotent)
 
     def _output_tail(self) -> str:
-        lines = self.output.rstrip().splitlines()
-        return "\n".join(lines[-_OUTPUT_LINES:]) if lines else "(no output)"
+        """The end of what the agent printed, as errors quote it: its last lines but blank and
+        DEBUG ones (livekit's console logs at DEBUG), each cut to a readable length."""
+        lines = [
+            line
+            for line in self.output.splitlines()
+            if line.strip() and not _DEBUG_LINE.match(line)
+        ]
+        quoted = [_cut(line, _OUTPUT_LINE_CHARS) for line in lines[-_OUTPUT_LINES:]]
+        return "\n".join(quoted) if quoted else "(no output)"
 
 
 def _check_protocol(sdk: str, version: str) -> None:
@@ -621,3 +774,40 @@ def _gemini_env(emulator: Emulator) -> dict[str, str]:
         return emulator.gemini.environment()
     except EmulatorError:
         return {}
+
+
+_FAILING_PARTS = {
+    "realtime": "realtime model",
+    "llm": "LLM",
+    "stt": "speech recognition",
+    "tts": "speech synthesis",
+}
+"""an error's source in the trace, as a failure names it"""
+
+
+def _exit_reason(code: int) -> str:
+    """How the agent's process ended, as its exit status says (negative: the signal)."""
+    if code >= 0:
+        return f"the agent process exited with code {code}"
+    try:
+        return f"the agent process was killed ({signal.Signals(-code).name})"
+    except ValueError:
+        return f"the agent process was killed (signal {-code})"
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, saying how much more was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters cut)"
+
+
+def _agent_script_here() -> str:
+    """The script the printed command names: the one Python file in the current folder that
+    makes an ``AgentServer`` (livekit's console runs it), else ``agent.py``, for yours."""
+    found = []
+    for path in sorted(Path.cwd().glob("*.py")):
+        with contextlib.suppress(OSError):
+            if _MAKES_SERVER.search(path.read_text(errors="replace")):
+                found.append(path.name)
+    return found[0] if len(found) == 1 else "agent.py"

@@ -40,9 +40,8 @@ from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
 from ..trace.livekit_spans import capture_spans
-from . import _environment, _failed_expectation, _session_guard, _session_hook
+from . import _cells, _environment, _failed_expectation, _session_guard, _session_hook
 from ._caller import CallerInput, until_the_agent_is_quiet
-from ._cells import CellRun, current_cell_run
 from ._closing import PendingWords
 from ._kernel_loops import close_retired, retire
 from ._model_truth import InProcessEmulators
@@ -74,11 +73,6 @@ class RunnerState(str, enum.Enum):
 
 
 _START_AGAIN = "make a new NotebookRunner(...).start() to talk to the agent again"
-
-# Runners started and not yet stopped. A new runner stops the one of the same server (it can
-# run only once) and those an earlier run of its cell started: re-running a cell never leaves
-# two agents behind, while runners started from other cells keep running.
-_running: set[NotebookRunner] = set()
 
 
 class NotebookRunner(StartStop):
@@ -140,8 +134,6 @@ class NotebookRunner(StartStop):
         self.real_room: RealRoom | None = None
         self.session: AgentSession[Any] | None = None
         self.timings: dict[str, float] = {}
-        self._cell: CellRun | None = None
-        """the notebook cell run that started it, if one did"""
         self._saved_options: dict[str, Any] = {}
         self._environment_held: object | None = None
         self._started_at = 0.0
@@ -189,10 +181,11 @@ class NotebookRunner(StartStop):
             raise RunnerError(f"this runner cannot start again: {self.failure}")
         if self.state is not RunnerState.NEW:
             raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
-        self._cell = cell = current_cell_run()
-        for old in list(_running):
-            if old.server is self.server or (cell is not None and cell.replaces(old._cell)):
-                old.stop()
+        # a runner of the same server stops (it runs only once), as does what an earlier run
+        # of this cell started: re-running a cell never leaves two agents behind
+        cell = _cells.replace_earlier(
+            lambda old: isinstance(old, NotebookRunner) and old.server is self.server
+        )
         if livekit.server_running(self.server):
             raise RunnerError(
                 "this AgentServer is already running outside notebook-agents; stop it first"
@@ -201,7 +194,7 @@ class NotebookRunner(StartStop):
         self._started_at = started = time.perf_counter()
         # registered before the server is touched: from here on stop() undoes everything
         self.state = RunnerState.STARTING
-        _running.add(self)
+        _cells.register(self, cell)
         try:
             if self.credentials is not None:
                 self.real_room = RealRoom(self.credentials, self.room_name)
@@ -822,7 +815,7 @@ class NotebookRunner(StartStop):
             self.logs.uninstall()
             if self._ctx is not None:
                 _session_hook.forget_job(self._ctx)
-            _running.discard(self)
+            _cells.unregister(self)
             livekit.release_mock_room()
             if self._loop is not None:
                 retire(self._loop)

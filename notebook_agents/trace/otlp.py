@@ -1,9 +1,10 @@
-"""A trace as OTLP JSON: what Jaeger, Langfuse, Phoenix and OpenTelemetry collectors read.
+"""A trace as OTLP JSON: what Jaeger, Langfuse, Phoenix and OpenTelemetry collectors read; and
+spans that came as OTLP (an agent in another process sends livekit's: ``spans_of_otlp``).
 
 livekit's spans go out as they were recorded; our events ride on one span of their own,
 ``notebook_agents.trace``, each an OTLP span event named by its kind, under livekit's session
 span when there is one (so a viewer shows them in one trace). Encoded with OpenTelemetry's own
-OTLP encoder and protobuf's JSON mapping, not by hand.
+OTLP encoder and protobuf's JSON mapping, not by hand; read with OpenTelemetry's protobuf types.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Status as SpanStatusPb
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from .schema import TraceSpan
+from .schema import SpanStatus, TraceSpan
 from .store import TraceEvent
 
 if TYPE_CHECKING:  # the trace calls this module
@@ -43,6 +48,59 @@ def to_otlp_json(trace: Trace) -> str:
         spans.append(_own_span(trace, events, resource))
     request = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
     return json.dumps(_hex_ids(request))
+
+
+def spans_of_otlp(request: bytes, started_at: float) -> list[TraceSpan]:
+    """The spans of an OTLP/HTTP protobuf ``ExportTraceServiceRequest`` (what an exporter posts
+    to ``/v1/traces``) as a trace keeps them: on the clock of a trace started at ``started_at``
+    (time.time()), as ``livekit_spans.to_trace_span`` keeps the kernel's. Raises protobuf's
+    ``DecodeError`` for anything else."""
+    spans: list[TraceSpan] = []
+    for resource_spans in ExportTraceServiceRequest.FromString(request).resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name
+            spans.extend(_trace_span(span, scope, started_at) for span in scope_spans.spans)
+    return spans
+
+
+def _trace_span(span: Span, scope: str, started_at: float) -> TraceSpan:
+    def at(ns: int) -> float:
+        return (ns - started_at * 1e9) / 1e9
+
+    kind = Span.SpanKind.Name(span.kind).removeprefix("SPAN_KIND_").lower()
+    code = SpanStatusPb.StatusCode.Name(span.status.code).removeprefix("STATUS_CODE_")
+    status: SpanStatus = code.lower()  # type: ignore[assignment]
+    return TraceSpan(
+        name=span.name,
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_id=span.parent_span_id.hex() or None,
+        start=at(span.start_time_unix_nano),
+        end=at(span.end_time_unix_nano),
+        scope=scope,
+        kind=kind,
+        status=status,
+        status_message=span.status.message or None,
+        attributes=_values(span.attributes),
+        events=[
+            {"name": e.name, "t": at(e.time_unix_nano), "attributes": _values(e.attributes)}
+            for e in span.events
+        ],
+    )
+
+
+def _values(attributes: Sequence[KeyValue]) -> dict[str, Any]:
+    return {pair.key: _value(pair.value) for pair in attributes}
+
+
+def _value(value: AnyValue) -> Any:
+    """An OTLP attribute value as Python has it (a list for an array, as the kernel's)."""
+    which = value.WhichOneof("value")
+    if which == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return _values(value.kvlist_value.values)
+    return getattr(value, which) if which is not None else None
 
 
 def _ns(started_at: float, t: float) -> int:

@@ -28,7 +28,7 @@ from videosdk.agents import Agent, AgentSession, JobContext, build_openai_schema
 
 from .._environ import environment
 from .._lifecycle import StartStop
-from ..runner._cells import CellRun, current_cell_run
+from ..runner import _cells
 from ..runner._kernel_loops import close_retired, retire
 from ..runner._samples import spoken_audio
 from ..runner.errors import RunnerError, TurnError
@@ -48,7 +48,6 @@ Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
 
 _START_AGAIN = "make a new VideoSDKRunner(...).start() to talk to the agent again"
-_running: set[VideoSDKRunner] = set()
 _analytics_log = logging.getLogger("videosdk.agents.metrics.analytics")
 
 
@@ -88,7 +87,6 @@ class VideoSDKRunner(StartStop):
         self.session: AgentSession | None = None
         self.ctx: OfflineJobContext | None = None
         self._reader: VideoSDKReader | None = None
-        self._cell: CellRun | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready: concurrent.futures.Future[AgentSession] = concurrent.futures.Future()
@@ -110,12 +108,11 @@ class VideoSDKRunner(StartStop):
             return self
         if self.state is not RunnerState.NEW:
             raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
-        self._cell = cell = current_cell_run()
-        for old in list(_running):
-            if old.entrypoint is self.entrypoint or (cell is not None and cell.replaces(old._cell)):
-                old.stop()
+        cell = _cells.replace_earlier(
+            lambda old: isinstance(old, VideoSDKRunner) and old.entrypoint is self.entrypoint
+        )
         self.state = RunnerState.STARTING
-        _running.add(self)
+        _cells.register(self, cell)
         _analytics_log.addFilter(self._quiet_analytics)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="videosdk-job", daemon=True)
@@ -153,7 +150,7 @@ class VideoSDKRunner(StartStop):
             self._thread.join()
         self.trace.detach()
         _analytics_log.removeFilter(self._quiet_analytics)
-        _running.discard(self)
+        _cells.unregister(self)
         if loop is not None:
             retire(loop)
         close_retired()
