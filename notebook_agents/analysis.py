@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeGuard
 
 from .modes import UNKNOWN_MODE, mode_label
 from .trace import Trace, TraceEvent, TraceSpan
@@ -498,7 +498,7 @@ class _Waited(NamedTuple):
 _UNPROMPTED = _Waited(None, None)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
