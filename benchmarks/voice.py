@@ -91,7 +91,9 @@ async def waits(
         finally:
             runner.stop()
     speech = TraceAnalysis.of(runner.trace).speech
-    answers = [s.first_audio_s for s in speech if s.speaker == "agent" and s.first_audio_s]
+    answers = [
+        s.first_audio_s for s in speech if s.speaker == "agent" and s.first_audio_s is not None
+    ]
     return answers[1:], turn_phases(runner.trace)[1:], truth_s(pipeline, latency)
 
 

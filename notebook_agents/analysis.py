@@ -11,6 +11,9 @@ The caller's wait is defined here, once: from the end of the caller's speech (li
 ``stopped_speaking_at``, where ``lk.e2e_latency`` counts from), or from the moment typed text
 reached the session, to the first audio out (the agent's state turning ``speaking``; the first
 text when there is no audio). ``Speech.first_audio_s`` and each turn's ``Breakdown`` use it.
+A reply can begin before livekit's VAD has ended the speech it answers (a realtime model's
+server heard the end first): its wait is then livekit's own ``e2e_latency`` for it, counted
+from where the VAD put the end once it did (``Speech.overlapped``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeGuard
 
 from .modes import UNKNOWN_MODE, mode_label
 from .trace import Trace, TraceEvent, TraceSpan
@@ -136,9 +139,10 @@ class Speech:
     """an agent's: how long the caller waited for its first audio (or text), from the end of
     the caller's speech it answers (a handoff in between included; after a barge-in, the end
     of the speech that cut the agent short), from the caller's typed text reaching the
-    session, else from an unasked handoff to it; None when it spoke unprompted: nothing was
-    said since its last speech began but talk-over (the caller spoke over it and did not cut
-    it short), or it resumed after a false interruption. With the trace's ``started_at`` the
+    session, else from an unasked handoff to it (a reply begun before livekit's VAD ended the
+    speech it answers: see ``overlapped``); None when it spoke unprompted: nothing was said
+    since its last speech began but talk-over (the caller spoke over it and did not cut it
+    short), or it resumed after a false interruption. With the trace's ``started_at`` the
     caller's speech ends where livekit's VAD put it (``stopped_speaking_at``: the wait is
     ``lk.e2e_latency`` as the trace saw it); without it, where the VAD said so, its
     ``min_silence_duration`` later, and a typed turn's wait starts at the user's message."""
@@ -146,6 +150,13 @@ class Speech:
     """an agent's reply the user spoke over (barge-in): ``text`` is what was heard"""
     answers: Prompt | None = None
     """an agent's: what its ``first_audio_s`` counts from (None with it)"""
+    overlapped: bool = False
+    """an agent's reply that began while livekit still had the caller speaking: a turn was
+    taken from their speech (a realtime model's server heard its end) before livekit's own
+    VAD ended it. Its ``first_audio_s`` counts from where that VAD put the end of the speech,
+    as livekit's ``e2e_latency`` on the reply's message does (the caller's speech ends there
+    too); until the message says it, or if it never does, 0.0: the reply came while the
+    caller was, as far as the trace knew, still speaking."""
 
     @property
     def seconds(self) -> float:
@@ -213,6 +224,13 @@ class TraceAnalysis:
         paused it on a possible false interruption, and the next one may be it resuming"""
         self._said: tuple[float, bool] | None = None
         """the start of the last agent speech that got its words, and whether it was cut"""
+        self._turn_taken = False
+        """a spoken turn was taken from the open user speech: livekit's VAD lags the model's"""
+        self._early: float | None = None
+        """the start of the last agent speech, if it began over the caller's open speech with
+        nothing else to answer and its words have not come: they may say it answered it"""
+        self._user_ends_at: float | None = None
+        """where livekit's VAD put the end of the open user speech, known before it says so"""
         for event in events:
             self.add(event)
 
@@ -312,35 +330,84 @@ class TraceAnalysis:
         if event.kind in ("user_state", "agent_state"):
             speaker: Literal["user", "agent"] = "user" if event.kind == "user_state" else "agent"
             if data["new"] == "speaking" and speaker not in self._speaking:
-                waited = self._agent_began(event.t) if speaker == "agent" else None
+                waited = self._agent_began(event.t) if speaker == "agent" else _UNPROMPTED
                 if speaker == "user":
                     self._user_began()
-                first_audio, answers = waited if waited is not None else (None, None)
                 self._speaking[speaker] = Speech(
-                    speaker, agent, event.t, event.t, "", first_audio, answers=answers
-                )
+                    speaker, agent, event.t, event.t, "", waited.first_audio_s,
+                    answers=waited.answers, overlapped=waited.overlapped,
+                )  # fmt: skip
             elif data["old"] == "speaking" and speaker in self._speaking:
                 opened = self._speaking.pop(speaker)
-                self.speech.append(dataclasses.replace(opened, end=event.t))
+                end = event.t
+                if speaker == "user" and self._user_ends_at is not None:
+                    end, self._user_ends_at = min(end, self._user_ends_at), None
+                self.speech.append(dataclasses.replace(opened, end=end))
                 if speaker == "user":
-                    self._user_ended(event.t)
+                    self._user_ended(end)
                 else:  # stopped while the caller speaks, not yet done: paused, not cut
                     self._paused = "user" in self._speaking and self._unsaid
         elif event.kind == "user_transcript" and data["final"]:
             self._give_words("user", data["text"], False)
         elif event.kind == "agent_message":
-            self._give_words("agent", data["text"], bool(data.get("interrupted")))
+            said = self._give_words("agent", data["text"], bool(data.get("interrupted")))
+            if said is not None and said == self._early:
+                self._answered_early(said, data.get("metrics") or {})
         elif event.kind == "user_message":
             self._user_message(event)
 
-    def _agent_began(self, t: float) -> tuple[float, Prompt] | None:
+    def _agent_began(self, t: float) -> _Waited:
         """An agent speech starts at ``t``: how long the caller waited for it and what it
         answers, if it answers."""
-        prompt, resumed = self._prompt, self._paused
-        self._prompt, self._paused, self._unsaid = None, False, True
+        prompt, resumed, taken = self._prompt, self._paused, self._turn_taken
+        self._prompt, self._paused, self._unsaid, self._turn_taken = None, False, True, False
+        self._early = None
         if "user" in self._speaking:
             self._overlapped = True
-        return (t - prompt.end, prompt.kind) if prompt is not None and not resumed else None
+            if prompt is None and not resumed:
+                # livekit's VAD has not ended the caller's speech: this answers it if a turn
+                # was taken from it (else its message's e2e_latency will say so)
+                self._early = t
+                return _Waited(0.0, "speech", overlapped=True) if taken else _UNPROMPTED
+        if prompt is None or resumed:
+            return _UNPROMPTED
+        return _Waited(t - prompt.end, prompt.kind)
+
+    def _answered_early(self, start: float, metrics: Mapping[str, Any]) -> None:
+        """The words of the agent speech that began at ``start``, before livekit's VAD ended
+        the caller's speech, came with livekit's figures: if they say it answered that speech
+        (its ``e2e_latency``, from the end of speech the VAD put there), the caller waited
+        that long and their speech ended there."""
+        self._early = None
+        e2e, first_frame = metrics.get("e2e_latency"), metrics.get("started_speaking_at")
+        if not _is_number(e2e):
+            return
+        ended = on_trace_clock(
+            first_frame - e2e if _is_number(first_frame) else None, self.started_at
+        )
+        waited = max(0.0, e2e if ended is None else start - ended)
+        self._replace_speech(
+            "agent", start, first_audio_s=waited, answers="speech", overlapped=True
+        )
+        if ended is None:
+            return
+        caller = self._speaking.get("user")
+        if caller is not None and caller.start <= ended:
+            self._user_ends_at = ended  # the speech it answered is still open: the VAD lags
+        else:
+            self._user_stopped_at(ended)
+
+    def _replace_speech(self, speaker: str, start: float, **fields: Any) -> None:
+        """Set ``fields`` of ``speaker``'s speech that began at ``start`` (open or ended)."""
+        opened = self._speaking.get(speaker)
+        if opened is not None and opened.start == start:
+            self._speaking[speaker] = dataclasses.replace(opened, **fields)
+            return
+        for i in range(len(self.speech) - 1, -1, -1):
+            said = self.speech[i]
+            if said.speaker == speaker and said.start == start:
+                self.speech[i] = dataclasses.replace(said, **fields)
+                return
 
     def _user_message(self, event: TraceEvent) -> None:
         """A spoken message says where the caller's speech ended (``speech_ended_at``); a
@@ -351,6 +418,8 @@ class TraceAnalysis:
             ended = speech_ended_at(metrics, self.started_at)
             if ended is not None:
                 self._user_stopped_at(ended)
+            # taken while livekit's VAD still hears the caller: the model's server ended it
+            self._turn_taken = "user" in self._speaking
         elif self._prompt is None or self._prompt.kind != "speech":  # not a spoken turn's
             sent = text_sent_at(data, self.started_at)
             self._prompt = _Prompt(event.t if sent is None else min(sent, event.t), None, "text")
@@ -371,6 +440,7 @@ class TraceAnalysis:
     def _user_began(self) -> None:
         agent = self._speaking.get("agent")
         self._over, self._overlapped = (agent.start if agent else None), False
+        self._turn_taken = False
 
     def _user_ended(self, t: float) -> None:
         """The caller stopped at ``t``: what the next agent speech answers, unless an agent
@@ -387,8 +457,9 @@ class TraceAnalysis:
         if prompt is not None and prompt.over == start and not interrupted:
             self._prompt = None  # the caller talked over it: it went on, nothing to answer
 
-    def _give_words(self, speaker: str, text: str, interrupted: bool) -> None:
-        """The words of ``speaker``'s open speech, else of their last one still without."""
+    def _give_words(self, speaker: str, text: str, interrupted: bool) -> float | None:
+        """The words of ``speaker``'s open speech, else of their last one still without: the
+        start of the speech they went to, if any."""
         if speaker in self._speaking:
             opened = self._speaking[speaker]
             self._speaking[speaker] = dataclasses.replace(
@@ -396,7 +467,7 @@ class TraceAnalysis:
             )
             if speaker == "agent":
                 self._agent_said(opened.start, interrupted)
-            return
+            return opened.start
         for i in range(len(self.speech) - 1, -1, -1):
             said = self.speech[i]
             if said.speaker == speaker:
@@ -404,7 +475,9 @@ class TraceAnalysis:
                     self.speech[i] = dataclasses.replace(said, text=text, interrupted=interrupted)
                     if speaker == "agent":
                         self._agent_said(said.start, interrupted)
-                return
+                    return said.start
+                return None
+        return None
 
     def _switch(self, agent: str | None, t: float) -> None:
         """End the open span at ``t``; ``agent``'s starts there in the session's state."""
@@ -412,6 +485,21 @@ class TraceAnalysis:
         if opened is not None and t > opened.start:
             self.spans.append(Span(opened.agent, opened.start, t, opened.state))
         self.opened = Opened(agent, t, self._state) if agent else None
+
+
+class _Waited(NamedTuple):
+    """What an agent speech answers, as it begins: ``Speech``'s fields of the same names."""
+
+    first_audio_s: float | None
+    answers: Prompt | None
+    overlapped: bool = False
+
+
+_UNPROMPTED = _Waited(None, None)
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class _Prompt(NamedTuple):
@@ -427,7 +515,7 @@ class _Prompt(NamedTuple):
 
 def on_trace_clock(unix: Any, started_at: float | None) -> float | None:
     """A livekit wall-clock time (Unix seconds) on the trace's clock, if both are known."""
-    if started_at is None or not isinstance(unix, int | float) or isinstance(unix, bool):
+    if started_at is None or not _is_number(unix):
         return None
     return float(unix) - started_at
 

@@ -154,6 +154,76 @@ def test_after_a_barge_in_the_caller_waits_from_the_end_of_the_speech_that_cut_i
     assert [s.interrupted for s in agent] == [True, False, False]
 
 
+# a realtime model answering before the session's own VAD (silero, 1.5 s of silence) ends the
+# caller's speech (test_runner_voice's, as one run recorded it, on a clock started at 1000.0):
+# "hello there" is answered, "thank you" cuts the answer short and is answered in turn
+OVERLAPPED: list[Row] = [
+    _went(0.842, "user_state", "listening", "speaking"),
+    (2.727, "user_transcript", {"text": "hello there", "final": True}),
+    (2.727, "user_message", {"text": "hello there", "metrics": {"started_speaking_at": 1000.8}}),
+    _went(2.775, "agent_state", "listening", "speaking"),
+    _went(3.457, "user_state", "speaking", "listening"),
+    _went(4.039, "user_state", "listening", "speaking"),
+    _went(4.08, "agent_state", "speaking", "listening"),
+    (4.08, "agent_message", {"text": "You are the Concierge.", "interrupted": True,
+                             "metrics": {"e2e_latency": 1.225, "started_speaking_at": 1002.745}}),
+    (5.017, "user_transcript", {"text": "thank you", "final": True}),
+    (5.017, "user_message", {"text": "thank you", "metrics": {"started_speaking_at": 1004.0}}),
+    _went(5.039, "agent_state", "listening", "speaking"),
+    _went(6.134, "user_state", "speaking", "listening"),
+    _went(7.837, "agent_state", "speaking", "listening"),
+    (7.837, "agent_message", {"text": 'You are the Concierge. You said: "thank you".',
+                              "metrics": {"e2e_latency": 0.438, "started_speaking_at": 1005.038}}),
+]  # fmt: skip
+
+
+def _without_agent_metrics(rows: list[Row]) -> list[Row]:
+    return [
+        (t, kind, {k: v for k, v in data.items() if k != "metrics"} if kind == "agent_message"
+         else data)
+        for t, kind, data in rows
+    ]  # fmt: skip
+
+
+def _waits(speech: list[Speech]) -> list[float | None]:
+    return [
+        round(s.first_audio_s, 3) if s.first_audio_s is not None else None
+        for s in speech
+        if s.speaker == "agent"
+    ]
+
+
+def test_a_reply_begun_before_livekits_vad_ended_the_callers_speech_is_waited_for() -> None:
+    """livekit's e2e_latency on the reply says where its VAD put the end of the speech: the
+    caller's speech ends there and the wait counts from it; without the trace's clock the wait
+    is livekit's figure; without livekit's figures the reply came, as far as the trace knows,
+    while the caller spoke: 0.0."""
+    speech = TraceAnalysis(_recorded(OVERLAPPED), started_at=1000.0).speech
+    assert _waits(speech) == [1.255, 0.439]
+    assert [round(s.end, 3) for s in speech if s.speaker == "user"] == [1.52, 4.6]
+    assert all(s.overlapped and s.answers == "speech" for s in speech if s.speaker == "agent")
+    assert _waits(TraceAnalysis(_recorded(OVERLAPPED)).speech) == [1.225, 0.438]
+    unmeasured = TraceAnalysis(_recorded(_without_agent_metrics(OVERLAPPED)), started_at=1000.0)
+    assert _waits(unmeasured.speech) == [0.0, 0.0]
+    assert [s.end for s in unmeasured.speech if s.speaker == "user"] == [3.457, 6.134]
+
+
+def test_an_agent_speaking_over_the_caller_unasked_answers_nothing() -> None:
+    """No turn was taken from the caller's speech and livekit counted no wait: the agent spoke
+    on its own (a ``say`` from a background task) over the caller."""
+    rows: list[Row] = [
+        _went(1.0, "user_state", "listening", "speaking"),
+        _went(1.5, "agent_state", "listening", "speaking"),
+        _went(2.5, "user_state", "speaking", "listening"),
+        _said(3.0, "Still there?"),
+        _went(3.0, "agent_state", "speaking", "listening"),
+    ]
+    (said,) = [
+        s for s in TraceAnalysis(_recorded(rows), started_at=1000.0).speech if s.speaker == "agent"
+    ]
+    assert (said.first_audio_s, said.answers, said.overlapped) == (None, None, False)
+
+
 def test_talking_over_an_agent_that_goes_on_prompts_nothing_later() -> None:
     """The talk-over ended after the reply: a reply spoken later on the agent's own (20 s on)
     is unprompted, and an agent handed to unasked is waited for from its handoff."""

@@ -148,14 +148,60 @@ async def test_audio_that_cannot_be_spoken_is_refused_naming_the_fix(
     )
 
 
-def test_a_wav_file_cut_short_is_read_as_its_whole_samples(tmp_path: Path) -> None:
-    """As the emulator's endpoint reads one (and a decoder such as ffmpeg a truncated stream):
-    the sample cut in half is dropped, the rest is spoken."""
+SPEECH_WAV = wav_bytes(SPEECH, SAMPLE_RATE)
+HEADER_BYTES = 44
+"""a plain PCM WAV file's header (RIFF, fmt and the data chunk's name and size)"""
+
+
+async def test_a_wav_file_cut_short_in_its_audio_is_refused_naming_what_is_missing(
+    speaking_runner: NotebookRunner, tmp_path: Path
+) -> None:
+    """Before: the part there was spoken silently, and the agent answered half a question. The
+    emulator's endpoint still reads such a file as OpenAI's decoder does (test_emulator_
+    transcriptions); a caller's own file is refused, with how to speak the part it holds."""
     cut = tmp_path / "cut.wav"
-    cut.write_bytes(wav_bytes(SPEECH, SAMPLE_RATE)[:-1])  # an odd number of data bytes
-    samples, rate = spoken_audio(cut, None)
-    assert rate == SAMPLE_RATE
-    assert np.array_equal(samples, SPEECH[:-1])
+    frames = SPEECH.size
+    for held in (frames // 2, frames - 1, 0):
+        cut.write_bytes(SPEECH_WAV[: HEADER_BYTES + 2 * held + (held == frames - 1)])
+        with pytest.raises(AudioError) as refused:
+            await speaking_runner.send_audio(cut)
+        assert str(refused.value) == (
+            f"{cut} is cut short: its header declares {frames} frames "
+            f"({frames / SAMPLE_RATE:.2f} s) and it holds {held} "
+            f"({held / SAMPLE_RATE:.2f} s): record or export it again, or to speak the part "
+            f"it holds, rewrite its header to fit: sox --ignore-length {cut} whole.wav"
+        )
+    assert (
+        await speaking_runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
+    )
+
+
+def test_a_wav_file_of_unknown_length_is_read_to_its_end(tmp_path: Path) -> None:
+    """A WAV written to a pipe cannot go back to fill in its sizes: FFmpeg leaves 0xFFFFFFFF
+    (its riffenc.c ff_start_tag), which means "to the end of the file", not a cut."""
+    streamed = bytearray(SPEECH_WAV)
+    streamed[4:8] = streamed[40:44] = b"\xff\xff\xff\xff"
+    path = tmp_path / "streamed.wav"
+    path.write_bytes(streamed)
+    samples, rate = spoken_audio(path, None)
+    assert rate == SAMPLE_RATE and np.array_equal(samples, SPEECH)
+
+
+@pytest.mark.parametrize("length", [0, 3, 4, 8, 11, 12, 20, 30, 36, 43])
+def test_a_wav_file_cut_inside_its_header_says_so_and_what_to_do(
+    tmp_path: Path, length: int
+) -> None:
+    """Before: an empty reason ("is not a PCM16 WAV file ()") or "not a WAVE file", "fmt chunk
+    and/or data chunk missing", each with the advice to convert it."""
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(SPEECH_WAV[:length])
+    with pytest.raises(AudioError) as refused:
+        spoken_audio(cut, None)
+    ends = "is empty" if length == 0 else f"ends after {length} bytes"
+    assert str(refused.value) == (
+        f"{cut} is cut short: the file {ends}, inside its WAV header, before any audio: "
+        "record or export it again"
+    )
 
 
 async def test_a_file_that_is_no_wav_is_refused_naming_the_fix(

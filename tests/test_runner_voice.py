@@ -67,18 +67,28 @@ def voice_server(
 
 
 def realtime_voice_server(
-    emulator: Emulator, aec_warmup_duration: float | None = 3.0, **faults: Any
+    emulator: Emulator,
+    aec_warmup_duration: float | None = 3.0,
+    vad_silence_s: float | None = None,
+    **faults: Any,
 ) -> AgentServer:
     """The Concierge/Billing pair on a realtime model that hears and speaks (with ``faults``
     on its connection). livekit ignores the caller for ``aec_warmup_duration`` seconds of the
-    agent's first speech (echo)."""
+    agent's first speech (echo). With ``vad_silence_s`` the session also has silero's VAD,
+    which ends the caller's speech after that much silence (livekit's user state follows it;
+    the model's server VAD still takes the turns)."""
     server = AgentServer()
 
     @server.rtc_session()
     async def entrypoint(ctx: JobContext) -> None:
         model = openai.realtime.RealtimeModel(base_url=emulator.base_url(**faults), api_key=API_KEY)
+        vad = (
+            NOT_GIVEN
+            if vad_silence_s is None
+            else silero.VAD.load(min_silence_duration=vad_silence_s)
+        )
         session: AgentSession[None] = AgentSession(
-            llm=model, aec_warmup_duration=aec_warmup_duration
+            llm=model, vad=vad, aec_warmup_duration=aec_warmup_duration
         )
         await session.start(agent=Concierge(), room=ctx.room)
 
@@ -276,11 +286,7 @@ async def test_speaking_over_the_agent_cuts_it_and_the_trace_says_what_was_heard
     turn = asyncio.ensure_future(runner.send_audio(synthesize("hello there")))
     await asyncio.wait_for(speaking.wait(), 30)
     # the caller listens for a second, then speaks over the rest of the reply
-    quiet = np.zeros(SAMPLE_RATE, np.int16)
-    over = np.concatenate([quiet, synthesize("thank you"), quiet])
-    for chunk in np.array_split(over, over.size // 480):
-        runner.hear(chunk, SAMPLE_RATE)
-        await asyncio.sleep(0.02)  # the pace a microphone delivers at, not a synchronization
+    await speak_live(runner, "thank you")
     cut_short = await asyncio.wait_for(turn, 30)
     await asyncio.wait_for(answered_again.wait(), 30)
 
@@ -291,6 +297,66 @@ async def test_speaking_over_the_agent_cuts_it_and_the_trace_says_what_was_heard
     cut, _ = [s for s in TraceAnalysis(runner.trace.events).speech if s.speaker == "agent"]
     assert cut.interrupted and cut.text == cut_short
     assert runner.recording.replies[0].size < 0.9 * synthesize(whole).size  # heard so far only
+
+
+async def speak_live(
+    runner: NotebookRunner, words: str, before_s: float = 1.0, after_s: float = 1.0
+) -> None:
+    """``words`` into the runner's microphone as a caller speaks them, after ``before_s`` and
+    before ``after_s`` seconds of silence, at the pace a microphone delivers (not a
+    synchronization)."""
+
+    def quiet(seconds: float) -> np.ndarray:
+        return np.zeros(round(seconds * SAMPLE_RATE), np.int16)
+
+    spoken = np.concatenate([quiet(before_s), synthesize(words), quiet(after_s)])
+    for chunk in np.array_split(spoken, spoken.size // 480):
+        runner.hear(chunk, SAMPLE_RATE)
+        await asyncio.sleep(0.02)
+
+
+async def test_a_reply_begun_before_livekits_vad_ended_the_callers_speech_says_the_wait(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """A realtime model hears the caller stop after 0.5 s of silence and answers; silero's VAD
+    in the session ends the caller's speech after 1.5 s: each reply, to the first turn and to
+    the speech that cut it short, begins while livekit still has the caller speaking. The
+    caller's wait is livekit's (``lk.e2e_latency``: from where its VAD put the end of the
+    speech), never unknown."""
+    runner = await started(
+        runners,
+        NotebookRunner(
+            realtime_voice_server(emulator, aec_warmup_duration=None, vad_silence_s=1.5),
+            audio=True,
+        ),
+    )
+    speaking = when(runner, "agent_state", new="speaking")
+    answered_again = when(runner, "agent_message", interrupted=False)
+    turn = asyncio.ensure_future(runner.send_audio(synthesize("hello there")))
+    await asyncio.wait_for(speaking.wait(), 30)
+    await speak_live(runner, "thank you", after_s=2.0)  # the VAD's silence, and more
+    await asyncio.wait_for(turn, 30)
+    await asyncio.wait_for(answered_again.wait(), 30)
+
+    speech = TraceAnalysis.of(runner.trace).speech
+    replies = [s for s in speech if s.speaker == "agent"]
+    callers = [s for s in speech if s.speaker == "user"]
+    assert [s.text for s in callers] == ["hello there", "thank you"]
+    messages = [e.data for e in runner.trace.of_kind("agent_message")]
+    assert [m["interrupted"] for m in messages] == [True, False]
+    started_at = runner.trace.started_at
+    for reply, caller, message in zip(replies, callers, messages, strict=True):
+        assert reply.overlapped and reply.answers == "speech"
+        assert reply.first_audio_s is not None and reply.first_audio_s > 0
+        # the caller's speech ends where livekit's VAD put it (its first frame less its
+        # e2e_latency), the wait from there to the agent speaking
+        metrics = message["metrics"]
+        ended = metrics["started_speaking_at"] - metrics["e2e_latency"] - started_at
+        assert caller.end == pytest.approx(ended) and caller.end < reply.start
+        assert reply.first_audio_s == pytest.approx(reply.start - caller.end)
+        # livekit's own figure, from the first frame's playout: the trace's agent state
+        # records that moment a little later on a loaded machine
+        assert reply.first_audio_s == pytest.approx(metrics["e2e_latency"], abs=0.1)
 
 
 # -- turns given up: each leaves the microphone, the session and the model ready ---------------

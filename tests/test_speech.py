@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import wave
+
 import numpy as np
 import pytest
 
 from notebook_agents.speech import SAMPLE_RATE, SynthesisError, synthesize
+from notebook_agents.speech.wav import WavCutShort, wav_bytes, wav_samples
 
 from .speech_check import heard
 
@@ -37,3 +40,19 @@ def test_an_unknown_voice_is_named_with_a_fix() -> None:
     with pytest.raises(SynthesisError, match=r"no voice 'xx-yy' \(e\.g\. 'en-us'"):
         synthesize("hello", voice="xx-yy")
     assert synthesize("hello").size > 0  # and the engine still speaks
+
+
+def test_a_wav_file_is_read_whole_or_as_far_as_it_goes() -> None:
+    """The emulator's endpoint reads a file cut short in its audio as far as it goes (as
+    OpenAI's decoder does); ``whole=True`` (a caller's own file) says what is missing. Every
+    refusal gives a reason."""
+    speech = synthesize("hello there")
+    cut = wav_bytes(speech, SAMPLE_RATE)[: 44 + speech.size]  # half of the samples
+    samples, rate = wav_samples(cut)
+    assert rate == SAMPLE_RATE and np.array_equal(samples, speech[: speech.size // 2])
+    with pytest.raises(WavCutShort) as refused:
+        wav_samples(cut, whole=True)
+    assert (refused.value.declared, refused.value.held) == (speech.size, speech.size // 2)
+    for data in (b"", b"RIFF", b"ID3", b"ID3" + bytes(300)):
+        with pytest.raises(wave.Error, match=r"\w"):
+            wav_samples(data)

@@ -14,7 +14,7 @@ from notebook_agents import NotebookRunner, RunnerError
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.trace import Trace, TraceEvent
-from notebook_agents.views import VoiceView
+from notebook_agents.views import ChatView, VoiceView
 
 from .conftest import started
 from .test_runner_voice import realtime_voice_server, voice_server
@@ -74,9 +74,13 @@ async def test_push_to_talk_ends_the_turn_on_release_not_on_a_pause(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
     """Held through a pause four times the VAD's: nothing is answered until the button is let
-    go, then the whole turn is, every word of it; then the session ends turns on its own again."""
+    go, then the whole turn is, every word of it; then the session ends turns on its own again.
+    The view's heard line shows each stretch of speech as it is transcribed, then the whole
+    turn (before: the last stretch only, "thank you")."""
     runner = await started(runners, NotebookRunner(voice_server(emulator), audio=True))
     view = VoiceView(runner)  # push to talk
+    shown: list[str] = []
+    view.observe(lambda change: shown.append(change["new"]), names="heard")
     quiet = np.zeros(SAMPLE_RATE * 2, np.int16)
     view._on_front_end(view, {"kind": "pressed"}, [])
     await speak_live(view, np.concatenate([synthesize("hello there"), quiet]))
@@ -90,6 +94,9 @@ async def test_push_to_talk_ends_the_turn_on_release_not_on_a_pause(
     said = await first(runner.trace, lambda e: e.kind == "user_message")
     assert said.t > released, f"a turn ended {released - said.t:.1f} s before the release"
     assert said.data["text"] == "hello there thank you"
+    stretches = [e.data["text"] for e in runner.trace.of_kind("user_transcript")]
+    assert stretches == ["hello there", "thank you"]  # one final transcript each
+    assert shown == ["hello there", "hello there thank you"] and view.heard == said.data["text"]
     reply = await first(runner.trace, lambda e: e.kind == "agent_message")
     assert reply.data["text"] == 'You are the Concierge. You said: "hello there thank you".'
     # the session's own turn detection is back: a spoken turn from a cell ends on its own
@@ -97,6 +104,25 @@ async def test_push_to_talk_ends_the_turn_on_release_not_on_a_pause(
         'You are the Concierge. You said: "thank you".'
     )
     view.close()
+
+
+async def test_the_end_of_the_call_says_what_works_as_the_chat_box_does(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """Before: "start the runner again to talk", but start() on a stopped runner raises."""
+    runner = await started(runners, NotebookRunner(voice_server(emulator), audio=True))
+    voice, chat = VoiceView(runner), ChatView(runner)
+    runner.stop()
+    await first(runner.trace, lambda e: e.kind == "closed")
+    assert (
+        voice.ended
+        == chat.ended
+        == ("This call has ended. Start a new call (a new runner) to talk to the agent again.")
+    )
+    with pytest.raises(RunnerError):
+        runner.start()
+    voice.close()
+    chat.close()
 
 
 async def test_push_to_talk_on_a_realtime_model_that_ends_turns_itself_names_the_fix(

@@ -2,17 +2,48 @@
 // The microphone opens only on a click. Audio crosses the comm as binary PCM16 buffers at the
 // kernel's rate; the kernel sends what was heard and said, and who is on the call.
 
-const TAP = `
-class Tap extends AudioWorkletProcessor {
-  process(inputs) {
+const CHUNK_S = 0.02; // what the kernel gets at a time: 20 ms, as a microphone delivers
+const RELEASE_S = 0.3; // a meter's fall: rises at once, falls by 1/e in this (a VU's 300 ms)
+// On the audio thread, which sees every sample (the page's frames, when the page is busy, see
+// only moments): the level of what passes through, as a meter shows it, every CHUNK_S; with
+// forward, the samples too, as PCM16 for the kernel. The audio passes on unchanged.
+const METER = `
+class Meter extends AudioWorkletProcessor {
+  constructor({ processorOptions: { chunk, forward } }) {
+    super();
+    this.samples = forward ? new Int16Array(chunk) : null;
+    this.chunk = chunk;
+    this.filled = 0;
+    this.level = 0;
+  }
+  process(inputs, outputs) {
     const channel = inputs[0] && inputs[0][0];
-    if (channel) this.port.postMessage(channel.slice(0));
+    const frames = channel ? channel.length : outputs[0][0].length;
+    let sum = 0;
+    if (channel) {
+      outputs[0][0].set(channel);
+      for (const x of channel) sum += x * x;
+    }
+    const fall = Math.exp(-frames / (sampleRate * ${RELEASE_S}));
+    this.level = Math.max(Math.sqrt(sum / frames), this.level * fall);
+    for (let i = 0; i < frames; i++) {
+      if (this.samples !== null) {
+        const x = channel ? Math.max(-1, Math.min(1, channel[i])) : 0;
+        this.samples[this.filled] = x * 32767;
+      }
+      if (++this.filled === this.chunk) this.post();
+    }
     return true;
   }
+  post() {
+    const samples = this.samples && this.samples.buffer;
+    this.port.postMessage({ level: this.level, samples }, samples ? [samples] : []);
+    if (samples) this.samples = new Int16Array(this.chunk);
+    this.filled = 0;
+  }
 }
-registerProcessor("na-tap", Tap);
+registerProcessor("na-meter", Meter);
 `;
-const CHUNK_S = 0.02; // what the kernel gets at a time: 20 ms, as a microphone delivers
 // the button's label in each mode, closed and open; every one is laid out in the button, only
 // the current one shown, so the button is as wide as the longest and never moves its neighbours
 const LABELS = {
@@ -20,19 +51,12 @@ const LABELS = {
   open_mic: { closed: "talk", open: "listening… click to stop" },
 };
 
-function pcm16(floats) {
-  const out = new Int16Array(floats.length);
-  for (let i = 0; i < floats.length; i++) {
-    out[i] = Math.max(-1, Math.min(1, floats[i])) * 32767;
-  }
-  return out;
-}
-
-function level(analyser, scratch) {
-  analyser.getFloatTimeDomainData(scratch);
-  let sum = 0;
-  for (const x of scratch) sum += x * x;
-  return Math.sqrt(sum / scratch.length);
+function meterNode(ctx, forward) {
+  const chunk = Math.round(ctx.sampleRate * CHUNK_S);
+  return new AudioWorkletNode(ctx, "na-meter", {
+    processorOptions: { chunk, forward },
+    outputChannelCount: [1],
+  });
 }
 
 function meter(label, className) {
@@ -95,10 +119,11 @@ function render({ model, el }) {
   el.append(root);
 
   let context = null;
-  let agentAnalyser = null;
-  let microphone = null; // { stream, nodes, analyser } while open
+  let agentOut = null; // the agent's audio goes through its meter to the speaker
+  let agentLevel = 0;
+  let microphone = null; // { stream, tap, nodes } while open
+  let youLevel = 0;
   let wanted = false; // push-to-talk held (it may be let go while the microphone opens)
-  let pending = [];
   let nextStart = 0;
   let scheduled = [];
   let frame = 0;
@@ -106,10 +131,13 @@ function render({ model, el }) {
   async function audioContext() {
     if (context === null) {
       context = new AudioContext({ sampleRate: model.get("rate") });
-      const url = URL.createObjectURL(new Blob([TAP], { type: "application/javascript" }));
+      const url = URL.createObjectURL(new Blob([METER], { type: "application/javascript" }));
       await context.audioWorklet.addModule(url);
-      agentAnalyser = context.createAnalyser();
-      agentAnalyser.connect(context.destination);
+      agentOut = meterNode(context, false);
+      agentOut.port.onmessage = ({ data }) => {
+        agentLevel = data.level;
+      };
+      agentOut.connect(context.destination);
     }
     await context.resume();
     return context;
@@ -124,21 +152,15 @@ function render({ model, el }) {
         audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true },
       });
       const source = ctx.createMediaStreamSource(stream);
-      const analyser = ctx.createAnalyser();
-      const tap = new AudioWorkletNode(ctx, "na-tap");
+      const tap = meterNode(ctx, true);
       const mute = ctx.createGain();
       mute.gain.value = 0; // the tap must reach the destination to run; nothing is heard
-      source.connect(analyser);
       source.connect(tap).connect(mute).connect(ctx.destination);
-      const chunk = Math.round(ctx.sampleRate * CHUNK_S);
       tap.port.onmessage = ({ data }) => {
-        pending.push(...data);
-        while (pending.length >= chunk) {
-          const samples = pcm16(pending.splice(0, chunk));
-          model.send({ kind: "microphone" }, undefined, [samples.buffer]);
-        }
+        youLevel = data.level;
+        model.send({ kind: "microphone" }, undefined, [data.samples]);
       };
-      microphone = { stream, nodes: [source, analyser, tap, mute], analyser };
+      microphone = { stream, tap, nodes: [source, tap, mute] };
       model.set("error", "");
       model.save_changes();
       // before the first audio (the tap's messages come in later tasks): the turn starts here
@@ -156,8 +178,9 @@ function render({ model, el }) {
     if (microphone === null || microphone.opening) return;
     for (const track of microphone.stream.getTracks()) track.stop();
     for (const node of microphone.nodes) node.disconnect();
+    microphone.tap.port.onmessage = null; // what it posted before it stopped is not sent
     microphone = null;
-    pending = [];
+    youLevel = 0;
     draw();
   }
 
@@ -169,7 +192,7 @@ function render({ model, el }) {
     for (let i = 0; i < samples.length; i++) channel[i] = samples[i] / 32768;
     const source = context.createBufferSource();
     source.buffer = audio;
-    source.connect(agentAnalyser);
+    source.connect(agentOut);
     nextStart = Math.max(nextStart, context.currentTime);
     source.start(nextStart);
     nextStart += audio.duration;
@@ -246,10 +269,9 @@ function render({ model, el }) {
     note.textContent = ended || model.get("error");
   }
 
-  const scratch = new Float32Array(1024);
   function meters() {
-    you.show(microphone && microphone.analyser ? level(microphone.analyser, scratch) : 0);
-    agentMeter.show(agentAnalyser ? level(agentAnalyser, scratch) : 0);
+    you.show(youLevel);
+    agentMeter.show(agentLevel);
     frame = requestAnimationFrame(meters);
   }
   frame = requestAnimationFrame(meters);

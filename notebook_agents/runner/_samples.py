@@ -1,10 +1,12 @@
 """The audio a caller gives the runner (``send_audio``, ``hear``), checked and made int16 mono.
 
-Taken: a PCM16 WAV file; or samples as int16 (other integer types within int16's range) or as
-float at full scale 1.0, mono or with a channel axis either way round (frames x channels, as
-soundfile and sounddevice give them, or channels x frames, as librosa and torchaudio do: the
+Taken: a whole PCM16 WAV file; or samples as int16 (other integer types within int16's range)
+or as float at full scale 1.0, mono or with a channel axis either way round (frames x channels,
+as soundfile and sounddevice give them, or channels x frames, as librosa and torchaudio do: the
 shorter axis, of at most ``MAX_CHANNELS``, is the channels, mixed down by their mean), at a
-whole rate in Hz. Anything else is an ``AudioError`` naming the fix, raised before the runner
+whole rate in Hz. A WAV file cut short (holding fewer frames than its header declares) is
+refused rather than spoken in part: the agent would answer half of what was said as if it were
+all of it. Anything else is an ``AudioError`` naming the fix, raised before the runner
 starts anything, so nothing is left half-done.
 """
 
@@ -19,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..speech import SAMPLE_RATE
-from ..speech.wav import wav_samples
+from ..speech.wav import WavCutShort, wav_samples
 from .errors import AudioError
 
 MAX_CHANNELS = 8
@@ -113,7 +115,13 @@ def _float_to_int16(samples: np.ndarray) -> np.ndarray:
 
 def _wav_file(path: Path, rate: int | None) -> tuple[np.ndarray, int]:
     try:
-        samples, file_rate = wav_samples(path.read_bytes())
+        samples, file_rate = wav_samples(path.read_bytes(), whole=True)
+    except WavCutShort as e:
+        fit = ""
+        if e.declared is not None:
+            fit = ", or to speak the part it holds, rewrite its header to fit: "
+            fit += f"sox --ignore-length {path} whole.wav"
+        raise AudioError(f"{path} is cut short: {e}: record or export it again{fit}") from None
     except (wave.Error, EOFError, ValueError) as e:
         raise AudioError(
             f"{path} is not a PCM16 WAV file ({e}): convert it, e.g. with sox"

@@ -16,7 +16,7 @@ from ..runner import AgentRunner, RunnerError
 from ..trace import TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView
-from ._text import cut
+from ._text import call_over, cut
 
 
 class ChatView(TraceStreamView):
@@ -54,7 +54,7 @@ class ChatView(TraceStreamView):
     def _record(self, event: TraceEvent) -> dict[str, Any] | None:
         data = event.data
         if event.kind == "closed":
-            self.ended = _ended(data)
+            self.ended = call_over(data)
             return None
         if event.kind in ("user_message", "agent_message"):
             who = "you" if event.kind == "user_message" else event.agent or "agent"
@@ -122,12 +122,6 @@ class ChatView(TraceStreamView):
             text = textwrap.shorten(who + line["text"], 110, placeholder=" …")
             ax.text(0.02, y, text, color=color, fontsize=9, va="center", transform=ax.transAxes)
         return figure
-
-
-def _ended(closed: dict[str, Any]) -> str:
-    """What the chat box says once its call is over."""
-    why = f"failed: {closed['error']}" if closed.get("error") else "has ended"
-    return f"This call {why}. Start a new call (a new runner) to talk to the agent again."
 
 
 _COLORS = {

@@ -18,6 +18,7 @@ from ..runner import NotebookRunner, RunnerError
 from ..speech import SAMPLE_RATE
 from ..trace import TraceEvent
 from ._assets import asset
+from ._text import call_over, cut
 
 MODES = ("push_to_talk", "open_mic")
 
@@ -35,11 +36,13 @@ class VoiceView(anywidget.AnyWidget):
     agent = traitlets.Unicode("").tag(sync=True)
     """the agent on the call now"""
     heard = traitlets.Unicode("").tag(sync=True)
-    """what the agent last heard you say (the final transcript)"""
+    """what the agent last heard you say: the turn as its user message has it, every stretch
+    of speech in it; while the turn goes on, the stretches transcribed so far"""
     said = traitlets.Unicode("").tag(sync=True)
     """what the agent last said"""
     ended = traitlets.Unicode("").tag(sync=True)
-    """once the call is over: that it is; the microphone is then disabled"""
+    """once the call is over: that it is, why, and what to do (as ChatView says it); the
+    microphone is then disabled"""
     error = traitlets.Unicode("").tag(sync=True)
     """why the microphone cannot be used (refused in the browser, the runner stopped)"""
 
@@ -55,6 +58,8 @@ class VoiceView(anywidget.AnyWidget):
         runner.require_microphone("VoiceView")
         super().__init__(mode=mode, **kwargs)
         self.runner = runner
+        self._stretches: list[str] = []
+        """the final transcripts of the turn going on, each a stretch of speech"""
         self.on_msg(self._on_front_end)
         self._stops += [runner.on_agent_audio(self._play), runner.trace.subscribe(self._follow)]
         for event in runner.trace.events:
@@ -92,9 +97,13 @@ class VoiceView(anywidget.AnyWidget):
         data = event.data
         if event.agent:
             self.agent = event.agent
-        if event.kind == "user_transcript" and data["final"]:
-            self.heard = data["text"]
+        if event.kind == "user_transcript" and data["final"] and data["text"]:
+            self._stretches.append(data["text"])
+            self.heard = cut(" ".join(self._stretches))
+        elif event.kind == "user_message":
+            self._stretches = []
+            self.heard = cut(data["text"])
         elif event.kind == "agent_message":
-            self.said = data["text"]
+            self.said = cut(data["text"])
         elif event.kind == "closed":
-            self.ended = "the call has ended: start the runner again to talk"
+            self.ended = call_over(data)

@@ -17,8 +17,9 @@ from notebook_agents.speech.wav import wav_bytes
 
 from .cells import AGENTS
 from .conftest import run_notebook, screenshot
-from .lab import launch_chromium
-from .themes import in_both_themes
+from .lab import ARTIFACTS, launch_chromium
+from .test_theme_browser import set_theme
+from .themes import THEMES, in_both_themes
 
 CELLS = [
     AGENTS
@@ -47,11 +48,16 @@ TimelineView(runner.trace)""",
 ]
 
 
+REQUEST = synthesize("transfer to billing please")
+QUIET_S = 2.0
+"""the fake microphone's pause before and after the request"""
+
+
 @pytest.fixture
 def fake_microphone(tmp_path: Path) -> Path:
     """What chromium's fake microphone says, over and over: a pause, the request, a pause."""
-    quiet = np.zeros(SAMPLE_RATE * 2, np.int16)
-    spoken = np.concatenate([quiet, synthesize("transfer to billing please"), quiet])
+    quiet = np.zeros(round(SAMPLE_RATE * QUIET_S), np.int16)
+    spoken = np.concatenate([quiet, REQUEST, quiet])
     path = tmp_path / "caller.wav"
     path.write_bytes(wav_bytes(spoken, SAMPLE_RATE))
     return path
@@ -92,6 +98,7 @@ def test_a_spoken_request_hands_over_and_the_reply_plays(
 
     button.click()
     expect(button).to_have_attribute("aria-pressed", "true")
+    shows_the_request_while_it_is_said(page)
     expect(voice.locator(".na-voice-line-heard")).to_contain_text(
         "transfer to billing please", timeout=60_000
     )
@@ -100,7 +107,6 @@ def test_a_spoken_request_hands_over_and_the_reply_plays(
     # the reply reached the speaker: its analyser hears more than silence
     agent_level = "document.querySelector('.na-voice-meter.na-voice-agent').dataset.level"
     page.wait_for_function(f"() => Number({agent_level}) > 0.01", timeout=30_000)
-    assert float(voice.locator(".na-voice-you").get_attribute("data-level") or 0) >= 0
     # the timeline shows who spoke when, the words on hover
     timeline = page.locator(".na-timeline")
     caller = timeline.locator('.na-speech[data-speaker="user"]').first
@@ -110,9 +116,62 @@ def test_a_spoken_request_hands_over_and_the_reply_plays(
     expect(timeline.locator(".na-tooltip")).to_contain_text("“transfer to billing please”")
     screenshot(page, "voice_view_live")
     assert in_both_themes(page, ".na-voice", "voice_view") == []
+    while_the_request_is_said_in_both_themes(page)
 
     button.click()  # open mic: a second click closes it
     expect(button).to_have_attribute("aria-pressed", "false")
+
+
+RECORD_LEVELS = """async (ms) => {
+  const you = document.querySelector('.na-voice-meter.na-voice-you');
+  const shown = [];
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    await new Promise(requestAnimationFrame);
+    shown.push([(performance.now() - start) / 1000, Number(you.dataset.level)]);
+  }
+  return shown;
+}"""
+"""the level the "you" meter shows at each frame for ``ms`` milliseconds: [[seconds, level]]"""
+
+
+def shows_the_request_while_it_is_said(page: Page) -> None:
+    """Over one pass of the fake microphone (the request between its pauses), the "you" meter
+    shows the request's level all the while it is said, not a flicker down to empty between
+    its syllables, and on the scale of the request's RMS (float samples, full scale 1.0)."""
+    level = float(np.sqrt(np.mean((REQUEST / 32768.0) ** 2)))
+    seconds = REQUEST.size / SAMPLE_RATE
+    shown = np.array(page.evaluate(RECORD_LEVELS, round((seconds + 2 * QUIET_S + 1) * 1000)))
+    heard = shown[shown[:, 1] > 0.3 * level, 0]
+    assert heard.size, f"the meter never showed the request (its level {level:.3f})"
+    # the first time the request was said: up to the first second of quiet after it
+    quiet_after = np.flatnonzero(np.diff(heard) > 1.0)
+    end = heard[quiet_after[0]] if quiet_after.size else heard[-1]
+    said = shown[(shown[:, 0] >= heard[0]) & (shown[:, 0] <= end)]
+    assert end - heard[0] > 0.8 * seconds, f"shown for {end - heard[0]:.2f} s of {seconds:.2f}"
+    assert said[:, 1].min() > 0.3 * level, (
+        f"while the request was said the meter fell to {said[:, 1].min():.3f} "
+        f"(its level {level:.3f}): {np.round(said[:, 1], 3).tolist()}"
+    )
+    # a meter follows the peaks (and chromium's gain control lifts a quiet microphone): above
+    # the request's mean level, on its scale (not int16's, not percent, not dB)
+    assert 0.5 * level < np.median(said[:, 1]) < 5 * level
+
+
+def while_the_request_is_said_in_both_themes(page: Page) -> None:
+    """The view as the fake microphone says the request again, its "you" meter up, in each
+    theme (``voice_view_you_speaking_light`` and ``_dark``). Ends in the light theme."""
+    you = "Number(document.querySelector('.na-voice-meter.na-voice-you').dataset.level)"
+    try:
+        for theme, color0, suffix in THEMES:
+            set_theme(page, theme, color0)
+            # the microphone's next pass: it says the request every few seconds
+            page.wait_for_function(f"() => {you} > 0.1", timeout=30_000)
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            path = ARTIFACTS / f"voice_view_you_speaking_{suffix}.png"
+            page.locator(".na-voice").screenshot(path=str(path))
+    finally:
+        set_theme(page, "JupyterLab Light", "white")
 
 
 PUSH_TO_TALK = [
