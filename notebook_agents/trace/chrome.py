@@ -1,4 +1,5 @@
-"""A trace as Chrome trace-event JSON, for Perfetto (ui.perfetto.dev) and ``chrome://tracing``.
+"""A trace as Chrome trace-event JSON, for Perfetto (ui.perfetto.dev), speedscope and
+``chrome://tracing``.
 
 One process; a lane (thread) per agent for our events (its states as slices, everything else
 as instants) and lanes for livekit's spans, packed so that every lane's slices nest. Turns
@@ -20,6 +21,12 @@ from .store import TraceEvent
 if TYPE_CHECKING:  # the trace calls this module
     from .trace import Trace
 
+CHROME_SUFFIX = ".chrome-trace.json"
+"""the file's name ends so: speedscope picks its importer by name first, and reads a name ending
+``.chrome.json`` as a bare list of Chrome DevTools events ("t.sort is not a function" on this
+document); any name it does not know it reads by content, as the Trace Event Format (its
+src/import/index.ts, importProfilesFromText, v1.25.0). Perfetto and chrome://tracing read by
+content."""
 TURN_SPANS = frozenset({"user_turn", "agent_turn"})
 """livekit's spans drawn as async slices: they overlap each other"""
 PID = 1
