@@ -126,10 +126,9 @@ class EventLog:
         # bytes, decoded line by line: a file that is not UTF-8 is refused at its line
         with path.open("rb") as lines:
             header = _parse_line(path, 1, next(lines, b""))
-            written = header.get("format")
-            if written != TRACE_FORMAT and written not in EARLIER_FORMATS:
+            if header.get("format") != TRACE_FORMAT and header.get("format") not in EARLIER_FORMATS:
                 raise ValueError(
-                    f"{path}:1: not a notebook-agents trace (format {written!r}, "
+                    f"{path}:1: not a notebook-agents trace (format {header.get('format')!r}, "
                     f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
                 )
             number = 1  # the line being read, which an error names

@@ -89,7 +89,10 @@ def test_the_chrome_export_of_a_call_opens_in_speedscope_as_a_profile_per_lane(
     assert main(["export", str(handed_over), "--format", "chrome"]) == 0
     (exported,) = handed_over.parent.glob("call.*.json")
     lanes = sliced_lanes(exported)
-    assert {"agent: Concierge", "livekit 1"} <= lanes  # Billing's states may come after the end
+    assert {
+        "agent: Concierge",
+        "livekit 1",
+    } <= lanes  # the call may end before Billing changes state
     logged = opened_in_speedscope(page, exported)
     # the first lane's profile shown, and how many there are
     title = page.get_by_text(f"notebook-agents (pid 1), agent: Concierge (tid 1) (1/{len(lanes)})")
