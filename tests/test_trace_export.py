@@ -10,6 +10,7 @@ import gzip
 import http.server
 import json
 import logging
+import math
 import threading
 import zlib
 from collections.abc import Iterator
@@ -283,6 +284,29 @@ def test_a_number_otlp_cannot_carry_goes_as_its_json_text(tmp_path: Path) -> Non
     spans = otlp_spans(Trace.load(saved).to_otlp_json())
     found = attributes(spans[OWN_SPAN].events[1])
     assert found["data.items_from"] == str(2**70) and found["data.items_to"] == 3
+
+
+def test_a_number_json_has_no_word_for_goes_to_chrome_as_text(tmp_path: Path) -> None:
+    """Python's JSON writes NaN and Infinity, which a span attribute or a measurement can be,
+    as bare words no browser's ``JSON.parse`` reads: the Chrome file was no JSON to a viewer."""
+    heard = {**MESSAGE, "data": {**MESSAGE["data"], "metrics": {"transcription_delay": math.nan}}}
+    unsure = span_with(attributes={"lk.transcript_confidence": math.inf})
+    saved = tmp_path / "call.jsonl"
+    saved.write_text(
+        "".join(json.dumps(line) + "\n" for line in (HEADER, STATE, heard, {"span": unsure})),
+        encoding="utf-8",
+    )
+    trace = Trace.load(saved)
+
+    def refuse(word: str) -> None:
+        raise ValueError(f"{word} is no JSON")
+
+    chrome = json.loads(trace.to_chrome_json(), parse_constant=refuse)
+    args = [e["args"] for e in chrome["traceEvents"] if e.get("args", {}).get("seq") == 1]
+    assert args[0]["metrics"] == {"transcription_delay": "NaN"}
+    (turn,) = [e for e in chrome["traceEvents"] if e["ph"] == "b"]
+    assert turn["args"]["lk.transcript_confidence"] == "Infinity"
+    json.loads(trace.to_otlp_json(), parse_constant=refuse)
 
 
 # -- OTLP to a collector --------------------------------------------------------------------

@@ -12,6 +12,7 @@ https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,23 @@ def to_chrome_trace(trace: Trace) -> dict[str, Any]:
 
 def to_chrome_json(trace: Trace) -> str:
     """``to_chrome_trace`` as the JSON text Perfetto opens."""
-    return json.dumps(to_chrome_trace(trace), default=str)
+    document = to_chrome_trace(trace)
+    try:
+        return json.dumps(document, default=str, allow_nan=False)
+    except ValueError:  # a NaN or an infinity (a measurement, an attribute): JSON has no word
+        return json.dumps(_words_for_non_finite(document), default=str)
+
+
+def _words_for_non_finite(node: Any) -> Any:
+    """``node`` with each NaN or infinity as the word Python's JSON would write bare ("NaN",
+    "Infinity"), a string, which a browser's ``JSON.parse`` reads."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return json.dumps(node)
+    if isinstance(node, dict):
+        return {k: _words_for_non_finite(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_words_for_non_finite(v) for v in node]
+    return node
 
 
 def _us(t: float) -> int:

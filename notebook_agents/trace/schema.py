@@ -10,7 +10,6 @@ their JavaScript read them by string.
 # no `from __future__ import annotations`: the types below are evaluated, and a key such as
 # `from` is no identifier, so the TypedDicts use the functional syntax
 import dataclasses
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -343,9 +342,7 @@ def check_attributes(attributes: dict[str, Any], name: str) -> None:
 
 
 def _attribute_scalar(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, (str, bool, int))
+    return isinstance(value, (str, bool, int, float))
 
 
 def _attribute_list(value: Any) -> bool:
