@@ -7,6 +7,11 @@ as instants) and lanes for livekit's spans, packed so that every lane's slices n
 which slices on one lane cannot show: they are async slices, one track each. Times are
 microseconds since the trace's t = 0. Format:
 https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
+
+A browser test opens a real call's file in speedscope (its npm build, offline), which draws the
+slices (``X``: states, livekit's spans), not instants or async slices. Perfetto's UI has no
+offline build and Debian's chromium turns chrome://tracing off: neither is opened in a test,
+the file follows the format document above (what both read).
 """
 
 from __future__ import annotations
