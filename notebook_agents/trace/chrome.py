@@ -28,11 +28,11 @@ if TYPE_CHECKING:  # the trace calls this module
     from .trace import Trace
 
 CHROME_SUFFIX = ".chrome-trace.json"
-"""the file's name ends so: speedscope picks its importer by name first, and reads a name ending
-``.chrome.json`` as a bare list of Chrome DevTools events ("t.sort is not a function" on this
-document); any name it does not know it reads by content, as the Trace Event Format (its
-src/import/index.ts, importProfilesFromText, v1.25.0). Perfetto and chrome://tracing read by
-content."""
+"""the file's name ends so: speedscope picks its importer by the name first, and reads a name
+ending ``.chrome.json`` as a bare list of Chrome DevTools events ("t.sort is not a function" on
+this document); a name it does not know it reads by content, as the Trace Event Format
+(``_importProfileGroup`` in src/import/index.ts of jlfwong/speedscope, v1.25.0). Perfetto and
+chrome://tracing read by content."""
 TURN_SPANS = frozenset({"user_turn", "agent_turn"})
 """livekit's spans drawn as async slices: they overlap each other"""
 PID = 1
