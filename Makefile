@@ -13,10 +13,14 @@ VS_BIN := $(VS_VENV)/bin
 VS_INSTALLED := $(VS_VENV)/.installed
 VS_KERNEL := notebook-agents-videosdk
 VS_TESTS := tests/test_videosdk_*.py tests/browser/test_videosdk_*.py
+# The trace viewers the browser tests open exports in (speedscope), from npm at the versions
+# its package-lock.json pins, into its node_modules/ (git ignores it)
+VIEWERS := tests/browser/viewers
+VIEWERS_INSTALLED := $(VIEWERS)/node_modules/.installed
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab workspace test lint typecheck pytest pytest-videosdk chromium audio-devices clean
+.PHONY: lab workspace test lint typecheck pytest pytest-videosdk chromium audio-devices viewers clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,7 +59,7 @@ workspace:
 
 # The two suites at once, each in its environment (the VideoSDK one is set up meanwhile): the
 # main suite mostly waits on real-time audio, browsers and kernels, and CI stays under 30 min
-test: lint typecheck chromium audio-devices
+test: lint typecheck chromium audio-devices viewers
 	$(MAKE) --no-print-directory -j2 --output-sync=line pytest pytest-videosdk
 
 lint: $(INSTALLED)
@@ -65,7 +69,7 @@ lint: $(INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
-pytest: $(INSTALLED) chromium audio-devices
+pytest: $(INSTALLED) chromium audio-devices viewers
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 pytest-videosdk: $(INSTALLED) $(VS_INSTALLED) chromium
@@ -89,5 +93,17 @@ audio-devices:
 	    echo "the device tests need JACK and PortAudio: sudo apt-get install jackd2 libportaudio2" >&2; exit 1; \
 	  fi; }
 
+viewers: $(VIEWERS_INSTALLED)
+
+$(VIEWERS_INSTALLED): $(VIEWERS)/package-lock.json
+	@command -v npm >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; \
+	  else \
+	    echo "the trace viewer tests need npm: sudo apt-get install npm" >&2; exit 1; \
+	  fi; }
+	npm ci --prefix $(VIEWERS) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VS_VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VS_VENV) $(VIEWERS)/node_modules build dist .pytest_cache .mypy_cache .ruff_cache

@@ -67,7 +67,7 @@ def build(cls: type[T], record: Any) -> T:
     """``cls(**record)``, each field checked against its annotation; FieldError names the
     first that is missing (without a default), unknown or of the wrong type."""
     if not isinstance(record, dict):
-        raise _wrong("an object", record)
+        raise wrong("an object", record)
     fields = fields_of(cls)
     for name in record:
         if name not in fields:
@@ -182,7 +182,7 @@ def _checked(
 
     def check(raw: Any) -> Any:
         if not accepts(raw):
-            raise _wrong(expected, raw)
+            raise wrong(expected, raw)
         return raw if convert is None else convert(raw)
 
     return check
@@ -197,7 +197,7 @@ def _typed_dict_converter(hint: Any) -> Convert:
 
     def check(raw: Any) -> Any:
         if not isinstance(raw, dict):
-            raise _wrong("an object", raw)
+            raise wrong("an object", raw)
         for name in raw:
             if name not in keys:
                 raise FieldError(f"not a key (the keys are {', '.join(keys)})", (name,))
@@ -225,7 +225,7 @@ def _union_converter(hint: Any) -> Convert:
                 errors.append(e)
         # a list of the right kind with one wrong item: name the item, not the whole union
         deeper = [e for e in errors if e.path]
-        raise deeper[0] if deeper else _wrong(expected, raw)
+        raise deeper[0] if deeper else wrong(expected, raw)
 
     return check
 
@@ -238,7 +238,8 @@ def _under(step: str | int, convert: Convert, raw: Any) -> Any:
         raise e.under(step) from None
 
 
-def _wrong(expected: str, found: Any) -> FieldError:
+def wrong(expected: str, found: Any) -> FieldError:
+    """ "found [[1]], expected a list": ``found`` quoted as JSON, shortened."""
     shown = json.dumps(found, default=repr)
     if len(shown) > _SHOWN:
         shown = shown[: _SHOWN - 1] + "…"

@@ -1,4 +1,5 @@
-"""A trace as Chrome trace-event JSON, for Perfetto (ui.perfetto.dev) and ``chrome://tracing``.
+"""A trace as Chrome trace-event JSON, for Perfetto (ui.perfetto.dev), speedscope and
+``chrome://tracing``.
 
 One process; a lane (thread) per agent for our events (its states as slices, everything else
 as instants) and lanes for livekit's spans, packed so that every lane's slices nest. Turns
@@ -6,11 +7,17 @@ as instants) and lanes for livekit's spans, packed so that every lane's slices n
 which slices on one lane cannot show: they are async slices, one track each. Times are
 microseconds since the trace's t = 0. Format:
 https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
+
+A browser test opens a real call's file in speedscope (its npm build, offline), which draws the
+slices (``X``: states, livekit's spans), not instants or async slices. Perfetto's UI has no
+offline build and Debian's chromium turns chrome://tracing off: neither is opened in a test,
+the file follows the format document above (what both read).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +27,12 @@ from .store import TraceEvent
 if TYPE_CHECKING:  # the trace calls this module
     from .trace import Trace
 
+CHROME_SUFFIX = ".chrome-trace.json"
+"""the file's name ends so: speedscope picks its importer by the name first, and reads a name
+ending ``.chrome.json`` as a bare list of Chrome DevTools events ("t.sort is not a function" on
+this document); a name it does not know it reads by content, as the Trace Event Format
+(``_importProfileGroup`` in src/import/index.ts of jlfwong/speedscope, v1.25.0). Perfetto and
+chrome://tracing read by content."""
 TURN_SPANS = frozenset({"user_turn", "agent_turn"})
 """livekit's spans drawn as async slices: they overlap each other"""
 PID = 1
@@ -39,7 +52,23 @@ def to_chrome_trace(trace: Trace) -> dict[str, Any]:
 
 def to_chrome_json(trace: Trace) -> str:
     """``to_chrome_trace`` as the JSON text Perfetto opens."""
-    return json.dumps(to_chrome_trace(trace), default=str)
+    document = to_chrome_trace(trace)
+    try:
+        return json.dumps(document, default=str, allow_nan=False)
+    except ValueError:  # a NaN or an infinity (a measurement, an attribute): JSON has no word
+        return json.dumps(_words_for_non_finite(document), default=str)
+
+
+def _words_for_non_finite(node: Any) -> Any:
+    """``node`` with each NaN or infinity as the word Python's JSON would write bare ("NaN",
+    "Infinity"), a string, which a browser's ``JSON.parse`` reads."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return json.dumps(node)
+    if isinstance(node, dict):
+        return {k: _words_for_non_finite(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_words_for_non_finite(v) for v in node]
+    return node
 
 
 def _us(t: float) -> int:

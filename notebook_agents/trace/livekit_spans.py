@@ -27,7 +27,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.sdk import trace as trace_sdk
 
 from .. import _livekit_internals as livekit
-from .schema import SpanEventData, SpanStatus, TraceSpan
+from .schema import SpanEventData, SpanKindName, SpanStatus, TraceSpan
 from .trace import Trace
 
 logger = logging.getLogger(__name__)
@@ -177,6 +177,7 @@ def to_trace_span(span: trace_sdk.ReadableSpan, trace: Trace) -> TraceSpan:
         for e in span.events
     ]
     status: SpanStatus = span.status.status_code.name.lower()  # type: ignore[assignment]
+    kind: SpanKindName = span.kind.name.lower()  # type: ignore[assignment]
     return TraceSpan(
         name=span.name,
         trace_id=trace_api.format_trace_id(context.trace_id),
@@ -185,7 +186,7 @@ def to_trace_span(span: trace_sdk.ReadableSpan, trace: Trace) -> TraceSpan:
         start=at(span.start_time),
         end=at(span.end_time),
         scope=span.instrumentation_scope.name if span.instrumentation_scope else "",
-        kind=span.kind.name.lower(),
+        kind=kind,
         status=status,
         status_message=span.status.description,
         attributes=_plain(span.attributes),

@@ -1,10 +1,12 @@
-"""A trace as OTLP JSON: what Jaeger, Langfuse, Phoenix and OpenTelemetry collectors read; and
-spans that came as OTLP (an agent in another process sends livekit's: ``spans_of_otlp``).
+"""A trace as OTLP: written as JSON (what Jaeger, Langfuse, Phoenix, MLflow and OpenTelemetry
+collectors read) or sent to a collector; and spans that came as OTLP (an agent in another
+process sends livekit's: ``spans_of_otlp``).
 
 livekit's spans go out as they were recorded; our events ride on one span of their own,
 ``notebook_agents.trace``, each an OTLP span event named by its kind, under livekit's session
 span when there is one (so a viewer shows them in one trace). Encoded with OpenTelemetry's own
-OTLP encoder and protobuf's JSON mapping, not by hand; read with OpenTelemetry's protobuf types.
+OTLP encoder and protobuf's JSON mapping, and sent with its own OTLP/HTTP exporter, not by
+hand; read with OpenTelemetry's protobuf types.
 """
 
 from __future__ import annotations
@@ -12,21 +14,26 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Sequence
+import logging
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.proto.trace.v1.trace_pb2 import Status as SpanStatusPb
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from .schema import SpanStatus, TraceSpan
+from .schema import SpanKindName, SpanStatus, TraceSpan, unix_ns
 from .store import TraceEvent
 
 if TYPE_CHECKING:  # the trace calls this module
@@ -35,19 +42,104 @@ if TYPE_CHECKING:  # the trace calls this module
 OWN_SPAN = "notebook_agents.trace"
 """the span our events ride on"""
 SERVICE = "notebook-agents"
+TRACES_PATH = "/v1/traces"
+"""where an OTLP/HTTP collector takes traces, below the base URL it is given"""
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+_INT64 = range(-(2**63), 2**63)
+"""the integers an OTLP attribute carries (``int_value`` is an int64)"""
+
+
+class OTLPSendError(Exception):
+    """The collector did not take the spans; the message says what it or the network said."""
 
 
 def to_otlp_json(trace: Trace) -> str:
     """``trace`` (livekit's spans and our events) as an OTLP/JSON ``ExportTraceServiceRequest``,
     the body an OTLP/HTTP collector takes at ``/v1/traces``."""
+    request = json_format.MessageToDict(
+        encode_spans(readable_spans(trace)), use_integers_for_enums=True
+    )
+    return json.dumps(_hex_ids(request))
+
+
+def send_otlp(
+    trace: Trace,
+    endpoint: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> int:
+    """Send ``trace`` (what ``to_otlp_json`` writes) to an OTLP/HTTP collector with
+    OpenTelemetry's own exporter, in protobuf; returns how many spans it took.
+
+    ``endpoint``: the collector's base URL (``http://127.0.0.1:4318``, sent to its
+    ``/v1/traces``) or, with a path, its traces URL as is (MLflow's
+    ``http://127.0.0.1:5000/v1/traces``). ``headers`` add to those OpenTelemetry's variables
+    set (``OTEL_EXPORTER_OTLP_HEADERS``); ``timeout`` (seconds, retries included) defaults to
+    ``OTEL_EXPORTER_OTLP_TIMEOUT``, else 10. ``ValueError`` for a URL that is no HTTP
+    endpoint, ``OTLPSendError`` when the collector does not take the spans.
+    """
+    url = traces_url(endpoint)
+    spans = readable_spans(trace)
+    exporter = OTLPSpanExporter(endpoint=url, headers=headers, timeout=timeout)
+    failures = _Failures()
+    # the exporter says why it failed only in its log (retries, then the status and reason)
+    exporter_log = logging.getLogger(OTLPSpanExporter.__module__)
+    exporter_log.addHandler(failures)
+    try:
+        result = exporter.export(spans)
+    finally:
+        exporter_log.removeHandler(failures)
+        exporter.shutdown()  # type: ignore[no-untyped-call]  # closes its HTTP session
+    if result is not SpanExportResult.SUCCESS:
+        raise OTLPSendError(f"cannot send to {url}: {failures.reason()}")
+    return len(spans)
+
+
+def traces_url(endpoint: str) -> str:
+    """The URL traces go to: a base URL gets ``/v1/traces``, one with a path is used as is, as
+    OpenTelemetry's exporters read ``OTEL_EXPORTER_OTLP_ENDPOINT`` and
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
+    (https://opentelemetry.io/docs/specs/otel/protocol/exporter/#endpoint-urls-for-otlphttp)."""
+    parts = urllib.parse.urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{endpoint!r} is no OTLP/HTTP endpoint: give the collector's URL, "
+            f"http://HOST:PORT (sent to its {TRACES_PATH}) or its full traces URL"
+        )
+    if parts.path in ("", "/"):
+        return urllib.parse.urlunsplit(parts._replace(path=TRACES_PATH))
+    return endpoint
+
+
+class _Failures(logging.Handler):
+    """The exporter's log records of this thread's send (another thread may send at once)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.thread = threading.get_ident()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.messages.append(record.getMessage())
+
+    def reason(self) -> str:
+        """The first retry's reason (what went wrong) and the last word (why it stopped)."""
+        if not self.messages:
+            return "the collector did not take the spans"
+        said = [self.messages[0]] if len(self.messages) > 1 else []
+        return "; ".join(message.rstrip(".") for message in [*said, self.messages[-1]])
+
+
+def readable_spans(trace: Trace) -> list[ReadableSpan]:
+    """livekit's spans and the span of our events, as OpenTelemetry's exporters take them."""
     resource = Resource({"service.name": SERVICE})  # no random instance id: exports repeat
     spans = [_readable(span, trace.started_at, resource) for span in trace.spans]
     events = trace.events
     if events:
         spans.append(_own_span(trace, events, resource))
-    request = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    return json.dumps(_hex_ids(request))
+    return spans
 
 
 def spans_of_otlp(request: bytes, started_at: float) -> list[TraceSpan]:
@@ -67,7 +159,9 @@ def _trace_span(span: Span, scope: str, started_at: float) -> TraceSpan:
     def at(ns: int) -> float:
         return (ns - started_at * 1e9) / 1e9
 
-    kind = Span.SpanKind.Name(span.kind).removeprefix("SPAN_KIND_").lower()
+    # OTLP: an unspecified kind is read as internal
+    named = Span.SpanKind.Name(span.kind).removeprefix("SPAN_KIND_").lower()
+    kind: SpanKindName = "internal" if named == "unspecified" else named  # type: ignore[assignment]
     code = SpanStatusPb.StatusCode.Name(span.status.code).removeprefix("STATUS_CODE_")
     status: SpanStatus = code.lower()  # type: ignore[assignment]
     return TraceSpan(
@@ -103,10 +197,6 @@ def _value(value: AnyValue) -> Any:
     return getattr(value, which) if which is not None else None
 
 
-def _ns(started_at: float, t: float) -> int:
-    return round((started_at + t) * 1e9)
-
-
 def _context(trace_id: str, span_id: str) -> SpanContext:
     return SpanContext(
         int(trace_id, 16),
@@ -119,20 +209,23 @@ def _context(trace_id: str, span_id: str) -> SpanContext:
 def _readable(span: TraceSpan, started_at: float, resource: Resource) -> ReadableSpan:
     parent = _context(span.trace_id, span.parent_id) if span.parent_id else None
     return ReadableSpan(
-        name=span.name,
+        name=_text(span.name),
         context=_context(span.trace_id, span.span_id),
         parent=parent,
         resource=resource,
         attributes=_attributes(span.attributes),
         events=[
-            Event(e["name"], _attributes(e["attributes"]), _ns(started_at, e["t"]))
+            Event(_text(e["name"]), _attributes(e["attributes"]), unix_ns(started_at, e["t"]))
             for e in span.events
         ],
         kind=SpanKind[span.kind.upper()],
-        status=Status(StatusCode[span.status.upper()], span.status_message),
-        start_time=_ns(started_at, span.start),
-        end_time=_ns(started_at, span.end),
-        instrumentation_scope=InstrumentationScope(span.scope),
+        status=Status(
+            StatusCode[span.status.upper()],
+            _text(span.status_message) if span.status_message is not None else None,
+        ),
+        start_time=unix_ns(started_at, span.start),
+        end_time=unix_ns(started_at, span.end),
+        instrumentation_scope=InstrumentationScope(_text(span.scope)),
     )
 
 
@@ -150,32 +243,50 @@ def _own_span(trace: Trace, events: Sequence[TraceEvent], resource: Resource) ->
         context=_context(trace_id, digest[32:48]),
         parent=_context(root.trace_id, root.span_id) if root is not None else None,
         resource=resource,
-        events=[Event(e.kind, _event_attributes(e), _ns(trace.started_at, e.t)) for e in events],
-        start_time=_ns(trace.started_at, start),
-        end_time=_ns(trace.started_at, events[-1].t),
+        events=[
+            Event(e.kind, _event_attributes(e), unix_ns(trace.started_at, e.t)) for e in events
+        ],
+        start_time=unix_ns(trace.started_at, start),
+        end_time=unix_ns(trace.started_at, events[-1].t),
         instrumentation_scope=InstrumentationScope("notebook_agents"),
     )
 
 
 def _event_attributes(event: TraceEvent) -> dict[str, Any]:
     found = {"seq": event.seq, **({"agent": event.agent} if event.agent else {})}
-    return found | {f"data.{k}": v for k, v in _attributes(event.data).items()}
+    return _attributes(found) | {f"data.{k}": v for k, v in _attributes(event.data).items()}
 
 
 def _attributes(values: dict[str, Any]) -> dict[str, Any]:
-    """OTLP attribute values are scalars or lists of one scalar type: anything else (a chat
-    item, a dict of metrics) goes as its JSON text."""
-    return {k: v if _scalar_or_list(v) else json.dumps(v, default=str) for k, v in values.items()}
+    """Values as OTLP attributes carry them: a string, boolean, 64-bit integer or float, or a
+    list of one of these, its text as protobuf can hold it (``_text``); anything else (a chat
+    item, a dict of metrics, a larger integer) as its JSON text, rather than the encoder
+    dropping it with a log line."""
+    return {_text(k): _attribute(v) for k, v in values.items()}
 
 
-def _scalar_or_list(value: Any) -> bool:
-    if isinstance(value, (str, bool, int, float)):
-        return True
-    return (
-        isinstance(value, list)
-        and len({type(v) for v in value}) == 1
-        and isinstance(value[0], (str, bool, int, float))
-    )
+def _attribute(value: Any) -> Any:
+    if isinstance(value, str):
+        return _text(value)
+    if _scalar(value):
+        return value
+    if isinstance(value, list) and value and len({type(v) for v in value}) == 1:
+        if isinstance(value[0], str):
+            return [_text(v) for v in value]
+        if all(_scalar(v) for v in value):
+            return value
+    return json.dumps(value, default=str)
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (bool, float)) or (isinstance(value, int) and value in _INT64)
+
+
+def _text(value: str) -> str:
+    """``value`` as a protobuf string holds it (UTF-8, which has no surrogates): a lone
+    surrogate, which JSON text and a Python string can hold, as its escape (the six
+    characters ``\\ud800``), not dropped; any other text unchanged."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _hex_ids(node: Any) -> Any:

@@ -10,6 +10,7 @@ their JavaScript read them by string.
 # no `from __future__ import annotations`: the types below are evaluated, and a key such as
 # `from` is no identifier, so the TypedDicts use the functional syntax
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -19,7 +20,7 @@ from livekit.agents import llm
 from livekit.agents.voice.events import AgentState, UserState
 from typing_extensions import NotRequired, TypedDict
 
-from .._records import FieldError, converter
+from .._records import FieldError, converter, wrong
 from ..modes import ContextMode, SessionMode
 
 EventKind = Literal[
@@ -246,6 +247,8 @@ class SpanEventData(TypedDict):
 
 SpanStatus = Literal["unset", "ok", "error"]
 """a span's status, as OpenTelemetry's ``StatusCode`` names it in lower case"""
+SpanKindName = Literal["internal", "server", "client", "producer", "consumer"]
+"""a span's kind, as OpenTelemetry's ``SpanKind`` names it in lower case"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +265,7 @@ class TraceSpan:
     end: float
     scope: str
     """the instrumentation scope that made it (``livekit-agents``)"""
-    kind: str
+    kind: SpanKindName
     """OpenTelemetry's ``SpanKind`` in lower case: ``internal``, ``client``..."""
     status: SpanStatus
     status_message: str | None
@@ -280,3 +283,71 @@ def check_event_data(kind: str, data: Any) -> None:
     if schema is None:
         raise FieldError(f"{kind!r} is no event kind (the kinds are {', '.join(EVENT_DATA)})")
     converter(schema)(data)
+
+
+UNIX_NS_END = 2**64
+"""OTLP carries times as unsigned 64-bit nanoseconds since 1970 (``fixed64``), so up to 2554:
+https://github.com/open-telemetry/opentelemetry-proto/blob/v1.5.0/opentelemetry/proto/trace/v1/trace.proto"""
+_ID_DIGITS = {"trace_id": 32, "span_id": 16, "parent_id": 16}
+"""a span's ids and their length in hex digits"""
+
+
+def unix_ns(started_at: float, t: float) -> int:
+    """``t`` on the trace's clock as Unix nanoseconds, as OTLP writes times."""
+    return round((started_at + t) * 1e9)
+
+
+def check_time(started_at: float, t: float, name: str) -> None:
+    """Raise ``FieldError`` (as field ``name``) unless ``t`` seconds after Unix time
+    ``started_at`` is a time OTLP can carry."""
+    if not 0 <= (started_at + t) * 1e9 < UNIX_NS_END:  # NaN and infinities fail too
+        expected = f"a time from 1970 to 2554 (here Unix time {started_at + t:.6g}), as OTLP has"
+        raise wrong(expected, t).under(name)
+
+
+def check_span(span: TraceSpan, started_at: float) -> None:
+    """Raise ``FieldError`` (naming the field) unless every export can carry ``span``: ids in
+    hex as OpenTelemetry makes them (not all zero, its "no id"), times from 1970 to 2554, the
+    end not before the start, attributes as OpenTelemetry's (livekit's always are)."""
+    for name, digits in _ID_DIGITS.items():
+        found = getattr(span, name)
+        # an id in hex, as OTLP JSON writes ids: int(found, 16) would also take "0x", "_", " "
+        if found is not None and not (
+            re.fullmatch(f"[0-9a-fA-F]{{{digits}}}", found) and found.strip("0")
+        ):
+            raise wrong(f"{digits} hex digits, not all zero (an OpenTelemetry id)", found).under(
+                name
+            )
+    check_time(started_at, span.start, "start")
+    check_time(started_at, span.end, "end")
+    if span.end < span.start:
+        raise FieldError(f"found {span.end!r}, before the span's start ({span.start!r})", ("end",))
+    check_attributes(span.attributes, "attributes")
+    for index, event in enumerate(span.events):
+        try:
+            check_time(started_at, event["t"], "t")
+            check_attributes(event["attributes"], "attributes")
+        except FieldError as e:
+            raise e.under(index).under("events") from None
+
+
+def check_attributes(attributes: dict[str, Any], name: str) -> None:
+    """Raise ``FieldError`` unless each value is an OpenTelemetry attribute value: a string,
+    number or boolean, or a list of one of these
+    (https://opentelemetry.io/docs/specs/otel/common/#attribute)."""
+    for key, value in attributes.items():
+        if not (_attribute_scalar(value) or _attribute_list(value)):
+            expected = "a string, number, boolean or a list of one of these (an OpenTelemetry "
+            raise wrong(expected + "attribute)", value).under(key).under(name)
+
+
+def _attribute_scalar(value: Any) -> bool:
+    return isinstance(value, (str, bool, int, float))
+
+
+def _attribute_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and all(_attribute_scalar(v) for v in value)
+        and len({type(v) for v in value}) <= 1
+    )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._records import FieldError, build, not_utf8, value
-from .schema import EventKind, TraceSpan
+from .schema import EventKind, TraceSpan, check_event_data, check_span, check_time
 
 TRACE_FORMAT = "notebook-agents.trace/5"
 """the first line of a saved trace, so an unrelated or newer file is refused clearly"""
@@ -33,6 +33,13 @@ EARLIER_FORMATS = {
     "not the session's usage",
 }
 """formats ``load`` still reads, and how their events differ (docs/trace-format.md)"""
+CHECKED_KINDS = frozenset({"agent_state", "user_state"})
+"""kinds whose data ``load`` checks against the schema: the states every export and view draws
+from (the same since the first format); other kinds' data load as written (a format 1 file's
+predate the schema), nested no deeper than ``DEEPEST``"""
+DEEPEST = 64
+"""how deep an event's data may nest: deeper than any trace's, and well within what the
+exports' JSON writers can write"""
 
 
 @dataclass(frozen=True, slots=True)  # slots: one object per event, not two (a dict too)
@@ -113,8 +120,8 @@ class EventLog:
         return path
 
     def load(self, path: str | Path) -> None:
-        """Read the events a ``save`` wrote, each checked field by field; ``ValueError``
-        naming file and line for anything else."""
+        """Read the events a ``save`` wrote, each checked field by field, and against what
+        every export can carry; ``ValueError`` naming file, line and field for anything else."""
         path = Path(path)
         # bytes, decoded line by line: a file that is not UTF-8 is refused at its line
         with path.open("rb") as lines:
@@ -128,16 +135,53 @@ class EventLog:
             try:
                 if "started_at" in header:
                     self.started_at = value(header["started_at"], float, "started_at")
+                    check_time(0.0, self.started_at, "started_at")
                 for number, line in enumerate(lines, start=2):
                     if not line.strip():
                         continue
                     record = _parse_line(path, number, line)
                     if "span" in record and len(record) == 1:
-                        self._spans.append(build(TraceSpan, record["span"]))
+                        self._spans.append(self._checked_span(record["span"]))
                     else:
-                        self._events.append(build(TraceEvent, record))
+                        self._events.append(self._checked_event(record))
             except FieldError as e:
                 raise ValueError(f"{path}:{number}: {e}") from None
+
+    def _checked_span(self, record: Any) -> TraceSpan:
+        try:
+            span = build(TraceSpan, record)
+            check_span(span, self.started_at)
+        except FieldError as e:
+            raise e.under("span") from None
+        return span
+
+    def _checked_event(self, record: Any) -> TraceEvent:
+        event = build(TraceEvent, record)
+        check_time(self.started_at, event.t, "t")
+        try:
+            if event.kind in CHECKED_KINDS:
+                check_event_data(event.kind, event.data)
+            else:
+                for key, held in event.data.items():
+                    if _depth(held) > DEEPEST:
+                        raise FieldError(f"nested deeper than {DEEPEST} levels", (key,))
+        except FieldError as e:
+            raise e.under("data") from None
+        return event
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and objects nest in ``value`` (0 for a string or number); without
+    recursion, which data nested deep enough would exhaust."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        node, level = todo.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, dict):
+            todo.extend((inner, level + 1) for inner in node.values())
+        elif isinstance(node, list):
+            todo.extend((inner, level + 1) for inner in node)
+    return deepest
 
 
 def _parse_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
@@ -147,6 +191,10 @@ def _parse_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
         raise ValueError(f"{path}:{number}: {not_utf8(e)}; is this a trace file?") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}:{number}: not JSON ({e.msg}); is this a trace file?") from None
+    except RecursionError:
+        raise ValueError(
+            f"{path}:{number}: nested deeper than Python's JSON reader goes; is this a trace file?"
+        ) from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}:{number}: expected a JSON object")
     return record

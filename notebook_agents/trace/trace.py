@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,9 +171,24 @@ class Trace:
         OpenTelemetry collector's ``/v1/traces``)."""
         return otlp.to_otlp_json(self)
 
+    def send_otlp(
+        self,
+        endpoint: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """Send what ``to_otlp_json`` writes to an OpenTelemetry collector (OTLP/HTTP, with
+        OpenTelemetry's own exporter); returns how many spans it took. ``endpoint``: its base
+        URL (``http://127.0.0.1:4318``, sent to ``/v1/traces``) or its traces URL; raises
+        ``OTLPSendError`` when the collector does not take them
+        (``notebook_agents.trace.otlp.send_otlp`` says more)."""
+        return otlp.send_otlp(self, endpoint, headers=headers, timeout=timeout)
+
     def to_chrome_json(self) -> str:
         """The events and livekit's spans as Chrome trace-event JSON (ui.perfetto.dev,
-        ``chrome://tracing``)."""
+        speedscope, ``chrome://tracing``): write it to a file named ``*.chrome-trace.json``
+        (speedscope reads ``*.chrome.json`` as another format)."""
         return chrome.to_chrome_json(self)
 
     # -- saving ----------------------------------------------------------------------------
