@@ -561,3 +561,53 @@ def test_race_marks_are_laid_out_in_their_lanes_for_the_widget_and_the_figure(
             assert not a.overlaps(b), f"chips at {a} and {b} overlap"
     with pytest.raises(ValueError, match="pass the marks of the run whose trace it shows"):
         TimelineView(trace, marks=[RaceMark(1.0, "Survey", "hand-back refused")])
+
+
+def idle_call(pauses: tuple[float, ...] = (3.3, 3.5, 3.2, 3.4, 3.1, 3.6, 3.2)) -> list[dict[str, Any]]:
+    """A call a caller left idle between turns (a saved one as it loads): a turn, then for each
+    of ``pauses`` that long waited on the caller (an idle gap each), then a turn; the third
+    turn asks for billing, who greets the caller and hands straight back 0.5 s later. With the
+    default pauses: 7 idle gaps, the call runs to about 36 s."""
+    events: list[tuple[float, str, str | None, dict[str, Any]]] = [
+        (0.6, "handoff", "Concierge", {"from": None, "to": "Concierge", "session": None,
+                                       "context": None}),
+        (0.65, "agent_state", "Concierge", {"old": "initializing", "new": "listening"}),
+    ]  # fmt: skip
+    t = 0.9
+    for turn in range(len(pauses) + 1):
+        agent = "Concierge"
+        events += [
+            (t, "user_message", agent, {"text": f"question {turn}", "item_id": f"u{turn}"}),
+            (t + 0.05, "agent_state", agent, {"old": "listening", "new": "thinking"}),
+        ]
+        if turn == 2:  # to billing and back: two handoffs 0.5 s apart
+            call = {"name": "transfer_to_billing", "call_id": "c1", "arguments": "{}"}
+            greet = {"text": "Billing here.", "item_id": "b1", "source": "say", "phase": "on_enter"}
+            back = {"text": "Concierge again.", "item_id": "c2", "source": "say",
+                    "phase": "on_enter"}  # fmt: skip
+            events += [
+                (t + 0.3, "tool_call", agent, call),
+                (t + 0.35, "handoff", "Billing", {"from": agent, "to": "Billing",
+                                                  "session": "reused", "context": "copied"}),
+                (t + 0.55, "agent_state", "Billing", {"old": "thinking", "new": "speaking"}),
+                (t + 0.6, "agent_message", "Billing", greet),
+                (t + 0.8, "agent_state", "Billing", {"old": "speaking", "new": "thinking"}),
+                (t + 0.85, "handoff", agent, {"from": "Billing", "to": agent,
+                                              "session": "reused", "context": "own"}),
+                (t + 1.2, "agent_state", agent, {"old": "thinking", "new": "speaking"}),
+                (t + 1.25, "agent_message", agent, back),
+            ]  # fmt: skip
+            t += 0.9
+        reply = {"text": f"answer {turn}", "item_id": f"a{turn}", "phase": "turn"}
+        events += [
+            (t + 0.4, "agent_state", agent, {"old": "thinking", "new": "speaking"}),
+            (t + 0.45, "agent_message", agent, reply),
+            (t + 1.1 + 0.2 * (turn % 3), "agent_state", agent, {"old": "speaking",
+                                                                "new": "listening"}),
+        ]  # fmt: skip
+        t = events[-1][0] + (pauses[turn] if turn < len(pauses) else 0.0)
+    events.append((t + 0.5, "closed", None, {"reason": "user_initiated"}))
+    return [
+        {"seq": seq, "t": t, "kind": kind, "agent": agent, "data": data}
+        for seq, (t, kind, agent, data) in enumerate(events)
+    ]
