@@ -363,7 +363,7 @@ def test_figure_keeps_close_labels_apart_and_fits_the_activity(tmp_path: Path) -
     (gap,) = [p for p in ax.patches if p.get_hatch()]
     gap_width = gap.get_window_extent().width / ax.get_window_extent().width
     assert gap_width < 0.1, f"the idle gap takes {gap_width:.0%} of the axis"
-    assert "48.1 s idle" in [t.get_text() for t in ax.texts]
+    assert [t.get_text() for t in ax.xaxis.get_minorticklabels()] == ["48.1 s idle"]
 
 
 def test_figure_keeps_close_marks_apart_and_marks_a_failed_tool_output() -> None:
@@ -563,7 +563,9 @@ def test_race_marks_are_laid_out_in_their_lanes_for_the_widget_and_the_figure(
         TimelineView(trace, marks=[RaceMark(1.0, "Survey", "hand-back refused")])
 
 
-def idle_call(pauses: tuple[float, ...] = (3.3, 3.5, 3.2, 3.4, 3.1, 3.6, 3.2)) -> list[dict[str, Any]]:
+def idle_call(
+    pauses: tuple[float, ...] = (3.3, 3.5, 3.2, 3.4, 3.1, 3.6, 3.2),
+) -> list[dict[str, Any]]:
     """A call a caller left idle between turns (a saved one as it loads): a turn, then for each
     of ``pauses`` that long waited on the caller (an idle gap each), then a turn; the third
     turn asks for billing, who greets the caller and hands straight back 0.5 s later. With the
@@ -611,3 +613,88 @@ def idle_call(pauses: tuple[float, ...] = (3.3, 3.5, 3.2, 3.4, 3.1, 3.6, 3.2)) -
         {"seq": seq, "t": t, "kind": kind, "agent": agent, "data": data}
         for seq, (t, kind, agent, data) in enumerate(events)
     ]
+
+
+def stretches(gaps: list[dict[str, Any]], start: float, end: float) -> list[tuple[float, float]]:
+    """The stretches of ``[start, end]`` between the idle ``gaps``."""
+    edges = [start, *(t for gap in gaps for t in (gap["start"], gap["end"])), end]
+    return list(zip(edges[::2], edges[1::2], strict=True))
+
+
+def test_the_figure_names_every_idle_gap_and_has_times_across_the_whole_call(
+    tmp_path: Path,
+) -> None:
+    """A loaded call with 7 idle gaps to 36 s: each gap's label under the axis's times, none
+    over another; a labelled time in every stretch between gaps, none over another (before:
+    times only where a round 2.5 s fell outside the gaps, the labels inside the lanes)."""
+    view = TimelineView(Trace.load(write_trace(tmp_path / "idle.jsonl", idle_call())))
+    gaps = view.gaps
+    assert len(gaps) == 7 and 35 < view.last_t < 37  # type: ignore[operator]
+    figure = view.to_figure()
+    figure.draw_without_rendering()
+    (ax,) = figure.axes
+    page = figure.bbox
+    named = [t for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+    assert [t.get_text().strip() for t in named] in (
+        [gap["label"] for gap in gaps],
+        [gap.get("short") for gap in gaps],
+    )
+    times = [t for t in ax.xaxis.get_majorticklabels() if t.get_text()]
+    boxes = [t.get_window_extent() for t in named + times]
+    for i, a in enumerate(boxes):
+        assert page.x0 <= a.x0 and a.x1 <= page.x1 and page.y0 <= a.y0
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), f"axis labels at {a} and {b} overlap"
+    # each stretch between gaps has a time on the axis, inside it
+    values = [float(t.get_text()) for t in times]
+    for start, end in stretches(gaps, view.first_t or 0.0, view.last_t or 0.0):
+        assert any(start - 0.5 <= v <= end for v in values), (
+            f"no time on the axis from {start:.1f} s to {end:.1f} s: {values}"
+        )
+    assert all(gap["label"] == f"{gap['short']} idle" for gap in gaps)  # for narrow views
+
+
+def activity(view: TimelineView) -> float:
+    """The seconds from ``view``'s first event to its last outside its idle gaps."""
+    assert view.first_t is not None and view.last_t is not None
+    return view.last_t - view.first_t - sum(gap["end"] - gap["start"] for gap in view.gaps)
+
+
+def test_timelines_like_one_another_share_one_time_scale(tmp_path: Path) -> None:
+    """``like=``: each timeline fits the most activity and the most idle gaps among them, in
+    the browser (``fit_extent``) and the figure (the same seconds across); alone, its own."""
+    seven = Trace.load(write_trace(tmp_path / "seven.jsonl", idle_call()))
+    six = Trace.load(write_trace(tmp_path / "six.jsonl", idle_call((3.4, 5.0, 3.3, 3.6, 4.0, 3.2))))
+    alone = TimelineView(six)
+    assert alone.fit_extent == {}
+    left = TimelineView(seven)
+    right = TimelineView(six, like=left)
+    most = {"active": max(activity(view) for view in (left, right)), "gaps": 7}
+    assert left.fit_extent == right.fit_extent == pytest.approx(most)
+    spans = [
+        ax.get_xlim()[1] - ax.get_xlim()[0] for ax in (v.to_figure().axes[0] for v in (left, right))
+    ]
+    assert spans[0] == pytest.approx(spans[1])
+    third = TimelineView(seven, like=right)  # joins both
+    assert third.fit_extent == left.fit_extent
+    third.close()
+    right.close()
+    assert left.fit_extent == {}  # alone again
+    with pytest.raises(TypeError, match=r"like= takes the TimelineView .*not Trace"):
+        TimelineView(six, like=seven)  # type: ignore[arg-type]
+
+
+async def test_a_live_timeline_widens_the_scale_it_shares(
+    models: MakeModel, tmp_path: Path
+) -> None:
+    """A live call's timeline sharing a scale with an empty replay: the replay is told the
+    live one's extent as the call grows."""
+    empty = TimelineView(Trace.load(write_trace(tmp_path / "empty.jsonl", [])))
+    trace = Trace()
+    live = TimelineView(trace, like=empty)
+    await converse(models, trace)
+    live._throttle.cancel()
+    live._flush()
+    assert live.fit_extent == empty.fit_extent
+    assert empty.fit_extent == {"active": pytest.approx(activity(live)), "gaps": len(live.gaps)}
+    assert activity(live) > 0

@@ -286,10 +286,12 @@ class _AxisLabels:
             below = dict(zip(order, chosen, strict=True))
             if max(chosen, default=0) < 2:
                 break
-        # a row lower is a line lower: the labels hang from the tick's end
+        # a row lower is a line lower; the first clear of the times (a line and a half of
+        # them under their own pad)
         stacked = ["\n" * below[i] + text for i, text in enumerate(texts)]
         ax.set_xticks(self.centres, stacked, minor=True)
-        ax.tick_params(axis="x", which="minor", length=0, pad=size + 6, labelsize=GAP_LABEL_PT)
+        pad = rcParams["xtick.major.pad"] + 1.5 * size
+        ax.tick_params(axis="x", which="minor", length=0, pad=pad, labelsize=GAP_LABEL_PT)
 
     def _extent(self, position: float, text: str, size: float) -> tuple[float, float]:
         """Where ``text`` centred at ``position`` falls on the page, left to right (pixels)."""
