@@ -657,7 +657,8 @@ def test_the_figure_names_every_idle_gap_and_has_times_across_the_whole_call(
 def activity(view: TimelineView) -> float:
     """The seconds from ``view``'s first event to its last outside its idle gaps."""
     assert view.first_t is not None and view.last_t is not None
-    return view.last_t - view.first_t - sum(gap["end"] - gap["start"] for gap in view.gaps)
+    idle = sum(float(gap["end"]) - float(gap["start"]) for gap in view.gaps)
+    return float(view.last_t - view.first_t) - idle
 
 
 def test_timelines_like_one_another_share_one_time_scale(tmp_path: Path) -> None:

@@ -11,11 +11,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from matplotlib.axes import Axes
 from matplotlib import rcParams
+from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
-from matplotlib.font_manager import FontProperties
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -23,7 +23,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from .._figure_style import INK, static_figure
-from ..analysis import TraceAnalysis, milliseconds
+from ..analysis import milliseconds
 from ._timeline_layout import (
     BRING_UP,
     MARK_STYLES,
@@ -280,7 +280,9 @@ class _AxisLabels:
         below: dict[int, int] = {}
         for key in ("label", "short"):
             texts = [gap[key] for gap in self.gaps]
-            extents = [self._extent(c, t, GAP_LABEL_PT) for c, t in zip(self.centres, texts)]
+            extents = [
+                self._extent(c, t, GAP_LABEL_PT) for c, t in zip(self.centres, texts, strict=True)
+            ]
             order = sorted(range(len(extents)), key=lambda i: extents[i][0])
             chosen = rows((extents[i][0], extents[i][1] + LABEL_GAP_PX) for i in order)
             below = dict(zip(order, chosen, strict=True))

@@ -154,7 +154,9 @@ class Extent:
 def widest(extents: Iterable[Extent]) -> Extent:
     """The extent that holds each of ``extents``: the most activity and the most gaps."""
     found = list(extents)
-    return Extent(max((e.active for e in found), default=0.0), max((e.gaps for e in found), default=0))
+    return Extent(
+        max((e.active for e in found), default=0.0), max((e.gaps for e in found), default=0)
+    )
 
 
 @dataclass(frozen=True)
