@@ -7,9 +7,9 @@
 // the widest timeline sharing it where the kernel says so: "fit_extent"; a tick in every
 // stretch between gaps, each gap's label under them), the row a handoff's or race mark's chip
 // takes so none covers another, a mark or a handoff's arrow moved beside the one it would
-// cover, and where a hover box fits inside the view. Records arrive in batches ("msg:custom"); only the
-// visible time window is drawn, and a crowd of marks is merged, so a long trace stays
-// responsive.
+// cover, and where a hover box fits inside the view. Records arrive in batches
+// ("msg:custom"); only the visible time window is drawn, and a crowd of marks is merged, so a
+// long trace stays responsive.
 
 const LANE_H = 60;
 const ROW_Y = [9, 21, 33]; // centre of each row of marks in a lane (the kernel's MarkStyle.row)

@@ -135,16 +135,17 @@ def run_cell(page: Page, code: str) -> None:
 
 
 CENTER = """els => els.slice(0, 1).map(el => {
+    el.scrollIntoView({ block: "nearest", inline: "nearest", behavior: "instant" });
     const r = el.getBoundingClientRect();
     return [r.x + r.width / 2, r.y + r.height / 2];
 })"""
 
 
 def center(locator: Locator, timeout_s: float = 30.0) -> tuple[float, float]:
-    """The center on the page of the first element ``locator`` finds, found and measured in
-    one step (one script): a live view redraws its marks every 250 ms, and an element found in
-    one round trip can be detached, measuring as nothing, by the next. Waits while there is
-    none."""
+    """The center in the window of the first element ``locator`` finds, scrolled into view,
+    found and measured in one step (one script): a live view redraws its marks every 250 ms,
+    and an element found in one round trip can be detached, measuring as nothing, by the
+    next. Waits while there is none."""
     deadline = time.monotonic() + timeout_s
     while not (found := locator.evaluate_all(CENTER)):
         remaining_ms = (deadline - time.monotonic()) * 1000
