@@ -14,7 +14,7 @@ import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 
 from notebook_agents.analysis import Span, milliseconds
 from notebook_agents.modes import MODE_COLORS
@@ -652,6 +652,10 @@ def test_the_figure_names_every_idle_gap_and_has_times_across_the_whole_call(
             f"no time on the axis from {start:.1f} s to {end:.1f} s: {values}"
         )
     assert all(gap["label"] == f"{gap['short']} idle" for gap in gaps)  # for narrow views
+    # to billing and back 0.5 s later: two arrows apart
+    arrows = [a.arrow_patch for a in ax.texts if isinstance(a, Annotation) and a.arrow_patch]
+    first, back = (arrow.get_window_extent() for arrow in arrows)
+    assert not first.overlaps(back), f"the handoffs' arrows {first} and {back} overlap"
 
 
 def activity(view: TimelineView) -> float:

@@ -224,17 +224,16 @@ def _draw_gap(ax: Axes, x: _Axis, gap: dict[str, Any]) -> None:
     ax.axvspan(x(gap["start"]), x(gap["end"]), color="#94a3b8", alpha=0.25, hatch="//", lw=0)
 
 
-def stretch_ticks(start: float, end: float, step: float) -> tuple[float, list[float]]:
-    """The ticks of the stretch ``[start, end]`` between gaps, with the step between them: the
-    multiples of ``step`` in it or, where it is too short to hold one, of the coarsest finer
-    round step (1, 2 or 5 times a power of ten) that has one, so each stretch gets its time
-    (as the widget does)."""
+def stretch_ticks(start: float, end: float, step: float) -> list[float]:
+    """The ticks of the stretch ``[start, end]`` between gaps: the multiples of ``step`` in it
+    or, where it is too short to hold one, of the coarsest finer round step (1, 2 or 5 times a
+    power of ten) that has one, so each stretch gets its time (as the widget does)."""
     finer = [m * 10.0**e for e in range(math.floor(math.log10(step)), -4, -1) for m in (5, 2, 1)]
     for every in [step, *(s for s in finer if s < step * (1 - 1e-9))]:
         first, last = math.ceil(start / every - 1e-9), math.floor(end / every + 1e-9)
         if first <= last:
-            return every, [k * every for k in range(first, last + 1)]
-    return step, []
+            return [k * every for k in range(first, last + 1)]
+    return []
 
 
 def decimals(t: float) -> int:
@@ -259,12 +258,12 @@ class _AxisLabels:
         self.ticks: list[tuple[float, str, bool]] = []
         """each tick's position, label and whether it is its stretch's first"""
         for start, end in x.segments():
-            _, found = stretch_ticks(start, end, step)
-            for k, t in enumerate(found):
+            for k, t in enumerate(stretch_ticks(start, end, step)):
                 self.ticks.append((x(t), f"{t:.{decimals(t)}f}", k == 0))
         self.centres = [(x(gap["start"]) + x(gap["end"])) / 2 for gap in gaps]
 
     def place(self) -> None:
+        """Label the ticks and the gaps as they fall on the page now."""
         ax = self.ax
         size = FontProperties(size=rcParams["xtick.labelsize"]).get_size_in_points()
         taken: list[tuple[float, float]] = []
