@@ -14,7 +14,7 @@ import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 
 from notebook_agents.analysis import Span, milliseconds
 from notebook_agents.modes import MODE_COLORS
@@ -363,7 +363,7 @@ def test_figure_keeps_close_labels_apart_and_fits_the_activity(tmp_path: Path) -
     (gap,) = [p for p in ax.patches if p.get_hatch()]
     gap_width = gap.get_window_extent().width / ax.get_window_extent().width
     assert gap_width < 0.1, f"the idle gap takes {gap_width:.0%} of the axis"
-    assert "48.1 s idle" in [t.get_text() for t in ax.texts]
+    assert [t.get_text() for t in ax.xaxis.get_minorticklabels()] == ["48.1 s idle"]
 
 
 def test_figure_keeps_close_marks_apart_and_marks_a_failed_tool_output() -> None:
@@ -561,3 +561,145 @@ def test_race_marks_are_laid_out_in_their_lanes_for_the_widget_and_the_figure(
             assert not a.overlaps(b), f"chips at {a} and {b} overlap"
     with pytest.raises(ValueError, match="pass the marks of the run whose trace it shows"):
         TimelineView(trace, marks=[RaceMark(1.0, "Survey", "hand-back refused")])
+
+
+def idle_call(
+    pauses: tuple[float, ...] = (3.3, 3.5, 3.2, 3.4, 3.1, 3.6, 3.2),
+) -> list[dict[str, Any]]:
+    """A call a caller left idle between turns (a saved one as it loads): a turn, then for each
+    of ``pauses`` that long waited on the caller (an idle gap each), then a turn; the third
+    turn asks for billing, who greets the caller and hands straight back 0.5 s later. With the
+    default pauses: 7 idle gaps, the call runs to about 36 s."""
+    events: list[tuple[float, str, str | None, dict[str, Any]]] = [
+        (0.6, "handoff", "Concierge", {"from": None, "to": "Concierge", "session": None,
+                                       "context": None}),
+        (0.65, "agent_state", "Concierge", {"old": "initializing", "new": "listening"}),
+    ]  # fmt: skip
+    t = 0.9
+    for turn in range(len(pauses) + 1):
+        agent = "Concierge"
+        events += [
+            (t, "user_message", agent, {"text": f"question {turn}", "item_id": f"u{turn}"}),
+            (t + 0.05, "agent_state", agent, {"old": "listening", "new": "thinking"}),
+        ]
+        if turn == 2:  # to billing and back: two handoffs 0.5 s apart
+            call = {"name": "transfer_to_billing", "call_id": "c1", "arguments": "{}"}
+            greet = {"text": "Billing here.", "item_id": "b1", "source": "say", "phase": "on_enter"}
+            back = {"text": "Concierge again.", "item_id": "c2", "source": "say",
+                    "phase": "on_enter"}  # fmt: skip
+            events += [
+                (t + 0.3, "tool_call", agent, call),
+                (t + 0.35, "handoff", "Billing", {"from": agent, "to": "Billing",
+                                                  "session": "reused", "context": "copied"}),
+                (t + 0.55, "agent_state", "Billing", {"old": "thinking", "new": "speaking"}),
+                (t + 0.6, "agent_message", "Billing", greet),
+                (t + 0.8, "agent_state", "Billing", {"old": "speaking", "new": "thinking"}),
+                (t + 0.85, "handoff", agent, {"from": "Billing", "to": agent,
+                                              "session": "reused", "context": "own"}),
+                (t + 1.2, "agent_state", agent, {"old": "thinking", "new": "speaking"}),
+                (t + 1.25, "agent_message", agent, back),
+            ]  # fmt: skip
+            t += 0.9
+        reply = {"text": f"answer {turn}", "item_id": f"a{turn}", "phase": "turn"}
+        events += [
+            (t + 0.4, "agent_state", agent, {"old": "thinking", "new": "speaking"}),
+            (t + 0.45, "agent_message", agent, reply),
+            (t + 1.1 + 0.2 * (turn % 3), "agent_state", agent, {"old": "speaking",
+                                                                "new": "listening"}),
+        ]  # fmt: skip
+        t = events[-1][0] + (pauses[turn] if turn < len(pauses) else 0.0)
+    events.append((t + 0.5, "closed", None, {"reason": "user_initiated"}))
+    return [
+        {"seq": seq, "t": t, "kind": kind, "agent": agent, "data": data}
+        for seq, (t, kind, agent, data) in enumerate(events)
+    ]
+
+
+def stretches(gaps: list[dict[str, Any]], start: float, end: float) -> list[tuple[float, float]]:
+    """The stretches of ``[start, end]`` between the idle ``gaps``."""
+    edges = [start, *(t for gap in gaps for t in (gap["start"], gap["end"])), end]
+    return list(zip(edges[::2], edges[1::2], strict=True))
+
+
+def test_the_figure_names_every_idle_gap_and_has_times_across_the_whole_call(
+    tmp_path: Path,
+) -> None:
+    """A loaded call with 7 idle gaps to 36 s: each gap's label under the axis's times, none
+    over another; a labelled time in every stretch between gaps, none over another (before:
+    times only where a round 2.5 s fell outside the gaps, the labels inside the lanes)."""
+    view = TimelineView(Trace.load(write_trace(tmp_path / "idle.jsonl", idle_call())))
+    gaps = view.gaps
+    assert len(gaps) == 7 and 35 < view.last_t < 37  # type: ignore[operator]
+    figure = view.to_figure()
+    figure.draw_without_rendering()
+    (ax,) = figure.axes
+    page = figure.bbox
+    named = [t for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+    assert [t.get_text().strip() for t in named] in (
+        [gap["label"] for gap in gaps],
+        [gap.get("short") for gap in gaps],
+    )
+    times = [t for t in ax.xaxis.get_majorticklabels() if t.get_text()]
+    boxes = [t.get_window_extent() for t in named + times]
+    for i, a in enumerate(boxes):
+        assert page.x0 <= a.x0 and a.x1 <= page.x1 and page.y0 <= a.y0
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), f"axis labels at {a} and {b} overlap"
+    # each stretch between gaps has a time on the axis, inside it
+    values = [float(t.get_text()) for t in times]
+    for start, end in stretches(gaps, view.first_t or 0.0, view.last_t or 0.0):
+        assert any(start - 0.5 <= v <= end for v in values), (
+            f"no time on the axis from {start:.1f} s to {end:.1f} s: {values}"
+        )
+    assert all(gap["label"] == f"{gap['short']} idle" for gap in gaps)  # for narrow views
+    # to billing and back 0.5 s later: two arrows apart
+    arrows = [a.arrow_patch for a in ax.texts if isinstance(a, Annotation) and a.arrow_patch]
+    first, back = (arrow.get_window_extent() for arrow in arrows)
+    assert not first.overlaps(back), f"the handoffs' arrows {first} and {back} overlap"
+
+
+def activity(view: TimelineView) -> float:
+    """The seconds from ``view``'s first event to its last outside its idle gaps."""
+    assert view.first_t is not None and view.last_t is not None
+    idle = sum(float(gap["end"]) - float(gap["start"]) for gap in view.gaps)
+    return float(view.last_t - view.first_t) - idle
+
+
+def test_timelines_like_one_another_share_one_time_scale(tmp_path: Path) -> None:
+    """``like=``: each timeline fits the most activity and the most idle gaps among them, in
+    the browser (``fit_extent``) and the figure (the same seconds across); alone, its own."""
+    seven = Trace.load(write_trace(tmp_path / "seven.jsonl", idle_call()))
+    six = Trace.load(write_trace(tmp_path / "six.jsonl", idle_call((3.4, 5.0, 3.3, 3.6, 4.0, 3.2))))
+    alone = TimelineView(six)
+    assert alone.fit_extent == {}
+    left = TimelineView(seven)
+    right = TimelineView(six, like=left)
+    most = {"active": max(activity(view) for view in (left, right)), "gaps": 7}
+    assert left.fit_extent == right.fit_extent == pytest.approx(most)
+    spans = [
+        ax.get_xlim()[1] - ax.get_xlim()[0] for ax in (v.to_figure().axes[0] for v in (left, right))
+    ]
+    assert spans[0] == pytest.approx(spans[1])
+    third = TimelineView(seven, like=right)  # joins both
+    assert third.fit_extent == left.fit_extent
+    third.close()
+    right.close()
+    assert left.fit_extent == {}  # alone again
+    with pytest.raises(TypeError, match=r"like= takes the TimelineView .*not Trace"):
+        TimelineView(six, like=seven)  # type: ignore[arg-type]
+
+
+async def test_a_live_timeline_widens_the_scale_it_shares(
+    models: MakeModel, tmp_path: Path
+) -> None:
+    """A live call's timeline sharing a scale with an empty replay: the replay is told the
+    live one's extent as the call grows."""
+    empty = TimelineView(Trace.load(write_trace(tmp_path / "empty.jsonl", [])))
+    trace = Trace()
+    live = TimelineView(trace, like=empty)
+    await converse(models, trace)
+    live._throttle.cancel()
+    live._flush()
+    assert live.fit_extent == empty.fit_extent
+    assert empty.fit_extent == {"active": pytest.approx(activity(live)), "gaps": len(live.gaps)}
+    assert activity(live) > 0

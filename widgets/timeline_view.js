@@ -3,11 +3,13 @@
 // each handoff's phases (a strip of segments, from the "phases" trait), a race's marks (the
 // "race_marks" trait: a chip naming what went wrong, a line through its lane at that moment),
 // idle gaps and the legend, with their colours, labels and hover texts. Decided here is only
-// where things go on screen: the time axis (each idle gap drawn a fixed width), the row a
-// handoff's or race mark's chip takes so none covers another, a mark moved beside the one it would cover, and
-// where a hover box fits inside the view. Records arrive in batches ("msg:custom"); only the
-// visible time window is drawn, and a crowd of marks is merged, so a long trace stays
-// responsive.
+// where things go on screen: the time axis (each idle gap drawn a fixed width, the scale of
+// the widest timeline sharing it where the kernel says so: "fit_extent"; a tick in every
+// stretch between gaps, each gap's label under them), the row a handoff's or race mark's chip
+// takes so none covers another, a mark or a handoff's arrow moved beside the one it would
+// cover, and where a hover box fits inside the view. Records arrive in batches
+// ("msg:custom"); only the visible time window is drawn, and a crowd of marks is merged, so a
+// long trace stays responsive.
 
 const LANE_H = 60;
 const ROW_Y = [9, 21, 33]; // centre of each row of marks in a lane (the kernel's MarkStyle.row)
@@ -21,15 +23,18 @@ const STRIP_H = 5;
 const BRING_UP_LABEL_Y = 10; // a bring-up's label baseline in its lane; under a strip, lower
 const HEAD_L = 9; // the handoff arrow's head: length and width
 const HEAD_W = 9;
+const ARROW_GAP = HEAD_W + 4; // the least room between two arrows that share a lane
 const LABEL_W = 120;
 const RIGHT_PAD = 10;
 const THUMB = 12; // the scrubber's thumb: its centre runs over the plot's width exactly
-const AXIS_H = 22;
+const AXIS_H = 22; // the tick labels' row under the lanes
+const GAP_ROW_H = 13; // each row of idle gaps' labels under it
+const TICK_PAD = 6; // the least room between two tick labels, or two gaps' labels
 const ROW_H = 18; // a row of handoff chips above the lanes
 const CHIP_H = 14;
 const CHIP_PAD = 4; // text to chip edge, and the least room between two chips in a row
 const GAP_PX = 84; // an idle gap's width on screen while the whole trace is shown
-const GAP_INSET = 10; // the gap's band keeps off the events on either side
+const GAP_INSET = 10; // the gap's band keeps off the events on either side (a narrow one less)
 const TIP_MARGIN = 4;
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -37,10 +42,30 @@ function escape(text) {
   return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
+const STEPS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
+
 function niceStep(span, pixels) {
   const target = (span / pixels) * 90; // about one tick per 90 px
-  const steps = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
-  return steps.find((s) => s >= target) ?? steps[steps.length - 1];
+  return STEPS.find((s) => s >= target) ?? STEPS[STEPS.length - 1];
+}
+
+// the ticks of the stretch [s0, s1]: the multiples of `step` in it or, where it is too short
+// to hold one, of the coarsest finer step that has one, so each stretch gets its time
+function stretchTicks(s0, s1, step) {
+  for (const every of [step, ...STEPS.filter((s) => s < step).reverse()]) {
+    const found = [];
+    for (let k = Math.ceil(s0 / every - 1e-9); k * every <= s1 + 1e-9; k++) found.push(k * every);
+    if (found.length) {
+      const digits = every < 0.01 ? 3 : every < 0.1 ? 2 : every < 1 ? 1 : 0;
+      return found.map((t) => ({ t, label: `${t.toFixed(digits)} s` }));
+    }
+  }
+  return [];
+}
+
+// whether [left, right] keeps `pad` clear of every extent in `taken`
+function clear(taken, left, right, pad) {
+  return taken.every(([a, b]) => right + pad <= a || left >= b + pad);
 }
 
 // first index i in the sorted array with key(arr[i]) >= value
@@ -133,16 +158,6 @@ class Axis {
   }
 }
 
-// the width of an axis second that leaves each gap GAP_PX wide when [t0, t1] fills `pixels`
-// (at most half the width to gaps), as axis seconds per gap
-function gapUnits(gaps, t0, t1, pixels) {
-  const inside = gaps.filter((g) => g.end > t0 && g.start < t1);
-  if (!inside.length) return 1;
-  const active = t1 - t0 - inside.reduce((sum, g) => sum + Math.min(g.end, t1) - Math.max(g.start, t0), 0);
-  const gapPx = Math.min(GAP_PX, pixels / (2 * inside.length));
-  return Math.max(active, 1e-3) * gapPx / Math.max(pixels - inside.length * gapPx, 1);
-}
-
 // for extents [start, end] sorted by start: each one's row, the lowest whose last extent ended
 // before its start (as the figure's `rows`)
 function rows(extents) {
@@ -233,14 +248,29 @@ function render({ model, el }) {
     return Math.max(end, first() + 0.001);
   };
 
-  function window_(plotW) {
+  // the whole trace fitted to `plotW`, each gap GAP_PX wide (at most half the width to gaps):
+  // its activity and its gaps, or the widest of the timelines sharing its scale (the kernel's
+  // "fit_extent"), whichever is more, so equal times are drawn equally long in each of them
+  function fitted(plotW) {
     const gaps = model.get("gaps");
-    if (view === null) {
-      const axis = new Axis(gaps, gapUnits(gaps, first(), fitEnd(), plotW));
-      const [u0, u1] = [axis.u(first()), axis.u(fitEnd())];
-      const pad = (u1 - u0) * 0.02;
-      return { u0: u0 - pad, u1: u1 + pad, axis };
-    }
+    const [start, end] = [first(), fitEnd()];
+    const inside = gaps.filter((g) => g.end > start && g.start < end);
+    const idle = inside.reduce((sum, g) => sum + Math.min(g.end, end) - Math.max(g.start, start), 0);
+    const shared = model.get("fit_extent");
+    const active = Math.max(end - start - idle, shared.active ?? 0, 1e-3);
+    const count = Math.max(inside.length, shared.gaps ?? 0);
+    const gapPx = count ? Math.min(GAP_PX, plotW / (2 * count)) : 0;
+    const gapU = count ? (active * gapPx) / (plotW - count * gapPx) : 1;
+    const axis = new Axis(gaps, gapU);
+    const u0 = axis.u(start);
+    const u1 = u0 + active + count * gapU;
+    const pad = (u1 - u0) * 0.02;
+    return { u0: u0 - pad, u1: u1 + pad, axis };
+  }
+
+  function window_(plotW) {
+    if (view === null) return fitted(plotW);
+    const gaps = model.get("gaps");
     const axis = new Axis(gaps, view.gapU);
     if (follow) {
       const width = view.u1 - view.u0;
@@ -276,23 +306,34 @@ function render({ model, el }) {
       return strip ? `${handoff.detail}\n\n${strip.detail}` : handoff.detail;
     };
 
-    // the handoffs in view, each chip in the first row where it covers no other; one at the
-    // right edge ends at its arrow instead of starting there
+    // the handoffs in view, each arrow at its time or, where it would cover an arrow before
+    // it that shares a lane, just right of that one (a crowd too dense for that stays at its
+    // times); its chip, in the first row where it covers no other, leads to the arrow, and
+    // its bring-up starts there. A chip at the right edge ends at its arrow
     const handoffs = store.handoffs.slice(lowerBound(store.handoffs, t0, (h) => h.t));
     const chips = [];
-    const chipAt = (t, label, what) => {
-      const at = x(t);
+    const chipAt = (at, label, what) => {
       const w = textWidth(label, 10) + 2 * CHIP_PAD;
       const left = at + w > right ? at - w : at;
       chips.push({ ...what, at, left, w });
     };
+    const arrows = []; // {at, lo, hi}: each arrow drawn, from its top lane to its bottom one
+    const arrowAt = new Map(); // a handoff's seq -> where its arrow is drawn
     for (const handoff of handoffs) {
       if (handoff.t > t1) break;
-      chipAt(handoff.t, chipOf(handoff).label, { handoff });
+      const [lo, hi] = [Math.min(handoff.from, handoff.to), Math.max(handoff.from, handoff.to)];
+      let at = x(handoff.t);
+      for (const arrow of arrows) {
+        if (arrow.lo <= hi && lo <= arrow.hi && Math.abs(arrow.at - at) < ARROW_GAP) at = arrow.at + ARROW_GAP;
+      }
+      if (at - x(handoff.t) > DODGE_MAX) at = x(handoff.t);
+      arrows.push({ at, lo, hi });
+      arrowAt.set(handoff.seq, at);
+      chipAt(at, chipOf(handoff).label, { handoff });
     }
     // a race's marks share the rows: its chip says what went wrong there
     for (const race of model.get("race_marks")) {
-      if (race.t >= t0 && race.t <= t1) chipAt(race.t, race.label, { race });
+      if (race.t >= t0 && race.t <= t1) chipAt(x(race.t), race.label, { race });
     }
     const byLeft = [...chips].sort((a, b) => a.left - b.left); // drawn in time order all the same
     rows(byLeft.map((c) => [c.left, c.left + c.w + CHIP_PAD])).forEach((row, i) => (byLeft[i].row = row));
@@ -308,31 +349,52 @@ function render({ model, el }) {
       parts.push(`<text class="na-lane-label" x="8" y="${y + LANE_H / 2 + 4}">${escape(name)}</text></g>`);
     });
 
-    // ticks at round trace times inside each stretch between gaps; a label that would leave
-    // the view is left out
+    // ticks at round trace times in each stretch between gaps, one at least in each
+    // (stretchTicks); each stretch's first label goes on first, then the others where they
+    // leave room; none leaves the view
     const step = niceStep(u1 - u0, plotW);
-    const digits = step < 0.01 ? 3 : step < 0.1 ? 2 : step < 1 ? 1 : 0;
-    for (const [s0, s1] of axis.segments(t0, t1)) {
-      for (let k = Math.ceil(s0 / step - 1e-9); k * step <= s1 + 1e-9; k++) {
-        const tx = x(k * step);
-        const label = `${(k * step).toFixed(digits)} s`;
-        parts.push(`<line class="na-tick" x1="${tx}" y1="${top}" x2="${tx}" y2="${axisY + 4}"/>`);
-        if (tx + textWidth(label, 10) / 2 <= width) parts.push(`<text class="na-tick-label" x="${tx}" y="${axisY + 16}">${label}</text>`);
-      }
+    const ticks = axis.segments(t0, t1).flatMap(([s0, s1]) =>
+      stretchTicks(s0, s1, step).map((tick, i) => ({ ...tick, at: x(tick.t), first: i === 0 })),
+    );
+    const labelled = [];
+    for (const tick of [...ticks.filter((k) => k.first), ...ticks.filter((k) => !k.first)]) {
+      const half = textWidth(tick.label, 10) / 2;
+      if (tick.at - half < 0 || tick.at + half > width || !clear(labelled, tick.at - half, tick.at + half, TICK_PAD)) continue;
+      labelled.push([tick.at - half, tick.at + half]);
+      tick.shown = true;
     }
-    // idle gaps: a band where time is shortened, saying how long nothing happened, under the
-    // spans that run through it; the part in view, its label whole inside it or left out
-    model.get("gaps").forEach((gap) => {
-      if (gap.end < t0 || gap.start > t1) return;
-      const x0 = Math.max(x(gap.start) + GAP_INSET, LABEL_W);
-      const x1 = Math.min(x(gap.end) - GAP_INSET, right);
-      if (x1 - x0 < 4) return;
-      parts.push(`<g class="na-gap" data-tip="${tip(gap.detail)}"><rect class="na-gap-band" x="${x0}" y="${top}" width="${x1 - x0}" height="${axisY - top}"/>`);
-      if (x1 - x0 > textWidth(gap.label, 10) + 4) {
-        parts.push(`<text class="na-gap-label" x="${(x0 + x1) / 2}" y="${top + 13}">${escape(gap.label)}</text>`);
-      }
-      parts.push("</g>");
+    for (const tick of ticks) {
+      parts.push(`<line class="na-tick" x1="${tick.at}" y1="${top}" x2="${tick.at}" y2="${axisY + 4}"/>`);
+      if (tick.shown) parts.push(`<text class="na-tick-label" x="${tick.at}" y="${axisY + 16}">${tick.label}</text>`);
+    }
+    // idle gaps: a band where time is shortened, under the spans that run through it, and
+    // under the times how long nothing happened (the kernel's label), centred under the part
+    // in view, in the first row where it covers no other label: every gap is named. When the
+    // long labels would take more than two rows, each gap has its short one
+    const shownGaps = model.get("gaps").filter((gap) => gap.end >= t0 && gap.start <= t1).map((gap) => {
+      const [g0, g1] = [Math.max(x(gap.start), LABEL_W), Math.min(x(gap.end), right)];
+      const inset = Math.min(GAP_INSET, (x(gap.end) - x(gap.start)) / 4);
+      return { gap, g0, g1, x0: Math.max(x(gap.start) + inset, LABEL_W), x1: Math.min(x(gap.end) - inset, right) };
     });
+    const labelRows = (key) => {
+      const placed = shownGaps.map((shown) => {
+        const text = shown.gap[key];
+        const half = textWidth(text, 10) / 2;
+        const at = Math.min(Math.max((shown.g0 + shown.g1) / 2, half), width - half);
+        return { shown, text, at, left: at - half, right: at + half };
+      });
+      const byLeft = [...placed].sort((a, b) => a.left - b.left);
+      rows(byLeft.map((p) => [p.left, p.right + TICK_PAD])).forEach((row, i) => (byLeft[i].row = row));
+      return placed;
+    };
+    let gapLabels = labelRows("label");
+    if (gapLabels.some((p) => p.row >= 2)) gapLabels = labelRows("short");
+    const gapRows = gapLabels.reduce((most, p) => Math.max(most, p.row + 1), 0);
+    for (const { shown, text, at, row } of gapLabels) {
+      parts.push(`<g class="na-gap" data-tip="${tip(shown.gap.detail)}">`);
+      if (shown.x1 > shown.x0) parts.push(`<rect class="na-gap-band" x="${shown.x0}" y="${top}" width="${shown.x1 - shown.x0}" height="${axisY - top}"/>`);
+      parts.push(`<text class="na-gap-label" x="${at}" y="${axisY + 16 + GAP_ROW_H * (row + 1)}">${escape(text)}</text></g>`);
+    }
 
     const drawSpan = (lane, span, spanEnd) => {
       const x0 = Math.max(x(span.start), LABEL_W);
@@ -386,11 +448,12 @@ function render({ model, el }) {
     // the phases' strip over it
     for (const bringUp of store.bringUps) {
       if (bringUp.end < t0 || bringUp.start > t1) continue;
-      const x0 = Math.max(x(bringUp.start), LABEL_W);
-      const x1 = Math.min(x(bringUp.end), right);
+      const moved = (arrowAt.get(bringUp.handoff) ?? x(bringUp.start)) - x(bringUp.start); // with its arrow
+      const x0 = Math.max(x(bringUp.start) + moved, LABEL_W);
+      const x1 = Math.min(x(bringUp.end) + moved, right);
       const y = laneY(bringUp.lane);
       parts.push(`<g class="na-bringup" style="--na-color: ${bringUp.color}" data-tip="${tip(bringUp.detail)}" role="img" aria-label="${escape(bringUp.name)}"><rect x="${x0}" y="${y + 2}" width="${Math.max(x1 - x0, 1)}" height="${BAR_Y - 4}"/>`);
-      const labelX = Math.max(x0 + 3, x(bringUp.start) + HEAD_W / 2 + 3);
+      const labelX = Math.max(x0 + 3, x(bringUp.start) + moved + HEAD_W / 2 + 3);
       const under = strips.some(([, s]) => s.lane === bringUp.lane && s.start <= bringUp.start && bringUp.start <= s.end);
       const labelY = y + BRING_UP_LABEL_Y + (under ? STRIP_Y + STRIP_H : 0);
       if (x1 - labelX > textWidth(bringUp.label, 9) + 3) parts.push(`<text class="na-bringup-label" x="${labelX}" y="${labelY}">${escape(bringUp.label)}</text>`);
@@ -451,7 +514,7 @@ function render({ model, el }) {
       parts.push(`<line class="na-cursor" x1="${x(scrubT)}" y1="${top}" x2="${x(scrubT)}" y2="${axisY}"/>`);
     }
     svg.setAttribute("width", width);
-    svg.setAttribute("height", axisY + AXIS_H);
+    svg.setAttribute("height", axisY + AXIS_H + gapRows * GAP_ROW_H);
     svg.innerHTML = parts.join("");
     root.querySelector(".na-count").textContent = `${store.seen.size} events`;
     followButton.classList.toggle("na-active", follow);
@@ -621,7 +684,7 @@ function render({ model, el }) {
   });
 
   model.on("msg:custom", onMessage);
-  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t", "change:last_t", "change:phases", "change:race_marks"];
+  const redrawOn = ["change:live", "change:lanes", "change:gaps", "change:first_t", "change:last_t", "change:fit_extent", "change:phases", "change:race_marks"];
   for (const name of redrawOn) model.on(name, redraw);
   model.on("change:legend", showLegend);
   model.on("change:scrub_contexts", showContexts);

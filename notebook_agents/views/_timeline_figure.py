@@ -1,7 +1,8 @@
 """The timeline as a matplotlib figure, drawn from the same ``TimelineLayout`` as the widget:
 lanes, state bars, marks, handoff arrows with their mode chips (in rows above the lanes, so
 none covers another), bring-up bands, each handoff's phases as a strip, idle gaps shortened and
-marked, and the layout's legend.
+marked (each named under the axis's times, which have one at least in every stretch between
+gaps), and the layout's legend.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from matplotlib import rcParams
 from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -20,16 +23,18 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from .._figure_style import INK, static_figure
-from ..analysis import TraceAnalysis, milliseconds
+from ..analysis import milliseconds
 from ._timeline_layout import (
     BRING_UP,
     MARK_STYLES,
     SPEECH_COLORS,
+    Extent,
     TimelineLayout,
     ink,
     mode_color,
     mode_text,
     state_color,
+    widest,
 )
 
 MARKERS = {"circle": "o", "square": "s", "triangle": "^", "diamond": "D", "cross": "X"}
@@ -49,6 +54,10 @@ LABEL_ROW = 0.34
 """height of a row of handoff chips above the lanes, in lanes"""
 CHIP_GAP_PX = 4.0
 """the least room between two chips in a row"""
+LABEL_GAP_PX = 6.0
+"""the least room between two tick labels, or two gaps' labels, in a row"""
+GAP_LABEL_PT = 7.0
+"""an idle gap's label's size, under the axis's times"""
 WIDTH_IN = 9.0
 """the figure's width; its height follows from the lanes, the chip rows and the legend"""
 LANE_IN = 0.7
@@ -64,14 +73,17 @@ lane runs from -0.5 to 0.5 about its centre, the state bar from -0.35)"""
 
 class _Axis:
     """Trace time to a position on the x axis: each idle gap drawn ``GAP_SHARE`` of the
-    active time wide, the rest as it is."""
+    active time wide, the rest as it is; ``right`` is where the view ends: past the trace's end
+    where it fits the wider ``shared`` extent of timelines sharing its scale."""
 
-    def __init__(self, analysis: TraceAnalysis) -> None:
+    def __init__(self, layout: TimelineLayout, shared: Extent | None) -> None:
+        analysis = layout.analysis
         self.gaps = analysis.gaps
         self.start = analysis.start or 0.0
         self.end = analysis.end or 0.0
-        active = self.end - self.start - sum(gap.seconds for gap in self.gaps)
-        self.shown = max(active * GAP_SHARE, 1e-3)
+        fits = widest([layout.extent, shared]) if shared is not None else layout.extent
+        self.shown = max(fits.active * GAP_SHARE, 1e-3)
+        self.right = self(self.start) + fits.active + fits.gaps * self.shown
 
     def __call__(self, t: float) -> float:
         shift = 0.0
@@ -89,13 +101,14 @@ class _Axis:
         return list(zip(edges[::2], edges[1::2], strict=True))
 
 
-def timeline_figure(layout: TimelineLayout) -> Figure:
-    """``layout`` as a static picture, for a notebook page of either theme."""
+def timeline_figure(layout: TimelineLayout, shared: Extent | None = None) -> Figure:
+    """``layout`` as a static picture, for a notebook page of either theme; ``shared``: the
+    extent of the timelines it shares a time scale with (``TimelineView(like=)``)."""
     with static_figure():
-        return _timeline_figure(layout)
+        return _timeline_figure(layout, shared)
 
 
-def _timeline_figure(layout: TimelineLayout) -> Figure:
+def _timeline_figure(layout: TimelineLayout, shared: Extent | None) -> Figure:
     analysis = layout.analysis
     lanes = analysis.lanes
     # laid out by hand below, not by a layout engine: constrained layout squeezed the lanes
@@ -106,7 +119,7 @@ def _timeline_figure(layout: TimelineLayout) -> Figure:
         ax.set_axis_off()
         ax.text(0.5, 0.5, "no events yet", ha="center", va="center", transform=ax.transAxes)
         return figure
-    x = _Axis(analysis)
+    x = _Axis(layout, shared)
     for bring_up in analysis.bring_ups:
         lane, start = analysis.lane(bring_up.agent), x(bring_up.start)
         ax.broken_barh(
@@ -132,36 +145,44 @@ def _timeline_figure(layout: TimelineLayout) -> Figure:
         color = SPEECH_COLORS[speech.speaker]
         ax.broken_barh([(start, x(speech.end) - start)], (lane - 0.02, 0.07), color=color)
     for gap in layout.gaps:
-        _draw_gap(ax, x, gap, len(lanes))
+        _draw_gap(ax, x, gap)
     _draw_phases(ax, layout, x)
     drawn = _draw_marks(ax, layout, x)
     chips = _draw_handoffs(ax, layout, x) + _draw_race_marks(ax, layout, x)
-    pad = (x(x.end) - x(x.start)) * 0.02 or 0.05
-    ax.set_xlim(x(x.start) - pad, x(x.end) + pad)
-    _ticks(ax, x)
+    pad = (x.right - x(x.start)) * 0.02 or 0.05
+    ax.set_xlim(x(x.start) - pad, x.right + pad)
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_xlabel("trace time (s)")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title("agent timeline", fontsize=10)
-    _lay_out(figure, ax, _legend(layout) + _phase_keys(layout), chips, len(lanes))
+    axis = _AxisLabels(ax, x, layout.gaps)
+    _lay_out(figure, ax, _legend(layout) + _phase_keys(layout), chips, len(lanes), axis)
     _stack_close_marks(ax, drawn)
     return figure
 
 
 def _lay_out(
-    figure: Figure, ax: Axes, handles: list[Line2D | Patch], chips: Chips, lanes: int
+    figure: Figure,
+    ax: Axes,
+    handles: list[Line2D | Patch],
+    chips: Chips,
+    lanes: int,
+    axis: _AxisLabels,
 ) -> None:
     """Size the figure around its parts, measured: the lane names left of the plot, the title
-    above it, the x axis and then the legend (in as many columns as fit) under it; the plot
-    ``LANE_IN`` a lane and a row for each row of chips."""
+    above it, the x axis (its times, the gaps' labels under them) and then the legend (in as
+    many columns as fit) under it; the plot ``LANE_IN`` a lane and a row for each row of
+    chips."""
     dpi = figure.dpi
     pad = PAD_IN * dpi
     width = WIDTH_IN * dpi
     left = pad + ax.yaxis.get_tightbbox().width  # type: ignore[union-attr]
     plot_width = width - left - RIGHT_IN * dpi
     legend = _fitted_legend(ax, handles, room=width - left - pad)
-    # the chips' rows depend on where the plot's x axis falls on the page, not on its height
+    # the chips' rows and the axis's labels depend on where the plot's x axis falls on the
+    # page, not on its height
     ax.set_position((left / width, 0.0, plot_width / width, 1.0))
+    axis.place()
     rows = _place_chips(ax, chips)
     ax.set_ylim(lanes - 0.4, -0.6 - LABEL_ROW * rows)
     plot_height = (lanes + 0.2 + LABEL_ROW * rows) * LANE_IN * dpi
@@ -198,33 +219,88 @@ def _fitted_legend(ax: Axes, handles: list[Line2D | Patch], room: float) -> Lege
     return fitted
 
 
-def _draw_gap(ax: Axes, x: _Axis, gap: dict[str, Any], lanes: int) -> None:
-    """A hatched band where time was shortened, labelled with how long nothing happened."""
-    start, end = x(gap["start"]), x(gap["end"])
-    ax.axvspan(start, end, color="#94a3b8", alpha=0.25, hatch="//", lw=0)
-    ax.text(
-        (start + end) / 2,
-        lanes - 0.45,
-        gap["label"],
-        fontsize=7,
-        ha="center",
-        va="bottom",
-        color=INK,
-    )
+def _draw_gap(ax: Axes, x: _Axis, gap: dict[str, Any]) -> None:
+    """A hatched band where time was shortened (its label goes under the axis's times)."""
+    ax.axvspan(x(gap["start"]), x(gap["end"]), color="#94a3b8", alpha=0.25, hatch="//", lw=0)
 
 
-def _ticks(ax: Axes, x: _Axis) -> None:
-    """Ticks at round trace times inside each stretch between gaps, none inside a gap."""
-    left, right = ax.get_xlim()
-    values = MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]).tick_values(0, right - left)
-    step = float(values[1] - values[0])
-    digits = max(0, -math.floor(math.log10(step)))
-    positions, labels = [], []
-    for start, end in x.segments():
-        for k in range(math.ceil(start / step - 1e-9), math.floor(end / step + 1e-9) + 1):
-            positions.append(x(k * step))
-            labels.append(f"{k * step:.{digits}f}")
-    ax.set_xticks(positions, labels)
+def stretch_ticks(start: float, end: float, step: float) -> list[float]:
+    """The ticks of the stretch ``[start, end]`` between gaps: the multiples of ``step`` in it
+    or, where it is too short to hold one, of the coarsest finer round step (1, 2 or 5 times a
+    power of ten) that has one, so each stretch gets its time (as the widget does)."""
+    finer = [m * 10.0**e for e in range(math.floor(math.log10(step)), -4, -1) for m in (5, 2, 1)]
+    for every in [step, *(s for s in finer if s < step * (1 - 1e-9))]:
+        first, last = math.ceil(start / every - 1e-9), math.floor(end / every + 1e-9)
+        if first <= last:
+            return [k * every for k in range(first, last + 1)]
+    return []
+
+
+def decimals(t: float) -> int:
+    """The decimals that write the round time ``t`` exactly: 0 for 25.0, 1 for 12.5."""
+    return next((d for d in range(4) if abs(round(t, d) - t) < 1e-9), 4)
+
+
+class _AxisLabels:
+    """The x axis's labels: ticks at round trace times in each stretch between gaps, one at
+    least in each (``stretch_ticks``), and under them each idle gap's label, centred under it,
+    in the first of two rows where it covers no other (the short labels when the long ones
+    would need more rows). Placed once the plot's width on the page is final (``place``): a
+    tick label that would cover one placed before is left out, each stretch's first placed
+    first."""
+
+    def __init__(self, ax: Axes, x: _Axis, gaps: list[dict[str, Any]]) -> None:
+        self.ax = ax
+        self.gaps = gaps
+        left, right = ax.get_xlim()
+        values = MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]).tick_values(0, right - left)
+        step = float(values[1] - values[0])
+        self.ticks: list[tuple[float, str, bool]] = []
+        """each tick's position, label and whether it is its stretch's first"""
+        for start, end in x.segments():
+            for k, t in enumerate(stretch_ticks(start, end, step)):
+                self.ticks.append((x(t), f"{t:.{decimals(t)}f}", k == 0))
+        self.centres = [(x(gap["start"]) + x(gap["end"])) / 2 for gap in gaps]
+
+    def place(self) -> None:
+        """Label the ticks and the gaps as they fall on the page now."""
+        ax = self.ax
+        size = FontProperties(size=rcParams["xtick.labelsize"]).get_size_in_points()
+        taken: list[tuple[float, float]] = []
+        shown = {}
+        for i in sorted(range(len(self.ticks)), key=lambda i: not self.ticks[i][2]):
+            position, label, _ = self.ticks[i]
+            x0, x1 = self._extent(position, label, size)
+            if all(x1 + LABEL_GAP_PX <= a or x0 >= b + LABEL_GAP_PX for a, b in taken):
+                taken.append((x0, x1))
+                shown[i] = label
+        positions = [t for t, _, _ in self.ticks]
+        ax.set_xticks(positions, [shown.get(i, "") for i in range(len(self.ticks))])
+        below: dict[int, int] = {}
+        for key in ("label", "short"):
+            texts = [gap[key] for gap in self.gaps]
+            extents = [
+                self._extent(c, t, GAP_LABEL_PT) for c, t in zip(self.centres, texts, strict=True)
+            ]
+            order = sorted(range(len(extents)), key=lambda i: extents[i][0])
+            chosen = rows((extents[i][0], extents[i][1] + LABEL_GAP_PX) for i in order)
+            below = dict(zip(order, chosen, strict=True))
+            if max(chosen, default=0) < 2:
+                break
+        # a row lower is a line lower; the first clear of the times (a line and a half of
+        # them under their own pad)
+        stacked = ["\n" * below[i] + text for i, text in enumerate(texts)]
+        ax.set_xticks(self.centres, stacked, minor=True)
+        pad = rcParams["xtick.major.pad"] + 1.5 * size
+        ax.tick_params(axis="x", which="minor", length=0, pad=pad, labelsize=GAP_LABEL_PT)
+
+    def _extent(self, position: float, text: str, size: float) -> tuple[float, float]:
+        """Where ``text`` centred at ``position`` falls on the page, left to right (pixels)."""
+        centre = self.ax.transData.transform((position, 0.0))[0]
+        probe = self.ax.figure.text(0, 0, text, fontsize=size)
+        width = probe.get_window_extent().width
+        probe.remove()
+        return centre - width / 2, centre + width / 2
 
 
 Scatters = list[tuple[PathCollection, list[tuple[float, int]]]]

@@ -142,6 +142,24 @@ def _luminance(color: str) -> float:
 
 
 @dataclass(frozen=True)
+class Extent:
+    """What a view of a whole trace fits in its width: ``active`` seconds of activity (the time
+    outside its idle gaps) and ``gaps`` idle gaps, each drawn a fixed width. Timelines that
+    share a time scale each fit the widest of their extents (``widest``)."""
+
+    active: float = 0.0
+    gaps: int = 0
+
+
+def widest(extents: Iterable[Extent]) -> Extent:
+    """The extent that holds each of ``extents``: the most activity and the most gaps."""
+    found = list(extents)
+    return Extent(
+        max((e.active for e in found), default=0.0), max((e.gaps for e in found), default=0)
+    )
+
+
+@dataclass(frozen=True)
 class Mark:
     """An event drawn as a mark: when, in which lane, with which ``MARK_STYLES`` style."""
 
@@ -245,8 +263,18 @@ class TimelineLayout:
 
     @property
     def gaps(self) -> list[dict[str, Any]]:
-        """The idle stretches the views shorten, each with its label and hover text."""
+        """The idle stretches the views shorten, each with its labels (long and short) and
+        hover text."""
         return [_gap(gap) for gap in self.analysis.gaps]
+
+    @property
+    def extent(self) -> Extent:
+        """What a view of the whole trace so far fits: its activity and its idle gaps."""
+        analysis = self.analysis
+        if analysis.start is None or analysis.end is None:
+            return Extent()
+        idle = sum(gap.seconds for gap in analysis.gaps)
+        return Extent(analysis.end - analysis.start - idle, len(analysis.gaps))
 
     @property
     def legend(self) -> list[dict[str, Any]]:
@@ -359,6 +387,7 @@ def _bring_up(lane: int, bring_up: BringUp) -> dict[str, Any]:
     how = bring_up.handoff.label
     return {
         "lane": lane,
+        "handoff": bring_up.handoff.seq,
         "start": bring_up.start,
         "end": bring_up.end,
         "label": took,
@@ -426,6 +455,7 @@ def _gap(gap: Gap) -> dict[str, Any]:
         "start": gap.start,
         "end": gap.end,
         "label": f"{duration(gap.seconds)} idle",
+        "short": duration(gap.seconds),
         "detail": f"{duration(gap.seconds)} waiting on the caller, no events\n"
         f"{gap.start:.3f} s → {gap.end:.3f} s (drawn shorter)",
     }

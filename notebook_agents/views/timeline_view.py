@@ -2,7 +2,8 @@
 labelled and coloured by mode, each new agent's bring-up (from the arrow to its first words),
 each handoff's phases (from livekit's spans, ``handoff_phases``), where an agent's chat context
 and its model's conversation parted, idle stretches shortened, and a race's marks (where its
-verdict says it went wrong: ``marks=run.verdict.marks``).
+verdict says it went wrong: ``marks=run.verdict.marks``). Timelines shown side by side can
+share one time scale (``like=``), so the same time is drawn the same length in each.
 
 What it shows is computed in the kernel, once (``TimelineLayout``): the browser
 (``timeline_view.js``) and the matplotlib figure (``to_figure``) only draw it.
@@ -10,6 +11,7 @@ What it shows is computed in the kernel, once (``TimelineLayout``): the browser
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
@@ -28,7 +30,7 @@ from ._assets import asset
 from ._stream import SpanWatch, TraceStreamView
 from ._text import cut
 from ._timeline_figure import timeline_figure
-from ._timeline_layout import MARK_STYLES, TimelineLayout
+from ._timeline_layout import MARK_STYLES, Extent, TimelineLayout, widest
 from ._timeline_phases import handoff_strips
 
 
@@ -68,10 +70,17 @@ class TimelineView(TraceStreamView):
     """``TimelineLayout.phases``: each handoff's phases once livekit's spans of it ended"""
     race_marks = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``TimelineLayout.race_marks``: the moments a race's verdict rests on"""
+    fit_extent = traitlets.Dict().tag(sync=True)
+    """sharing a time scale (``like=``): the ``Extent`` the whole-trace view fits, the widest
+    of the timelines sharing it (as far as each trace got, a live one's edge aside); empty:
+    its own"""
 
     _spans: SpanWatch | None = None
     """looks for spans that ended after the last event (on the class: the base's __init__
     flushes before this one's sets it)"""
+    _scale: SharedScale | None = None
+    """the timelines it shares a time scale with, itself included (on the class: as
+    ``_spans``)"""
 
     def __init__(
         self,
@@ -79,15 +88,24 @@ class TimelineView(TraceStreamView):
         latency: LatencyModel | None = None,
         *,
         marks: Iterable[RaceMark] = (),
+        like: TimelineView | None = None,
         **kwargs: Any,
     ) -> None:
         """``latency``: the emulator's network the agents' models asked for, for each handoff
         phase's truth (as ``WaterfallView`` takes it). ``marks``: a race's moments
-        (``run.verdict.marks``), each drawn in its agent's lane, which must be on show."""
+        (``run.verdict.marks``), each drawn in its agent's lane, which must be on show.
+        ``like``: a timeline to share one time scale with (and with those it shares one
+        with): shown whole, each fits the most activity and the most idle gaps among them,
+        so at the same width the same time is drawn the same length in each."""
         if not isinstance(trace, Trace):
             raise TypeError(
                 "TimelineView takes a Trace (runner.trace; Trace.load(path) for a saved one), "
                 f"not {type(trace).__name__}"
+            )
+        if like is not None and not isinstance(like, TimelineView):
+            raise TypeError(
+                "like= takes the TimelineView to share a time scale with "
+                f"(TimelineView(trace, like=other)), not {type(like).__name__}"
             )
         self._latency = network(latency)
         # the history is laid out during the base's __init__: the layout must exist first
@@ -102,6 +120,8 @@ class TimelineView(TraceStreamView):
             self.race_marks = self._timeline.race_marks
             self.legend = self._timeline.legend
         self.observe(self._on_scrub, names="scrub_t")
+        shared = like._scale if like is not None else None
+        (shared or SharedScale()).join(self)
 
     def _record(self, event: TraceEvent) -> dict[str, Any] | None:
         record = self._timeline.add(event)
@@ -118,6 +138,8 @@ class TimelineView(TraceStreamView):
         self.last_t = self._timeline.last_t
         super()._flush()
         self._split()
+        if self._scale is not None:
+            self._scale.fit()
 
     def _split(self) -> None:
         """Split the handoffs again once spans ended since (a handoff's come after its
@@ -171,12 +193,46 @@ class TimelineView(TraceStreamView):
     def close(self) -> None:
         if self._spans is not None:
             self._spans.cancel()
+        if self._scale is not None:
+            self._scale.leave(self)
         super().close()
 
     def to_figure(self) -> Figure:
-        """The timeline as a static picture, drawn from the same layout as the widget."""
+        """The timeline as a static picture, drawn from the same layout as the widget (at
+        the time scale it shares, if it does)."""
         self._split()  # the spans as they are now, not as last looked for
-        return timeline_figure(self._timeline)
+        shared = self._scale.extent() if self._scale is not None else None
+        return timeline_figure(self._timeline, shared)
+
+
+class SharedScale:
+    """Timelines drawn at one time scale (``TimelineView(trace, like=other)``): each one's
+    whole-trace view fits the widest extent among them, told again whenever one grows."""
+
+    def __init__(self) -> None:
+        self._views: weakref.WeakSet[TimelineView] = weakref.WeakSet()
+
+    def join(self, view: TimelineView) -> None:
+        view._scale = self
+        self._views.add(view)
+        self.fit()
+
+    def leave(self, view: TimelineView) -> None:
+        self._views.discard(view)
+        self.fit()
+
+    def extent(self) -> Extent | None:
+        """The widest extent of the timelines sharing the scale; None: one alone."""
+        views = list(self._views)
+        return widest(view._timeline.extent for view in views) if len(views) > 1 else None
+
+    def fit(self) -> None:
+        """Tell each timeline the extent to fit (nothing new: no message)."""
+        extent = self.extent()
+        shared = {} if extent is None else asdict(extent)
+        for view in list(self._views):
+            if view.fit_extent != shared:
+                view.fit_extent = shared
 
 
 def _cut(item: dict[str, Any]) -> dict[str, Any]:

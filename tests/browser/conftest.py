@@ -7,15 +7,27 @@ in ``lab.py``, shared with the browser benchmarks.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Locator, Page, expect, sync_playwright
 
 from .lab import ARTIFACTS, LabError, jupyter_lab, launch_chromium, open_notebook, write_notebook
 
-__all__ = ["open_notebook", "run_all", "run_cell", "run_notebook", "screenshot", "write_notebook"]
+__all__ = [
+    "center",
+    "hover_until",
+    "open_notebook",
+    "run_all",
+    "run_cell",
+    "run_notebook",
+    "screenshot",
+    "slowed",
+    "write_notebook",
+]
 
 
 @pytest.fixture(scope="module")
@@ -122,14 +134,59 @@ def run_cell(page: Page, code: str) -> None:
     )
 
 
-def center(locator: Locator) -> tuple[float, float]:
-    """The element's center on the page, read in one step: a live view redraws its marks
-    every 250 ms, so a box read in two round trips can belong to a detached element."""
-    x, y = locator.evaluate(
-        "el => { const r = el.getBoundingClientRect();"
-        " return [r.x + r.width / 2, r.y + r.height / 2]; }"
-    )
+CENTER = """els => els.slice(0, 1).map(el => {
+    el.scrollIntoView({ block: "nearest", inline: "nearest", behavior: "instant" });
+    const r = el.getBoundingClientRect();
+    return [r.x + r.width / 2, r.y + r.height / 2];
+})"""
+
+
+def center(locator: Locator, timeout_s: float = 30.0) -> tuple[float, float]:
+    """The center in the window of the first element ``locator`` finds, scrolled into view,
+    found and measured in one step (one script): a live view redraws its marks every 250 ms,
+    and an element found in one round trip can be detached, measuring as nothing, by the
+    next. Waits while there is none."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := locator.evaluate_all(CENTER)):
+        remaining_ms = (deadline - time.monotonic()) * 1000
+        if remaining_ms <= 0:
+            raise AssertionError(f"nothing drawn for {locator} in {timeout_s:.0f} s")
+        locator.first.wait_for(state="attached", timeout=remaining_ms)
+    x, y = found[0]
     return float(x), float(y)
+
+
+def hover_until(
+    page: Page, target: Locator, tooltip: Locator, text: str, timeout_s: float = 30.0
+) -> None:
+    """Hover ``target`` until ``tooltip`` says ``text``. A live view draws its elements anew
+    as it redraws (a timeline every 250 ms while following the clock, and at each event), so
+    Playwright's ``hover()`` can find each one it resolves detached by the time it acts (it
+    did for 30 s on a loaded machine). Here each try finds the element where it is drawn then
+    (``center``), moves the pointer there and waits for the hover box; a view redrawn under
+    the pointer meanwhile only means another try."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        page.mouse.move(*center(target, timeout_s))
+        try:
+            expect(tooltip).to_contain_text(text, timeout=2_000)
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+
+
+@contextlib.contextmanager
+def slowed(page: Page, rate: float) -> Iterator[None]:
+    """The page's CPU ``rate`` times slower inside (chromium's throttling, as a loaded
+    machine's), as fast as it can be again after."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+    try:
+        yield
+    finally:
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+        cdp.detach()
 
 
 def next_frame(page: Page) -> None:

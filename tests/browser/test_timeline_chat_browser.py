@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from notebook_agents.views._timeline_layout import MARK_STYLES
 
 from .cells import AGENTS
-from .conftest import center, next_frame, run_cell, run_notebook, screenshot
+from .conftest import hover_until, run_cell, run_notebook, screenshot, slowed
 
 CELLS = [
     AGENTS
@@ -63,15 +63,15 @@ def test_chat_drives_the_agents_and_the_timeline_follows(lab: tuple[str, Path], 
     expect(chat.locator(".na-chat-status")).to_have_text("")
     screenshot(page, "timeline_chat_live")
 
-    # hover details on a mark: the live clock holds still under the pointer, so the mark
-    # stays where it was read (moved to, not hover()ed: the call's output sits on it). The
-    # first message's mark: the tool call's can share its pixel with the handoff's arrow
+    # hover details on a mark, on a loaded machine (the page 20 times slower: Playwright's
+    # hover() found the live view's redrawn mark detached at each try there): the live clock
+    # holds still under the pointer, so the mark stays where it was found (moved to, not
+    # hover()ed: the call's output sits on it). The first message's mark: the tool call's can
+    # share its pixel with the handoff's arrow
     timeline.scroll_into_view_if_needed()
-    page.mouse.move(*center(timeline.locator(".na-timeline-svg")))
-    next_frame(page)
-    page.mouse.move(*center(timeline.locator(".na-mark-user_message").first))
-    expect(timeline.locator(".na-tooltip")).to_be_visible()
-    expect(timeline.locator(".na-tooltip")).to_contain_text("hello there")
+    with slowed(page, 20):
+        mark = timeline.locator(".na-mark-user_message").first
+        hover_until(page, mark, timeline.locator(".na-tooltip"), "hello there")
 
     # scrub to the end: each agent's chat context, from the kernel
     timeline.locator(".na-scrubber").fill(
@@ -166,10 +166,7 @@ def test_a_replayed_parting_is_marked_and_scrubbed_beside_the_agents_context(
     key = timeline.locator(".na-key-mark[data-mark='context_diverged'] path")
     assert key.evaluate("key => getComputedStyle(key).fill") == fill
     timeline.scroll_into_view_if_needed()
-    page.mouse.move(*center(timeline.locator(".na-timeline-svg")))
-    next_frame(page)
-    page.mouse.move(*center(parted))
-    expect(timeline.locator(".na-tooltip")).to_contain_text("model's conversation diverged")
+    hover_until(page, parted, timeline.locator(".na-tooltip"), "model's conversation diverged")
 
     # scrubbed to while apart: the model's side beside Weather's context, the reply it gave
     # ahead of the words it answers marked; together again, only Weather's context

@@ -16,8 +16,12 @@ from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
-from ..test_timeline_view import away_after_the_reply, four_handoffs, write_trace
+from notebook_agents.trace import TraceEvent
+from notebook_agents.views._timeline_layout import TimelineLayout
+
+from ..test_timeline_view import away_after_the_reply, four_handoffs, idle_call, write_trace
 from .conftest import next_frame, open_notebook, run_all, screenshot, write_notebook
+from .lab import ARTIFACTS
 from .test_theme_browser import MEASURE, problems, set_theme
 from .themes import THEMES, in_both_themes
 
@@ -125,7 +129,8 @@ def check_layout(page: Page, theme: str) -> None:
     gap = timeline.locator(".na-gap")
     expect(gap).to_have_count(1)
     expect(gap).to_contain_text("48.1 s idle")
-    assert before_gap[2] <= box(gap)[0] and box(gap)[2] <= after_gap[0]
+    band = box(gap.locator(".na-gap-band"))
+    assert before_gap[2] <= band[0] and band[2] <= after_gap[0]
 
     # the legend: agent states and handoff modes on show, keyed in their drawn colours
     legend = timeline.locator(".na-legend")
@@ -243,14 +248,17 @@ def test_an_idle_gap_at_the_end_is_labelled_whole_inside_the_view(
     lab: tuple[str, Path], page: Page
 ) -> None:
     """The caller went away 15 s after the reply (not drawn, but the trace's last event): the
-    gap it ends is in the view, its label whole inside its band, the band inside the plot."""
+    gap it ends is in the view, the band inside the plot, its label whole inside the view,
+    under the band."""
     timeline = replay(lab, page, "away", away_after_the_reply())
     label = timeline.locator(".na-gap-label")
     expect(label).to_have_text("15.0 s idle")
     plot = box(timeline.locator("svg.na-timeline-svg"))
     band = box(timeline.locator(".na-gap-band"))
     assert inside(band, plot), f"the gap's band {band} leaves the plot {plot}"
-    assert inside(box(label), band), f"the label {box(label)} leaves its band {band}"
+    named = box(label)
+    assert inside(named, plot), f"the label {named} leaves the plot {plot}"
+    assert band[0] <= (named[0] + named[2]) / 2 <= band[2] and named[1] >= band[3]
     # the label's glyphs all drawn: as wide as its whole text
     drawn, whole = label.evaluate(
         "el => [el.getBoundingClientRect().width, el.getComputedTextLength()]"
@@ -306,3 +314,148 @@ def test_a_raised_tools_call_error_and_failed_output_are_drawn_apart(
     for i, a in enumerate(drawn):
         for j, b in enumerate(drawn[i + 1 :], i + 1):
             assert not overlap(a, b), f"marks {i} {a} and {j} {b} overlap"
+
+
+IDLE_CALLS = {"seven": idle_call(), "six": idle_call((3.4, 5.0, 3.3, 3.6, 4.0, 3.2))}
+"""two similar calls left idle between turns: one with 7 idle gaps to 36 s, one with 6"""
+
+SIDE_BY_SIDE = [
+    """from notebook_agents import Trace
+from notebook_agents.views import TimelineView
+
+TimelineView(Trace.load("seven.jsonl"))""",
+    # as notebook 07 shows two calls: each in a column of 49% of the output
+    """import ipywidgets as widgets
+
+seven = TimelineView(Trace.load("seven.jsonl"))
+six = TimelineView(Trace.load("six.jsonl"), like=seven)
+widgets.HBox(
+    [widgets.VBox([view], layout={"width": "49%"}) for view in (seven, six)],
+    layout={"justify_content": "space-between"},
+)""",
+]
+
+AXIS = """root => {
+    const box = (el) => { const r = el.getBoundingClientRect();
+                          return [r.left, r.top, r.right, r.bottom]; };
+    const union = (els) => { const bs = els.map(box);
+        return [Math.min(...bs.map(b => b[0])), Math.min(...bs.map(b => b[1])),
+                Math.max(...bs.map(b => b[2])), Math.max(...bs.map(b => b[3]))]; };
+    return {
+        svg: box(root.querySelector("svg.na-timeline-svg")),
+        ticks: [...root.querySelectorAll(".na-tick-label")].map(el =>
+            [...box(el), parseFloat(el.textContent)]),
+        gaps: [...root.querySelectorAll(".na-gap")].map(g => ({
+            text: g.querySelector(".na-gap-label").textContent,
+            label: box(g.querySelector(".na-gap-label")),
+            band: box(g.querySelector(".na-gap-band")),
+        })),
+        arrows: [...root.querySelectorAll(".na-handoff")].map(h =>
+            union([...h.querySelectorAll(".na-handoff-arrow, .na-handoff-head")])),
+        bringUps: [...root.querySelectorAll(".na-bringup")].map(b =>
+            [b.getAttribute("aria-label"), box(b.querySelector("rect"))]),
+        speaking: box(root.querySelector(".na-span[data-state='speaking']")),
+        end: Math.max(...[...root.querySelectorAll(".na-span")].map(el => box(el)[2])),
+    };
+}"""
+
+
+def layout_of(records: list[dict[str, Any]]) -> TimelineLayout:
+    """What the kernel lays out of ``records``."""
+    return TimelineLayout([TraceEvent(r["seq"], r["t"], r["kind"], r["agent"], r["data"])
+                           for r in records])  # fmt: skip
+
+
+def check_axis(timeline: Locator, records: list[dict[str, Any]], where: str) -> dict[str, Any]:
+    """Every idle gap named under the times, inside the view, no label over another; a time
+    in every stretch between gaps, between its gaps' bands; the two handoffs' arrows apart and
+    each bring-up clear of the other handoff's arrow. Returns what was measured."""
+    drawn: dict[str, Any] = timeline.evaluate(AXIS)
+    kernel = layout_of(records)
+    gaps = drawn["gaps"]
+    assert len(gaps) == len(kernel.gaps), f"{where}: {len(gaps)} gaps drawn of {len(kernel.gaps)}"
+    texts = [g["text"] for g in gaps]
+    assert texts in ([g["label"] for g in kernel.gaps], [g["short"] for g in kernel.gaps]), texts
+    svg = drawn["svg"]
+    labels = [g["label"] for g in gaps] + [tuple(t[:4]) for t in drawn["ticks"]]
+    for i, a in enumerate(labels):
+        assert inside(a, svg), f"{where}: axis label {a} leaves the timeline {svg}"
+        for b in labels[i + 1 :]:
+            assert not overlap(a, b), f"{where}: axis labels {a} and {b} overlap"
+    bands = [g["band"] for g in gaps]
+    edges = [kernel.first_t or 0.0, *(t for g in kernel.gaps for t in (g["start"], g["end"]))]
+    edges.append(kernel.last_t or 0.0)
+    for k, (start, end) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
+        left = bands[k - 1][2] if k else svg[0]
+        right = bands[k][0] if k < len(bands) else svg[2]
+        low = start if k else -1e9  # the view starts a little before the first event
+        high = end if k < len(bands) else 1e9  # and, sharing a wider scale, runs on
+        found = [
+            t for t in drawn["ticks"]
+            if low - 1e-6 <= t[4] <= high + 1e-6 and left <= (t[0] + t[2]) / 2 <= right
+        ]  # fmt: skip
+        assert found, f"{where}: no time on the axis from {start:.2f} s to {end:.2f} s"
+    # to billing and back 0.5 s later: the arrows apart, each bring-up off the other's arrow
+    first, back = drawn["arrows"]
+    assert not overlap(first, back), f"{where}: the arrows {first} and {back} overlap"
+    bring_ups = dict(drawn["bringUps"])
+    billing, concierge = (
+        next(b for name, b in bring_ups.items() if name.startswith(who))
+        for who in ("Billing", "Concierge")
+    )
+    assert not overlap(billing, back), f"{where}: Billing's bring-up {billing} under {back}"
+    assert not overlap(concierge, first), f"{where}: the bring-up {concierge} under {first}"
+    return drawn
+
+
+def test_every_idle_gap_is_named_and_the_axis_has_times_across_the_whole_call(
+    lab: tuple[str, Path], page: Page
+) -> None:
+    """A loaded call with 7 idle gaps to 36 s, whole-width and as notebook 07 shows two calls
+    side by side (sharing one time scale), light and dark: every gap's label under the times,
+    a time in every stretch between gaps, no label over another, the handoffs 0.5 s apart
+    drawn apart. Side by side, the same time is the same length in both (before: no gap
+    labelled, times only at 25-35 s, one time in a narrow view, the arrows 3 px apart)."""
+    base, root = lab
+    for name, records in IDLE_CALLS.items():
+        write_trace(root / f"{name}.jsonl", records)
+    write_notebook(root / "idle_calls.ipynb", SIDE_BY_SIDE)
+    open_notebook(page, base, "idle_calls.ipynb")
+    run_all(page)
+    timelines = page.locator(".na-timeline")
+    expect(timelines).to_have_count(3, timeout=60_000)
+    for i in range(3):
+        expect(timelines.nth(i).locator(".na-gap-label").first).to_be_visible()
+    calls = [("whole width", IDLE_CALLS["seven"]), ("left", IDLE_CALLS["seven"]),
+             ("right", IDLE_CALLS["six"])]  # fmt: skip
+    found: list[str] = []
+    try:
+        for theme, color0, name in THEMES:
+            set_theme(page, theme, color0)
+            timelines.first.scroll_into_view_if_needed()
+            drawn_to_its_width(page)
+            measured = [
+                check_axis(timelines.nth(i), records, f"{theme}, {where}")
+                for i, (where, records) in enumerate(calls)
+            ]
+            # one time scale: the first reply's speech (0.7 s in both) as long in each, each
+            # gap as wide; the shorter call ends short of the other's right edge
+            left, right = measured[1], measured[2]
+            widths = [m["speaking"][2] - m["speaking"][0] for m in (left, right)]
+            assert abs(widths[0] - widths[1]) < 0.5, f"{theme}: 0.7 s drawn {widths} px long"
+            gap_widths = {
+                round(g["band"][2] - g["band"][0], 1) for m in (left, right) for g in m["gaps"]
+            }
+            assert max(gap_widths) - min(gap_widths) < 0.5, f"{theme}: gaps {gap_widths} px wide"
+            assert right["end"] - right["svg"][0] < left["end"] - left["svg"][0] - 20
+            found += problems(theme, page.evaluate(MEASURE, ".na-timeline"), dark=name == "dark")
+            for i, where in enumerate(("whole", "side_by_side")):
+                cell = timelines.nth(i).locator(
+                    "xpath=ancestor::div[contains(@class, 'jp-Cell ')][1]"
+                )
+                cell.scroll_into_view_if_needed()
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                cell.screenshot(path=str(ARTIFACTS / f"timeline_idle_call_{where}_{name}.png"))
+    finally:
+        set_theme(page, "JupyterLab Light", "white")  # the lab serves the other tests too
+    assert found == [], "\n".join(["what does not read or follow the theme:", *found])

@@ -12,7 +12,7 @@ from typing import Any
 from playwright.sync_api import Locator, Page, expect
 
 from .cells import AGENTS
-from .conftest import center, run_cell, run_notebook, screenshot
+from .conftest import hover_until, run_cell, run_notebook, screenshot
 from .test_theme_browser import MEASURE, problems, set_theme
 from .test_timeline_layout_browser import drawn_to_its_width
 from .themes import THEMES
@@ -76,7 +76,9 @@ def check_strip(timeline: Locator, kernel: dict[str, Any]) -> None:
         assert fill == rgb(segment["color"]), (name, fill)
     left, right = drawn["frame"]
     assert abs(left - x(strip["start"])) < 1.5 and abs(right - x(strip["end"])) < 1.5
-    assert right - left > 40  # a strip one can see and hover
+    # how wide it is follows from how long the whole call was (longer on a loaded machine,
+    # so narrower: once 30 px for 40 on a quiet one): that it can be hovered is checked by
+    # hovering it
 
 
 def test_a_live_handoffs_phases_drawn_where_the_kernel_put_them(
@@ -120,10 +122,7 @@ def test_a_live_handoffs_phases_drawn_where_the_kernel_put_them(
             # the handoff's hover text, on the chip (its event, then its phases) and on the
             # strip (the phases alone, each with its ms and truth; the screenshot's)
             for target in (timeline.locator(".na-handoff-chip"), strip.locator(".na-phase").nth(2)):
-                left, top = center(target)
-                page.mouse.move(left, top)
-                expect(tooltip).to_be_visible()
-                expect(tooltip).to_contain_text("phases · Concierge → Billing · reused+empty")
+                hover_until(page, target, tooltip, "phases · Concierge → Billing · reused+empty")
                 expect(tooltip).to_contain_text("drain: ")
                 expect(tooltip).to_contain_text(" · net 20 ms · client ")
             screenshot(page, f"timeline-phases-{name}-hover")

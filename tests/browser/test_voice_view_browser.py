@@ -16,7 +16,7 @@ from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
 
 from .cells import AGENTS
-from .conftest import run_notebook, screenshot
+from .conftest import hover_until, run_notebook, screenshot
 from .lab import ARTIFACTS, launch_chromium
 from .test_theme_browser import set_theme
 from .themes import THEMES, in_both_themes
@@ -112,8 +112,8 @@ def test_a_spoken_request_hands_over_and_the_reply_plays(
     caller = timeline.locator('.na-speech[data-speaker="user"]').first
     expect(caller).to_be_visible()
     expect(timeline.locator('.na-speech[data-speaker="agent"]').first).to_be_visible()
-    caller.hover()
-    expect(timeline.locator(".na-tooltip")).to_contain_text("“transfer to billing please”")
+    # found where it is drawn at each try: the live view draws its bars anew as it redraws
+    hover_until(page, caller, timeline.locator(".na-tooltip"), "“transfer to billing please”")
     screenshot(page, "voice_view_live")
     assert in_both_themes(page, ".na-voice", "voice_view") == []
     while_the_request_is_said_in_both_themes(page)
