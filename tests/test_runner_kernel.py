@@ -526,6 +526,13 @@ def test_run_app_stops_cleanly_on_interrupt_and_survives_a_second(
     kernel.interrupt()
     kernel.wait(cell, timeout=20)
     assert (cell.status, cell.error, cell.result) == ("ok", None, "'returned'"), cell.traceback
+    # while it blocks, the cell says so (it blocked silently): how to stop it, how to talk to it
+    assert cell.stdout == (
+        "run_app: the agent runs offline in this kernel; interrupt the kernel (the stop button) "
+        "to stop it. While this cell blocks no cell can talk to it: to talk to it, start it "
+        "without blocking instead, runner = NotebookRunner(server).start(), then await "
+        "runner.send_text('hello')\n"
+    )
     assert kernel.eval("app.running") is False
     _no_agent_left(kernel)
 
