@@ -205,13 +205,13 @@ class StuckTool(Agent):
         self.blocking = threading.Event()
 
     @function_tool
-    async def wait_forever(self, context: RunContext) -> str:
+    async def wait_forever(self, context: RunContext[None]) -> str:
         """Wait for something that never comes."""
         await asyncio.Event().wait()
         return "never"
 
     @function_tool
-    async def block_the_loop(self, context: RunContext) -> str:
+    async def block_the_loop(self, context: RunContext[None]) -> str:
         """Block the agent's loop."""
         self.blocking.set()
         self.unblock.wait()  # synchronous: nothing else on the job's loop runs meanwhile
@@ -281,7 +281,11 @@ async def test_a_job_that_cannot_be_ended_is_said_so_and_not_called_stopped(
         assert "notebook-agents-server" in agent_threads()
     finally:
         agent.unblock.set()
-    await until(lambda: runner.state is RunnerState.STOPPED, "runner.state")
+
+    def stopped() -> bool:  # read anew: the job ends on its own now
+        return runner.state is RunnerState.STOPPED
+
+    await until(stopped, "runner.state")
     runner.stop()  # stopped: nothing left to wait for
     await until(lambda: agent_threads() == [], "agent_threads()")
     blocked.cancel()
