@@ -20,8 +20,11 @@ import concurrent.futures
 import threading
 from typing import Any
 
-WAKE_S = 0.1
-"""how often a loop awaiting a runner's thread wakes: how late a kernel interrupt lands"""
+WAKE_S = 0.25
+"""how often a loop awaiting a runner's thread wakes: how late a kernel interrupt lands. Each
+wake takes the GIL from the job's thread for a moment: at 0.1 s, on a loaded machine, the
+first job's start (pydantic building its schemas) was seen to stall past livekit's 100 ms
+loop report (3 runs in 7), never at 0.25 s."""
 
 _retired: list[asyncio.AbstractEventLoop] = []
 
