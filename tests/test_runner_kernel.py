@@ -926,6 +926,8 @@ def test_a_runner_error_shows_the_users_line_and_its_message_alone(kernel: Kerne
     assert '----> 1 session.say("hi")' in shown
     assert shown[-1] == f"RunnerError: {refused.error['evalue']}"
     assert refused.error["evalue"].startswith("session.say() must run on the agent's job loop")
+    # the error itself is whole: %tb shows every frame
+    assert "_session_guard.py" in kernel.run("%tb").traceback
     kernel.run_ok("runner.stop()")
     stopped = kernel.run("await runner.send_text('hi')")
     assert "notebook_agents" not in stopped.traceback

@@ -56,6 +56,7 @@ def _handler(earlier: Any, handled: tuple[type[BaseException], ...]) -> Any:
         if not issubclass(etype, RunnerError):
             earlier(etype, value, tb, tb_offset)  # only what the earlier handler took
             return
+        shell._get_exc_info((etype, value, tb))  # kept whole for %tb and %debug, as IPython does
         stb = shell.InteractiveTB.structured_traceback(etype, value, _users(tb), tb_offset)
         shell._showtraceback(etype, value, stb)
 
