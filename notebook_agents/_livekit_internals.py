@@ -13,7 +13,7 @@ import asyncio
 import functools
 import operator
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from types import TracebackType
 from typing import Any, NamedTuple
 from unittest import mock
@@ -70,11 +70,11 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     room_io.RoomOptions: ("_ensure_options",),
     llm.RealtimeSession: ("_update_session",),
     mock_room: ("create_mock_room",),
-    RunResult: ("_watch_handle", "_item_added", "_agent_handoff", "_mark_done"),
+    RunResult: ("_watch_handle", "_item_added", "_agent_handoff", "_mark_done", "_handles"),
     run_result.RunAssert: ("_raise_with_debug_info", "_events_list"),
     TcpSessionTransport: ("_reader", "_writer", "_loop"),
     tool_executor: ("_RunningTasks",),
-    tool_executor._RunningTask: ("exe_task",),
+    tool_executor._RunningTask: ("exe_task", "ctx"),
     JobContext: ("_simulation_end_fnc",),
     SimulationContext: ("_begin_finalize", "_dispatch"),
     telemetry_traces._DynamicTracer: ("_tracer_provider",),
@@ -185,14 +185,22 @@ def closing_task(session: AgentSession[Any]) -> asyncio.Task[None] | None:
 
 
 def forget_stale_run(session: AgentSession[Any]) -> None:
-    """Drop a run that ``session.run`` registered but never started.
+    """Drop a run that ``session.run`` registered but that will not finish: never started,
+    or given up from the notebook (timed out, interrupted).
 
-    When generating the reply raises (an agent without an LLM, say), livekit leaves the run
-    open and refuses every later turn as "nested runs".
+    When generating the reply raises (an agent without an LLM, say), or a run is given up
+    before its speeches end, livekit leaves it open and refuses every later turn as "nested
+    runs".
     """
     stale = session._global_run_state
     if stale is not None and not stale.done():
         session._global_run_state = None
+
+
+def run_speeches(run: RunResult[Any]) -> list[SpeechHandle]:
+    """The speeches ``run`` watches (a typed turn's replies): to cut them when the turn is
+    given up. livekit keeps them only in the run (``session.run`` returns no handle)."""
+    return [handle for handle in run._handles if isinstance(handle, SpeechHandle)]
 
 
 def capture_start(session: AgentSession[Any]) -> RunResult[Any]:
@@ -337,6 +345,24 @@ def tool_task(session: AgentSession[Any], call_id: str) -> asyncio.Task[Any] | N
     """
     running = tool_executor._RunningTasks.get(session, {}).get(call_id)
     return running.exe_task if running is not None else None
+
+
+def tool_tasks(
+    session: AgentSession[Any], of_speeches: Collection[SpeechHandle] | None = None
+) -> list[asyncio.Task[Any]]:
+    """The tasks running ``session``'s tool calls (those ``of_speeches`` made, if given).
+
+    livekit cancels a running tool only when the tool is marked cancellable: interrupting its
+    speech leaves it running, and closing the session awaits it (for up to 60 s, livekit's
+    ``_SESSION_ACLOSE_TIMEOUT``). A turn given up and a stop (which does not drain) end them
+    by cancelling these tasks, as livekit's own ``cancel_all`` does.
+    """
+    running = tool_executor._RunningTasks.get(session, {}).values()
+    return [
+        task.exe_task
+        for task in running
+        if of_speeches is None or task.ctx.speech_handle in of_speeches
+    ]
 
 
 def room_options(kwargs: dict[str, Any]) -> room_io.RoomOptions:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 from livekit import api
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext, RunContext, function_tool
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner, RunnerError
+from notebook_agents import NotebookRunner, RunnerError, RunnerState
 from notebook_agents import _livekit_internals as livekit_internals
 from notebook_agents.emulator import Emulator
 
@@ -195,6 +195,110 @@ async def test_entrypoint_that_never_returns_still_stops(
     runner = await started(runners, NotebookRunner(entrypoint, stop_timeout=5))
     runner.stop()
     assert not runner.running
+
+
+class StuckTool(Agent):
+    """An agent whose tools never return: one awaits what never comes, one blocks its loop
+    until ``unblock`` is set."""
+
+    def __init__(self, unblock: threading.Event | None = None) -> None:
+        super().__init__(instructions="You are Sy.")
+        self.unblock = unblock or threading.Event()
+        self.blocking = threading.Event()
+
+    @function_tool
+    async def wait_forever(self, context: RunContext[None]) -> str:
+        """Wait for something that never comes."""
+        await asyncio.Event().wait()
+        return "never"
+
+    @function_tool
+    async def block_the_loop(self, context: RunContext[None]) -> str:
+        """Block the agent's loop."""
+        self.blocking.set()
+        self.unblock.wait()  # synchronous: nothing else on the job's loop runs meanwhile
+        return "unblocked"
+
+
+def stuck_tool_server(emulator: Emulator, agent: StuckTool | None = None) -> AgentServer:
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        session: AgentSession[None] = AgentSession(
+            llm=openai.realtime.RealtimeModel(
+                base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+            )
+        )
+        await session.start(agent=agent or StuckTool(), room=ctx.room)
+
+    return server
+
+
+AGENT_THREADS = ("notebook-agents-server", "notebook-agents-stop", "job_thread_runner")
+
+
+def agent_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name in AGENT_THREADS)
+
+
+async def test_a_tool_that_never_returns_times_out_its_turn_and_stop_ends_it(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    runner = await started(runners, NotebookRunner(stuck_tool_server(emulator), stop_timeout=5))
+    with pytest.raises(RunnerError) as late:
+        await runner.send_text("wait forever", timeout=1)
+    assert str(late.value).startswith(
+        "the agent did not answer within 1 s: its tool wait_forever() had not returned; the "
+        "turn is withdrawn"
+    )
+    # withdrawn: the next turn is answered (it was refused: "nested runs are not supported")
+    assert await runner.send_text("hi") == 'You are Sy. You said: "hi".'
+    # a stuck tool when the stop comes: livekit's close awaited it for 60 s, past the stop's
+    # bound (stop() raised and said stopped while the job and server threads ran on)
+    stuck = runner.submit_text("wait forever")
+    calls = "[e.data['name'] for e in runner.trace.of_kind('tool_call')]"
+    await until(lambda: [e.data["name"] for e in runner.trace.of_kind("tool_call")] == [
+        "wait_forever", "wait_forever"
+    ], calls)  # fmt: skip
+    runner.stop()
+    assert runner.state is RunnerState.STOPPED
+    assert agent_threads() == []
+    assert isinstance(stuck.exception(), RunnerError)  # the turn says the stop cut it
+
+
+async def test_a_job_that_cannot_be_ended_is_said_so_and_not_called_stopped(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    agent = StuckTool()
+    runner = await started(runners, NotebookRunner(stuck_tool_server(emulator, agent)))
+    runner.stop_timeout = 1
+    blocked = runner.submit_text("block the loop")  # its outcome races the stop
+    try:
+        await asyncio.to_thread(agent.blocking.wait, 30)
+        with pytest.raises(RunnerError, match="did not end within stop_timeout=1 s"):
+            runner.stop()
+        # not stopped: its threads still run, as the error says
+        assert runner.state is RunnerState.STOPPING and not runner.running
+        assert "notebook-agents-server" in agent_threads()
+    finally:
+        agent.unblock.set()
+
+    def stopped() -> bool:  # read anew: the job ends on its own now
+        return runner.state is RunnerState.STOPPED
+
+    await until(stopped, "runner.state")
+    runner.stop()  # stopped: nothing left to wait for
+    await until(lambda: agent_threads() == [], "agent_threads()")
+    blocked.cancel()
+
+
+async def until(condition: Any, what: str, timeout: float = 30.0) -> None:
+    """Wait for ``condition()`` to hold, checking every 10 ms."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"{what} never held"
+        await asyncio.sleep(0.01)
 
 
 # -- real-room mode, up to the server boundary ---------------------------------------------

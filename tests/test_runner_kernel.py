@@ -10,6 +10,7 @@ talk to and stop agents share one kernel; interrupt and ``run_app`` tests get th
 from __future__ import annotations
 
 import html
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -560,6 +561,13 @@ def test_run_app_stops_cleanly_on_interrupt_and_survives_a_second(
     kernel.interrupt()
     kernel.wait(cell, timeout=20)
     assert (cell.status, cell.error, cell.result) == ("ok", None, "'returned'"), cell.traceback
+    # while it blocks, the cell says so (it blocked silently): how to stop it, how to talk to it
+    assert cell.stdout == (
+        "run_app: the agent runs offline in this kernel; interrupt the kernel (the stop button) "
+        "to stop it. While this cell blocks no cell can talk to it: to talk to it, start it "
+        "without blocking instead, runner = NotebookRunner(server).start(), then await "
+        "runner.send_text('hello')\n"
+    )
     assert kernel.eval("app.running") is False
     _no_agent_left(kernel)
 
@@ -864,3 +872,115 @@ def test_the_agents_own_llm_judges_from_cells_and_the_call_goes_on(own_kernel: K
     }
     kernel.run_ok("runner.stop()")
     assert kernel.eval("'chat' in vars(agent_llm)") is False
+
+
+STUCK = """
+from tests.test_runner import stuck_tool_server
+
+runner = probe.watch(NotebookRunner(stuck_tool_server(emu)).start())
+session = await runner.ready()
+
+def say_when_called(event):
+    if event.kind == "tool_call":
+        print("tool running", flush=True)
+
+runner.trace.subscribe(say_when_called)
+"""
+WITHDRAWN = (
+    "was interrupted: the turn is withdrawn (any reply cut, the tools it started cancelled) "
+    "and the runner is ready for the next turn"
+)
+
+
+@pytest.mark.timeout(120)
+def test_an_interrupted_turn_ends_its_cell_and_is_withdrawn(own_kernel: Kernel) -> None:
+    """An async cell's interrupt lands only when the kernel's loop wakes: a turn waiting on a
+    tool that never returns held the cell until the turn timed out, and an interrupt landing
+    as the turn ended was lost (the cell went on as if nothing happened)."""
+    kernel = own_kernel
+    kernel.run_ok(STUCK)
+    turns = {
+        "send_text()": "await runner.send_text('wait forever', timeout=600)",
+        "run()": "await runner.run('wait forever', timeout=600)",
+        "session.run()": "await session.run(user_input='wait forever')",  # 30 s timeout
+    }
+    for what, turn in turns.items():
+        cell = kernel.submit(turn + "\nprint('the cell went on', flush=True)")
+        kernel.wait_output(cell, "tool running")
+        kernel.interrupt()
+        kernel.wait(cell, timeout=15)
+        assert cell.error is not None and cell.error["ename"] == "CancelledError"
+        assert cell.error["evalue"] == f"{what} {WITHDRAWN}"
+        assert "went on" not in cell.stdout
+        assert kernel.eval("await runner.send_text('hi')") == 'You are Sy. You said: "hi".'
+    kernel.run_ok("runner.stop()")
+    assert kernel.eval("(runner.state.value, agent_threads())") == ["stopped", []]
+
+
+SLOW_START = """
+START_GATE = threading.Event()
+slow = AgentServer()
+
+@slow.rtc_session()
+async def slow_entrypoint(ctx: JobContext) -> None:
+    await asyncio.to_thread(START_GATE.wait)
+    session = AgentSession(
+        llm=openai.realtime.RealtimeModel(base_url=EMU_URL, api_key="x", modalities=["text"])
+    )
+    await session.start(agent=Agent(instructions="You are Ada. Be kind."), room=ctx.room)
+
+runner = probe.watch(NotebookRunner(slow).start())
+"""
+
+
+@pytest.mark.timeout(90)
+def test_an_interrupted_ready_ends_its_cell_and_the_agent_goes_on_starting(
+    own_kernel: Kernel,
+) -> None:
+    """The interrupt was lost until the session started, and then cancelled nothing."""
+    kernel = own_kernel
+    kernel.run_ok(SLOW_START)
+    cell = _interruptible(kernel, "await runner.ready()\nprint('the cell went on')")
+    kernel.interrupt()
+    kernel.wait(cell, timeout=15)
+    assert cell.error is not None and cell.error["ename"] == "CancelledError"
+    assert cell.error["evalue"].startswith("ready() was interrupted; the agent goes on starting")
+    kernel.run_ok("START_GATE.set()")
+    kernel.run_ok("await runner.ready()\nassert await runner.send_text('hi') == " + repr(ADA_HI))
+    kernel.run_ok("runner.stop()")
+
+
+@pytest.mark.timeout(60)
+def test_a_runner_error_shows_the_users_line_and_its_message_alone(kernel: Kernel) -> None:
+    """It showed the package's frames first: ten lines of the session guard's source."""
+    kernel.run_ok(START + "session = runner.session")
+    refused = kernel.run('session.say("hi")')
+    assert refused.error is not None and refused.error["ename"] == "RunnerError"
+    shown = refused.traceback.rstrip().splitlines()
+    assert "notebook_agents" not in refused.traceback
+    assert '----> 1 session.say("hi")' in shown
+    assert shown[-1] == f"RunnerError: {refused.error['evalue']}"
+    assert refused.error["evalue"].startswith("session.say() must run on the agent's job loop")
+    # the error itself is whole: %tb shows every frame
+    assert "_session_guard.py" in kernel.run("%tb").traceback
+    kernel.run_ok("runner.stop()")
+    stopped = kernel.run("await runner.send_text('hi')")
+    assert "notebook_agents" not in stopped.traceback
+    assert stopped.traceback.rstrip().splitlines()[-3:] == [
+        "----> 1 await runner.send_text('hi')",
+        "",
+        "RunnerError: send_text(): the runner is stopped; make a new NotebookRunner(...).start() "
+        "to talk to the agent again",
+    ]
+    # any other error is shown as it always was
+    other = kernel.run("import json\njson.loads('{')")
+    assert "json/decoder.py" in other.traceback
+
+
+@pytest.mark.timeout(60)
+def test_a_speech_from_call_says_it_has_played_and_what(kernel: Kernel) -> None:
+    kernel.run_ok(START + "session = runner.session")
+    said = kernel.run_ok('await runner.call(session.say, "Good morning.")')
+    assert said.result is not None
+    assert re.fullmatch(r"<SpeechHandle speech_\w+: played, said 'Good morning.'>", said.result)
+    kernel.run_ok("runner.stop()")

@@ -29,6 +29,7 @@ from notebook_agents.views.suite_view import SuiteView
 from notebook_agents.views.timeline_view import TimelineView
 
 from .conftest import API_KEY
+from .test_runner import StuckTool, agent_threads, stuck_tool_server, until
 from .upstream import greeter_weather
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -241,6 +242,66 @@ async def test_a_function_making_a_runner_runs_each_scenario_on_the_runner_it_ma
     assert [s.trace for s in result][:2] == [r.trace for r in made][:2]
     assert [r.state for r in made] == [RunnerState.STOPPED, RunnerState.STOPPED, RunnerState.NEW]
     assert all(s.simulator_verdict is None for s in result)
+
+
+STUCK_SUITE = """
+name: A tool that never returns
+scenarios:
+  - label: the tool never returns
+    turns:
+      - user: {stuck}
+        timeout: 1
+        expect:
+          - contains_function_call(name="{tool}")
+  - label: the next scenario runs
+    turns:
+      - user: hello
+        expect:
+          - next_event().is_message(role="assistant")
+"""
+
+
+async def test_a_tool_that_never_returns_is_its_scenarios_error_and_the_next_runs(
+    emulator: Emulator, no_livekit_env: None, tmp_path: Path
+) -> None:
+    """Its turn timed out, then the stop raised out of run_suite after 10 s (livekit's close
+    awaited the tool): no result, and the next scenario never ran."""
+    suite = tmp_path / "stuck.yaml"
+    suite.write_text(STUCK_SUITE.format(stuck="wait forever", tool="wait_forever"))
+    result = await run_suite(suite, lambda: stuck_tool_server(emulator))
+    stuck, after = result
+    assert (stuck.outcome, stuck.turn) == (Outcome.ERROR, 0)
+    assert stuck.reason.startswith(
+        "turn 0 (wait forever): the agent did not answer within 1 s: its tool wait_forever() "
+        "had not returned"
+    )
+    assert after.outcome is Outcome.PASSED, after.reason
+
+
+async def test_a_job_that_would_not_stop_is_its_scenarios_error_and_the_next_runs(
+    emulator: Emulator, no_livekit_env: None, tmp_path: Path
+) -> None:
+    """A tool blocking its job's loop: the stop says it could not end the job, and that is
+    this scenario's error, not the suite's end."""
+    suite = tmp_path / "blocked.yaml"
+    suite.write_text(STUCK_SUITE.format(stuck="block the loop", tool="block_the_loop"))
+    agents: list[StuckTool] = []
+
+    def make() -> NotebookRunner:
+        agents.append(StuckTool())
+        return NotebookRunner(stuck_tool_server(emulator, agents[-1]), stop_timeout=1)
+
+    try:
+        result = await run_suite(suite, make)
+    finally:
+        for agent in agents:
+            agent.unblock.set()
+        await until(lambda: agent_threads() == [], "agent_threads()")  # before the emulator ends
+    blocked, after = result
+    assert blocked.outcome is Outcome.ERROR
+    assert "the agent did not answer within 1 s" in blocked.reason
+    assert "stopping: the agent's job did not end within stop_timeout=1 s" in blocked.reason
+    assert after.outcome is Outcome.PASSED, after.reason
 
 
 async def test_a_runner_without_spoken_turns_makes_a_spoken_scenario_not_runnable(

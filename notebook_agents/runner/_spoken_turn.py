@@ -1,11 +1,11 @@
-"""One spoken turn on the session's loop, and how it is given up.
+"""One spoken turn on the session's loop, and how a turn is given up.
 
 The caller's audio goes into the microphone, the replies are collected as ``session.run``
 collects a typed turn's, and the session's errors are watched: a model that fails during the
 turn fails it at once, not at the timeout. A turn given up (timed out, interrupted, failed) is
-withdrawn, so the microphone, the session and the model are ready for the next one; a turn
-that timed out says where it stood, read from the trace; and one to an agent that cannot hear
-is refused before it starts.
+withdrawn, so the microphone, the session and the model are ready for the next one (a typed
+turn's replies are cut the same way, ``cut_replies``); a turn that timed out says where it
+stood, read from the trace; and one to an agent that cannot hear is refused before it starts.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from livekit.agents import AgentSession, ErrorEvent, RunResult, llm
 from livekit.agents.utils import is_given
+from livekit.agents.voice import SpeechHandle
 
 from .. import _livekit_internals as livekit
 from ..trace import TraceEvent, error_text
@@ -78,24 +79,38 @@ class SpokenTurn:
         """Give the turn up so the next one starts clean: the rest of its audio is dropped,
         what was heard of it cleared (livekit's public ``clear_user_turn``: the STT's buffer
         and transcript, or the realtime model's input buffer), silence follows until the
-        session's VAD (or the model's) has heard the speech end, and any reply is cut."""
+        session's VAD (or the model's) has heard the speech end, and any reply is cut
+        (``cut_replies``)."""
         self.microphone.withdraw()
         with contextlib.suppress(RuntimeError):  # the session is closing
             self.session.clear_user_turn()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(until_the_caller_is_heard_out(self.session), HEARD_OUT_S)
-        for speech in self._capture.speeches:
-            if not speech.done():
-                with contextlib.suppress(RuntimeError):  # one that may not be cut plays out
-                    speech.interrupt()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(until_the_agent_is_quiet(self.session), HEARD_OUT_S)
+        await cut_replies(self.session, self._capture.speeches)
 
     def end(self) -> None:
         """Mute the microphone and stop watching the session."""
         self.microphone.close()
         self._capture.stop()
         self.session.off("error", self._on_error)
+
+
+async def cut_replies(session: AgentSession[Any], speeches: list[SpeechHandle]) -> None:
+    """Cut the ``speeches`` of a turn given up, cancel the tools they started, and wait (a
+    while) for the agent to be quiet. livekit lets a tool outlive its interrupted speech unless
+    the tool is marked cancellable, and closing the session then awaits it: a tool that never
+    returns held every later stop for a minute. A turn given up is over, its tools too; a
+    speech that may not be interrupted plays out, and keeps its tools."""
+    cut = []
+    for speech in speeches:
+        if not speech.done():
+            with contextlib.suppress(RuntimeError):  # one that may not be cut plays out
+                speech.interrupt()
+                cut.append(speech)
+    for task in livekit.tool_tasks(session, of_speeches=cut):
+        task.cancel()
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(until_the_agent_is_quiet(session), HEARD_OUT_S)
 
 
 def require_hearing(session: AgentSession[Any]) -> None:

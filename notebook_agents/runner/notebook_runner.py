@@ -34,6 +34,7 @@ from livekit.agents import (
     JobExecutorType,
     RunResult,
 )
+from livekit.agents.voice import SpeechHandle
 from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
@@ -43,13 +44,14 @@ from ..trace.livekit_spans import capture_spans
 from . import _cells, _environment, _failed_expectation, _session_guard, _session_hook
 from ._caller import CallerInput, until_the_agent_is_quiet
 from ._closing import PendingWords
-from ._kernel_loops import close_retired, retire
+from ._kernel_loops import close_retired, retire, wait_awake
 from ._model_truth import InProcessEmulators
 from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
 from ._real_room import LiveKitCredentials, RealRoom
 from ._samples import checked_rate, mono_int16, spoken_audio
-from ._spoken_turn import SpokenTurn, require_hearing, why_unanswered
+from ._speech_shown import show_speech_state
+from ._spoken_turn import SpokenTurn, cut_replies, require_hearing, why_unanswered
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError, TurnStopped
 
@@ -157,6 +159,7 @@ class NotebookRunner(StartStop):
         # the stop runs on a thread of its own, so an interrupted stop() finishes anyway
         self._stopper: threading.Thread | None = None
         self._stop_done = threading.Event()
+        self._stop_ran = False
         self._shut_down_lock = threading.Lock()
         self._stop_requested = threading.Event()
         self._stop_signal: asyncio.Event | None = None  # the same, on the server's loop
@@ -219,16 +222,22 @@ class NotebookRunner(StartStop):
         """
         if self.state is RunnerState.NEW:
             raise RunnerError("ready() needs a started runner: call runner.start() first")
+        wait = timeout or self.start_timeout
         try:
-            return await asyncio.wait_for(
-                asyncio.wrap_future(self._ready), timeout or self.start_timeout
-            )
-        except asyncio.TimeoutError:
+            started = await wait_awake(self._ready, wait)
+        except asyncio.CancelledError:
+            raise asyncio.CancelledError(
+                "ready() was interrupted; the agent goes on starting: `await runner.ready()` "
+                "again, or runner.stop()"
+            ) from None
+        if not started:
             self.stop()
             raise RunnerError(
-                f"the agent did not start a session within {timeout or self.start_timeout:.0f} s: "
+                f"the agent did not start a session within {wait:.0f} s: "
                 "does the entrypoint call `await session.start(...)`?"
-            ) from None
+            )
+        try:
+            return self._ready.result()
         except RunnerError:
             self.stop()
             raise
@@ -280,21 +289,8 @@ class NotebookRunner(StartStop):
         self.require_microphone(what)
         self._require_turns(what)
         turn = self._in_job(self._spoken_turn(self._ready.result(), samples, rate, timeout), what)
-        answer = asyncio.wrap_future(turn)
-        try:
-            return await asyncio.shield(answer)  # a cancel here is the caller's, not the job's
-        except asyncio.CancelledError:
-            if not answer.done():  # the cell was interrupted: the turn is withdrawn
-                turn.cancel()
-                raise asyncio.CancelledError(
-                    f"{what} was interrupted: the turn is withdrawn (the rest of its "
-                    "audio dropped, what was heard of it cleared, any reply cut) and the "
-                    "runner is ready for the next turn"
-                ) from None
-            if self._stop_requested.is_set():
-                raise TurnStopped("") from None
-            self._require_turns(what)
-            raise RunnerError(f"{what}: the agent's job cancelled the turn") from None
+        # the turn times itself out in the job, where it knows how far it got
+        return await self._from_job(turn, what, None, _SPOKEN_TURN_WITHDRAWN)
 
     def hear(self, samples: np.ndarray, rate: int) -> None:
         """Live microphone audio into the session as it arrives, from any thread: a browser's
@@ -367,23 +363,76 @@ class NotebookRunner(StartStop):
     async def _run(
         self, text: str, output_type: type[Any] | None, timeout: float, what: str
     ) -> RunResult[Any]:
-        return await self._answer(self._submit(text, what, output_type), timeout)
+        started = self.trace.now()
+        return await self._answer(self._submit(text, what, output_type), what, timeout, started)
 
     async def _answer(
-        self, turn: concurrent.futures.Future[RunResult[Any]], timeout: float
+        self,
+        turn: concurrent.futures.Future[RunResult[Any]],
+        what: str,
+        timeout: float,
+        started: float,
     ) -> RunResult[Any]:
+        """A typed turn's result; given up past ``timeout``, saying where it stood."""
+        late = functools.partial(self._unanswered, timeout, started)
+        return await self._from_job(turn, what, timeout, _TURN_WITHDRAWN, late)
+
+    def _unanswered(self, timeout: float, started: float) -> str:
+        """Why a typed turn got no answer in time: the tools it left running, if any."""
+        events = [e for e in self.trace.events if e.t >= started]
+        returned = {e.data["call_id"] for e in events if e.kind == "tool_output"}
+        running = [
+            f"{e.data['name']}()"
+            for e in events
+            if e.kind == "tool_call" and e.data["call_id"] not in returned
+        ]
+        head = f"the agent did not answer within {timeout:g} s"
+        if not running:
+            return f"{head}; {_TURN_WITHDRAWN}"
+        return (
+            f"{head}: its tool {', '.join(running)} had not returned; {_TURN_WITHDRAWN} "
+            "(a tool that can take longer wants a longer timeout)"
+        )
+
+    async def _from_job(
+        self,
+        work: concurrent.futures.Future[T],
+        what: str,
+        timeout: float | None,
+        interrupted: str,
+        late: Callable[[], str] | None = None,
+    ) -> T:
+        """``work`` (running in the job) awaited from a cell, as every turn and call is: a
+        kernel interrupt lands at once (``wait_awake``) and cancels it in the job (a turn is
+        withdrawn there), raising ``CancelledError`` that says so (``interrupted``); past
+        ``timeout`` it is cancelled the same way and ``RunnerError`` says why (``late()``)."""
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
-        except asyncio.TimeoutError:
-            raise RunnerError(f"the agent did not answer within {timeout:.0f} s") from None
+            done = await wait_awake(work, timeout)
+        except asyncio.CancelledError:
+            if work.cancel():
+                raise asyncio.CancelledError(f"{what} was interrupted: {interrupted}") from None
+            raise asyncio.CancelledError(
+                f"{what} was interrupted as it ended (its outcome is in runner.trace)"
+            ) from None
+        if not done and work.cancel():
+            raise RunnerError(late() if late else f"{what} did not end within {timeout:g} s")
+        if work.cancelled():  # not by this cell: by the job's loop ending, or a stop
+            if self._stop_requested.is_set():
+                raise TurnStopped("")
+            self._require_turns(what)
+            raise RunnerError(f"{what}: the agent's job cancelled it")
+        return work.result()
 
     def _carried_run(
         self, *, user_input: str, output_type: type[Any] | None = None, **options: Any
     ) -> Callable[[], Awaitable[RunResult[Any]]]:
         """``session.run`` called from a cell: the turn starts in the job now, as
         ``runner.run``'s does; awaiting it awaits ``run``'s answer."""
+        started = self.trace.now()
         turn = self._submit(user_input, "session.run()", output_type, **options)
-        return functools.partial(self._answer, turn, _CARRIED_RUN_TIMEOUT_S)
+        return functools.partial(
+            self._answer, turn, "session.run()", _CARRIED_RUN_TIMEOUT_S, started
+        )
 
     @overload
     async def call(
@@ -397,10 +446,15 @@ class NotebookRunner(StartStop):
         """``fn(*args, **kwargs)`` run on the agent's job loop in the job's context (as livekit
         runs its own tasks), its result awaited there if it is awaitable; returns it. For the
         session's loop-bound methods from a cell:
-        ``await runner.call(session.generate_reply, instructions="greet")`` (returns the speech
-        once played out), ``await runner.call(session.interrupt)``."""
+        ``await runner.call(session.generate_reply, instructions="greet")`` returns the speech
+        once it has played out (a ``SpeechHandle``, shown in the notebook as played or
+        interrupted, with what was said), ``await runner.call(session.interrupt)``."""
         self._require_turns("call()")
-        return await asyncio.wrap_future(self._in_job(called(fn, args, kwargs), "call()"))
+        work = self._in_job(called(fn, args, kwargs), "call()")
+        result = await self._from_job(work, "call()", None, _CALL_CANCELLED)
+        if isinstance(result, SpeechHandle):
+            show_speech_state()
+        return result
 
     async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
         """What the agent said on its own as its session started (its ``on_enter`` speech),
@@ -411,7 +465,14 @@ class NotebookRunner(StartStop):
             self._require_turns("greeting()")
             greeting = self._greeting
             assert greeting is not None
-            return await self._answer(self._in_job(_finished(greeting), "greeting()"), timeout)
+            waiting = self._in_job(_finished(greeting), "greeting()")
+            return await self._from_job(
+                waiting,
+                "greeting()",
+                timeout,
+                "the greeting itself goes on",
+                lambda: f"the agent's greeting did not end within {timeout:g} s",
+            )
         return greeting
 
     def submit_text(self, text: str) -> concurrent.futures.Future[str]:
@@ -459,19 +520,34 @@ class NotebookRunner(StartStop):
     def stop(self) -> None:
         """Stop without draining, within ``stop_timeout``; safe to call again at any time.
 
-        The stop runs on a thread of its own: interrupted, it still completes, and a second
-        ``stop()`` waits for it to finish.
+        Tools still running are cancelled, as a turn still going is. The stop runs on a
+        thread of its own: interrupted, it still completes, and a second ``stop()`` waits for
+        it to finish. A job that does not end in time (code blocking its loop) is a
+        ``RunnerError`` saying so, and the runner stays ``stopping`` until it ends.
         """
         if self.state in (RunnerState.NEW, RunnerState.STOPPED):
             return
+        again = self._stop_done.is_set()
         self._begin_stop()
         _wait_lock_free(self._stop_done, longest_pause=0.001)  # milliseconds away
+        if again:  # for a job that would not end the first time: waited for once more
+            _wait_lock_free(self._served, longest_pause=0.05, timeout=self.stop_timeout)
+        self._settle_stopped()
         close_retired()
         if not self._served.is_set():
             raise RunnerError(
-                f"the agent server did not stop within {self.stop_timeout:.0f} s; its thread "
-                "is a daemon and ends with the kernel"
+                f"the agent's job did not end within stop_timeout={self.stop_timeout:g} s: "
+                "code in it blocks its loop or ignores being cancelled (a tool, the "
+                "entrypoint, a callback). The runner is stopping, not stopped: its threads "
+                "end when that code returns (runner.state becomes 'stopped'), else with the "
+                "kernel; runner.stop() again waits once more"
             )
+
+    def _settle_stopped(self) -> None:
+        """Stopped once the stop has run and the server thread has ended: called by each as
+        it is done, so the last one sees both (one that never ends leaves it stopping)."""
+        if self._stop_ran and self._served.is_set():
+            self.state = RunnerState.STOPPED
 
     def _begin_stop(self) -> None:
         """Start the stopping thread unless one was started: no lock here (an interrupt could
@@ -526,6 +602,7 @@ class NotebookRunner(StartStop):
                 self._fail(RunnerError("the agent server stopped before a session started"))
             finally:
                 self._served.set()
+                self._settle_stopped()
 
     async def _run_server(self, stop: asyncio.Event) -> None:
         """Run the server and its one job until ``stop`` is set, then close it (no drain)."""
@@ -710,7 +787,13 @@ class NotebookRunner(StartStop):
                 livekit.forget_stale_run(session)
                 self._require_turns("the turn")
                 raise
-            raised = await _settled(result)
+            try:
+                raised = await _settled(result)
+            except asyncio.CancelledError:  # given up from the cell: timed out or interrupted
+                if not self._stop_requested.is_set():  # a stop closes the session anyway
+                    await cut_replies(session, livekit.run_speeches(result))
+                livekit.forget_stale_run(session)
+                raise
         return self._checked(session, result, started, raised, spoken=False)
 
     async def _spoken_turn(
@@ -820,7 +903,8 @@ class NotebookRunner(StartStop):
             if self._loop is not None:
                 retire(self._loop)
             self.timings["stop"] = time.perf_counter() - started
-            self.state = RunnerState.STOPPED
+            self._stop_ran = True
+            self._settle_stopped()
             self._stop_done.set()
 
     def _stop_server(self) -> None:
@@ -832,17 +916,27 @@ class NotebookRunner(StartStop):
         if not self._serve_began.wait(_THREAD_START_S):
             self._served.set()  # interrupted inside Thread.start(), before it started
             return
-        if self._pending_words is not None and self._job_loop is not None:
+        if self._job_loop is not None:
             with contextlib.suppress(RuntimeError):  # first, before the session closes
-                self._job_loop.call_soon_threadsafe(self._pending_words.close_without_waiting)
-        if self._entry_task is not None and self._job_loop is not None:
-            # an entrypoint still awaiting would hold the job open for livekit's 15 s timeout
-            with contextlib.suppress(RuntimeError):
-                self._job_loop.call_soon_threadsafe(self._entry_task.cancel)
+                self._job_loop.call_soon_threadsafe(self._give_up_in_job)
         with contextlib.suppress(RuntimeError):  # the server's loop is already done
             loop.call_soon_threadsafe(signal.set)
         if self._served.wait(self.stop_timeout):
             thread.join()  # only returning is left to it
+
+    def _give_up_in_job(self) -> None:
+        """On the job's loop as the stop begins: what livekit's close would wait for is given
+        up, as a stop does not drain. No wait for a transcript unless words are on their way;
+        the tools still running are cancelled (livekit awaits each one not marked
+        cancellable, for up to 60 s: a tool that never returns held the stop that long); an
+        entrypoint still awaiting is cancelled (else held for livekit's 15 s)."""
+        if self._pending_words is not None:
+            self._pending_words.close_without_waiting()
+        if self.session is not None:
+            for task in livekit.tool_tasks(self.session):
+                task.cancel()
+        if self._entry_task is not None:
+            self._entry_task.cancel()
 
     def _require_turns(self, what: str) -> None:
         """Raise the reason this runner cannot take a turn now, naming the fix."""
@@ -903,6 +997,19 @@ def fails_turn(error: TraceEvent, *, spoken: bool) -> bool:
     return source != "tool" and (spoken or source != "stt")
 
 
+_TURN_WITHDRAWN = (
+    "the turn is withdrawn (any reply cut, the tools it started cancelled) and the runner is "
+    "ready for the next turn"
+)
+_SPOKEN_TURN_WITHDRAWN = (
+    "the turn is withdrawn (the rest of its audio dropped, what was heard of it cleared, any "
+    "reply cut) and the runner is ready for the next turn"
+)
+_CALL_CANCELLED = (
+    "it is cancelled in the job (a speech it started plays on: "
+    "`await runner.call(session.interrupt)` cuts it)"
+)
+
 _CARRIED_RUN_TIMEOUT_S = 30.0
 """how long ``await session.run(...)`` from a cell waits, as ``runner.run`` by default"""
 
@@ -919,12 +1026,28 @@ def run_app(server: AgentServer | Entrypoint, **options: Any) -> NotebookRunner:
     runner = NotebookRunner(server, **options)
     try:
         runner.start()
+        print(_running_until_interrupted(runner), flush=True)
         _wait_lock_free(runner._served, longest_pause=0.05)  # until interrupted: no hurry
     except KeyboardInterrupt:
         pass
     finally:
         _stop_through_interrupts(runner)
     return runner
+
+
+def _running_until_interrupted(runner: NotebookRunner) -> str:
+    """What ``run_app`` says as it starts blocking: it runs, how to stop it, how to talk to it."""
+    stop = "interrupt the kernel (the stop button) to stop it"
+    if runner.real_room is not None:
+        return (
+            f"run_app: the agent runs in the LiveKit room {runner.room_name!r}: join it from "
+            f"the widget above to talk to it; {stop}"
+        )
+    return (
+        f"run_app: the agent runs offline in this kernel; {stop}. While this cell blocks no "
+        "cell can talk to it: to talk to it, start it without blocking instead, "
+        "runner = NotebookRunner(server).start(), then await runner.send_text('hello')"
+    )
 
 
 def _stop_through_interrupts(runner: NotebookRunner) -> None:
@@ -945,15 +1068,18 @@ def _stop_through_interrupts(runner: NotebookRunner) -> None:
     close_retired()
 
 
-def _wait_lock_free(event: threading.Event, longest_pause: float) -> None:
-    """``event.wait()`` for the kernel's main thread, without taking the event's lock.
+def _wait_lock_free(
+    event: threading.Event, longest_pause: float, timeout: float | None = None
+) -> None:
+    """``event.wait(timeout)`` for the kernel's main thread, without taking the event's lock.
 
     A kernel interrupt lands in whatever the main thread runs; inside ``Event.wait`` it can
     leave the event's lock held for good, and the thread that then sets the event hangs
     (a stop that never ends). Polling the flag takes no lock.
     """
     pause = 0.0001
-    while not event.is_set():
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not event.is_set() and (deadline is None or time.monotonic() < deadline):
         time.sleep(pause)
         pause = min(pause * 2, longest_pause)
 

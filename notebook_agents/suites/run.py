@@ -136,7 +136,11 @@ async def run_scenario(
     except (RunnerError, ExpectationError) as e:
         result.outcome, result.reason = Outcome.ERROR, str(e)
     finally:
-        runner.stop()
+        try:
+            runner.stop()
+        except RunnerError as e:  # a job that would not end: this scenario's error alone
+            result.outcome = Outcome.ERROR
+            result.reason = "; ".join(filter(None, [result.reason, f"stopping: {e}"]))
         result.seconds = time.perf_counter() - began
     return result
 
