@@ -95,6 +95,8 @@ def _handler(earlier: Any, handled: tuple[type[BaseException], ...]) -> Any:
         stb = shell.InteractiveTB.structured_traceback(
             etype, short, _without_livekit(tb), tb_offset
         )
+        # IPython's custom-exception path leaves sys.last_* unset: %tb and %debug need them
+        shell._get_exc_info((etype, value, tb))
         shell._showtraceback(etype, value, stb)
 
     return show
