@@ -1,11 +1,14 @@
-"""``notebook-agents emulator``: the emulator as its own process, until interrupted or orphaned."""
+"""``notebook-agents emulator``: the emulator as its own process, until interrupted, orphaned,
+or told to stop by the pipe on its standard input closing."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import os
+import stat
 import sys
 
 from ._params import ParameterError
@@ -18,7 +21,8 @@ from .server import HOST, check_port, create_app, start_site
 HELP = "serve the OpenAI-compatible emulator on 127.0.0.1"
 DESCRIPTION = (
     "Serve the OpenAI-compatible emulator on 127.0.0.1. Prints its URL on the first line, then "
-    "serves until interrupted or until the parent process exits."
+    "serves until interrupted, until the parent process exits, or, when its standard input is "
+    "a pipe, until that pipe closes."
 )
 
 _PARENT_POLL_S = 0.25
@@ -89,10 +93,36 @@ async def _serve(settings: EmulatorSettings, port: int) -> None:
     parent = os.getppid()
     runner, bound = await start_site(create_app(settings), port)
     print(f"http://{HOST}:{bound}", flush=True)
+    ends = [_parent_exit(parent), *([_stdin_closed()] if _stdin_is_a_pipe() else [])]
+    waits = [asyncio.ensure_future(end) for end in ends]
     try:
-        await _parent_exit(parent)
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
         await runner.cleanup()
+
+
+def _stdin_is_a_pipe() -> bool:
+    with contextlib.suppress(OSError, ValueError):  # no standard input at all
+        return stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode)
+    return False
+
+
+async def _stdin_closed() -> None:
+    """Return once the pipe on stdin is closed: how ``emulator_process`` stops it, as a
+    signal cannot (a job a script starts in the background ignores SIGINT, as do its
+    children), so that it cleans up (the Gemini CA file) whoever started it."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), sys.stdin
+    )
+    try:
+        while await reader.read(4096):
+            pass
+    finally:
+        transport.close()
 
 
 async def _parent_exit(parent: int) -> None:
