@@ -46,7 +46,7 @@ class TlsSite:
         """set once the app serves: the TLS site is a second site of its runner"""
         self.ca_file: str | None = None
         """the CA (and certifi's bundle) for ``SSL_CERT_FILE``, once started; removed on stop"""
-        self._ca_file_removal: weakref.finalize[[str], None] | None = None
+        self._ca_file_removal: weakref.finalize[[str], TlsSite] | None = None
         """removes ``ca_file`` once: on stop, or when this process exits without one"""
         self._info: dict[str, Any] | None = None
         self._lock = asyncio.Lock()
