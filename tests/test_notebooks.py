@@ -173,7 +173,7 @@ def lab_setting(venv: Path, plugin: str) -> dict[str, Any]:
     """The settings of JupyterLab's ``plugin`` that ``venv``'s JupyterLab gives its front end
     (its schema's defaults, as the venv's overrides change them; no user's), as
     jupyterlab_server makes them."""
-    from jupyterlab.commands import get_app_dir
+    from jupyterlab.commands import get_app_dir  # type: ignore[import-untyped]
     from jupyterlab_server.settings_utils import get_settings
 
     app_dir = Path(get_app_dir())

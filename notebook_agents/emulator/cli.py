@@ -1,14 +1,12 @@
 """``notebook-agents emulator``: the emulator as its own process, until interrupted, orphaned,
-or told to stop by the pipe on its standard input closing."""
+or (``--until-stdin-closes``) its standard input closes."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import os
-import stat
 import sys
 
 from ._params import ParameterError
@@ -21,8 +19,7 @@ from .server import HOST, check_port, create_app, start_site
 HELP = "serve the OpenAI-compatible emulator on 127.0.0.1"
 DESCRIPTION = (
     "Serve the OpenAI-compatible emulator on 127.0.0.1. Prints its URL on the first line, then "
-    "serves until interrupted, until the parent process exits, or, when its standard input is "
-    "a pipe, until that pipe closes."
+    "serves until interrupted or until the parent process exits."
 )
 
 _PARENT_POLL_S = 0.25
@@ -57,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip checking every realtime event against the openai package's types "
         "(default: check them)",
     )
+    parser.add_argument(
+        "--until-stdin-closes",
+        action="store_true",
+        help="also stop, cleaning up, when standard input closes: how a program that started "
+        "it stops it, as a signal may be ignored (SIGINT, in a job a script starts in the "
+        "background) or end it before its cleanup (SIGTERM)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     settings = EmulatorSettings(latency=latency, faults=faults, validate=not args.no_validate)
     try:
-        asyncio.run(_serve(settings, port))
+        asyncio.run(_serve(settings, port, until_stdin_closes=args.until_stdin_closes))
     except EmulatorError as e:
         print(f"notebook-agents emulator: {e}", file=sys.stderr)
         return 1
@@ -89,11 +93,11 @@ def _split_fault(raw: str) -> tuple[str, str]:
     return name, value
 
 
-async def _serve(settings: EmulatorSettings, port: int) -> None:
+async def _serve(settings: EmulatorSettings, port: int, *, until_stdin_closes: bool) -> None:
     parent = os.getppid()
     runner, bound = await start_site(create_app(settings), port)
     print(f"http://{HOST}:{bound}", flush=True)
-    ends = [_parent_exit(parent), *([_stdin_closed()] if _stdin_is_a_pipe() else [])]
+    ends = [_parent_exit(parent), *([_stdin_closed()] if until_stdin_closes else [])]
     waits = [asyncio.ensure_future(end) for end in ends]
     try:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -104,16 +108,8 @@ async def _serve(settings: EmulatorSettings, port: int) -> None:
         await runner.cleanup()
 
 
-def _stdin_is_a_pipe() -> bool:
-    with contextlib.suppress(OSError, ValueError):  # no standard input at all
-        return stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode)
-    return False
-
-
 async def _stdin_closed() -> None:
-    """Return once the pipe on stdin is closed: how ``emulator_process`` stops it, as a
-    signal cannot (a job a script starts in the background ignores SIGINT, as do its
-    children), so that it cleans up (the Gemini CA file) whoever started it."""
+    """Return once standard input is closed (``emulator_process`` closes its end)."""
     reader = asyncio.StreamReader()
     transport, _ = await asyncio.get_running_loop().connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), sys.stdin

@@ -21,7 +21,7 @@ async def emulator_process(*, validate: bool = True) -> AsyncIterator[str]:
     On exit the process is told to stop by closing its standard input (killed by its PID if it
     has not within 10 s); it also exits by itself if its parent dies.
     """
-    args = ["-m", "notebook_agents", "emulator", "--port", "0"]
+    args = ["-m", "notebook_agents", "emulator", "--port", "0", "--until-stdin-closes"]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         *args,
