@@ -59,9 +59,9 @@ $(LAB_DEFAULTS): $(INSTALLED)
 	@mkdir -p $(@D)
 	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' > $@
 
-# The VideoSDK environment (about 3 min and 1.4 GB the first time) builds in the background
-# while JupyterLab opens, logged to $(VS_LOG); its kernel shows up in JupyterLab once built.
-# One build at a time: a `make lab` or `make test` meanwhile waits for it, never starts another.
+# The VideoSDK environment (about 3 min and 1.4 GB the first time) builds in the background,
+# niced, while JupyterLab opens, logged to $(VS_LOG); its kernel shows up in JupyterLab once built.
+# One build at a time: a `make lab` meanwhile starts none, a `make test` waits for it to end.
 videosdk-beside:
 	@if $(MAKE) --no-print-directory -q $(VS_INSTALLED) 2>/dev/null; then :; \
 	elif kill -0 "$$(cat $(VS_BUILDER) 2>/dev/null)" 2>/dev/null; then \
