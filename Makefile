@@ -17,10 +17,21 @@ VS_TESTS := tests/test_videosdk_*.py tests/browser/test_videosdk_*.py
 # its package-lock.json pins, into its node_modules/ (git ignores it)
 VIEWERS := tests/browser/viewers
 VIEWERS_INSTALLED := $(VIEWERS)/node_modules/.installed
+# `make lab` builds it beside JupyterLab, not before: only notebook 07 needs it
+VS_LOG := $(VS_VENV)/build.log
+VS_BUILDER := $(VS_VENV)/build.pid
+# JupyterLab 4 asks "get notified about official Jupyter news?" whenever this setting is
+# unset, whatever --LabApp.news_url says (@jupyterlab/apputils-extension:announcements): a
+# default of Never here, offline as the rest; yours to change in the Settings Editor
+LAB_DEFAULTS := $(VENV)/share/jupyter/lab/settings/overrides.d/notebook-agents.json
+# The system packages the browser tests (chromium) and the device tests (JACK's dummy
+# backend, PortAudio) need, and nothing they recommend (jackd2 would bring qjackctl and Qt 6)
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab workspace test lint typecheck pytest pytest-videosdk chromium audio-devices viewers clean
+.PHONY: lab workspace videosdk-beside test lint typecheck pytest pytest-videosdk chromium \
+  audio-devices viewers clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +42,8 @@ $(INSTALLED): pyproject.toml
 # its kernel is offered in the main environment's JupyterLab (notebook 07 asks for it) and
 # in its own (the browser tests run JupyterLab from there)
 $(VS_INSTALLED): pyproject.toml $(INSTALLED)
+	@[ -n "$(VS_BESIDE_LAB)" ] || while kill -0 "$$(cat $(VS_BUILDER) 2>/dev/null)" 2>/dev/null; \
+	  do echo "waiting for make lab's build of $(VS_VENV) to end ($(VS_LOG))"; sleep 5; done
 	test -x $(VS_BIN)/python || $(PYTHON) -m venv $(VS_VENV)
 	$(VS_BIN)/python -m pip install --quiet --upgrade pip
 	$(VS_BIN)/python -m pip install --quiet -e '.[dev,videosdk]'
@@ -43,10 +56,26 @@ $(VS_INSTALLED): pyproject.toml $(INSTALLED)
 	@echo "  'Python (notebook-agents + VideoSDK)'"
 	touch $(VS_INSTALLED)
 
-# offline by default: no "get notified about Jupyter news?" toast over the views
-lab: $(INSTALLED) $(VS_INSTALLED) workspace
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(WORKSPACE) \
-	  --LabApp.news_url=None $(ALLOW_ROOT)
+lab: $(INSTALLED) $(LAB_DEFAULTS) workspace videosdk-beside
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(WORKSPACE) $(ALLOW_ROOT)
+
+$(LAB_DEFAULTS): $(INSTALLED)
+	@mkdir -p $(@D)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' > $@
+
+# The VideoSDK environment (about 3 min and 1.4 GB the first time) builds in the background,
+# niced, while JupyterLab opens, logged to $(VS_LOG); its kernel shows up in JupyterLab once built.
+# One build at a time: a `make lab` meanwhile starts none, a `make test` waits for it to end.
+videosdk-beside:
+	@if $(MAKE) --no-print-directory -q $(VS_INSTALLED) 2>/dev/null; then :; \
+	elif kill -0 "$$(cat $(VS_BUILDER) 2>/dev/null)" 2>/dev/null; then \
+	  echo "$(VS_VENV) (notebook 07's kernel) is still being built: tail -f $(VS_LOG)"; \
+	else \
+	  mkdir -p $(VS_VENV); \
+	  nice sh -c 'echo $$$$ > $(VS_BUILDER); $(MAKE) --no-print-directory $(VS_INSTALLED) \
+	    VS_BESIDE_LAB=1; status=$$?; rm -f $(VS_BUILDER); exit $$status' > $(VS_LOG) 2>&1 & \
+	  echo "building $(VS_VENV) for notebook 07 beside JupyterLab (about 3 min): tail -f $(VS_LOG)"; \
+	fi
 
 # A shipped notebook (and the agent and scenario files notebook 05 uses) is copied in only when
 # missing: yours are never overwritten (delete your copy to get the shipped one back).
@@ -79,18 +108,18 @@ pytest-videosdk: $(INSTALLED) $(VS_INSTALLED) chromium
 chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	    apt-get update -qq && $(APT_INSTALL) chromium; \
 	  else \
-	    echo "the browser tests need chromium: sudo apt-get install chromium" >&2; exit 1; \
+	    echo "the browser tests need chromium: sudo apt-get install --no-install-recommends chromium" >&2; exit 1; \
 	  fi; }
 
 # The device tests play and record through a real PortAudio device: JACK's dummy backend.
 audio-devices:
 	@command -v jackd >/dev/null && ldconfig -p | grep -q libportaudio || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jackd2 libportaudio2; \
+	    apt-get update -qq && $(APT_INSTALL) jackd2 libportaudio2; \
 	  else \
-	    echo "the device tests need JACK and PortAudio: sudo apt-get install jackd2 libportaudio2" >&2; exit 1; \
+	    echo "the device tests need JACK and PortAudio: sudo apt-get install --no-install-recommends jackd2 libportaudio2" >&2; exit 1; \
 	  fi; }
 
 viewers: $(VIEWERS_INSTALLED)
@@ -98,9 +127,9 @@ viewers: $(VIEWERS_INSTALLED)
 $(VIEWERS_INSTALLED): $(VIEWERS)/package-lock.json
 	@command -v npm >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; \
+	    apt-get update -qq && $(APT_INSTALL) npm; \
 	  else \
-	    echo "the trace viewer tests need npm: sudo apt-get install npm" >&2; exit 1; \
+	    echo "the trace viewer tests need npm: sudo apt-get install --no-install-recommends npm" >&2; exit 1; \
 	  fi; }
 	npm ci --prefix $(VIEWERS) --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@

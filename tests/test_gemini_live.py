@@ -7,7 +7,9 @@ import asyncio
 import os
 import socket
 import ssl
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,8 +32,10 @@ from notebook_agents.emulator import (
     LatencyModel,
     ParameterError,
 )
+from notebook_agents.emulator.gemini_live.tls import CA_FILE_PREFIX
 from notebook_agents.views._timeline_layout import describe
 
+from .kernel import Kernel
 from .test_readme import python_block, run
 
 KEY = "not-a-secret"
@@ -332,6 +336,71 @@ def test_the_ca_file_holds_the_emulators_authority_and_certifis_until_it_stops()
         certifis = ssl.create_default_context(cafile=certifi.where()).get_ca_certs()
         assert len(trusted) == len(certifis) + 1
     assert not path.exists()
+
+
+def test_a_kernel_shut_down_with_its_emulator_running_leaves_no_ca_file(tmp_path: Path) -> None:
+    """Shutting a kernel down or restarting it stops no emulator its cells started: their CA
+    file goes with the kernel's process all the same."""
+    with Kernel(env={**os.environ, "TMPDIR": str(tmp_path)}) as kernel:
+        kernel.run_ok("from notebook_agents.emulator import Emulator\nemu = Emulator().start()")
+        assert Path(kernel.eval("emu.gemini.ca_file")).is_file()
+    assert list(tmp_path.glob("*.pem")) == []
+
+
+DIES_WITH_ITS_EMULATOR = """
+import os
+from notebook_agents.emulator import Emulator
+print(Emulator().start().gemini.ca_file, flush=True)
+os._exit(0)  # as a kernel ends when its server is gone (ipykernel's parent poller), or killed
+"""
+
+
+def test_the_ca_file_of_a_process_that_died_goes_when_the_next_emulator_writes_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    died = subprocess.run(
+        [sys.executable, "-c", DIES_WITH_ITS_EMULATOR],
+        env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    left = Path(died.stdout.strip())
+    assert left.parent == tmp_path and left.is_file(), died.stderr  # nothing of it could run
+    living = tmp_path / f"{CA_FILE_PREFIX}{os.getpid()}-of-a-running-emulator.pem"
+    living.touch()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with Emulator() as emulator:
+        own = emulator.gemini.ca_file
+        assert own is not None and Path(own).is_file()
+        assert not left.exists() and living.exists()
+    assert list(tmp_path.glob("*.pem")) == [living]
+
+
+IN_THE_BACKGROUND_OF_A_SCRIPT = ["sh", "-c", 'trap "" INT; exec "$0" "$@"', sys.executable, "-c"]
+"""runs Python as a job that a script starts with ``&`` does: SIGINT ignored, and so in every
+process it starts (``make test`` from CI's script, say)"""
+
+CA_FILE_OF_AN_EMULATOR_PROCESS = """
+import asyncio
+from notebook_agents.emulator import GeminiEndpoint
+from notebook_agents.emulator.process import emulator_process
+
+async def main() -> None:
+    async with emulator_process() as url:
+        print((await asyncio.to_thread(GeminiEndpoint.of, url)).ca_file, flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_the_emulator_process_leaves_no_ca_file_where_interrupts_are_ignored(
+    tmp_path: Path,
+) -> None:
+    ran = subprocess.run(
+        [*IN_THE_BACKGROUND_OF_A_SCRIPT, CA_FILE_OF_AN_EMULATOR_PROCESS],
+        env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert Path(ran.stdout.strip()).parent == tmp_path  # it had one, there
+    assert list(tmp_path.glob("*.pem")) == []
 
 
 def test_an_endpoint_without_its_ca_file_names_where_to_get_one() -> None:

@@ -7,6 +7,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +64,9 @@ def test_notebook_is_stored_without_outputs(path: Path) -> None:
             assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
 
 
-@pytest.mark.timeout(120)
-def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: Path) -> None:
-    """In a clone, ``make lab`` seeds the folder it opens; Run All saves a shipped notebook
-    there with its outputs and the user adds one of theirs: ``make test``'s lint and notebook
-    checks still pass, run only the shipped notebooks, and git sees none of it."""
+def clone_with_lab_set_up(tmp_path: Path) -> Path:
+    """A git clone of this checkout whose ``.venv`` is set up; its jupyter, the one thing not
+    run, writes the arguments it was given to ``.venv/jupyter-args``."""
     clone = tmp_path / "clone"
     for name in git(ROOT, "ls-files").splitlines():  # the files as they are in this checkout
         if (ROOT / name).is_file():
@@ -74,12 +74,22 @@ def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: 
             shutil.copy(ROOT / name, clone / name)
     git(clone, "init", "--quiet")
     git(clone, "add", ".")
-    # the venv is set up; its jupyter, the one thing not run here, says where it would open
     jupyter = clone / ".venv" / "bin" / "jupyter"
     jupyter.parent.mkdir(parents=True)
     jupyter.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/../jupyter-args"\n')
     jupyter.chmod(0o755)
     (clone / ".venv" / ".installed").touch()
+    return clone
+
+
+@pytest.mark.timeout(300)  # ruff twice and pytest twice: a minute alone, more on a loaded machine
+def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: Path) -> None:
+    """In a clone, ``make lab`` seeds the folder it opens; Run All saves a shipped notebook
+    there with its outputs and the user adds one of theirs: ``make test``'s lint and notebook
+    checks still pass, run only the shipped notebooks, and git sees none of it."""
+    clone = clone_with_lab_set_up(tmp_path)
+    (clone / ".venv-videosdk").mkdir()  # set up too: nothing is built here
+    (clone / ".venv-videosdk" / ".installed").touch()
     make_lab = ["make", "--no-print-directory", "lab"]
     subprocess.run(make_lab, cwd=clone, check=True, capture_output=True)
     args = (clone / ".venv" / "jupyter-args").read_text()
@@ -100,7 +110,8 @@ def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: 
     for check in (["ruff", "check", "."], ["ruff", "format", "--check", "."]):
         ran = subprocess.run([str(bin_dir / check[0]), *check[1:]], cwd=clone, capture_output=True)
         assert ran.returncode == 0, ran.stdout.decode() + ran.stderr.decode()
-    pytest_run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    # the notebook checks use no fixture of conftest.py, whose imports (livekit's) cost most
+    pytest_run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--noconftest", "-q"]
     collected = subprocess.run(
         [*pytest_run, "--collect-only", "tests/test_notebooks.py"],
         cwd=clone, capture_output=True, text=True, check=True,
@@ -113,6 +124,83 @@ def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: 
     )  # fmt: skip
     assert checks.returncode == 0 and f"{len(SHIPPED) + 1} passed" in checks.stdout, checks.stdout
     assert git(clone, "status", "--porcelain", "--untracked-files=all").count("??") == 0
+
+
+HELD_PYTHON = """#!/bin/sh
+echo "$@" >> "$0.calls"
+until [ -e "$0.released" ]; do sleep 0.1; done
+exit 1
+"""
+"""the interpreter the VideoSDK environment is built with: it records each call, holds until
+the test releases it, then fails"""
+
+
+def test_make_lab_opens_jupyterlab_while_the_videosdk_environment_builds_beside_it(
+    tmp_path: Path,
+) -> None:
+    """Only notebook 07 needs ``.venv-videosdk`` (minutes and 1.4 GB to build): ``make lab``
+    starts JupyterLab without waiting for it and builds it in the background, logged. One
+    build at a time: a second ``make lab`` meanwhile starts none, ``make test`` waits for it.
+    JupyterLab opens with no question about fetching Jupyter's news (shown whenever the
+    setting is unset)."""
+    clone = clone_with_lab_set_up(tmp_path)
+    python = tmp_path / "python"
+    python.write_text(HELD_PYTHON)
+    python.chmod(0o755)
+    calls, released = tmp_path / "python.calls", tmp_path / "python.released"
+    builder = clone / ".venv-videosdk" / "build.pid"
+    make = ["make", "--no-print-directory", f"PYTHON={python}"]
+    waiting: subprocess.Popen[str] | None = None
+    try:
+        opened = subprocess.run([*make, "lab"], cwd=clone, capture_output=True, text=True)
+        assert opened.returncode == 0, opened.stdout + opened.stderr
+        assert (clone / ".venv" / "jupyter-args").is_file()  # JupyterLab started
+        assert "tail -f .venv-videosdk/build.log" in opened.stdout
+        wait_until(lambda: calls.is_file(), "the VideoSDK environment's build started")
+        again = subprocess.run([*make, "lab"], cwd=clone, capture_output=True, text=True)
+        assert again.returncode == 0 and "still being built" in again.stdout, again.stdout
+        waiting = subprocess.Popen(  # what make test's VideoSDK suite needs first
+            [*make, ".venv-videosdk/.installed"],
+            cwd=clone, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        assert waiting.stdout is not None
+        assert "waiting for make lab's build" in waiting.stdout.readline()
+    finally:
+        released.touch()
+        if waiting is not None:
+            waited = waiting.communicate(timeout=60)[0]
+    wait_until(lambda: not builder.exists(), "the build beside JupyterLab ended")
+    assert "-m venv .venv-videosdk" in (clone / ".venv-videosdk" / "build.log").read_text()
+    # then make test's build ran: one after the other, never two at once
+    assert waiting is not None and waiting.returncode != 0, waited
+    assert "-m venv .venv-videosdk" in waited, waited
+    assert calls.read_text().splitlines() == ["-m venv .venv-videosdk"] * 2
+    # the announcements plugin asks "get notified about official Jupyter news?" while "none"
+    notification = lab_setting(clone / ".venv", "@jupyterlab/apputils-extension:notification")
+    assert notification["fetchNews"] == "false"
+
+
+def lab_setting(venv: Path, plugin: str) -> dict[str, Any]:
+    """The settings of JupyterLab's ``plugin`` that ``venv``'s JupyterLab gives its front end
+    (its schema's defaults, as the venv's overrides change them; no user's), as
+    jupyterlab_server makes them."""
+    from jupyterlab.commands import get_app_dir  # type: ignore[import-untyped]
+    from jupyterlab_server.settings_utils import get_settings
+
+    app_dir = Path(get_app_dir())
+    settings = venv / app_dir.relative_to(sys.prefix) / "settings"
+    found, _ = get_settings(
+        str(settings), str(app_dir / "schemas"), str(venv / "no-user-settings"), plugin
+    )
+    defaults = {name: field["default"] for name, field in found["schema"]["properties"].items()}
+    return {**defaults, **found["settings"]}
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:g} s: {what}"
+        time.sleep(0.05)  # polling a file another process writes: no event to wait on
 
 
 def git(repo: Path, *args: str) -> str:

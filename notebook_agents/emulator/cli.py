@@ -1,4 +1,5 @@
-"""``notebook-agents emulator``: the emulator as its own process, until interrupted or orphaned."""
+"""``notebook-agents emulator``: the emulator as its own process, until interrupted, orphaned,
+or (``--until-stdin-closes``) its standard input closes."""
 
 from __future__ import annotations
 
@@ -53,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip checking every realtime event against the openai package's types "
         "(default: check them)",
     )
+    parser.add_argument(
+        "--until-stdin-closes",
+        action="store_true",
+        help="also stop, cleaning up, when standard input closes: how a program that started "
+        "it stops it, as a signal may be ignored (SIGINT, in a job a script starts in the "
+        "background) or end it before its cleanup (SIGTERM)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     settings = EmulatorSettings(latency=latency, faults=faults, validate=not args.no_validate)
     try:
-        asyncio.run(_serve(settings, port))
+        asyncio.run(_serve(settings, port, until_stdin_closes=args.until_stdin_closes))
     except EmulatorError as e:
         print(f"notebook-agents emulator: {e}", file=sys.stderr)
         return 1
@@ -85,14 +93,32 @@ def _split_fault(raw: str) -> tuple[str, str]:
     return name, value
 
 
-async def _serve(settings: EmulatorSettings, port: int) -> None:
+async def _serve(settings: EmulatorSettings, port: int, *, until_stdin_closes: bool) -> None:
     parent = os.getppid()
     runner, bound = await start_site(create_app(settings), port)
     print(f"http://{HOST}:{bound}", flush=True)
+    ends = [_parent_exit(parent), *([_stdin_closed()] if until_stdin_closes else [])]
+    waits = [asyncio.ensure_future(end) for end in ends]
     try:
-        await _parent_exit(parent)
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
         await runner.cleanup()
+
+
+async def _stdin_closed() -> None:
+    """Return once standard input is closed (``emulator_process`` closes its end)."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), sys.stdin
+    )
+    try:
+        while await reader.read(4096):
+            pass
+    finally:
+        transport.close()
 
 
 async def _parent_exit(parent: int) -> None:

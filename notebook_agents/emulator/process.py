@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,13 +18,15 @@ _STOP_TIMEOUT_S = 10.0
 async def emulator_process(*, validate: bool = True) -> AsyncIterator[str]:
     """Start ``python -m notebook_agents emulator --port 0``; yields its ``http://127.0.0.1:PORT``.
 
-    The process is ended (by its PID) on exit; it also exits by itself if its parent dies.
+    On exit the process is told to stop by closing its standard input (killed by its PID if it
+    has not within 10 s); it also exits by itself if its parent dies.
     """
-    args = ["-m", "notebook_agents", "emulator", "--port", "0"]
+    args = ["-m", "notebook_agents", "emulator", "--port", "0", "--until-stdin-closes"]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         *args,
         *([] if validate else ["--no-validate"]),
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
     try:
@@ -36,9 +37,11 @@ async def emulator_process(*, validate: bool = True) -> AsyncIterator[str]:
         yield url
     finally:
         if process.returncode is None:
-            # Ctrl-C's signal: asyncio.run cancels the server, whose cleanup runs (it removes
-            # the Gemini CA file); SIGTERM would end it before any cleanup
-            process.send_signal(signal.SIGINT)
+            # it stops and cleans up (removes the Gemini CA file) once its stdin closes; a
+            # signal could be ignored (SIGINT, in a job a script starts in the background)
+            # or end it before any cleanup (SIGTERM)
+            assert process.stdin is not None
+            process.stdin.close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(process.wait(), _STOP_TIMEOUT_S)
             if process.returncode is None:

@@ -6,9 +6,12 @@ google-genai builds the Live API's URL with ``wss://`` whenever it is given an A
 emulator only over TLS. The authority is ``trustme``'s, a library made for test CAs; a client
 trusts it by its PEM (``client.GeminiEndpoint``), never through the system's store; a process
 configured by the environment alone trusts it through ``SSL_CERT_FILE``, a file the site
-writes (the CA, then certifi's bundle) and removes when the emulator stops. The site starts
-the first time it is asked for (``GET /emulator/gemini`` on the plain port), so an emulator
-nobody reaches from Gemini makes no certificate and needs no ``trustme``.
+writes (the CA, then certifi's bundle). The file goes when the emulator stops, when its
+process exits without stopping it (a kernel shut down or restarted), and, for a process that
+could not (killed, or ended by ``os._exit`` as a kernel whose server died is), when the next
+emulator writes its own: its name holds the PID of the process it belongs to. The site
+starts the first time it is asked for (``GET /emulator/gemini`` on the plain port), so an
+emulator nobody reaches from Gemini makes no certificate and needs no ``trustme``.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import contextlib
 import os
 import ssl
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
+import psutil
 from aiohttp import web
 
 from ..errors import EmulatorError
@@ -28,6 +33,8 @@ from ..errors import EmulatorError
 GEMINI_EXTRA = "pip install 'notebook-agents[gemini]'"
 INFO_PATH = "/emulator/gemini"
 """where the plain port tells a client the TLS site's URL and CA (started on first ask)"""
+CA_FILE_PREFIX = "notebook-agents-gemini-ca-"
+"""a CA file's name in the temp dir: this, the PID of its emulator's process, a dash"""
 
 
 class TlsSite:
@@ -39,6 +46,8 @@ class TlsSite:
         """set once the app serves: the TLS site is a second site of its runner"""
         self.ca_file: str | None = None
         """the CA (and certifi's bundle) for ``SSL_CERT_FILE``, once started; removed on stop"""
+        self._ca_file_removal: weakref.finalize[[str], TlsSite] | None = None
+        """removes ``ca_file`` once: on stop, or when this process exits without one"""
         self._info: dict[str, Any] | None = None
         self._lock = asyncio.Lock()
 
@@ -70,25 +79,42 @@ class TlsSite:
         port = int(server.sockets[0].getsockname()[1])
         ca_pem = authority.cert_pem.bytes().decode()
         self.ca_file = await asyncio.to_thread(_write_ca_file, ca_pem, certifi.where())
+        # weakref.finalize runs at the interpreter's exit too (atexit): a kernel shut down
+        # with the emulator running leaves no file, although its thread never stopped
+        self._ca_file_removal = weakref.finalize(self, _remove_file, self.ca_file)
         return {"url": f"https://{self.host}:{port}", "ca_pem": ca_pem, "ca_file": self.ca_file}
 
     def remove_ca_file(self) -> None:
         """Remove the CA file, if written (a client started after this trusts nothing here)."""
-        if self.ca_file is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.ca_file)
-            self.ca_file = None
+        if self._ca_file_removal is not None:
+            self._ca_file_removal()
+            self._ca_file_removal = self.ca_file = None
 
 
 def _write_ca_file(ca_pem: str, certifi_bundle: str) -> str:
     """A new file holding ``ca_pem`` then certifi's bundle; its path."""
+    _remove_orphaned_ca_files()
     # SSL_CERT_FILE replaces a process's trust file: certifi's authorities (google-genai's
     # default, _api_client.py _ensure_websocket_ssl_ctx) stay trusted beside the emulator's
     bundle = ca_pem + Path(certifi_bundle).read_text()
-    handle, name = tempfile.mkstemp(prefix="notebook-agents-gemini-ca-", suffix=".pem")
+    handle, name = tempfile.mkstemp(prefix=f"{CA_FILE_PREFIX}{os.getpid()}-", suffix=".pem")
     with os.fdopen(handle, "w") as file:
         file.write(bundle)
     return name
+
+
+def _remove_orphaned_ca_files() -> None:
+    """Remove the CA files whose process is gone without removing its own."""
+    for path in Path(tempfile.gettempdir()).glob(f"{CA_FILE_PREFIX}*-*.pem"):
+        owner = path.name.removeprefix(CA_FILE_PREFIX).split("-", 1)[0]
+        if owner.isdigit() and not psutil.pid_exists(int(owner)):
+            _remove_file(str(path))
+
+
+def _remove_file(path: str) -> None:
+    # another process may have removed it first; another user's file is not ours to remove
+    with contextlib.suppress(FileNotFoundError, PermissionError):
+        os.unlink(path)
 
 
 TLS_SITE_KEY = web.AppKey("tls_site", TlsSite)
