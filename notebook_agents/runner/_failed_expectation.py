@@ -32,14 +32,13 @@ from livekit.agents import (
 
 from .. import _livekit_internals as livekit
 from ..trace import Trace, TraceEvent, agent_label
+from ._shown_errors import handle_in_ipython, show_cut
 
 _LIVEKIT = str(Path(livekit_agents.__file__).parent)
 _traces: weakref.WeakKeyDictionary[RunResult[Any], weakref.ref[Trace]] = weakref.WeakKeyDictionary()
 """each run's trace, held weakly both ways: a trace reaches its results (through its reader,
 livekit's session and activity), so a strong value would keep every stopped runner alive"""
 _traces_lock = threading.Lock()
-_installed: weakref.WeakSet[Any] = weakref.WeakSet()
-"""IPython shells the handler is installed in"""
 
 
 def remember(result: RunResult[Any], trace: Trace) -> None:
@@ -50,56 +49,34 @@ def remember(result: RunResult[Any], trace: Trace) -> None:
 
 def install() -> None:
     """Show failed expectations readably in this IPython shell, if there is one (once)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is None or shell in _installed or not hasattr(shell, "set_custom_exc"):
-        return
-    handled: tuple[type[BaseException], ...] = tuple(shell.custom_exceptions)
-    earlier = shell.CustomTB if handled else None  # another package's handler is kept
-    shell.set_custom_exc((*handled, AssertionError), _handler(earlier, handled))
-    _installed.add(shell)
+    handle_in_ipython(AssertionError, _shown_as_a_table)
 
 
-def _handler(earlier: Any, handled: tuple[type[BaseException], ...]) -> Any:
-    """IPython's custom exception handler: it shows the error itself (the cell's run ignores
-    what it returns)."""
+def _shown_as_a_table(
+    shell: Any,
+    etype: type[BaseException],
+    value: BaseException,
+    tb: types.TracebackType | None,
+    tb_offset: int | None,
+) -> bool:
+    """The turn's events above the user's frames and livekit's reason; only an
+    ``AssertionError`` livekit's ``RunAssert`` raised (False: any other)."""
+    failed = livekit.failed_expectation(tb)
+    if failed is None:
+        return False
+    events, marked = failed
+    report = FailedExpectation(
+        _expectation_line(tb), str(value).split("\nContext around failure:")[0],
+        events, marked, _trace_of(events),
+    )  # fmt: skip
+    from IPython.display import display
 
-    def show(
-        shell: Any,
-        etype: type[BaseException],
-        value: BaseException,
-        tb: types.TracebackType | None,
-        tb_offset: int | None = None,
-    ) -> None:
-        failed = livekit.failed_expectation(tb)
-        if failed is None:
-            if earlier is not None and issubclass(etype, handled):
-                earlier(etype, value, tb, tb_offset)
-            else:
-                shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
-            return
-        events, marked = failed
-        report = FailedExpectation(
-            _expectation_line(tb), str(value).split("\nContext around failure:")[0],
-            events, marked, _trace_of(events),
-        )  # fmt: skip
-        from IPython.display import display
-
-        display(report)  # type: ignore[no-untyped-call]
-        # shown: the user's frames and livekit's reason; the error sent is livekit's own
-        # (its name and full text, for nbclient and papermill)
-        short = etype(f"{report.reason} (the turn's events are shown above)")
-        stb = shell.InteractiveTB.structured_traceback(
-            etype, short, _without_livekit(tb), tb_offset
-        )
-        # IPython's custom-exception path leaves sys.last_* unset: %tb and %debug need them
-        shell._get_exc_info((etype, value, tb))
-        shell._showtraceback(etype, value, stb)
-
-    return show
+    display(report)  # type: ignore[no-untyped-call]
+    # shown: the user's frames and livekit's reason; the error sent is livekit's own (its
+    # name and full text, for nbclient and papermill)
+    short = etype(f"{report.reason} (the turn's events are shown above)")
+    show_cut(shell, (etype, value, tb), short, _user_frames(tb), tb_offset)
+    return True
 
 
 def _trace_of(events: list[RunEvent]) -> Trace | None:
@@ -125,14 +102,6 @@ def _expectation_line(tb: types.TracebackType | None) -> str:
     last = frames[-1]
     summary = traceback.extract_tb(last, limit=1)
     return (summary[0].line or "") if summary else ""
-
-
-def _without_livekit(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """The traceback through the user's frames only (livekit's are its assertion plumbing)."""
-    chained = None
-    for frame in reversed(_user_frames(tb)):
-        chained = types.TracebackType(chained, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
-    return chained
 
 
 @dataclass

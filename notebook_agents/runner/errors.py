@@ -10,18 +10,16 @@ whole), and every other exception is shown as before.
 from __future__ import annotations
 
 import os
-import sys
 import types
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ._shown_errors import handle_in_ipython, show_cut
 
 if TYPE_CHECKING:
     from ..trace import TraceEvent
 
 _PACKAGE = str(Path(__file__).parents[1]) + os.sep
-_showing: weakref.WeakSet[Any] = weakref.WeakSet()
-"""IPython shells that show ``RunnerError`` without the package's frames"""
 
 
 class RunnerError(RuntimeError):
@@ -29,50 +27,23 @@ class RunnerError(RuntimeError):
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args)
-        _show_without_our_frames()
+        handle_in_ipython(RunnerError, _shown_from_the_users_frames)
 
 
-def _show_without_our_frames() -> None:
-    """In this IPython shell, if there is one (once), show ``RunnerError`` from the user's
-    frames only; another package's handler of its own errors is kept."""
-    ipython = sys.modules.get("IPython")  # never imported here: a script has no shell
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or shell in _showing or not hasattr(shell, "set_custom_exc"):
-        return
-    _showing.add(shell)
-    handled: tuple[type[BaseException], ...] = tuple(shell.custom_exceptions)
-    earlier = shell.CustomTB if handled else None
-    shell.set_custom_exc((*handled, RunnerError), _handler(earlier, handled))
-
-
-def _handler(earlier: Any, handled: tuple[type[BaseException], ...]) -> Any:
-    def show(
-        shell: Any,
-        etype: type[BaseException],
-        value: BaseException,
-        tb: types.TracebackType | None,
-        tb_offset: int | None = None,
-    ) -> None:
-        if not issubclass(etype, RunnerError):
-            earlier(etype, value, tb, tb_offset)  # only what the earlier handler took
-            return
-        shell._get_exc_info((etype, value, tb))  # kept whole for %tb and %debug, as IPython does
-        stb = shell.InteractiveTB.structured_traceback(etype, value, _users(tb), tb_offset)
-        shell._showtraceback(etype, value, stb)
-
-    return show
-
-
-def _users(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """The traceback down to the user's call into the package (its frames cut off)."""
-    frames = []
-    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
-        frames.append(tb)
-        tb = tb.tb_next
-    chained = None
-    for frame in reversed(frames):
-        chained = types.TracebackType(chained, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
-    return chained
+def _shown_from_the_users_frames(
+    shell: Any,
+    etype: type[BaseException],
+    value: BaseException,
+    tb: types.TracebackType | None,
+    tb_offset: int | None,
+) -> bool:
+    """Down to the user's call into the package (its frames cut off)."""
+    frames, frame = [], tb
+    while frame is not None and not frame.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+        frames.append(frame)
+        frame = frame.tb_next
+    show_cut(shell, (etype, value, tb), value, frames, tb_offset)
+    return True
 
 
 class TurnError(RunnerError):
