@@ -45,15 +45,23 @@ SAME_MOMENT = 0.02
 apart by the code between them, which a loaded machine stretches: the issue's 20 ms"""
 
 
-def spoken_trace(server: AgentServer, words: str) -> Trace:
-    """The trace of a runner that took one spoken turn, on a loop of its own."""
+def spoken_trace(
+    server: AgentServer, *words: str, greeting: bool = False, typed: str | None = None
+) -> Trace:
+    """The trace of a runner that took each of ``words`` spoken (after its greeting, if
+    ``greeting``), then ``typed`` if given, on a loop of its own."""
 
     async def run() -> Trace:
         runner = NotebookRunner(server, audio=True)
         runner.start()
         try:
             await runner.ready()
-            await runner.send_audio(synthesize(words))
+            if greeting:
+                await runner.greeting()
+            for said in words:
+                await runner.send_audio(synthesize(said))
+            if typed is not None:
+                await runner.send_text(typed)
         finally:
             runner.stop()
         return runner.trace
@@ -130,26 +138,12 @@ def pharmacy_server(emulator: Emulator, *, preemptive_tts: bool = False) -> Agen
 def pharmacy_trace(emulator: Emulator, *words: str, preemptive_tts: bool = False) -> Trace:
     """The trace of the Pharmacy's greeting, then each of ``words`` spoken, then the tool
     asked for by typing."""
-
-    async def run() -> Trace:
-        runner = NotebookRunner(
-            pharmacy_server(emulator, preemptive_tts=preemptive_tts), audio=True
-        )
-        runner.start()
-        try:
-            await runner.ready()
-            await runner.greeting()
-            for said in words:
-                await runner.send_audio(synthesize(said))
-            await runner.send_text("refill prescription medication=aspirin quantity=30")
-        finally:
-            runner.stop()
-        return runner.trace
-
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
-            env.delenv(name, raising=False)
-        return asyncio.run(run())
+    return spoken_trace(
+        pharmacy_server(emulator, preemptive_tts=preemptive_tts),
+        *words,
+        greeting=True,
+        typed="refill prescription medication=aspirin quantity=30",
+    )
 
 
 @pytest.fixture(scope="module")
