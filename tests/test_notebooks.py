@@ -91,7 +91,7 @@ def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: 
     (clone / ".venv-videosdk").mkdir()  # set up too: nothing is built here
     (clone / ".venv-videosdk" / ".installed").touch()
     make_lab = ["make", "--no-print-directory", "lab"]
-    subprocess.run(make_lab, cwd=clone, check=True, capture_output=True)
+    subprocess.run(make_lab, cwd=clone, check=True, capture_output=True, env=SHELL_ENV)
     args = (clone / ".venv" / "jupyter-args").read_text()
     opened = clone / re.search(r"--ServerApp\.root_dir=(\S+)", args)[1]  # type: ignore[index]
     assert sorted(path.name for path in opened.glob("*.ipynb")) == list(SHIPPED)
@@ -103,7 +103,9 @@ def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: 
     mine = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import sys,os\nx=1")])
     mine.cells[0].execution_count = 1
     nbformat.write(mine, opened / "mine.ipynb")
-    subprocess.run(make_lab, cwd=clone, check=True, capture_output=True)  # again, next morning
+    subprocess.run(
+        make_lab, cwd=clone, check=True, capture_output=True, env=SHELL_ENV
+    )  # again, next morning
     assert nbformat.read(opened / SHIPPED[0], as_version=4) == executed  # never overwritten
 
     bin_dir = Path(sys.executable).parent
@@ -124,6 +126,11 @@ def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: 
     )  # fmt: skip
     assert checks.returncode == 0 and f"{len(SHIPPED) + 1} passed" in checks.stdout, checks.stdout
     assert git(clone, "status", "--porcelain", "--untracked-files=all").count("??") == 0
+
+
+SHELL_ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+"""make as typed in a shell: not a sub-make of the make running these tests (`make test`'s
+jobserver, which it cannot reach, and its --output-sync, which holds output back)"""
 
 
 HELD_PYTHON = """#!/bin/sh
@@ -152,16 +159,20 @@ def test_make_lab_opens_jupyterlab_while_the_videosdk_environment_builds_beside_
     make = ["make", "--no-print-directory", f"PYTHON={python}"]
     waiting: subprocess.Popen[str] | None = None
     try:
-        opened = subprocess.run([*make, "lab"], cwd=clone, capture_output=True, text=True)
+        opened = subprocess.run(
+            [*make, "lab"], cwd=clone, capture_output=True, text=True, env=SHELL_ENV
+        )
         assert opened.returncode == 0, opened.stdout + opened.stderr
         assert (clone / ".venv" / "jupyter-args").is_file()  # JupyterLab started
         assert "tail -f .venv-videosdk/build.log" in opened.stdout
         wait_until(lambda: calls.is_file(), "the VideoSDK environment's build started")
-        again = subprocess.run([*make, "lab"], cwd=clone, capture_output=True, text=True)
+        again = subprocess.run(
+            [*make, "lab"], cwd=clone, capture_output=True, text=True, env=SHELL_ENV
+        )
         assert again.returncode == 0 and "still being built" in again.stdout, again.stdout
         waiting = subprocess.Popen(  # what make test's VideoSDK suite needs first
             [*make, ".venv-videosdk/.installed"],
-            cwd=clone, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=clone, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=SHELL_ENV,
         )  # fmt: skip
         assert waiting.stdout is not None
         assert "waiting for make lab's build" in waiting.stdout.readline()

@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also stop, cleaning up, when standard input closes: how a program that started "
         "it stops it, as a signal may be ignored (SIGINT, in a job a script starts in the "
-        "background) or end it before its cleanup (SIGTERM)",
+        "background) or end it before its cleanup (SIGTERM) (default: stop on a signal only)",
     )
 
 
