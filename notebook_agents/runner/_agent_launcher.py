@@ -61,9 +61,9 @@ def main(argv: list[str]) -> int:
 
 
 def _watch(lifeline: int, agent: int) -> None:
-    # the group's SIGTERM is for the agent; the watcher ends with the group's SIGKILL
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the group's SIGTERM (and a terminal's SIGINT) is for the agent: blocked here, no handler
+    # installed; the watcher ends with the group's SIGKILL
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     os.closerange(0, 3)  # the watcher prints nothing into the agent's output
     exit_fd = _exit_descriptor(agent)
     waits = [lifeline] if exit_fd is None else [lifeline, exit_fd]
