@@ -31,7 +31,7 @@ APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-instal
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab workspace videosdk-beside test lint typecheck pytest pytest-browser pytest-others \
-  pytest-videosdk chromium audio-devices viewers clean
+  pytest-browser-then-videosdk pytest-videosdk chromium audio-devices viewers clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -86,11 +86,15 @@ workspace:
 	done
 	@echo "JupyterLab opens $(WORKSPACE)/: your copies of notebooks/ and your own notebooks (git ignores them)"
 
-# The suites two at a time: the main suite's browser tests and its others (each mostly waits
-# on real-time audio, a browser or a kernel: one stream left this 2-core machine's load under 1
-# and took 27 min), then the VideoSDK suite in its environment (set up when a slot frees)
+# Two streams at once (the suites mostly wait on real-time audio, a browser or a kernel: one
+# stream left this 2-core machine's load under 1 and took 27 min): the main suite's tests but
+# its browser ones, the longest; beside them its browser tests, then the VideoSDK suite in its
+# environment (set up then)
 test: lint typecheck chromium audio-devices viewers
-	$(MAKE) --no-print-directory -j2 --output-sync=line pytest-browser pytest-others pytest-videosdk
+	$(MAKE) --no-print-directory -j2 --output-sync=line pytest-others pytest-browser-then-videosdk
+
+pytest-browser-then-videosdk: pytest-browser
+	$(MAKE) --no-print-directory pytest-videosdk
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
