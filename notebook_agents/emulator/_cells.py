@@ -34,8 +34,8 @@ _PACKAGE = __name__.partition(".")[0]
 
 # per call site: the code of the run that started there, and the emulators it started
 _started: dict[Site, tuple[CodeType, list[Emulator]]] = {}
-# replaced emulators still serving agents (and where), until one of those is heard from or
-# all have left
+# replaced emulators still serving agents (and where), until one of those is answered or all
+# have left
 _serving: list[tuple[Emulator, str]] = []
 
 
@@ -72,7 +72,7 @@ def _report_use(*_: Any) -> None:
     """After a cell: a replaced emulator that answered an agent since is named, once; one that
     has stopped (its agents all left) is forgotten."""
     for emulator, url in list(_serving):
-        if emulator.running and not emulator._heard_since_replaced():
+        if emulator.running and not emulator._answered_since_replaced():
             continue
         _serving.remove((emulator, url))
         if emulator.running:

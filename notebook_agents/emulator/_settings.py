@@ -25,6 +25,32 @@ CONNECTIONS_KEPT = 100
 ~10 kB for each typed call's log, so 1,000 kept grew a notebook by ~10 MB"""
 
 
+SETUP_ACKNOWLEDGEMENTS = frozenset(
+    {
+        # OpenAI Realtime: the client's session, conversation items and audio buffer
+        "session.created",
+        "session.updated",
+        "transcription_session.created",
+        "transcription_session.updated",
+        "conversation.item.created",
+        "conversation.item.added",
+        "conversation.item.done",
+        "conversation.item.deleted",
+        "conversation.item.truncated",
+        "conversation.item.retrieved",
+        "input_audio_buffer.cleared",
+        "input_audio_buffer.committed",
+        # Gemini Live
+        "setupComplete",
+        # LiveKit Inference STT and TTS
+        "session.finalized",
+        "session.closed",
+    }
+)
+"""what the emulator sends back to a client setting itself up, not an answer: an agent's
+plugin sends such updates on its own (livekit's session.update can come late in a start)"""
+
+
 @dataclass
 class ConnectionLog:
     """One client connection (websocket or HTTP request): its settings and timed events."""
@@ -39,15 +65,16 @@ class ConnectionLog:
     """a Realtime connection's conversation, as the model sees it"""
     session_id: str | None = None
     """a Realtime connection's session id, as its ``session.created`` gave it"""
-    last_heard: float = -math.inf
-    """when the client last sent something (perf_counter): read from any thread"""
+    last_answered: float = -math.inf
+    """when the emulator last answered the client (perf_counter), anything it sent but
+    ``SETUP_ACKNOWLEDGEMENTS``: read from any thread"""
 
     def record(self, direction: str, event_type: str) -> None:
         now = time.perf_counter()
         # interned: the types are few, a long call's records many
         self.events.append((now, direction, sys.intern(event_type)))
-        if direction == "in":
-            self.last_heard = now
+        if direction == "out" and event_type not in SETUP_ACKNOWLEDGEMENTS:
+            self.last_answered = now
 
     def types(self, direction: str) -> list[str]:
         return [kind for _, d, kind in self.events if d == direction]

@@ -433,12 +433,12 @@ class Emulator(StartStop):
             await site.stop()  # closes the listening socket only
         self._app[OPEN_CONNECTIONS_KEY].when_none(self._stopped.set)
 
-    def _heard_since_replaced(self) -> bool:
-        """Whether a client sent anything after a re-run of its cell replaced it: an agent
-        still uses it. From any thread."""
+    def _answered_since_replaced(self) -> bool:
+        """Whether it answered a client after a re-run of its cell replaced it: an agent still
+        uses it (one only setting itself up does not). From any thread."""
         replaced = self._replaced_at
         logs = list(self.settings.connections)  # one step: the server's thread appends
-        return replaced is not None and any(log.last_heard > replaced for log in logs)
+        return replaced is not None and any(log.last_answered > replaced for log in logs)
 
     def _start_thread(self) -> None:
         """Start the server thread; returns once the port is bound, else raises its error."""
