@@ -33,10 +33,12 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: lab workspace videosdk-beside test lint typecheck pytest pytest-browser pytest-others \
   pytest-browser-then-videosdk pytest-videosdk chromium audio-devices viewers clean
 
+# uv installs what pip would, from PyPI, in a fifth of the time (downloads in parallel; pip
+# took 65 s of the 73 s a fresh clone's `make lab` waited for the first notebook)
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
 	touch $(INSTALLED)
 
 # its kernel is offered in the main environment's JupyterLab (notebook 07 asks for it) and
@@ -45,8 +47,8 @@ $(VS_INSTALLED): pyproject.toml $(INSTALLED)
 	@[ -n "$(VS_BESIDE_LAB)" ] || while kill -0 "$$(cat $(VS_BUILDER) 2>/dev/null)" 2>/dev/null; \
 	  do echo "waiting for make lab's build of $(VS_VENV) to end ($(VS_LOG))"; sleep 5; done
 	test -x $(VS_BIN)/python || $(PYTHON) -m venv $(VS_VENV)
-	$(VS_BIN)/python -m pip install --quiet --upgrade pip
-	$(VS_BIN)/python -m pip install --quiet -e '.[dev,videosdk]'
+	$(VS_BIN)/python -m pip install --quiet uv
+	$(VS_BIN)/uv pip install --quiet --python $(VS_BIN)/python -e '.[dev,videosdk]'
 	$(VS_BIN)/python -m ipykernel install --sys-prefix --name $(VS_KERNEL) \
 	  --display-name "Python (notebook-agents + VideoSDK)" >/dev/null
 	$(BIN)/jupyter kernelspec install --prefix $(VENV) \
