@@ -65,7 +65,7 @@ $(LAB_DEFAULTS): $(INSTALLED)
 	@mkdir -p $(@D)
 	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' > $@
 
-# The VideoSDK environment (about 3 min and 1.4 GB the first time) builds in the background,
+# The VideoSDK environment (about 40 s and 1.4 GB the first time) builds in the background,
 # niced, while JupyterLab opens, logged to $(VS_LOG); its kernel shows up in JupyterLab once built.
 # One build at a time: a `make lab` meanwhile starts none, a `make test` waits for it to end.
 videosdk-beside:
@@ -76,7 +76,7 @@ videosdk-beside:
 	  mkdir -p $(VS_VENV); \
 	  nice sh -c 'echo $$$$ > $(VS_BUILDER); $(MAKE) --no-print-directory $(VS_INSTALLED) \
 	    VS_BESIDE_LAB=1; status=$$?; rm -f $(VS_BUILDER); exit $$status' > $(VS_LOG) 2>&1 & \
-	  echo "building $(VS_VENV) for notebook 07 beside JupyterLab (about 3 min): tail -f $(VS_LOG)"; \
+	  echo "building $(VS_VENV) for notebook 07 beside JupyterLab (about 40 s): tail -f $(VS_LOG)"; \
 	fi
 
 # A shipped notebook (and the agent and scenario files notebook 05 uses) is copied in only when
