@@ -1,4 +1,4 @@
-"""The VideoSDK examples of docs/frameworks.md and the README run as written (their top-level
+"""The VideoSDK examples of docs/frameworks.md run as written (their top-level
 awaits, as in a notebook cell)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ async def run_cells(code: str, path: Path, names: dict[str, Any]) -> None:
 
 
 async def test_the_frameworks_page_example_hands_off_and_records_the_call() -> None:
-    (code,) = blocks(DOC)
+    (code,) = [block for block in blocks(DOC) if "class FrontDesk(Agent)" in block]
     names: dict[str, Any] = {"__name__": "frameworks_doc"}
     try:
         await run_cells(code, DOC, names)
@@ -44,15 +44,15 @@ async def test_the_frameworks_page_example_hands_off_and_records_the_call() -> N
         await runner.send_text("hello")
 
 
-async def test_the_readmes_videosdk_example_checks_a_turn_and_speaks_one() -> None:
-    (code,) = [block for block in blocks(ROOT / "README.md") if "VideoSDKRunner(" in block]
+async def test_the_checking_example_checks_a_turn_and_speaks_one() -> None:
+    (code,) = [block for block in blocks(DOC) if "synthesize(" in block]
     names: dict[str, Any] = {
-        "__name__": "readme",
+        "__name__": "frameworks_doc",
         "entrypoint": videosdk_agents.spoken_entrypoint,
         "Billing": videosdk_agents.Billing,
     }
     with Emulator() as names["emu"]:
-        await run_cells(code, ROOT / "README.md", names)
+        await run_cells(code, DOC, names)
     trace = names["runner"].trace
     assert [e.data["to"] for e in trace.of_kind("handoff")] == ["FrontDesk", "Billing"]
     assert len(trace.of_kind("user_transcript")) == 1  # the spoken turn was heard
