@@ -1,4 +1,5 @@
 # `make lab`: set up and open the notebooks. `make test`: set up and run every check.
+# `make docs`: the documentation site, into site/, offline.
 PYTHON ?= python3
 # Where `make lab` opens: your copies of the shipped notebooks and your own, outside git
 # (.gitignore), so Run All, autosave and new notebooks never touch notebooks/ or `make test`.
@@ -30,7 +31,7 @@ APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-instal
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab workspace videosdk-beside test lint typecheck pytest pytest-browser pytest-others \
+.PHONY: lab workspace videosdk-beside test lint typecheck docs pytest pytest-browser pytest-others \
   pytest-browser-then-videosdk pytest-videosdk chromium audio-devices viewers clean
 
 # uv installs what pip would, from PyPI, in a fifth of the time (downloads in parallel; pip
@@ -92,7 +93,7 @@ workspace:
 # stream left this 2-core machine's load under 1 and took 27 min): the main suite's tests but
 # its browser ones, the longest; beside them its browser tests, then the VideoSDK suite in its
 # environment (set up then)
-test: lint typecheck chromium audio-devices viewers
+test: lint typecheck docs chromium audio-devices viewers
 	$(MAKE) --no-print-directory -j2 --output-sync=line pytest-others pytest-browser-then-videosdk
 
 pytest-browser-then-videosdk: pytest-browser
@@ -104,6 +105,12 @@ lint: $(INSTALLED)
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
+
+# --strict: a broken link, a reference that does not resolve or a docstring mkdocstrings cannot
+# render fails the build. Nothing is fetched (mkdocs.yml: no web fonts, notebooks not executed);
+# the banner material prints about its successor is silenced
+docs: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 pytest: $(INSTALLED) chromium audio-devices viewers
 	$(BIN)/pytest -q $(PYTEST_ARGS)
@@ -148,4 +155,4 @@ $(VIEWERS_INSTALLED): $(VIEWERS)/package-lock.json
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(VS_VENV) $(VIEWERS)/node_modules build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VS_VENV) $(VIEWERS)/node_modules build dist site .cache .pytest_cache .mypy_cache .ruff_cache
