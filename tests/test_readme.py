@@ -11,7 +11,7 @@ import pytest
 
 from notebook_agents import Emulator, NotebookRunner, Trace
 
-from .doc_examples import DOCS, README, ROOT, python_block, python_blocks, run
+from .doc_examples import DOCS, README, ROOT, python_blocks, run
 
 
 async def test_the_readme_example_answers_its_typed_turn_as_it_says(

@@ -224,7 +224,7 @@ class Emulator(StartStop):
     Gemini Live to livekit's google plugin too (``gemini_http_options()``, over TLS).
 
     Runs on its own thread and event loop, so it serves while the caller's loop (a notebook's,
-    a test's, or the agent's) is busy. Use as a context manager::
+    a test's, or the agent's) is busy. Use as a context manager:
 
         with Emulator(latency=LatencyModel(rtt_ms=20)) as emu:
             model = openai.realtime.RealtimeModel(base_url=emu.base_url(), api_key="x")

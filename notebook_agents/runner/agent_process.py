@@ -102,8 +102,6 @@ class RemoteAgent(Agent):
 class AgentProcess(StartStop):
     """An agent script, unchanged, in another process; typed turns and its trace from here.
 
-    ::
-
         agent = AgentProcess("agent.py", emulator=emu).start()
         await agent.ready()
         result = await agent.run("hello")

@@ -80,8 +80,6 @@ _START_AGAIN = "make a new NotebookRunner(...).start() to talk to the agent agai
 class NotebookRunner(StartStop):
     """Run a LiveKit ``AgentServer`` (or a bare entrypoint) in the kernel, non-blocking.
 
-    ::
-
         runner = NotebookRunner(server).start()
         await runner.ready()
         reply = await runner.send_text("hi")

@@ -1,6 +1,6 @@
 """A scenarios file: livekit's ``scenarios.yaml`` (a ``ScenarioGroup``: ``name`` and
 ``scenarios``, each a ``Scenario``: ``label``, ``instructions``, ``agent_expectations``,
-``tags``, ``userdata``), plus scripted ``turns`` to run offline::
+``tags``, ``userdata``), plus scripted ``turns`` to run offline:
 
     name: Greeter and weather
     scenarios:
