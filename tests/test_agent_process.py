@@ -38,8 +38,8 @@ from notebook_agents.phases import breakdowns
 from notebook_agents.trace import EventKind, check_event_data
 from notebook_agents.views import AgentGraphView, ChatView
 
+from .doc_examples import DOCS, python_block, run
 from .test_chat_view import Browser, finished
-from .test_readme import python_block, run
 
 SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_console.py"
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -398,17 +398,18 @@ async def _answer_as(peer: TcpSessionTransport, sdk_version: str) -> None:
         await peer.send_message(agent_pb.AgentSessionMessage(response=response))
 
 
-async def test_the_readme_example_runs_as_written(
+async def test_the_checking_guides_example_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    block = python_block("AgentProcess(")
+    page = DOCS / "guides" / "checking.md"
+    block = python_block(page, "AgentProcess(")
     # the user's agent.py: PR #5229's agents as a console script
     (tmp_path / "agent.py").write_text(
         f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
         "from tests.upstream.greeter_weather_console import server\n"
     )
     monkeypatch.chdir(tmp_path)
-    await run(block, {})
+    await run(block, {}, page)
     assert "['greeter_agent', 'weather_agent']" in capsys.readouterr().out
 
 

@@ -6,7 +6,6 @@ version lives, that every command of the command-line page parses."""
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shlex
 import sys
@@ -127,19 +126,20 @@ async def test_the_reply_rule_example_answers_as_the_page_says(
         emulator.stop()
 
 
-async def test_the_gemini_examples_build_the_google_plugins_model_offline() -> None:
+async def test_the_gemini_switch_example_answers_offline() -> None:
+    """The Gemini guide's one-line switch (its environment example: tests/test_gemini_live.py)."""
     page = GUIDES / "gemini.md"
-    first, second = python_blocks(page)
     namespace: dict[str, Any] = {}
-    environ = dict(os.environ)
     try:
-        await run(first, namespace, page)
-        await run(second, namespace, page)  # sets the emulator's variables in this process
-        assert os.environ["GOOGLE_GEMINI_BASE_URL"].startswith("https://127.0.0.1:")
-        assert os.environ["GOOGLE_API_KEY"] != environ.get("GOOGLE_API_KEY")
+        await run(python_block(page, "http_options=emu.gemini_http_options("), namespace, page)
+        session = namespace["model"].session()
+        try:
+            await session.generate_reply()
+        finally:
+            await session.aclose()
+        (log,) = namespace["emu"].connections
+        assert log.kind == "gemini_live" and log.latency.rtt_ms == 20
     finally:
-        os.environ.clear()
-        os.environ.update(environ)
         if "emu" in namespace:
             namespace["emu"].stop()
 

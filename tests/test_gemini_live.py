@@ -35,8 +35,8 @@ from notebook_agents.emulator import (
 from notebook_agents.emulator.gemini_live.tls import CA_FILE_PREFIX
 from notebook_agents.views._timeline_layout import describe
 
+from .doc_examples import DOCS, python_block, run
 from .kernel import Kernel
-from .test_readme import python_block, run
 
 KEY = "not-a-secret"
 
@@ -285,11 +285,12 @@ async def test_an_unchanged_model_reaches_the_emulator_through_the_environment(
     assert log.kind == "gemini_live" and log.latency.rtt_ms == 20
 
 
-async def test_the_readme_environment_example_runs_as_written(emulator: Emulator) -> None:
+async def test_the_guides_environment_example_runs_as_written(emulator: Emulator) -> None:
+    page = DOCS / "guides" / "gemini.md"
     saved = dict(os.environ)
     namespace: dict[str, Any] = {"emu": emulator}
     try:
-        await run(python_block("emu.gemini.environment("), namespace)
+        await run(python_block(page, "emu.gemini.environment("), namespace, page)
         rt = namespace["model"].session()
         try:
             await rt.generate_reply()

@@ -27,7 +27,6 @@ from notebook_agents.trace import describe, model_side
 from notebook_agents.trace.describe import syncs_to_model
 
 from .conftest import API_KEY, started
-from .test_readme import python_block, run
 from .upstream import greeter_weather
 
 
@@ -249,23 +248,6 @@ async def test_a_tool_mocked_on_the_running_agent_and_restored_between_turns(
     real = await greeter.run("lookup weather location=Oslo")
     real.expect.contains_function_call_output(output="It is sunny in Oslo.")
     assert seen == ["Paris"]
-
-
-async def test_the_readme_check_runs_as_written(emulator: Emulator, no_livekit_env: None) -> None:
-    model = openai.realtime.RealtimeModel(
-        base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
-    )
-    namespace: dict[str, Any] = {
-        "NotebookRunner": NotebookRunner,
-        "greeter_server": greeter_weather.make_server(model),
-        "WeatherAgent": greeter_weather.WeatherAgent,
-    }
-    try:
-        await run(python_block("runner.greeting()"), namespace)
-    finally:
-        if isinstance(runner := namespace.get("runner"), NotebookRunner):
-            runner.stop()
-    assert namespace["runner"].state is RunnerState.STOPPED
 
 
 class _CountedTruth:

@@ -33,7 +33,6 @@ from notebook_agents.views._waterfall_layout import (
 
 from .conftest import started
 from .test_figures import assert_readable_in_both_themes
-from .test_readme import python_block, run, run_tour
 from .test_trace_spans import handoff_server
 
 T0 = 10.0
@@ -421,23 +420,6 @@ def test_the_figure_draws_the_wait_shown_one_picked_or_all(
     assert {"turn 1 · spoken · Ada", "Greeter → Weather · reused+copied"} <= set(texts(both))
     with pytest.raises(ValueError, match=r"no wait 2: the view has 2 .* or pass wait='all'"):
         view.to_figure(2)
-
-
-async def test_the_readmes_waterfall_example_runs_after_its_tour(
-    emulator: Emulator,
-    runners: list[NotebookRunner],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.chdir(tmp_path)  # where the tour saves call.jsonl
-    namespace = await run_tour(emulator, runners)
-    await run(python_block("WaterfallView("), namespace)
-    view = namespace["view"]
-    assert isinstance(view, WaterfallView) and view.trace is namespace["runner"].trace
-    view.close()
-    # the section's other examples, on the same call
-    await run(python_block("turn_phases(runner.trace)"), namespace)
-    await run(python_block("handoff_phases(runner.trace"), namespace)
 
 
 @pytest.mark.parametrize(
