@@ -1,6 +1,6 @@
 """The Live API's websocket (``BidiGenerateContent``): one ``LiveConnection`` per client.
 
-As the OpenAI side (``realtime.py``): messages from the client arrive half a round trip late
+As the OpenAI side (``openai_realtime``): messages from the client arrive half a round trip late
 and are handled in order, replies leave half a round trip late, in order; the connect costs
 ``connect_rtts`` round trips; a generation is the reply rules' answer, ``created_ms`` +
 ``first_token_ms`` after its request arrived, then a token each ``token_ms``, spoken by eSpeak
