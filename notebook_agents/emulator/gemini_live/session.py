@@ -46,10 +46,9 @@ from ...speech import synthesize, transcribe
 from .._http import lose_connection
 from .._params import ParameterError
 from .._settings import ConnectionLog, EmulatorSettings
-from ..conversation import Conversation
+from ..conversation import Conversation, new_id
 from ..latency import DelayedPipe, precise_sleep
 from ..listening import ServerVad
-from ..protocol import new_id
 from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, calls_of, tokens
 from ..vocabulary import vocabulary
 from .protocol import (

@@ -1,8 +1,8 @@
 """OpenAI's Realtime API (``/v1/realtime``) on the emulator, for livekit's unmodified openai
 plugin: the route and refused connections (endpoint.py), one client's session and its events
 (connection.py), the session's settings (session.py), its input audio heard by server VAD and
-the recognizer (audio_input.py), and responses (responses.py); the wire format's validation
-is ``emulator.protocol``.
+the recognizer (audio_input.py), responses (responses.py), and the wire format, checked
+against the ``openai`` package's own types (protocol.py).
 
 Audio out: a reply in the ``audio`` modality is eSpeak's voice, sent as fast as the latency
 model says its text would be (a token's words and their audio together, ``token_ms`` apart),

@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...speech import Vocabulary, transcribe
-from ..conversation import public
+from ..conversation import new_id, public
 from ..errors import ServiceError
 from ..listening import ServerVad
-from ..protocol import new_id
 from ..vocabulary import vocabulary
 from .session import SAMPLE_RATE
 

@@ -20,20 +20,19 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from .._http import lose_connection
 from .._settings import ConnectionLog, EmulatorSettings
-from ..conversation import Conversation, public
+from ..conversation import Conversation, new_id, public
 from ..errors import ServiceError
 from ..latency import DelayedPipe, precise_sleep
-from ..protocol import (
+from ..replies import ToolSpec
+from .audio_input import AudioInput
+from .protocol import (
     BETA_CLIENT_EVENTS,
     BETA_SERVER_EVENTS,
     CLIENT_EVENTS,
     SERVER_EVENTS,
     check_server_event,
-    new_id,
     parse_client_event,
 )
-from ..replies import ToolSpec
-from .audio_input import AudioInput
 from .responses import Response, ResponseRun
 from .session import TRANSCRIPTION_DEFAULTS, default_session, merge_session, tool_spec
 

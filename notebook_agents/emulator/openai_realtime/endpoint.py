@@ -11,10 +11,11 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from .._open_connections import OPEN_CONNECTIONS_KEY, serve
 from .._params import ParameterError
 from .._settings import SETTINGS_KEY
+from ..conversation import new_id
 from ..errors import ServiceError, http_error
 from ..latency import precise_sleep
-from ..protocol import check_server_event, new_id
 from .connection import RealtimeConnection
+from .protocol import check_server_event
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 

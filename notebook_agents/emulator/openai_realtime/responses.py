@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...speech import synthesize
-from ..conversation import public
+from ..conversation import new_id, public
 from ..latency import precise_sleep
-from ..protocol import new_id
 from ..replies import ReplyContext, TextReply, ToolCallReply, calls_of, tokens
 from .session import SAMPLE_RATE, tool_spec
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..protocol import new_id
+from ..conversation import new_id
 from ..replies import ToolSpec
 
 SAMPLE_RATE = 24_000
