@@ -18,14 +18,6 @@ then per turn speech_started, speech_stopped, ``input_audio_buffer.committed``,
 """
 
 from .connection import RealtimeConnection
-from .endpoint import RefusedConnection, realtime_websocket
-from .session import SAMPLE_RATE, default_session, merge_session
+from .endpoint import realtime_websocket
 
-__all__ = [
-    "SAMPLE_RATE",
-    "RealtimeConnection",
-    "RefusedConnection",
-    "default_session",
-    "merge_session",
-    "realtime_websocket",
-]
+__all__ = ["RealtimeConnection", "realtime_websocket"]
