@@ -66,7 +66,6 @@ from .trace import (
     EventKind,
     HandoffData,
     MetricsData,
-    ModelTruth,
     ModelUsageData,
     ToolCallData,
     ToolOutputData,
@@ -78,6 +77,7 @@ from .trace import (
     UserTranscriptData,
     check_event_data,
 )
+from .trace import ModelServer as ModelTruth
 
 if TYPE_CHECKING:
     from .videosdk import VideoSDKRunner

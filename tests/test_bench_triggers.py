@@ -9,7 +9,7 @@ import pytest
 from livekit.agents import Agent, AgentServer, RunContext, function_tool, llm
 
 from notebook_agents.__main__ import main
-from notebook_agents.bench import BenchmarkConfig, UserAgents
+from notebook_agents.bench import BenchmarkConfig, YourAgents
 from notebook_agents.bench.cli import TRIGGER_EXAMPLE
 from notebook_agents.bench.run import run_benchmark
 
@@ -54,7 +54,7 @@ async def test_a_natural_trigger_hands_off_to_the_tool_it_names(
     trigger: str, b: type[Agent]
 ) -> None:
     config = BenchmarkConfig(
-        agents=UserAgents(FrontDesk, trigger, handoff_to=b),
+        agents=YourAgents(FrontDesk, trigger, handoff_to=b),
         rtts_ms=[0.0],
         history_turns=[0],
         trials=1,

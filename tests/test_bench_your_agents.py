@@ -26,7 +26,7 @@ from livekit.agents import (
 from livekit.plugins import google, openai
 
 from notebook_agents.__main__ import main
-from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, UserAgents, UserServer
+from notebook_agents.bench import BenchmarkConfig, BenchmarkResult, YourAgents, YourServer
 from notebook_agents.bench.cli import ProgressBar
 from notebook_agents.bench.handoff_mode import reuse_blockers
 from notebook_agents.bench.livekit_warnings import livekit_warned
@@ -111,7 +111,7 @@ def config(**overrides: Any) -> BenchmarkConfig:
         "history_turns": [2],
         "trials": 1,
         "warmup": 0,
-        "agents": UserAgents(FrontDesk, TRIGGER, handoff_to=Pharmacy),
+        "agents": YourAgents(FrontDesk, TRIGGER, handoff_to=Pharmacy),
     }
     return BenchmarkConfig(**(fields | overrides))
 
@@ -149,7 +149,7 @@ async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every
     excess is the client's own work, as for an agent returned alone; before, every mode was a
     round trip over its truth. The tolerance is half a round trip (150 ms at 300 ms RTT, the
     other test's 100 ms and room for a loaded machine): a missing leg is a whole one."""
-    agents = UserAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
+    agents = YourAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
     result = await run_benchmark(config(agents=agents, rtts_ms=[RTT_MS]))
     assert [t.error for t in result.failed_trials()] == []
     assert sorted(t.mode for t in result.trials) == sorted(LABELS)
@@ -170,7 +170,7 @@ async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
     manual turn detection, which livekit ignores on Gemini with a warning at every agent's
     start, but for the model's own, which runs (and nothing else about turns is warned)."""
     caplog.set_level(logging.WARNING, logger="livekit.agents")
-    agents = UserAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
+    agents = YourAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
     result = await run_benchmark(
         config(agents=agents, providers=["gemini"], modes=["fresh+copied"], rtts_ms=[0.0])
     )
@@ -223,7 +223,7 @@ def pinned_front_desk() -> Agent:
 async def test_an_a_pinning_an_openai_model_fails_on_gemini_naming_why_and_is_closed() -> None:
     PINNED.clear()
     CLOSED.clear()
-    agents = UserAgents(pinned_front_desk, TRIGGER)
+    agents = YourAgents(pinned_front_desk, TRIGGER)
     result = await run_benchmark(
         config(agents=agents, providers=["openai", "gemini"], modes=["fresh+copied"])
     )
@@ -237,7 +237,7 @@ async def test_an_a_pinning_an_openai_model_fails_on_gemini_naming_why_and_is_cl
 
 
 async def test_asked_reused_is_labelled_fresh_when_b_pins_its_own_model() -> None:
-    agents = UserAgents(FrontDeskToOwnModel, TRIGGER)
+    agents = YourAgents(FrontDeskToOwnModel, TRIGGER)
     result = await run_benchmark(config(agents=agents, modes=["reused+copied"]))
     (trial,) = result.trials
     assert trial.ok, trial.error
@@ -338,7 +338,7 @@ async def test_on_gemini_a_reused_trial_says_the_plugins_warnings_instead_of_log
 
 
 async def test_a_trigger_that_does_not_hand_off_fails_naming_as_tools() -> None:
-    agents = UserAgents(FrontDesk, "Hello there.")
+    agents = YourAgents(FrontDesk, "Hello there.")
     result = await run_benchmark(config(agents=agents, modes=["reused+copied"]))
     (trial,) = result.trials
     assert not trial.ok
@@ -363,7 +363,7 @@ def desk_server() -> AgentServer:
 
 async def test_a_user_agent_server_runs_in_all_four_modes() -> None:
     ENTERED.clear()
-    agents = UserServer(desk_server, TRIGGER, handoff_to=Pharmacy)
+    agents = YourServer(desk_server, TRIGGER, handoff_to=Pharmacy)
     result = await run_benchmark(config(agents=agents))
     assert [t.error for t in result.failed_trials()] == []
     assert sorted(t.mode for t in result.trials) == sorted(LABELS)
@@ -417,12 +417,12 @@ async def test_a_user_agent_server_runs_on_gemini_labelled_as_its_trace_says() -
     The shop's tools are NON_BLOCKING, as livekit advises for a handoff on Gemini: a BLOCKING
     handoff tool's result gets the model's own answer, which races the swap (the races'
     tool_reply_race) and parts livekit's context from the model's on a reused session."""
-    shop = UserServer(
+    shop = YourServer(
         lambda: gemini_server(Shop, tool_behavior=types.Behavior.NON_BLOCKING),
         "Please send to the counter.",
         Counter,
     )
-    desk = UserServer(lambda: gemini_server(FrontDesk), TRIGGER, handoff_to=Pharmacy)
+    desk = YourServer(lambda: gemini_server(FrontDesk), TRIGGER, handoff_to=Pharmacy)
     modes = ["reused+copied", "fresh+copied"]
     shared = await run_benchmark(config(agents=shop, providers=["gemini"], modes=modes))
     own = await run_benchmark(config(agents=desk, providers=["gemini"], modes=modes))
@@ -590,3 +590,17 @@ async def test_the_bench_pair_runs_on_both_providers_each_with_its_truth() -> No
         assert trial.handoff_ms >= trial.truth_handoff_ms
     gemini = {t.mode: t.truth_reply_ms for t in result.select(provider="gemini")}
     assert gemini["reused+copied"] == 20.0 and gemini["fresh+copied"] == 6 * 20.0
+
+
+def test_the_old_user_names_still_work_and_say_what_to_use_instead() -> None:
+    """``UserAgents``/``UserServer`` named the agents under test "user" (the caller's word
+    everywhere else): still accepted for one release, each warning with its new name."""
+    from notebook_agents.bench import UserAgents, UserServer
+
+    with pytest.warns(DeprecationWarning, match=r"use notebook_agents\.bench\.YourAgents") as w:
+        agents = UserAgents(FrontDesk, TRIGGER, handoff_to=Pharmacy)
+    assert w[0].filename == __file__  # points at the caller's line, not the bench's
+    assert isinstance(agents, YourAgents) and agents.name == f"{__name__}:FrontDesk"
+    with pytest.warns(DeprecationWarning, match=r"use notebook_agents\.bench\.YourServer"):
+        server = UserServer(AgentServer(), TRIGGER)
+    assert isinstance(server, YourServer)

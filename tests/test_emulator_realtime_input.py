@@ -12,8 +12,9 @@ import pocketsphinx
 import pytest
 
 from notebook_agents.emulator import Emulator
+from notebook_agents.emulator._open_connections import OPEN_CONNECTIONS_KEY
 from notebook_agents.emulator.listening import ServerVad
-from notebook_agents.emulator.realtime import OPEN_CONNECTIONS_KEY, RealtimeConnection
+from notebook_agents.emulator.openai_realtime import RealtimeConnection
 from notebook_agents.speech import SAMPLE_RATE, recognition
 
 from .test_emulator_realtime_audio import TRANSCRIBED, TURN, RawClient, ask, raw_session, spoken

@@ -20,7 +20,7 @@ from livekit.agents import (
 )
 from livekit.plugins import google
 
-from notebook_agents.bench.gemini_truth import gemini_ground_truth
+from notebook_agents.bench.network_truth import gemini_ground_truth
 from notebook_agents.emulator import Emulator, LatencyModel
 from notebook_agents.phases import handoff_phases
 from notebook_agents.phases.truth import gemini_handoff_truths

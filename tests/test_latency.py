@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from notebook_agents.bench.truth import ground_truth
+from notebook_agents.bench.network_truth import openai_ground_truth
 from notebook_agents.emulator import Faults, LatencyModel, ParameterError
 from notebook_agents.emulator.latency import DelayedPipe, query_to_str
 
@@ -129,8 +129,19 @@ def test_ground_truth_per_mode(
     def ms(rtts: int, items: int, created: int) -> float:
         return rtts * 20 + items * 1 + created * 5
 
-    truth = ground_truth(level, session, context, 2, lat)
+    truth = openai_ground_truth(level, session, context, 2, lat)
     assert truth is not None
     assert truth[0] == pytest.approx(ms(*handoff)) and truth[1] == pytest.approx(ms(*reply))
-    cascaded = ground_truth("cascaded", "none", "copied", 2, lat)
+    cascaded = openai_ground_truth("cascaded", "none", "copied", 2, lat)
     assert cascaded is not None and cascaded[1] == pytest.approx(25.0)
+
+
+def test_the_old_truth_modules_still_answer_and_say_what_to_use_instead() -> None:
+    """``bench.truth`` and ``bench.gemini_truth`` became one provider-keyed
+    ``bench.network_truth``: their names still answer for one release, each warning."""
+    from notebook_agents.bench import gemini_truth, network_truth, truth
+
+    with pytest.warns(DeprecationWarning, match=r"network_truth\.openai_ground_truth"):
+        assert truth.ground_truth is network_truth.openai_ground_truth
+    with pytest.warns(DeprecationWarning, match=r"network_truth\.gemini_ground_truth"):
+        assert gemini_truth.gemini_ground_truth is network_truth.GROUND_TRUTHS["gemini"]

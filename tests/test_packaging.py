@@ -20,7 +20,7 @@ def test_wheel_ships_widgets_and_the_console_script(tmp_path: Path) -> None:
         scripts = archive.read(entry_points).decode()
     assert "notebook_agents/widgets/README.md" in names
     assert {"notebook_agents/widgets/state_view.js", "notebook_agents/widgets/views.css"} <= names
-    assert "notebook_agents/emulator/realtime.py" in names
+    assert "notebook_agents/emulator/openai_realtime/connection.py" in names
     assert "notebook-agents = notebook_agents.__main__:main" in scripts
     # pytest finds the scenarios-file plugin in an installed wheel by itself
     assert "[pytest11]\npytest_notebook_agents = pytest_notebook_agents" in scripts

@@ -1144,6 +1144,23 @@ def test_a_refused_session_update_stands_until_one_setting_the_same_is_accepted(
     assert list(protocol.lacking) == ["output_modalities"]
 
 
-def test_a_model_truth_without_a_conversation_is_refused_naming_the_fix() -> None:
+def test_a_model_server_without_a_conversation_is_refused_naming_the_fix() -> None:
     with pytest.raises(TypeError, match=r"needs an object with conversation\(session_id\)"):
-        Trace(model_truth="http://127.0.0.1:8000")  # type: ignore[arg-type]
+        Trace(model_server="http://127.0.0.1:8000")  # type: ignore[arg-type]
+
+
+def test_the_old_model_truth_names_still_work_and_say_what_to_use_instead() -> None:
+    """ "truth" is the network's ground truth; the model's conversation comes from its server:
+    ``model_truth=``, ``Trace.model_truth`` and ``ModelTruth`` still work for one release."""
+    import notebook_agents.trace as trace_package
+    from notebook_agents.runner._model_truth import InProcessEmulators
+
+    server = InProcessEmulators()
+    with pytest.warns(DeprecationWarning, match=r"use Trace\(model_server=\.\.\.\)") as w:
+        trace = Trace(model_truth=server)
+    assert w[0].filename == __file__
+    assert trace.model_server is server
+    with pytest.warns(DeprecationWarning, match=r"use Trace\.model_server"):
+        assert trace.model_truth is server
+    with pytest.warns(DeprecationWarning, match=r"use notebook_agents\.trace\.ModelServer"):
+        assert trace_package.ModelTruth is trace_package.ModelServer

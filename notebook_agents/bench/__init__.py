@@ -2,7 +2,7 @@
 the bench's own pair or your agents."""
 
 from .results import BenchmarkConfig, BenchmarkResult, PhaseTiming, ResultsFileError, Trial
-from .your_agents import UserAgents, UserServer
+from .your_agents import UserAgents, UserServer, YourAgents, YourServer
 
 __all__ = [
     "BenchmarkConfig",
@@ -12,4 +12,6 @@ __all__ = [
     "Trial",
     "UserAgents",
     "UserServer",
+    "YourAgents",
+    "YourServer",
 ]

@@ -1,5 +1,5 @@
 """The bench's own pair, Receptionist -> Specialist: the default when no agents are given,
-run as any pair is (``UserAgents`` through ``user_trial``), so it is labelled by what ran too.
+run as any pair is (``YourAgents`` through ``agents_trial``), so it is labelled by what ran too.
 
 The asked mode is applied at the handoff like yours (``HandoffWatch``); only the tools are the
 pair's own doing: a model that cannot change a live session's tools (Gemini Live) keeps it only
@@ -12,7 +12,7 @@ from livekit.agents import Agent, function_tool, llm
 
 from ..modes import SessionMode
 from .scenario import A_INSTRUCTIONS, B_INSTRUCTIONS, HANDOFF_REQUEST
-from .your_agents import UserAgents
+from .your_agents import YourAgents
 
 
 class Specialist(Agent):
@@ -44,8 +44,8 @@ class Receptionist(Agent):
         return Specialist(list(self.tools) if shared else [])
 
 
-def bench_pair(asked: SessionMode) -> UserAgents:
-    """The bench's pair for a trial asked ``asked``, as ``UserAgents``."""
-    return UserAgents(
+def bench_pair(asked: SessionMode) -> YourAgents:
+    """The bench's pair for a trial asked ``asked``, as ``YourAgents``."""
+    return YourAgents(
         lambda: Receptionist(asked), HANDOFF_REQUEST, handoff_to=Specialist, label="bench pair"
     )

@@ -205,9 +205,9 @@ def _your_agents(args: argparse.Namespace) -> Any:
         raise ValueError(f"--handoff-to {args.handoff_to!r} is {b!r}, not an Agent class")
     if args.agents is not None:
         agent = your_agents.load_agent(args.agents)
-        return your_agents.UserAgents(agent, args.trigger, b, label=args.agents)
+        return your_agents.YourAgents(agent, args.trigger, b, label=args.agents)
     server = your_agents.load_server(args.server)
-    return your_agents.UserServer(server, args.trigger, b, label=args.server)
+    return your_agents.YourServer(server, args.trigger, b, label=args.server)
 
 
 def run(args: argparse.Namespace) -> int:

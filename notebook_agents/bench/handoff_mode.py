@@ -34,7 +34,8 @@ from .. import _livekit_internals as livekit
 from ..modes import ContextMode, SessionMode
 from ..trace.reading import read_handoff
 from ..trace.schema import HandoffData
-from .scenario import Clock, RealtimeProbe
+from .clock import Clock
+from .probe import RealtimeProbe
 
 if TYPE_CHECKING:
     # no public export: the running agent's activity, which the handoff swaps

@@ -20,8 +20,7 @@ from ..emulator import EmulatorError, GeminiEndpoint
 from ..emulator.gemini_live import genai_types, require_gemini
 from ..emulator.server import base_url as emulator_base_url
 from ..phases.truth import PhaseTruths, gemini_handoff_truths, handoff_truths
-from .gemini_truth import gemini_ground_truth
-from .truth import GroundTruth, ground_truth
+from .network_truth import GROUND_TRUTHS, GroundTruth
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Provider:
     """(endpoint, model name or None for the provider's default, modality) -> a model"""
     environment: Callable[[Endpoint], dict[str, str]]
     """the variables a user's server reads to reach the endpoint"""
-    ground_truth: GroundTruth = ground_truth
+    ground_truth: GroundTruth = GROUND_TRUTHS["openai"]
     """(level, session, context, history turns, network, items=, tool_reply=) ->
     (handoff_ms, reply_ms)"""
     phase_truths: PhaseTruths = handoff_truths
@@ -129,7 +128,7 @@ PROVIDERS: dict[str, Provider] = {
         "gemini",
         _gemini_model,
         _gemini_environment,
-        gemini_ground_truth,
+        GROUND_TRUTHS["gemini"],
         gemini_handoff_truths,
         require=require_gemini,
         lends_environment=False,

@@ -166,8 +166,8 @@ class BenchmarkConfig:
     providers: list[str] = field(default_factory=lambda: ["openai"])
     """whose realtime models to measure, each against the emulator (``PROVIDERS``)"""
     agents: Any = None
-    """your agents instead of the bench's pair: a ``UserAgents`` (A's class and the trigger)
-    or a ``UserServer``; a saved result keeps their name"""
+    """your agents instead of the bench's pair: a ``YourAgents`` (A's class and the trigger)
+    or a ``YourServer``; a saved result keeps their name"""
 
     def __post_init__(self) -> None:
         """Refuse a run that cannot work: a trial needs time and must end, and at least one."""

@@ -22,6 +22,8 @@ from typing import Any
 from ..emulator import EmulatorError, LatencyModel
 from ..emulator.process import emulator_process
 from ..modes import REALTIME_MODES, ContextMode, SessionMode, mode_label
+from .agents_trial import agents_trial
+from .bench_pair import bench_pair
 from .livekit_warnings import livekit_warned
 from .providers import Endpoint, forget_endpoints, provider
 from .results import (
@@ -29,8 +31,9 @@ from .results import (
     BenchmarkResult,
     Trial,
 )
-from .scenario import TrialFailed, TrialSpec, run_trial
-from .your_agents import UserAgents, UserServer
+from .session_trial import session_trial
+from .trial import Timings, TrialFailed, TrialSpec
+from .your_agents import YourAgents, YourServer
 
 Progress = Callable[[int, int, Trial], None]
 """called after each kept trial with (done, total, trial)"""
@@ -134,10 +137,10 @@ def check_runnable(config: BenchmarkConfig) -> None:
             )
     if config.agents is None:
         return
-    if not isinstance(config.agents, UserAgents | UserServer):
+    if not isinstance(config.agents, YourAgents | YourServer):
         raise ValueError(
-            f"agents={config.agents!r}: pass UserAgents(A, trigger=...) or "
-            "UserServer(server, trigger=...) (a loaded result keeps only their name)"
+            f"agents={config.agents!r}: pass YourAgents(A, trigger=...) or "
+            "YourServer(server, trigger=...) (a loaded result keeps only their name)"
         )
     if config.levels != ["agent"]:
         raise ValueError(
@@ -256,3 +259,10 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+async def run_trial(spec: TrialSpec) -> Timings:
+    """Run one trial of ``spec``; raises TrialFailed (or times out in the caller)."""
+    if spec.level == "session":
+        return await session_trial(spec)
+    return await agents_trial(spec, spec.agents or bench_pair(spec.session))

@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from .. import _livekit_internals as livekit
 
 
 @dataclass(frozen=True)
-class UserAgents:
+class YourAgents:
     """Your agent A (its class, or a function making it) and the user turn that makes A's
     tool hand off; the bench's session runs it on each provider's model."""
 
@@ -40,7 +41,7 @@ class UserAgents:
 
 
 @dataclass(frozen=True)
-class UserServer:
+class YourServer:
     """Your ``AgentServer`` (or a function making it), run per trial by a ``NotebookRunner``
     as in a notebook; its entrypoint builds its models, which reach the trial's endpoint
     through the provider's environment (OpenAI's ``OPENAI_BASE_URL``/``OPENAI_API_KEY``;
@@ -69,10 +70,36 @@ class UserServer:
         return server
 
 
-YourAgents = UserAgents | UserServer
+AgentsUnderTest = YourAgents | YourServer
+"""the agents a trial runs: yours, or the bench's own pair as ``YourAgents``"""
 
 
-def make_agent(agents: UserAgents) -> Agent:
+@dataclass(frozen=True)
+class UserAgents(YourAgents):
+    """Deprecated: ``YourAgents`` (the agents under test, not the caller)."""
+
+    def __post_init__(self) -> None:
+        _renamed("UserAgents", "YourAgents")
+
+
+@dataclass(frozen=True)
+class UserServer(YourServer):
+    """Deprecated: ``YourServer`` (the agents under test, not the caller)."""
+
+    def __post_init__(self) -> None:
+        _renamed("UserServer", "YourServer")
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"notebook_agents.bench.{old} is deprecated and will be removed in the next release: "
+        f"use notebook_agents.bench.{new} (same arguments)",
+        DeprecationWarning,
+        stacklevel=4,  # the caller's line: past __post_init__ and the dataclass's __init__
+    )
+
+
+def make_agent(agents: YourAgents) -> Agent:
     """A, as the pair's class or factory makes it; TypeError says what it made instead."""
     agent = agents.agent()
     if not isinstance(agent, Agent):

@@ -1,10 +1,12 @@
-"""The websockets (realtime, LiveKit Inference) a server holds open: what its agents would
-lose if it stopped, and what a replaced server waits for before it stops."""
+"""The websockets (OpenAI realtime, Gemini Live, LiveKit Inference) a server holds open: what
+its agents would lose if it stopped, and what a replaced server waits for before it stops."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
+
+from aiohttp import web
 
 C = TypeVar("C")
 
@@ -61,3 +63,14 @@ async def serve(connections: OpenConnections[Served], connection: Runs) -> None:
         await connection.run()
     finally:
         connections.discard(connection)
+
+
+OPEN_CONNECTIONS_KEY = web.AppKey("open_connections", OpenConnections[Served])
+"""every websocket being served (every protocol's): what agents would lose"""
+
+
+async def close_open_connections(app: web.Application) -> None:
+    """On shutdown, say goodbye to connected clients instead of waiting for them to leave."""
+    connections = app[OPEN_CONNECTIONS_KEY]
+    for connection in list(connections):
+        await connection.shut_down()

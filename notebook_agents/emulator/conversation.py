@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import copy
+import secrets
+import string
 from typing import Any
 
 from .errors import ServiceError
-from .protocol import new_id
 from .replies import Turn
 
 ROOT = "root"
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def new_id(prefix: str) -> str:
+    """An id shaped like OpenAI's: ``item_`` + 21 random characters (every protocol's items,
+    sessions and events take the same shape)."""
+    return prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(21))
 
 
 class Conversation:

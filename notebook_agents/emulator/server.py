@@ -18,7 +18,7 @@ from yarl import URL
 from .._lifecycle import StartStop
 from . import _cells
 from ._http import MAX_BODY_BYTES
-from ._open_connections import OpenConnections
+from ._open_connections import OPEN_CONNECTIONS_KEY, OpenConnections, close_open_connections
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
 from .conversation import Conversation
@@ -39,7 +39,7 @@ from .gemini_live import (
 from .latency import LatencyModel, query_to_str, query_value
 from .livekit_inference import inference_stt, inference_tts
 from .models import ModelCatalog
-from .realtime import OPEN_CONNECTIONS_KEY, close_open_connections, realtime_websocket
+from .openai_realtime import realtime_websocket
 from .replies import ReplyRules, ToolSpec
 from .speech import audio_speech
 from .transcriptions import audio_transcriptions
@@ -324,7 +324,7 @@ class Emulator(StartStop):
     def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
         """The conversation of the realtime session ``session_id`` (its ``session.created``
         id), described as ``conversations()`` does; None if this emulator did not serve it.
-        A ``ModelTruth`` for the trace: the runner holds livekit's chat context against it."""
+        A ``ModelServer`` for the trace: the runner holds livekit's chat context against it."""
         conversation = self._conversation_of(session_id)
         return self._snapshot(conversation.described) if conversation is not None else None
 

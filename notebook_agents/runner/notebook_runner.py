@@ -39,7 +39,7 @@ from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
-from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
+from ..trace import ModelServer, Trace, TraceEvent, agent_label, error_text
 from ..trace.livekit_spans import capture_spans
 from . import _cells, _environment, _failed_expectation, _session_guard, _session_hook
 from ._caller import CallerInput, until_the_agent_is_quiet
@@ -108,7 +108,7 @@ class NotebookRunner(StartStop):
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         audio: bool = False,
-        model_truth: ModelTruth | None = None,
+        model_truth: ModelServer | None = None,
     ) -> None:
         self.server = _as_server(server)
         self.room_name = room or f"notebook-{uuid.uuid4().hex[:8]}"
@@ -129,7 +129,7 @@ class NotebookRunner(StartStop):
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
         # after each turn, livekit's chat context is held against the model's conversation
         # where it can be read (by default: an emulator in this process that serves it)
-        self.trace = Trace(model_truth=model_truth or InProcessEmulators())
+        self.trace = Trace(model_server=model_truth or InProcessEmulators())
         self.logs = WorkerLogs()
         self.real_room: RealRoom | None = None
         self.session: AgentSession[Any] | None = None

@@ -6,13 +6,17 @@ schema (``schema.py``, and docs/trace-format.md for the JSON Lines file). The pi
 events made later in order), ``delivery`` (subscribers on their own loop), ``reading`` (livekit's
 session events), ``describe`` (livekit objects as plain data), ``patching`` (what the trace wraps
 on agents and realtime sessions), ``model_side`` (livekit's context against the model's, as the
-plugin sees it and, with a ``truth``, as the model's server holds it), ``realtime_protocol``
+plugin sees it and, with a ``model_server``, as the model's server holds it), ``realtime_protocol``
 (what a realtime session's own events say: its server session, the settings it was refused) and
 ``contexts`` (each agent's context rebuilt from the events).
 """
 
+import warnings
+from typing import Any
+
 from .delivery import DELIVERY_INTERVAL_S, Subscriber
 from .describe import agent_label, describe_item, error_text
+from .model_server import ModelServer
 from .schema import (
     EVENT_DATA,
     AgentMessageData,
@@ -43,7 +47,6 @@ from .schema import (
 )
 from .store import TRACE_FORMAT, TraceEvent
 from .trace import Trace
-from .truth import ModelTruth
 
 __all__ = [
     "DELIVERY_INTERVAL_S",
@@ -61,8 +64,8 @@ __all__ = [
     "EventKind",
     "HandoffData",
     "MetricsData",
+    "ModelServer",
     "ModelSource",
-    "ModelTruth",
     "ModelUsageData",
     "SpanEventData",
     "SpanStatus",
@@ -82,3 +85,15 @@ __all__ = [
     "describe_item",
     "error_text",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ModelTruth":
+        warnings.warn(
+            "notebook_agents.trace.ModelTruth is deprecated and will be removed in the next "
+            "release: use notebook_agents.trace.ModelServer",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return ModelServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,7 @@ A realtime plugin keeps its own view of the model's conversation, built from the
 acks. When the two no longer hold the same items in the same order, the trace records
 ``context_diverged`` (again only if what parts them changes) and ``context_converged`` when
 they agree again; an item the model rejected during a sync is an ``error``. Where the model's
-server can be asked (``truth``: an emulator in this process), livekit's context is held
+server can be asked (``server``: an emulator in this process), livekit's context is held
 against the model's own conversation as well: a late ack can leave the plugin's view agreeing
 with livekit while the model answers from another conversation. The checks compare ids on the
 session's thread, where the sides are, judging only the items that came since the sides last
@@ -33,11 +33,11 @@ from .describe import (
     sent_to_model,
     syncs_to_model,
 )
+from .model_server import ModelServer
 from .realtime_protocol import RealtimeProtocol
 from .recorder import Record, Recorder, error_data, given
 from .schema import ChatItemData, ContextDivergedData, ModelSource
 from .tap import Handler
-from .truth import ModelTruth
 
 if TYPE_CHECKING:
     # no public export: the running agent's activity holds its realtime session
@@ -59,7 +59,7 @@ class ModelSide:
         self._item_by_item = False
         self.parted: dict[str, Apart] = {}
         """the agents whose sides were apart at their last comparison, and what parted them"""
-        self.truth: ModelTruth | None = None
+        self.server: ModelServer | None = None
         """where the model's own conversation can be read; None: the plugin's view stands in"""
         self._protocols: weakref.WeakKeyDictionary[llm.RealtimeSession[Any], RealtimeProtocol] = (
             weakref.WeakKeyDictionary()
@@ -202,18 +202,18 @@ class ModelSide:
 
     def _server_side(self, rt_session: llm.RealtimeSession[Any]) -> tuple[list[str], str] | None:
         """The ids of the model's items as its server holds them, and its session id, if a
-        truth serves this session."""
-        truth, protocol = self.truth, self._protocols.get(rt_session)
-        if truth is None or protocol is None or protocol.session_id is None:
+        model server serves this session."""
+        server, protocol = self.server, self._protocols.get(rt_session)
+        if server is None or protocol is None or protocol.session_id is None:
             return None
-        ids = truth.item_ids(protocol.session_id)
+        ids = server.item_ids(protocol.session_id)
         return (ids, protocol.session_id) if ids is not None else None
 
     def _server_items(self, session_id: str) -> list[ChatItemData] | None:
-        """The model's items as its server holds them, described (the truth's conversation
+        """The model's items as its server holds them, described (the server's conversation
         may wait on the server's thread: never on a lock here that the server takes)."""
-        truth = self.truth
-        items = truth.conversation(session_id) if truth is not None else None
+        server = self.server
+        items = server.conversation(session_id) if server is not None else None
         if items is None:
             return None
         # what livekit's side holds too: messages of the caller and the model, tool items

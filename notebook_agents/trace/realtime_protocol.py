@@ -3,7 +3,7 @@ is, and which of its settings the model refused.
 
 The OpenAI plugin emits each client event it sends (``openai_client_event_queued``) and each
 server event it receives (``openai_server_event_received``). Three kinds matter here:
-``session.created`` names the server's session (where a ``ModelTruth`` finds its
+``session.created`` names the server's session (where a ``ModelServer`` finds its
 conversation); a ``session.update`` is answered by ``session.updated`` or by an ``error``
 carrying its ``event_id``, in the order sent. livekit only logs a refused update and goes on as
 if it applied: the session then runs without what it set (the agent's instructions, its tools,

@@ -159,7 +159,7 @@ class ContextChangedData(TypedDict):
 
 ModelSource = Literal["server", "plugin"]
 """where the model's side of a conversation was read: its server (an ``Emulator`` in this
-process, or a ``ModelTruth`` given), or the realtime plugin's view of it (from the acks)"""
+process, or a ``ModelServer`` given), or the realtime plugin's view of it (from the acks)"""
 
 
 class ContextDivergedData(TypedDict):

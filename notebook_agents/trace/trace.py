@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,12 +22,12 @@ from . import chrome, otlp
 from .contexts import agent_contexts, divergences
 from .delivery import Delivery, Subscriber
 from .foreign import ForeignReader
+from .model_server import ModelServer
 from .reading import SessionReader
 from .recorder import Recorder, given
 from .remote import RemoteReader
 from .schema import EventKind, TraceSpan
 from .store import EventLog, TraceEvent
-from .truth import ModelTruth
 
 if TYPE_CHECKING:
     from ..videosdk.reading import VideoSDKReader
@@ -40,7 +41,11 @@ class Trace:
     """
 
     def __init__(
-        self, session: AgentSession[Any] | None = None, *, model_truth: ModelTruth | None = None
+        self,
+        session: AgentSession[Any] | None = None,
+        *,
+        model_server: ModelServer | None = None,
+        model_truth: ModelServer | None = None,
     ) -> None:
         self._log = EventLog()
         self._delivery = Delivery(self._flush)
@@ -48,29 +53,42 @@ class Trace:
         self._reader = SessionReader(self._recorder)
         self._foreign: ForeignReader | None = None
         """the reader of a session that is not a livekit one in this kernel, once attached"""
-        self.model_truth = model_truth
+        if model_truth is not None:
+            _model_truth_renamed("Trace(model_truth=...)", "Trace(model_server=...)")
+        self.model_server = model_server if model_server is not None else model_truth
         self.loaded = False
         """True for a trace read by ``load``: a replay, it will not grow"""
         if session is not None:
             self.attach(session)
 
     @property
-    def model_truth(self) -> ModelTruth | None:
+    def model_server(self) -> ModelServer | None:
         """Where each realtime session's conversation can be read as the model holds it (an
         ``Emulator`` does for the sessions it serves): livekit's chat context is then held
         against it as well as against the plugin's view. None: the plugin's view only."""
-        return self._reader.model.truth
+        return self._reader.model.server
 
-    @model_truth.setter
-    def model_truth(self, truth: ModelTruth | None) -> None:
-        if truth is not None and not all(
-            callable(getattr(truth, method, None)) for method in ("conversation", "item_ids")
+    @model_server.setter
+    def model_server(self, server: ModelServer | None) -> None:
+        if server is not None and not all(
+            callable(getattr(server, method, None)) for method in ("conversation", "item_ids")
         ):
             raise TypeError(
-                f"model_truth= needs an object with conversation(session_id) and "
-                f"item_ids(session_id), such as an Emulator, not {type(truth).__name__}"
+                f"model_server= needs an object with conversation(session_id) and "
+                f"item_ids(session_id), such as an Emulator, not {type(server).__name__}"
             )
-        self._reader.model.truth = truth
+        self._reader.model.server = server
+
+    @property
+    def model_truth(self) -> ModelServer | None:
+        """Deprecated: ``model_server``."""
+        _model_truth_renamed("Trace.model_truth", "Trace.model_server")
+        return self.model_server
+
+    @model_truth.setter
+    def model_truth(self, server: ModelServer | None) -> None:
+        _model_truth_renamed("Trace.model_truth", "Trace.model_server")
+        self.model_server = server
 
     @property
     def started_at(self) -> float:
@@ -275,3 +293,12 @@ class Trace:
 
 def _refused_update(event: TraceEvent) -> bool:
     return event.kind == "error" and event.data.get("type") == "SessionUpdateRejected"
+
+
+def _model_truth_renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release: use {new} (the same "
+        "object: where the model's conversation is read, such as an Emulator)",
+        DeprecationWarning,
+        stacklevel=3,
+    )

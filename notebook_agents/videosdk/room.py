@@ -21,7 +21,7 @@ loopback, ``Pipeline(stt=OpenAISTT(), llm=OpenAILLM(), tts=OpenAITTS())`` with n
   Without a VAD the user's state never becomes "speaking" (only "listening"/"idle" around the
   agent's reply) and the agent goes idle -> thinking -> speaking -> idle.
 - The emulator served that session once it spoke the beta transcription protocol
-  (``emulator/realtime.py``); before, it refused the socket (no ``?model=``).
+  (``emulator/openai_realtime/``); before, it refused the socket (no ``?model=``).
 - The agent reaches "idle" ~0.2 s after its audio ends (the track's grace period), because
   this room reads the track; nothing else in the session does.
 - "what is two plus three" (1.2 s of eSpeak): end of the voice to the transcript 1.28-1.53 s

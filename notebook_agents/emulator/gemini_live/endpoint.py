@@ -18,12 +18,11 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
-from .._open_connections import serve
+from .._open_connections import OPEN_CONNECTIONS_KEY, serve
 from .._params import ParameterError
 from .._settings import SETTINGS_KEY, check_query
 from ..errors import http_error
 from ..latency import precise_sleep, query_to_str
-from ..realtime import OPEN_CONNECTIONS_KEY
 
 ROUTE = "/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent"
 SETTINGS_HEADER = "x-emulator-settings"

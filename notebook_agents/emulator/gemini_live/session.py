@@ -1,6 +1,6 @@
 """The Live API's websocket (``BidiGenerateContent``): one ``LiveConnection`` per client.
 
-As the OpenAI side (``realtime.py``): messages from the client arrive half a round trip late
+As the OpenAI side (``openai_realtime``): messages from the client arrive half a round trip late
 and are handled in order, replies leave half a round trip late, in order; the connect costs
 ``connect_rtts`` round trips; a generation is the reply rules' answer, ``created_ms`` +
 ``first_token_ms`` after its request arrived, then a token each ``token_ms``, spoken by eSpeak
@@ -46,10 +46,9 @@ from ...speech import synthesize, transcribe
 from .._http import lose_connection
 from .._params import ParameterError
 from .._settings import ConnectionLog, EmulatorSettings
-from ..conversation import Conversation
+from ..conversation import Conversation, new_id
 from ..latency import DelayedPipe, precise_sleep
 from ..listening import ServerVad
-from ..protocol import new_id
 from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, calls_of, tokens
 from ..vocabulary import vocabulary
 from .protocol import (

@@ -22,9 +22,9 @@ from typing import Any
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from .._http import lose_connection
+from .._open_connections import OPEN_CONNECTIONS_KEY
 from .._settings import ConnectionLog
 from ..latency import DelayedPipe, precise_sleep
-from ..realtime import OPEN_CONNECTIONS_KEY
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Realtime wire format: parse and validate client events, check server events.
+"""The Realtime API's wire format: parse and validate client events, check server events.
 
 Validation uses the ``openai`` package's own realtime types, so the emulator can neither
 accept what the real service would reject nor send what a real client could not parse.
@@ -7,8 +7,6 @@ accept what the real service would reject nor send what a real client could not 
 from __future__ import annotations
 
 import json
-import secrets
-import string
 from typing import Any, Literal, get_args
 
 from openai.types.beta.realtime import RealtimeClientEvent as BetaClientEvent
@@ -17,7 +15,7 @@ from openai.types.beta.realtime.transcription_session import ClientSecret, Trans
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from pydantic import BaseModel, ValidationError
 
-from .errors import ServiceError
+from ..errors import ServiceError
 
 
 def _models_by_type(union: Any) -> dict[str, type[BaseModel]]:
@@ -52,13 +50,6 @@ BETA_SERVER_EVENTS: dict[str, type[BaseModel]] = {
     "transcription_session.created": _TranscriptionSessionEvent,
     "transcription_session.updated": _TranscriptionSessionEvent,
 }
-
-_ID_ALPHABET = string.ascii_letters + string.digits
-
-
-def new_id(prefix: str) -> str:
-    """An id shaped like OpenAI's: ``item_`` + 21 random characters."""
-    return prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(21))
 
 
 def parse_client_event(

@@ -5,8 +5,8 @@ cascaded level) Chat Completions.
 The asked mode is applied at the handoff (``HandoffWatch``); the trial keeps what ran, as the
 trace reads the handoff (its ``session`` and ``context``: the context the model answers from)
 and, when that is not what was asked, why. A ``Trace`` is attached only when the trial is
-traced or split into phases: reading the handoff needs none. ``UserAgents`` run in a session
-the bench builds on the provider's model; ``UserServer`` runs in a ``NotebookRunner`` of its
+traced or split into phases: reading the handoff needs none. ``YourAgents`` run in a session
+the bench builds on the provider's model; ``YourServer`` runs in a ``NotebookRunner`` of its
 own, its entrypoint building its models from the provider's environment.
 """
 
@@ -27,23 +27,16 @@ from ..phases import handoff_phases
 from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
 from ..trace.schema import HandoffData
+from .clock import Clock
 from .handoff_mode import HandoffWatch
+from .probe import RealtimeProbe
 from .providers import PROVIDERS, provider
-from .scenario import (
-    Clock,
-    Ran,
-    RealtimeProbe,
-    Timings,
-    TrialFailed,
-    TrialSpec,
-    close_quietly,
-    history,
-    phase_timings,
-)
-from .your_agents import UserAgents, UserServer, YourAgents, make_agent
+from .scenario import close_quietly, history
+from .trial import Ran, Timings, TrialFailed, TrialSpec, phase_timings
+from .your_agents import AgentsUnderTest, YourAgents, YourServer, make_agent
 
 
-async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
+async def agents_trial(spec: TrialSpec, agents: AgentsUnderTest) -> Timings:
     """Run one trial of ``agents`` as ``spec`` asks; raises TrialFailed naming what is wrong.
     A model your code builds itself (a B that pins its llm, your entrypoint's) reaches the
     trial's endpoint through the providers' environment, set for the trial: its provider's,
@@ -56,9 +49,9 @@ async def user_trial(spec: TrialSpec, agents: YourAgents) -> Timings:
     # the trial's own provider's last, where they overlap
     variables |= provider(spec.provider).environment(spec.endpoint)
     with environment(variables):
-        if isinstance(agents, UserServer):
-            return await _server_trial(spec, agents)
-        return await _agents_trial(spec, agents)
+        if isinstance(agents, YourServer):
+            return await _trial_of_server(spec, agents)
+        return await _trial_of_agents(spec, agents)
 
 
 def _model(spec: TrialSpec) -> Any:
@@ -71,7 +64,7 @@ def _model(spec: TrialSpec) -> Any:
     return provider(spec.provider).realtime_model(spec.endpoint, spec.model, spec.modality)
 
 
-async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
+async def _trial_of_agents(spec: TrialSpec, agents: YourAgents) -> Timings:
     clock = Clock(reply_after="on_enter")
     probe = RealtimeProbe(clock)
     model = _model(spec)
@@ -115,7 +108,7 @@ async def _agents_trial(spec: TrialSpec, agents: UserAgents) -> Timings:
     return _timings(spec, clock, probe, watch, trace)
 
 
-async def _server_trial(spec: TrialSpec, agents: UserServer) -> Timings:
+async def _trial_of_server(spec: TrialSpec, agents: YourServer) -> Timings:
     from ..runner import NotebookRunner  # the runner loads only for a server
 
     clock = Clock(reply_after="on_enter")
@@ -174,7 +167,11 @@ async def _add_history(agent: Agent, turns: int) -> None:
 
 
 def _check(
-    agents: YourAgents, a: Agent, watch: HandoffWatch, result: RunResult[Any], errors: list[str]
+    agents: AgentsUnderTest,
+    a: Agent,
+    watch: HandoffWatch,
+    result: RunResult[Any],
+    errors: list[str],
 ) -> None:
     if errors:
         raise TrialFailed(errors[0])
@@ -186,7 +183,7 @@ def _check(
         )
 
 
-def _no_handoff(agents: YourAgents, a: Agent, result: RunResult[Any]) -> str:
+def _no_handoff(agents: AgentsUnderTest, a: Agent, result: RunResult[Any]) -> str:
     """Why there was nothing to measure: the trigger did not make A's tool return an agent."""
     called = [ev.item.name for ev in result.events if ev.type == "function_call"]
     said = [

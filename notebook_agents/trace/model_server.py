@@ -1,4 +1,4 @@
-"""The model's side of a realtime session, read from where it is kept: the model's server.
+"""The model's server: where a realtime session's conversation is read as the model holds it.
 
 A realtime plugin keeps a record of the model's conversation built from the server's acks;
 an ack that comes late (or never) leaves that record and the model apart, and the two can then
@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 
-class ModelTruth(Protocol):
-    """Where a realtime session's conversation can be read as the model holds it."""
+class ModelServer(Protocol):
+    """Where a realtime session's conversation can be read as the model holds it: its server
+    (an ``Emulator`` is one for the sessions it serves)."""
 
     def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
         """The items the model holds in session ``session_id`` (its ``session.created`` id),
