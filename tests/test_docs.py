@@ -248,7 +248,7 @@ async def test_the_your_agents_example_measures_a_user_pair_in_every_mode() -> N
 
     page = GUIDES / "benchmark.md"
     namespace: dict[str, Any] = {"FrontDesk": FrontDesk}
-    await run(python_block(page, "UserAgents(FrontDesk"), namespace, page)
+    await run(python_block(page, "YourAgents(FrontDesk"), namespace, page)
     result = namespace["result"]
     assert [t.error for t in result.failed_trials()] == []
     assert len(result.trials) == 4 * 3
