@@ -18,6 +18,7 @@ from .emulator import (
     ToolCallsReply,
     VerdictReply,
 )
+from .errors import NotebookAgentsError
 from .phases import Breakdown, Phase, handoff_phases, turn_phases
 from .races import (
     RACES,
@@ -120,6 +121,7 @@ __all__ = [
     "MetricsData",
     "ModelTruth",
     "ModelUsageData",
+    "NotebookAgentsError",
     "NotebookRunner",
     "Outcome",
     "Phase",

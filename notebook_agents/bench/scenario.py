@@ -22,6 +22,7 @@ from livekit.agents import llm
 
 from .. import _livekit_internals as livekit
 from ..emulator import LatencyModel
+from ..errors import NotebookAgentsError
 from ..modes import ContextMode, SessionMode
 from ..phases import Breakdown
 from .providers import Endpoint, provider
@@ -191,7 +192,7 @@ class RealtimeProbe:
         return (self.update_ended - self.update_started) * 1000.0
 
 
-class TrialFailed(RuntimeError):
+class TrialFailed(NotebookAgentsError, RuntimeError):
     """The trial could not be measured; the message is recorded as its reason."""
 
 
