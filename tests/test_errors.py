@@ -113,7 +113,7 @@ CASES: dict[str, tuple[Callable[[Path], object], str, type[Exception]]] = {
         RuntimeError,
     ),
     "audio a runner cannot take": (
-        lambda _: NotebookRunner(_server()).send_audio(b"xx"),
+        lambda _: NotebookRunner(_server()).send_audio(np.array(["words, not sound"])),
         "AudioError",
         ValueError,
     ),
