@@ -21,6 +21,7 @@ from notebook_agents import (
     LatencyModel,
     NotebookAgentsError,
     NotebookRunner,
+    Trace,
     load_suite,
 )
 from notebook_agents.bench import BenchmarkResult
@@ -99,6 +100,12 @@ def _results_file(tmp_path: Path) -> Path:
     return path
 
 
+def _trace_file(tmp_path: Path) -> Path:
+    path = tmp_path / "call.jsonl"
+    path.write_text('{"format": "someone-elses.log/1"}\n')
+    return path
+
+
 def _taken_port_emulator() -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
@@ -136,6 +143,11 @@ CASES: dict[str, tuple[Callable[[Path], object], str, type[Exception]]] = {
         lambda _: _taken_port_emulator(),
         "EmulatorError",
         RuntimeError,
+    ),
+    "a trace file that is not one": (
+        lambda tmp_path: Trace.load(_trace_file(tmp_path)),
+        "TraceFileError",
+        ValueError,
     ),
     "a benchmark results file that is not one": (
         lambda tmp_path: BenchmarkResult.load_json(_results_file(tmp_path)),

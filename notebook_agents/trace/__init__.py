@@ -41,7 +41,7 @@ from .schema import (
     UserTranscriptData,
     check_event_data,
 )
-from .store import TRACE_FORMAT, TraceEvent
+from .store import TRACE_FORMAT, TraceEvent, TraceFileError
 from .trace import Trace
 from .truth import ModelTruth
 
@@ -73,6 +73,7 @@ __all__ = [
     "ToolOutputData",
     "Trace",
     "TraceEvent",
+    "TraceFileError",
     "TraceSpan",
     "UserMessageData",
     "UserStateData",
