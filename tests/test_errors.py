@@ -50,11 +50,12 @@ def package_modules(
 
 def exceptions_defined(module: types.ModuleType) -> Iterator[type[BaseException]]:
     """Every exception class ``module`` defines, nested ones too; warnings are not errors."""
-    found = [v for v in vars(module).values() if inspect.isclass(v)]
+    found, seen = [v for v in vars(module).values() if inspect.isclass(v)], set()
     while found:
         cls = found.pop()
-        if cls.__module__ != module.__name__:
+        if cls.__module__ != module.__name__ or cls in seen:
             continue
+        seen.add(cls)
         found.extend(v for v in vars(cls).values() if inspect.isclass(v))
         if issubclass(cls, BaseException) and not issubclass(cls, Warning):
             yield cls
