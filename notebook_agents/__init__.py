@@ -1,15 +1,19 @@
-"""notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter."""
+"""notebook-agents: build, measure and teach LiveKit voice agents inside Jupyter.
 
+The top level holds one name per task; the rest lives in the subpackages: the trace's wire
+schema in ``notebook_agents.trace.schema``, the race lab in ``notebook_agents.races``, the
+benchmark's configuration and results in ``notebook_agents.bench``.
+"""
+
+import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
-from .agent_graph import HandoffGraph, handoff_targets
-from .analysis import Speech, TraceAnalysis, bring_ups
-from .bench import UserAgents, UserServer
-from .devices import DeviceError, LocalDevices
+from .analysis import TraceAnalysis
+from .bench.run import run_benchmark
 from .emulator import (
     Emulator,
     Faults,
-    GeminiEndpoint,
     LatencyModel,
     ReplyContext,
     ReplyRules,
@@ -18,155 +22,161 @@ from .emulator import (
     ToolCallsReply,
     VerdictReply,
 )
-from .phases import Breakdown, Phase, handoff_phases, turn_phases
-from .races import (
-    RACES,
-    LoggedProblem,
-    RaceCase,
-    RaceMark,
-    RaceProvider,
-    RaceRun,
-    RaceVerdict,
-    WireEvent,
-    run_race,
-)
-from .runner import (
-    AgentProcess,
-    AgentRunner,
-    AudioError,
-    NotebookRunner,
-    Recording,
-    RemoteAgent,
-    RunnerError,
-    RunnerState,
-    TurnError,
-    TurnStopped,
-    run_app,
-)
-from .suites import (
-    Outcome,
-    ScenarioResult,
-    ScenarioSuite,
-    ScriptedScenario,
-    SuiteFileError,
-    SuiteResult,
-    load_suite,
-    run_suite,
-)
-from .trace import (
-    EVENT_DATA,
-    AgentMessageData,
-    AgentStateData,
-    ChatItemData,
-    ClosedData,
-    ContextChangedData,
-    ContextConvergedData,
-    ContextDivergedData,
-    ErrorData,
-    EventKind,
-    HandoffData,
-    MetricsData,
-    ModelUsageData,
-    ToolCallData,
-    ToolOutputData,
-    Trace,
-    TraceEvent,
-    TraceSpan,
-    UserMessageData,
-    UserStateData,
-    UserTranscriptData,
-    check_event_data,
-)
-from .trace import ModelServer as ModelTruth
+from .errors import NotebookAgentsError
+from .runner import AgentProcess, NotebookRunner, RunnerError, TurnError, run_app
+from .suites import load_suite, run_suite
+from .trace import Trace, TraceEvent
 
 if TYPE_CHECKING:
-    from .videosdk import VideoSDKRunner
+    from .videosdk import VideoSDKRunner as VideoSDKRunner
+    from .views import (
+        AgentGraphView,
+        BenchmarkView,
+        ChatView,
+        ContextTable,
+        StateView,
+        SuiteView,
+        TimelineView,
+        VoiceView,
+        WaterfallView,
+    )
+
+_ON_FIRST_USE = {
+    # VideoSDK's agents are an extra, and the views bring ipywidgets and matplotlib: imported
+    # when first named, so a kernel without the extra loads, and a headless process (an agent,
+    # the emulator) imports no widget code
+    "VideoSDKRunner": "notebook_agents.videosdk",
+    **dict.fromkeys(
+        (
+            "AgentGraphView",
+            "BenchmarkView",
+            "ChatView",
+            "ContextTable",
+            "StateView",
+            "SuiteView",
+            "TimelineView",
+            "VoiceView",
+            "WaterfallView",
+        ),
+        "notebook_agents.views",
+    ),
+}
+
+_MOVED_OFF = {
+    name: module
+    for module, names in {
+        "notebook_agents.trace.schema": (
+            "EVENT_DATA",
+            "AgentMessageData",
+            "AgentStateData",
+            "ChatItemData",
+            "ClosedData",
+            "ContextChangedData",
+            "ContextConvergedData",
+            "ContextDivergedData",
+            "ErrorData",
+            "EventKind",
+            "HandoffData",
+            "MetricsData",
+            "ModelUsageData",
+            "ToolCallData",
+            "ToolOutputData",
+            "TraceSpan",
+            "UserMessageData",
+            "UserStateData",
+            "UserTranscriptData",
+            "check_event_data",
+        ),
+        "notebook_agents.trace": ("ModelTruth",),
+        "notebook_agents.races": (
+            "RACES",
+            "LoggedProblem",
+            "RaceCase",
+            "RaceMark",
+            "RaceProvider",
+            "RaceRun",
+            "RaceVerdict",
+            "WireEvent",
+            "run_race",
+        ),
+        "notebook_agents.runner": (
+            "AgentRunner",
+            "AudioError",
+            "Recording",
+            "RemoteAgent",
+            "RunnerState",
+            "TurnStopped",
+        ),
+        "notebook_agents.suites": (
+            "Outcome",
+            "ScenarioResult",
+            "ScenarioSuite",
+            "ScriptedScenario",
+            "SuiteFileError",
+            "SuiteResult",
+        ),
+        "notebook_agents.phases": ("Breakdown", "Phase", "handoff_phases", "turn_phases"),
+        "notebook_agents.analysis": ("Speech", "bring_ups"),
+        "notebook_agents.agent_graph": ("HandoffGraph", "handoff_targets"),
+        "notebook_agents.devices": ("DeviceError", "LocalDevices"),
+        "notebook_agents.emulator": ("GeminiEndpoint",),
+        "notebook_agents.bench": ("UserAgents", "UserServer"),
+    }.items()
+    for name in names
+}
+"""names the top level held until 0.1.0, kept one more release, each with where it lives"""
 
 
 def __getattr__(name: str) -> Any:
-    # VideoSDK's agents are an extra: imported on first use, so a kernel without it loads
-    if name == "VideoSDKRunner":
-        from .videosdk import VideoSDKRunner
-
-        return VideoSDKRunner
+    if name in _ON_FIRST_USE:
+        return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+    if name in _MOVED_OFF:
+        module = _MOVED_OFF[name]
+        warnings.warn(
+            f"`from notebook_agents import {name}` is deprecated and goes in the next release:"
+            f" use `from {module} import {name}`",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})
+
+
+# VideoSDKRunner is left out: `from notebook_agents import *` must work without its extra
 __all__ = [
-    "EVENT_DATA",
-    "RACES",
-    "AgentMessageData",
+    "AgentGraphView",
     "AgentProcess",
-    "AgentRunner",
-    "AgentStateData",
-    "AudioError",
-    "Breakdown",
-    "ChatItemData",
-    "ClosedData",
-    "ContextChangedData",
-    "ContextConvergedData",
-    "ContextDivergedData",
-    "DeviceError",
+    "BenchmarkView",
+    "ChatView",
+    "ContextTable",
     "Emulator",
-    "ErrorData",
-    "EventKind",
     "Faults",
-    "GeminiEndpoint",
-    "HandoffData",
-    "HandoffGraph",
     "LatencyModel",
-    "LocalDevices",
-    "LoggedProblem",
-    "MetricsData",
-    "ModelTruth",
-    "ModelUsageData",
+    "NotebookAgentsError",
     "NotebookRunner",
-    "Outcome",
-    "Phase",
-    "RaceCase",
-    "RaceMark",
-    "RaceProvider",
-    "RaceRun",
-    "RaceVerdict",
-    "Recording",
-    "RemoteAgent",
     "ReplyContext",
     "ReplyRules",
     "RunnerError",
-    "RunnerState",
-    "ScenarioResult",
-    "ScenarioSuite",
-    "ScriptedScenario",
-    "Speech",
-    "SuiteFileError",
-    "SuiteResult",
+    "StateView",
+    "SuiteView",
     "TextReply",
-    "ToolCallData",
+    "TimelineView",
     "ToolCallReply",
     "ToolCallsReply",
-    "ToolOutputData",
     "Trace",
     "TraceAnalysis",
     "TraceEvent",
-    "TraceSpan",
     "TurnError",
-    "TurnStopped",
-    "UserAgents",
-    "UserMessageData",
-    "UserServer",
-    "UserStateData",
-    "UserTranscriptData",
     "VerdictReply",
-    "VideoSDKRunner",
-    "WireEvent",
-    "bring_ups",
-    "check_event_data",
-    "handoff_phases",
-    "handoff_targets",
+    "VoiceView",
+    "WaterfallView",
     "load_suite",
     "run_app",
-    "run_race",
+    "run_benchmark",
     "run_suite",
-    "turn_phases",
 ]
 __version__ = "0.1.0"

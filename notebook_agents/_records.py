@@ -19,6 +19,8 @@ from typing import Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origi
 
 from typing_extensions import get_type_hints, is_typeddict
 
+from .errors import NotebookAgentsError
+
 T = TypeVar("T")
 Convert = Callable[[Any], Any]
 """checks a decoded JSON value against one annotation and returns it typed (an integer where a
@@ -41,7 +43,7 @@ _SHOWN = 60
 """characters of a wrong value quoted in an error"""
 
 
-class FieldError(ValueError):
+class FieldError(NotebookAgentsError, ValueError):
     """A field that is missing, unknown or wrongly typed, at ``where`` (``trials[3].rtt_ms``)."""
 
     def __init__(self, problem: str, path: tuple[str | int, ...] = ()) -> None:

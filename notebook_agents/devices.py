@@ -19,6 +19,7 @@ from livekit import rtc
 from typing_extensions import Self
 
 from ._lifecycle import StartStop
+from .errors import NotebookAgentsError
 from .runner import NotebookRunner, RunnerError
 from .speech import SAMPLE_RATE
 
@@ -26,7 +27,7 @@ BLOCK_S = 0.02
 """what the microphone delivers at a time, and the speaker asks for: 20 ms"""
 
 
-class DeviceError(RuntimeError):
+class DeviceError(NotebookAgentsError, RuntimeError):
     """The audio devices cannot be used; the message names the fix."""
 
 

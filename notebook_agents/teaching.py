@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .errors import NotebookAgentsError
 
-class NotYet(AssertionError):
+
+class NotYet(NotebookAgentsError, AssertionError):
     """An exercise not answered yet. IPython shows the hint alone, not a traceback (a learner
     needs what is missing, not our stack); Run All still stops at it."""
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from livekit.agents import RunResult
 
-from notebook_agents import AgentProcess, RunnerState
+from notebook_agents import AgentProcess
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import RunnerState
 
 from .test_agent_process import assert_trace_matches_history
 

@@ -21,7 +21,7 @@ from google.genai import errors, types
 from livekit.agents import NOT_GIVEN, Agent, AgentSession, RunContext, RunResult, function_tool, llm
 from livekit.plugins import google
 
-from notebook_agents import RACES, Trace, run_race
+from notebook_agents import Trace
 from notebook_agents.analysis import handoff_label
 from notebook_agents.bench import BenchmarkConfig
 from notebook_agents.bench.run import run_benchmark
@@ -33,6 +33,7 @@ from notebook_agents.emulator import (
     ParameterError,
 )
 from notebook_agents.emulator.gemini_live.tls import CA_FILE_PREFIX
+from notebook_agents.races import RACES, run_race
 from notebook_agents.views._timeline_layout import describe
 
 from .doc_examples import DOCS, python_block, run

@@ -9,10 +9,9 @@ import pytest
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
 
-from notebook_agents import RACES, RaceCase, run_race
 from notebook_agents.emulator import Emulator, ReplyRules, ToolCallReply, ToolCallsReply
 from notebook_agents.emulator.replies import Reply, ReplyContext
-from notebook_agents.races import RaceProvider, RaceRun
+from notebook_agents.races import RACES, RaceCase, RaceProvider, RaceRun, run_race
 from notebook_agents.races.tool_batch import DUPLICATE_HANDOFF, PARALLEL_BATCH
 from notebook_agents.races.tool_reply import WAITED
 from notebook_agents.views import TimelineView

@@ -16,9 +16,10 @@ from livekit import api
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, RunContext, function_tool
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner, RunnerError, RunnerState
+from notebook_agents import NotebookRunner, RunnerError
 from notebook_agents import _livekit_internals as livekit_internals
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import RunnerState
 
 from .conftest import API_KEY, started
 

@@ -11,8 +11,9 @@ import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 
-from notebook_agents import AudioError, NotebookRunner
+from notebook_agents import NotebookRunner
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import AudioError
 from notebook_agents.runner._samples import spoken_audio
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes

@@ -20,8 +20,9 @@ from livekit.agents import (
 from livekit.agents.voice.speech_handle import SpeechHandle
 from livekit.plugins import openai
 
-from notebook_agents import NotebookRunner, RunnerError, RunnerState, TurnError
+from notebook_agents import NotebookRunner, RunnerError, TurnError
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import RunnerState
 from notebook_agents.runner._model_truth import InProcessEmulators
 from notebook_agents.trace import describe, model_side
 from notebook_agents.trace.describe import syncs_to_model

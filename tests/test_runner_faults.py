@@ -27,18 +27,12 @@ from livekit.agents.ipc import mock_room
 from livekit.agents.utils import http_context
 from livekit.plugins import openai
 
-from notebook_agents import (
-    NotebookRunner,
-    RunnerError,
-    RunnerState,
-    Trace,
-    TraceEvent,
-    TurnError,
-    check_event_data,
-)
+from notebook_agents import NotebookRunner, RunnerError, Trace, TraceEvent, TurnError
 from notebook_agents import _livekit_internals as livekit
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import RunnerState
 from notebook_agents.runner._real_room import LiveKitCredentials
+from notebook_agents.trace.schema import check_event_data
 from notebook_agents.views import ChatView, StateView, TimelineView
 
 from .conftest import API_KEY, started

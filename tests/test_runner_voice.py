@@ -22,8 +22,9 @@ from livekit.agents import (
 )
 from livekit.plugins import openai, silero
 
-from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError, TurnStopped
+from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import TurnStopped
 from notebook_agents.runner._spoken_turn import why_unanswered
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes

@@ -20,8 +20,9 @@ import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext, SimulationContext
 from livekit.plugins import openai
 
-from notebook_agents import AgentProcess, NotebookRunner, RunnerState
+from notebook_agents import AgentProcess, NotebookRunner
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import RunnerState
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
 from notebook_agents.suites import Outcome, SuiteFileError, load_suite, run_suite

@@ -15,12 +15,13 @@ from livekit.agents.metrics import LLMMetrics
 from livekit.plugins import openai
 from typing_extensions import get_type_hints, is_typeddict
 
-from notebook_agents import EVENT_DATA, EventKind, NotebookRunner, check_event_data
+from notebook_agents import NotebookRunner
 from notebook_agents._records import FieldError
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import synthesize
 from notebook_agents.trace import SpanEventData, Trace, TraceSpan
 from notebook_agents.trace.describe import usage_data
+from notebook_agents.trace.schema import EVENT_DATA, EventKind, check_event_data
 
 from .conftest import API_KEY, MakeModel
 from .test_runner_voice import realtime_voice_server

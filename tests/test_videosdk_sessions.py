@@ -22,12 +22,14 @@ import pytest
 from videosdk.agents import AgentSession, Pipeline, function_tool
 from videosdk.plugins.openai import OpenAILLM, OpenAIRealtime
 
-from notebook_agents import AgentRunner, TraceAnalysis, check_event_data
+from notebook_agents import TraceAnalysis
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import AgentRunner
 from notebook_agents.runner.errors import RunnerError, TurnError
 from notebook_agents.runner.notebook_runner import RunnerState, reply_text
 from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace, TraceEvent
+from notebook_agents.trace.schema import check_event_data
 from notebook_agents.videosdk import VideoSDKRunner
 
 from . import videosdk_agents

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from livekit import agents as livekit_agents
 
-from notebook_agents import RunnerState
 from notebook_agents.emulator import Emulator
+from notebook_agents.runner import RunnerState
 from notebook_agents.runner.errors import RunnerError
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes

@@ -18,8 +18,8 @@ import pytest
 import videosdk.agents.plugins as videosdk_plugins
 from videosdk.plugins.openai import OpenAILLM, OpenAISTT, OpenAITTS
 
-from notebook_agents import check_event_data
 from notebook_agents.emulator import Emulator
+from notebook_agents.trace.schema import check_event_data
 from notebook_agents.videosdk import VideoSDKRunner
 
 _EXAMPLE = "tests.upstream.videosdk_multi_agent_switch"

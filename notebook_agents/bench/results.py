@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._records import FieldError, arms, build, fields_of, not_utf8, value
+from ..errors import NotebookAgentsError
 from ..modes import ContextMode, SessionMode, mode_label
 from ..phases.names import HANDOFF_PHASES
 
@@ -327,7 +328,7 @@ def _renamed_reuse(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(NotebookAgentsError, ValueError):
     """A results file that cannot be used: names the file and what is wrong with it."""
 
     def __init__(self, source: str | Path, problem: str) -> None:

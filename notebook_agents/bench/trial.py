@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..emulator import LatencyModel
+from ..errors import NotebookAgentsError
 from ..modes import ContextMode, SessionMode
 from ..phases import Breakdown
 from .providers import Endpoint
@@ -64,7 +65,7 @@ class Timings:
     """what the handoff did, as the trace reads it; None: as asked (the session level)"""
 
 
-class TrialFailed(RuntimeError):
+class TrialFailed(NotebookAgentsError, RuntimeError):
     """The trial could not be measured; the message is recorded as its reason."""
 
 

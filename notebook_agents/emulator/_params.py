@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import NotebookAgentsError
 
-class ParameterError(ValueError):
+
+class ParameterError(NotebookAgentsError, ValueError):
     """A latency or fault parameter that cannot be used; the message names it and the fix."""
 
 

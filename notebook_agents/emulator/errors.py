@@ -6,12 +6,14 @@ from typing import Any
 
 from aiohttp import web
 
+from ..errors import NotebookAgentsError
 
-class EmulatorError(RuntimeError):
+
+class EmulatorError(NotebookAgentsError, RuntimeError):
     """The emulator could not start or serve; the message names the fix."""
 
 
-class ServiceError(Exception):
+class ServiceError(NotebookAgentsError):
     """What the real service would refuse, worded as OpenAI words it: answered over HTTP as an
     error response (``response()``), on a Realtime socket as an ``error`` event (``to_event()``).
     """

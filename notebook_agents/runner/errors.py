@@ -14,6 +14,7 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotebookAgentsError
 from ._shown_errors import handle_in_ipython, show_cut
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 _PACKAGE = str(Path(__file__).parents[1]) + os.sep
 
 
-class RunnerError(RuntimeError):
+class RunnerError(NotebookAgentsError, RuntimeError):
     """The runner cannot do what was asked; the message says why and what to do."""
 
     def __init__(self, *args: object) -> None:
@@ -75,6 +76,6 @@ class TurnStopped(TurnError):
         self.reply, self.errors = reply, []
 
 
-class AudioError(ValueError):
+class AudioError(NotebookAgentsError, ValueError):
     """Audio the runner cannot take (``send_audio``, ``hear``); the message says what is wrong
     and how to fix it. Raised before anything starts: the runner is ready for the next turn."""

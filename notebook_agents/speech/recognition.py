@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import NotebookAgentsError
 from .grammar import Grammar, Vocabulary, grammar
 from .pronunciation import pronunciation
 from .synthesis import _resample_to
@@ -49,7 +50,7 @@ _SEARCHES = 16
 """grammars each decoder keeps ready, the most recently used"""
 
 
-class RecognitionError(RuntimeError):
+class RecognitionError(NotebookAgentsError, RuntimeError):
     """pocketsphinx could not be loaded, or could not hear the audio; the message says why."""
 
 

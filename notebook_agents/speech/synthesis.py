@@ -15,6 +15,8 @@ from collections.abc import Callable
 import numpy as np
 from livekit import rtc
 
+from ..errors import NotebookAgentsError
+
 SAMPLE_RATE = 24_000
 """the rate of what ``synthesize`` returns: the realtime API's PCM16"""
 
@@ -27,7 +29,7 @@ _SYNTH_CALLBACK = ctypes.CFUNCTYPE(
 _lock = threading.Lock()
 
 
-class SynthesisError(RuntimeError):
+class SynthesisError(NotebookAgentsError, RuntimeError):
     """eSpeak NG could not be loaded or could not speak."""
 
 

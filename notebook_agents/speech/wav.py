@@ -8,12 +8,14 @@ import wave
 
 import numpy as np
 
+from ..errors import NotebookAgentsError
+
 UNKNOWN_LENGTH = 0xFFFF_FFFF
 """a chunk size its writer never filled in (a WAV streamed to a pipe cannot seek back; FFmpeg's
 ``ff_start_tag`` in libavformat/riffenc.c leaves -1): the audio runs to the end of the file"""
 
 
-class WavCutShort(wave.Error):
+class WavCutShort(NotebookAgentsError, wave.Error):
     """A WAV file that ends before its header says it does: inside the header, before any
     audio (``declared`` None), or holding fewer frames than the header ``declared``."""
 

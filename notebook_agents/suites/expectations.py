@@ -22,6 +22,8 @@ from livekit.agents import Agent, RunResult
 from livekit.agents.llm import LLM
 from livekit.agents.voice import run_result
 
+from ..errors import NotebookAgentsError
+
 _ASSERTS = (
     run_result.RunAssert,
     run_result.EventAssert,
@@ -43,7 +45,7 @@ _NEAR_MISS = 0.8
 _PREFIXES = ("await ", "result.expect", "expect")
 
 
-class ExpectationError(ValueError):
+class ExpectationError(NotebookAgentsError, ValueError):
     """An expectation that is not a chain of livekit's ``RunResult.expect`` calls."""
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 from livekit.agents.simulation import Scenario
 
+from ..errors import NotebookAgentsError
 from ..runner._samples import spoken_audio
 from ..runner.errors import AudioError
 from .expectations import Expectation, ExpectationError, parse
@@ -47,7 +48,7 @@ _YAML_SYNTAX = "`{`, `[` and `: ` are YAML's own syntax outside quotes, so"
 _EXAMPLE_TURN = "- user: transfer to weather\n  expect: ['next_event().is_function_call()']"
 
 
-class SuiteFileError(ValueError):
+class SuiteFileError(NotebookAgentsError, ValueError):
     """A scenarios file that cannot be run as written: where, what, and the fix."""
 
 

@@ -45,7 +45,7 @@ from .schema import (
     UserTranscriptData,
     check_event_data,
 )
-from .store import TRACE_FORMAT, TraceEvent
+from .store import TRACE_FORMAT, TraceEvent, TraceFileError
 from .trace import Trace
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "ToolOutputData",
     "Trace",
     "TraceEvent",
+    "TraceFileError",
     "TraceSpan",
     "UserMessageData",
     "UserStateData",

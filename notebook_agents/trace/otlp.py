@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from ..errors import NotebookAgentsError
 from .schema import SpanKindName, SpanStatus, TraceSpan, unix_ns
 from .store import TraceEvent
 
@@ -49,7 +50,7 @@ _INT64 = range(-(2**63), 2**63)
 """the integers an OTLP attribute carries (``int_value`` is an int64)"""
 
 
-class OTLPSendError(Exception):
+class OTLPSendError(NotebookAgentsError):
     """The collector did not take the spans; the message says what it or the network said."""
 
 

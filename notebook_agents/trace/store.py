@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._records import FieldError, build, not_utf8, value
+from ..errors import NotebookAgentsError
 from .schema import EventKind, TraceSpan, check_event_data, check_span, check_time
 
 TRACE_FORMAT = "notebook-agents.trace/5"
@@ -40,6 +41,10 @@ predate the schema), nested no deeper than ``DEEPEST``"""
 DEEPEST = 64
 """how deep an event's data may nest: deeper than any trace's, and well within what the
 exports' JSON writers can write"""
+
+
+class TraceFileError(NotebookAgentsError, ValueError):
+    """A file ``Trace.load`` cannot read as a trace: names the file, the line and the field."""
 
 
 @dataclass(frozen=True, slots=True)  # slots: one object per event, not two (a dict too)
@@ -121,13 +126,14 @@ class EventLog:
 
     def load(self, path: str | Path) -> None:
         """Read the events a ``save`` wrote, each checked field by field, and against what
-        every export can carry; ``ValueError`` naming file, line and field for anything else."""
+        every export can carry; for anything else a ``TraceFileError`` naming file, line and
+        field."""
         path = Path(path)
         # bytes, decoded line by line: a file that is not UTF-8 is refused at its line
         with path.open("rb") as lines:
             header = _parse_line(path, 1, next(lines, b""))
             if header.get("format") != TRACE_FORMAT and header.get("format") not in EARLIER_FORMATS:
-                raise ValueError(
+                raise TraceFileError(
                     f"{path}:1: not a notebook-agents trace (format {header.get('format')!r}, "
                     f"expected {TRACE_FORMAT!r}); save one with Trace.save()"
                 )
@@ -145,7 +151,7 @@ class EventLog:
                     else:
                         self._events.append(self._checked_event(record))
             except FieldError as e:
-                raise ValueError(f"{path}:{number}: {e}") from None
+                raise TraceFileError(f"{path}:{number}: {e}") from None
 
     def _checked_span(self, record: Any) -> TraceSpan:
         try:
@@ -188,13 +194,15 @@ def _parse_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
     try:
         record = json.loads(line.decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}:{number}: {not_utf8(e)}; is this a trace file?") from None
+        raise TraceFileError(f"{path}:{number}: {not_utf8(e)}; is this a trace file?") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{number}: not JSON ({e.msg}); is this a trace file?") from None
+        raise TraceFileError(
+            f"{path}:{number}: not JSON ({e.msg}); is this a trace file?"
+        ) from None
     except RecursionError:
-        raise ValueError(
+        raise TraceFileError(
             f"{path}:{number}: nested deeper than Python's JSON reader goes; is this a trace file?"
         ) from None
     if not isinstance(record, dict):
-        raise ValueError(f"{path}:{number}: expected a JSON object")
+        raise TraceFileError(f"{path}:{number}: expected a JSON object")
     return record

@@ -218,7 +218,8 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        """A trace saved by ``save``, for replay in the views; no session is attached."""
+        """A trace saved by ``save``, for replay in the views; no session is attached. A file
+        that is not one is a ``TraceFileError`` naming its line and field."""
         trace = cls()
         trace.loaded = True
         trace._log.load(path)

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ...errors import NotebookAgentsError
 from ..replies import ToolSpec
 
 CLIENT_KINDS = ("setup", "clientContent", "realtimeInput", "toolResponse")
@@ -31,7 +32,7 @@ INTERNAL_ERROR = 1011
 
 
 @dataclass
-class Closing(Exception):
+class Closing(NotebookAgentsError):
     """What ends a session as the service ends it: a close frame with ``code`` and ``reason``."""
 
     code: int
@@ -109,7 +110,7 @@ def _camel(name: str) -> str:
     return head + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
-class ServerMessageInvalid(AssertionError):
+class ServerMessageInvalid(NotebookAgentsError, AssertionError):
     """The emulator built a message google-genai could not parse: a bug in the emulator."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from ...errors import NotebookAgentsError
 from .._http import lose_connection
 from .._open_connections import OPEN_CONNECTIONS_KEY
 from .._settings import ConnectionLog
@@ -33,7 +34,7 @@ Message = dict[str, Any]
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
-class InferenceError(Exception):
+class InferenceError(NotebookAgentsError):
     """A client message the gateway would refuse: answered as an ``error`` message, with an
     HTTP-like ``code`` (the clients keep it as the error's ``code``)."""
 

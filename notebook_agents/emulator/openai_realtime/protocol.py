@@ -15,6 +15,7 @@ from openai.types.beta.realtime.transcription_session import ClientSecret, Trans
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from pydantic import BaseModel, ValidationError
 
+from ...errors import NotebookAgentsError
 from ..errors import ServiceError
 
 
@@ -91,7 +92,7 @@ def parse_client_event(
     return event
 
 
-class ServerEventInvalid(AssertionError):
+class ServerEventInvalid(NotebookAgentsError, AssertionError):
     """The emulator built an event the real client could not parse: a bug in the emulator."""
 
 
