@@ -62,8 +62,8 @@ _ON_FIRST_USE = {
     ),
 }
 
-_MOVED_OFF = {
-    name: module
+_MOVED_OFF: dict[str, tuple[str, str]] = {
+    name: (module, name)
     for module, names in {
         "notebook_agents.trace.schema": (
             "EVENT_DATA",
@@ -87,7 +87,6 @@ _MOVED_OFF = {
             "UserTranscriptData",
             "check_event_data",
         ),
-        "notebook_agents.trace": ("ModelTruth",),
         "notebook_agents.races": (
             "RACES",
             "LoggedProblem",
@@ -120,25 +119,29 @@ _MOVED_OFF = {
         "notebook_agents.agent_graph": ("HandoffGraph", "handoff_targets"),
         "notebook_agents.devices": ("DeviceError", "LocalDevices"),
         "notebook_agents.emulator": ("GeminiEndpoint",),
-        "notebook_agents.bench": ("UserAgents", "UserServer"),
     }.items()
     for name in names
+} | {
+    "ModelTruth": ("notebook_agents.trace", "ModelServer"),
+    "UserAgents": ("notebook_agents.bench", "YourAgents"),
+    "UserServer": ("notebook_agents.bench", "YourServer"),
 }
-"""names the top level held until 0.1.0, kept one more release, each with where it lives"""
+"""names the top level held until 0.1.0, kept one more release: each with where it lives and
+its name there (three were renamed)"""
 
 
 def __getattr__(name: str) -> Any:
     if name in _ON_FIRST_USE:
         return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
     if name in _MOVED_OFF:
-        module = _MOVED_OFF[name]
+        module, new_name = _MOVED_OFF[name]
         warnings.warn(
             f"`from notebook_agents import {name}` is deprecated and goes in the next release:"
-            f" use `from {module} import {name}`",
+            f" use `from {module} import {new_name}`",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(module), name)
+        return getattr(importlib.import_module(module), new_name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -26,16 +26,17 @@ def test_the_top_level_is_small_and_every_name_in_it_imports() -> None:
     assert set(notebook_agents.__all__) <= set(dir(notebook_agents))
 
 
-@pytest.mark.parametrize(("name", "module"), MOVED_OFF, ids=[name for name, _ in MOVED_OFF])
+@pytest.mark.parametrize(("name", "where"), MOVED_OFF, ids=[name for name, _ in MOVED_OFF])
 def test_a_name_moved_off_the_top_level_still_works_and_says_where_it_lives(
-    name: str, module: str
+    name: str, where: tuple[str, str]
 ) -> None:
+    module, new_name = where
     with pytest.warns(DeprecationWarning) as caught:
         moved = getattr(notebook_agents, name)
-    assert moved is getattr(importlib.import_module(module), name)
+    assert moved is getattr(importlib.import_module(module), new_name)
     assert [str(w.message) for w in caught] == [
         f"`from notebook_agents import {name}` is deprecated and goes in the next release:"
-        f" use `from {module} import {name}`"
+        f" use `from {module} import {new_name}`"
     ]
 
 
