@@ -10,8 +10,6 @@ then a reply; the bench itself sends the mode, so it is labelled as asked.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +19,7 @@ from typing import Any
 from livekit.agents import llm
 
 from .. import _livekit_internals as livekit
+from .._lifecycle import close_quietly
 from ..emulator import LatencyModel
 from ..modes import ContextMode, SessionMode
 from ..phases import Breakdown
@@ -263,9 +262,3 @@ async def _session_trial(spec: TrialSpec) -> Timings:
     finally:
         await close_quietly(rt.aclose())
         await close_quietly(model.aclose())
-
-
-async def close_quietly(closing: Any, timeout: float = 5.0) -> None:
-    """Cleanup after a failed trial must not hang or mask the trial's own error."""
-    with contextlib.suppress(Exception, asyncio.TimeoutError):
-        await asyncio.wait_for(closing, timeout)

@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ..speech.grammar import number_value
+from ..speech.tokens import tokens as tokens  # realtime.py and the bench import it here
 from .judging import UNSCRIPTED, Judgment, VerdictReply, judgment_of
 
 Role = Literal["system", "user", "assistant", "tool_call", "tool_output"]
@@ -306,11 +307,6 @@ class ReplyRules:
 
 def _name(rule: Rule) -> str:
     return str(getattr(rule, "__name__", repr(rule)))
-
-
-def tokens(text: str) -> list[str]:
-    """Split a reply into the deltas it streams as: words with their trailing space."""
-    return re.findall(r"\S+\s*", text) or [text]
 
 
 def tool_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:

@@ -43,6 +43,7 @@ import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from ...speech import synthesize, transcribe
+from ...speech.tokens import tokens
 from .._http import lose_connection
 from .._params import ParameterError
 from .._settings import ConnectionLog, EmulatorSettings
@@ -50,7 +51,7 @@ from ..conversation import Conversation
 from ..latency import DelayedPipe, precise_sleep
 from ..listening import ServerVad
 from ..protocol import new_id
-from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, calls_of, tokens
+from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, calls_of
 from ..vocabulary import vocabulary
 from .protocol import (
     INTERNAL_ERROR,
