@@ -13,6 +13,7 @@ plugin sees it and, with a ``truth``, as the model's server holds it), ``realtim
 
 from .delivery import DELIVERY_INTERVAL_S, Subscriber
 from .describe import agent_label, describe_item, error_text
+from .marks import TimelineMark
 from .schema import (
     EVENT_DATA,
     AgentMessageData,
@@ -69,6 +70,7 @@ __all__ = [
     "SpeechPhase",
     "SpeechSource",
     "Subscriber",
+    "TimelineMark",
     "ToolCallData",
     "ToolOutputData",
     "Trace",

@@ -23,9 +23,9 @@ from ..analysis import IDLE_AFTER, TraceAnalysis
 from ..emulator.latency import LatencyModel
 from ..phases import handoff_phases
 from ..phases.truth import network
-from ..races.case import RaceMark
 from ..trace import Trace, TraceEvent
 from ..trace.contexts import compared, item_key
+from ..trace.marks import TimelineMark
 from ._assets import asset
 from ._stream import SpanWatch, TraceStreamView
 from ._text import cut
@@ -87,7 +87,7 @@ class TimelineView(TraceStreamView):
         trace: Trace,
         latency: LatencyModel | None = None,
         *,
-        marks: Iterable[RaceMark] = (),
+        marks: Iterable[TimelineMark] = (),
         like: TimelineView | None = None,
         **kwargs: Any,
     ) -> None:
