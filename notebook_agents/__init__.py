@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from . import views as views  # imported, the views register how results display
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import Speech, TraceAnalysis, bring_ups
 from .bench import UserAgents, UserServer
