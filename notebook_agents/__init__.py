@@ -4,7 +4,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import views as views  # imported, the views register how results display
 from .agent_graph import HandoffGraph, handoff_targets
-from .analysis import Speech, TraceAnalysis, bring_ups
+from .analysis import (
+    Breakdown,
+    Phase,
+    Speech,
+    TraceAnalysis,
+    bring_ups,
+    handoff_phases,
+    turn_phases,
+)
 from .bench import UserAgents, UserServer
 from .devices import DeviceError, LocalDevices
 from .emulator import (
@@ -19,7 +27,6 @@ from .emulator import (
     ToolCallsReply,
     VerdictReply,
 )
-from .phases import Breakdown, Phase, handoff_phases, turn_phases
 from .races import (
     RACES,
     LoggedProblem,

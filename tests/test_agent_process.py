@@ -32,9 +32,8 @@ from notebook_agents import (
     Trace,
     TraceEvent,
 )
-from notebook_agents.analysis import TraceAnalysis
+from notebook_agents.analysis import TraceAnalysis, breakdowns
 from notebook_agents.emulator import Emulator, EmulatorError
-from notebook_agents.phases import breakdowns
 from notebook_agents.trace import EventKind, check_event_data
 from notebook_agents.views import AgentGraphView, ChatView
 

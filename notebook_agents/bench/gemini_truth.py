@@ -23,8 +23,8 @@ generation 660/1283 ms (6 R and livekit's own ~60 ms).
 
 from __future__ import annotations
 
+from ..analysis.phases.truth import gemini_handoff_truths
 from ..emulator.latency import LatencyModel
-from ..phases.truth import gemini_handoff_truths
 
 
 def gemini_ground_truth(

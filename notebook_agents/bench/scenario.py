@@ -20,9 +20,9 @@ from livekit.agents import llm
 
 from .. import _livekit_internals as livekit
 from .._lifecycle import close_quietly
+from ..analysis import Breakdown
 from ..emulator import LatencyModel
 from ..modes import ContextMode, SessionMode
-from ..phases import Breakdown
 from .providers import Endpoint, provider
 from .results import Level, Modality, PhaseTiming
 from .your_agents import YourAgents

@@ -20,10 +20,11 @@ from livekit.agents.utils import is_given
 from livekit.plugins import openai
 
 from .._environ import environment
+from .._lifecycle import close_quietly
 from .._text_sessions import text_turn_handling
-from ..emulator.replies import tokens
+from ..analysis import handoff_phases
 from ..modes import ContextMode, SessionMode
-from ..phases import handoff_phases
+from ..speech.tokens import tokens
 from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
 from ..trace.schema import HandoffData
@@ -36,7 +37,6 @@ from .scenario import (
     Timings,
     TrialFailed,
     TrialSpec,
-    close_quietly,
     history,
     phase_timings,
 )

@@ -20,7 +20,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ..speech.grammar import number_value
-from ..speech.tokens import tokens as tokens  # realtime.py and the bench import it here
+from ..speech.tokens import tokens as tokens  # realtime.py imports it from here (bench-owned)
 from .judging import UNSCRIPTED, Judgment, VerdictReply, judgment_of
 
 Role = Literal["system", "user", "assistant", "tool_call", "tool_output"]

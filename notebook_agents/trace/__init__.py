@@ -42,7 +42,7 @@ from .schema import (
     UserTranscriptData,
     check_event_data,
 )
-from .store import TRACE_FORMAT, TraceEvent
+from .store import TRACE_FORMAT, TraceEvent, TraceEvents
 from .trace import Trace
 from .truth import ModelTruth
 
@@ -75,6 +75,7 @@ __all__ = [
     "ToolOutputData",
     "Trace",
     "TraceEvent",
+    "TraceEvents",
     "TraceSpan",
     "UserMessageData",
     "UserStateData",

@@ -25,7 +25,7 @@ from .reading import SessionReader
 from .recorder import Recorder, given
 from .remote import RemoteReader
 from .schema import EventKind, TraceSpan
-from .store import EventLog, TraceEvent
+from .store import EventLog, TraceEvent, TraceEvents
 from .truth import ModelTruth
 
 Reader = TypeVar("Reader", bound=ForeignReader)
@@ -82,9 +82,10 @@ class Trace:
         self._recorder.flush()
 
     @property
-    def events(self) -> list[TraceEvent]:
+    def events(self) -> TraceEvents:
+        """The events so far, in order: a list that knows the trace's clock and spans."""
         self._flush()
-        return self._log.events()
+        return TraceEvents(self._log.events(), self.started_at, self._log.spans)
 
     def __len__(self) -> int:
         self._flush()

@@ -19,10 +19,9 @@ from typing import Any
 import traitlets
 from matplotlib.figure import Figure
 
-from ..analysis import IDLE_AFTER, TraceAnalysis
+from ..analysis import IDLE_AFTER, TraceAnalysis, handoff_phases
+from ..analysis.phases.truth import network
 from ..emulator.latency import LatencyModel
-from ..phases import handoff_phases
-from ..phases.truth import network
 from ..trace import Trace, TraceEvent
 from ..trace.contexts import compared, item_key
 from ..trace.marks import TimelineMark
