@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from . import views as views  # imported, the views register how results display
+from . import _result_views  # noqa: F401  (registers the view each result shows as)
 from .agent_graph import HandoffGraph, handoff_targets
 from .analysis import (
     Breakdown,

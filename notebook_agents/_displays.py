@@ -1,6 +1,6 @@
 """How a result shows itself in a notebook, without the engine importing widget code: the
-views register a widget per result type when they are imported (``notebook_agents`` imports
-them), and a result asks here for its own. The results stay plain data under the views."""
+package registers a view per result type (``_result_views``), and a result asks here for its
+own. The results stay plain data under the views."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def view_of(result: object) -> Any:
         if kind in _VIEWS:
             return _VIEWS[kind](result)
     raise LookupError(
-        f"no view is registered for {type(result).__name__}: import notebook_agents.views"
+        f"no view is registered for {type(result).__name__}: register one in "
+        "notebook_agents/_result_views.py (register_view)"
     )
 
 

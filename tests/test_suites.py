@@ -713,11 +713,11 @@ async def test_an_agent_class_no_module_defines_is_refused_before_anything_runs(
 
 def test_a_result_without_a_registered_view_displays_as_text_and_names_the_import() -> None:
     """Issue 31: results are plain data below the views; one whose view is not registered
-    shows its text repr, and asking for its widget says what to import."""
+    shows its text repr, and asking for its widget says where views are registered."""
 
     class Unshown:
         pass
 
     assert mimebundle_of(Unshown()) is None
-    with pytest.raises(LookupError, match=r"import notebook_agents\.views"):
+    with pytest.raises(LookupError, match=r"register one in notebook_agents/_result_views\.py"):
         view_of(Unshown())

@@ -1,6 +1,6 @@
 """What a suite run gives: a verdict per scenario (livekit's ``SimulationVerdict``), the first
 failing expectation, the time it took and its ``Trace``: plain data, shown as a table in a
-notebook by the view the views register for it (``SuiteView``)."""
+notebook by the view registered for it (``SuiteView``, in ``_result_views``)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ class SuiteResult:
 
     def view(self) -> Any:
         """The table widget, a row per scenario; clicking a row shows its timeline
-        (``notebook_agents.views.SuiteView``, which the views register for it)."""
+        (``notebook_agents.views.SuiteView``, registered for it)."""
         return view_of(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

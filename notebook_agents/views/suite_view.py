@@ -10,7 +10,6 @@ import ipywidgets
 import traitlets
 from matplotlib.figure import Figure
 
-from .._displays import register_view
 from ..suites.results import SuiteResult
 from ._assets import asset
 from ._suite_figure import suite_figure
@@ -58,6 +57,3 @@ class SuiteView(ipywidgets.VBox):  # type: ignore[misc]
     def _show(self, change: dict[str, Any]) -> None:
         trace = self.result[change["new"]].trace
         self.details.children = [TimelineView(trace)] if trace is not None else []
-
-
-register_view(SuiteResult, SuiteView)
