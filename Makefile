@@ -102,6 +102,7 @@ pytest-browser-then-videosdk: pytest-browser
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache --no-logo
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy

@@ -9,6 +9,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from . import _result_views  # noqa: F401  (registers the view each result shows as)
 from .analysis import TraceAnalysis
 from .bench.run import run_benchmark
 from .emulator import (
@@ -114,8 +115,14 @@ _MOVED_OFF: dict[str, tuple[str, str]] = {
             "SuiteFileError",
             "SuiteResult",
         ),
-        "notebook_agents.phases": ("Breakdown", "Phase", "handoff_phases", "turn_phases"),
-        "notebook_agents.analysis": ("Speech", "bring_ups"),
+        "notebook_agents.analysis": (
+            "Breakdown",
+            "Phase",
+            "Speech",
+            "bring_ups",
+            "handoff_phases",
+            "turn_phases",
+        ),
         "notebook_agents.agent_graph": ("HandoffGraph", "handoff_targets"),
         "notebook_agents.devices": ("DeviceError", "LocalDevices"),
         "notebook_agents.emulator": ("GeminiEndpoint",),

@@ -1,8 +1,13 @@
-"""``with thing:`` for the package's background services: start on enter, stop on exit."""
+"""``with thing:`` for the package's background services: start on enter, stop on exit; and
+closing what a failed run opened without letting the close hang or hide the run's error."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable
 from types import TracebackType
+from typing import Any
 
 from typing_extensions import Self
 
@@ -26,3 +31,9 @@ class StartStop:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+async def close_quietly(closing: Awaitable[Any], timeout: float = 5.0) -> None:
+    """Cleanup after a failed trial must not hang or mask the trial's own error."""
+    with contextlib.suppress(Exception, asyncio.TimeoutError):
+        await asyncio.wait_for(closing, timeout)

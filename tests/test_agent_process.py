@@ -24,9 +24,8 @@ from livekit.agents.voice.remote_session import TcpSessionTransport
 from livekit.protocol.agent_pb import agent_session as agent_pb
 
 from notebook_agents import AgentProcess, RunnerError, Trace, TraceEvent
-from notebook_agents.analysis import TraceAnalysis
+from notebook_agents.analysis import TraceAnalysis, breakdowns
 from notebook_agents.emulator import Emulator, EmulatorError
-from notebook_agents.phases import breakdowns
 from notebook_agents.runner import AgentRunner, RemoteAgent, RunnerState
 from notebook_agents.trace import EventKind, check_event_data
 from notebook_agents.views import AgentGraphView, ChatView

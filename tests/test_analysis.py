@@ -3,9 +3,13 @@ list of events and from a real session's trace, the same whether fed at once or 
 
 from __future__ import annotations
 
+import importlib
+import sys
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from notebook_agents.analysis import (
     BringUp,
@@ -354,3 +358,20 @@ async def test_a_real_sessions_trace_reads_the_same_live_and_loaded(
     spans = loaded.state_spans()
     assert all(a.end == b.start for a, b in pairwise(spans))
     assert spans[-1].end == trace.of_kind("closed")[0].t
+
+
+def test_the_old_phases_path_still_works_and_warns_naming_the_new_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 31: the phases joined the analysis package; ``notebook_agents.phases`` (and its
+    submodules) keep working for one release, with a warning that says what to import."""
+    import notebook_agents.analysis as analysis
+
+    for name in [n for n in sys.modules if n.startswith("notebook_agents.phases")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.warns(DeprecationWarning, match=r"import from notebook_agents\.analysis") as seen:
+        import notebook_agents.phases as old
+    assert seen[0].filename == __file__  # it names the import, not importlib's machinery
+    assert old.turn_phases is analysis.turn_phases and old.Breakdown is analysis.Breakdown
+    names = importlib.import_module("notebook_agents.phases.names")
+    assert names.PHASE_COLORS is analysis.phases.names.PHASE_COLORS

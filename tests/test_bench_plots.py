@@ -18,6 +18,8 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from notebook_agents.analysis import HANDOFF_PHASES
+from notebook_agents.analysis.phases.names import PHASE_COLORS
 from notebook_agents.bench.plots import (
     plot_cdf,
     plot_cost_vs_history,
@@ -29,8 +31,6 @@ from notebook_agents.bench.plots import (
 )
 from notebook_agents.bench.results import BenchmarkConfig, BenchmarkResult, PhaseTiming, Trial
 from notebook_agents.modes import MODE_COLORS, REALTIME_MODES
-from notebook_agents.phases import HANDOFF_PHASES
-from notebook_agents.phases.names import PHASE_COLORS
 
 RTTS = (0.0, 20.0, 100.0)
 HISTORIES = (0, 10, 50)

@@ -17,11 +17,11 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 
 from notebook_agents import NotebookRunner, Trace
-from notebook_agents.suites import SuiteResult
 from notebook_agents.__main__ import COMMANDS
 from notebook_agents.bench.stats import summary_table
 from notebook_agents.emulator import Emulator
 from notebook_agents.modes import REALTIME_MODES, mode_label
+from notebook_agents.suites import SuiteResult
 from notebook_agents.views import WaterfallView
 
 from .conftest import API_KEY

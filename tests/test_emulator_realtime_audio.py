@@ -23,8 +23,8 @@ from notebook_agents import NotebookRunner
 from notebook_agents.emulator import Emulator
 from notebook_agents.emulator.latency import LatencyModel
 from notebook_agents.emulator.listening import ServerVad
-from notebook_agents.emulator.replies import tokens
 from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech.tokens import tokens
 
 from .conftest import API_KEY, started
 from .speech_check import envelope_match

@@ -8,15 +8,14 @@ import importlib.util
 import pytest
 
 import notebook_agents
-from notebook_agents import Trace
 
 
 def test_this_environment_has_no_videosdk() -> None:
     assert importlib.util.find_spec("videosdk") is None
 
 
-def test_without_the_videosdk_extra_the_runner_and_the_trace_name_the_install() -> None:
+def test_without_the_videosdk_extra_the_runner_and_the_trace_reader_name_the_install() -> None:
     with pytest.raises(ImportError, match=r"pip install 'notebook-agents\[videosdk\]'"):
         notebook_agents.VideoSDKRunner  # noqa: B018
     with pytest.raises(ImportError, match=r"pip install 'notebook-agents\[videosdk\]'"):
-        Trace().attach_videosdk(object())
+        from notebook_agents.videosdk.reading import VideoSDKReader  # noqa: F401

@@ -9,8 +9,8 @@ from livekit.agents import NOT_GIVEN, Agent, AgentServer, AgentSession, JobConte
 from livekit.plugins import openai
 
 from notebook_agents import NotebookRunner
+from notebook_agents.analysis import Breakdown, Phase, handoff_phases
 from notebook_agents.emulator import Emulator, LatencyModel
-from notebook_agents.phases import Breakdown, Phase, handoff_phases
 from notebook_agents.trace import Trace
 
 from .conftest import API_KEY, started

@@ -25,10 +25,10 @@ from livekit.agents import (
 from livekit.plugins import openai, silero
 
 from notebook_agents import NotebookRunner, TraceAnalysis
+from notebook_agents.analysis import Breakdown, Phase, turn_phases
+from notebook_agents.analysis.phases.table import UNEXPLAINED, WAIT
+from notebook_agents.analysis.phases.turns import TOLERANCE
 from notebook_agents.emulator import Emulator
-from notebook_agents.phases import Breakdown, Phase, turn_phases
-from notebook_agents.phases.table import UNEXPLAINED, WAIT
-from notebook_agents.phases.turns import TOLERANCE
 from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace, TraceEvent, TraceSpan
 from notebook_agents.views import TimelineView
@@ -267,8 +267,14 @@ def test_the_callers_wait_is_one_figure_reconciled_with_livekits_e2e_latency(
     # the timeline says the same of a saved trace
     view = TimelineView(Trace.load(spoken.save(tmp_path / "spoken.jsonl")))
     assert view.analysis.speech[1].first_audio_s == pytest.approx(b.wait, abs=1e-9)
-    # without the trace's clock the speech ends at the VAD's event: the wait lacks the silence
-    _, late = TraceAnalysis(spoken.events).speech
+    # issue 31: TraceAnalysis(trace.events) counted from the VAD's event: a trace's events
+    # carry its clock and spans now, so every door to a trace's analysis gives the same wait
+    for door in (TraceAnalysis(spoken), TraceAnalysis(spoken.events)):
+        assert door.speech == TraceAnalysis.of(spoken).speech
+        assert door.turns() == [b] == turn_phases(spoken)
+    # events with no clock (a bare list): the speech ends at the VAD's event, the wait lacks
+    # the silence
+    _, late = TraceAnalysis(list(spoken.events)).speech
     assert late.first_audio_s == pytest.approx(b.wait - phase(b, "vad_end_of_speech").seconds)
 
 

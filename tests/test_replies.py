@@ -25,8 +25,9 @@ from notebook_agents.emulator import (
     Turn,
     VerdictReply,
 )
-from notebook_agents.emulator.replies import first_sentence, tokens, tool_arguments
+from notebook_agents.emulator.replies import first_sentence, tool_arguments
 from notebook_agents.speech.grammar import Grammar, grammar
+from notebook_agents.speech.tokens import tokens
 
 WEATHER = ToolSpec(
     "get_weather",

@@ -21,6 +21,7 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext, Simulat
 from livekit.plugins import openai
 
 from notebook_agents import AgentProcess, NotebookRunner
+from notebook_agents._displays import mimebundle_of, view_of
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner import RunnerState
 from notebook_agents.speech import SAMPLE_RATE, synthesize
@@ -81,6 +82,9 @@ async def test_a_suite_gives_each_scenario_its_verdict_its_failure_and_its_trace
 
     view = SuiteView(result)
     assert [row["outcome"] for row in view.table.rows] == ["passed", "failed", "not runnable"]
+    # the result is data; the views registered how it displays: as this table
+    assert isinstance(result.view(), SuiteView)
+    assert "application/vnd.jupyter.widget-view+json" in result._repr_mimebundle_()
     assert view.table.rows[1]["expectation"] == failed.expectation
     view.select("hands off to weather")
     (timeline,) = view.details.children
@@ -706,3 +710,15 @@ async def test_an_agent_class_no_module_defines_is_refused_before_anything_runs(
         match=r"new_agent_type=RainAgent: none is defined\. If it is defined elsewhere, write",
     ):
         await run_suite(path, make_greeter)
+
+
+def test_a_result_without_a_registered_view_displays_as_text_and_names_the_import() -> None:
+    """Issue 31: results are plain data below the views; one whose view is not registered
+    shows its text repr, and asking for its widget says where views are registered."""
+
+    class Unshown:
+        pass
+
+    assert mimebundle_of(Unshown()) is None
+    with pytest.raises(LookupError, match=r"register one in notebook_agents/_result_views\.py"):
+        view_of(Unshown())

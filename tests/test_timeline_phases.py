@@ -16,10 +16,9 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from notebook_agents import NotebookRunner
-from notebook_agents.analysis import milliseconds
+from notebook_agents.analysis import Breakdown, handoff_phases, milliseconds
+from notebook_agents.analysis.phases.names import PHASE_COLORS
 from notebook_agents.emulator import Emulator
-from notebook_agents.phases import Breakdown, handoff_phases
-from notebook_agents.phases.names import PHASE_COLORS
 from notebook_agents.trace import Trace
 from notebook_agents.views import TimelineView
 from notebook_agents.views._timeline_figure import STRIP_H, STRIP_Y

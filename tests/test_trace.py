@@ -29,6 +29,7 @@ from notebook_agents.emulator import Emulator
 from notebook_agents.trace import TRACE_FORMAT, Trace, TraceEvent, check_event_data, reading
 from notebook_agents.trace import recorder as recorder_module
 from notebook_agents.trace.describe import conversation_items
+from notebook_agents.trace.foreign import ForeignReader
 from notebook_agents.trace.realtime_protocol import RealtimeProtocol
 
 from .conftest import MakeModel, realtime_model
@@ -1164,3 +1165,25 @@ def test_the_old_model_truth_names_still_work_and_say_what_to_use_instead() -> N
         assert trace.model_truth is server
     with pytest.warns(DeprecationWarning, match=r"use notebook_agents\.trace\.ModelServer"):
         assert trace_package.ModelTruth is trace_package.ModelServer
+
+
+def test_a_foreign_reader_records_into_the_trace_it_is_attached_to() -> None:
+    """Issue 31: the trace takes any ``ForeignReader`` (``attach_reader``), so it imports no
+    framework's adapter; a reader records into one trace, and a trace has one reader."""
+
+    class Announcer(ForeignReader):
+        def attach(self, agent: str) -> None:
+            self.agent = agent
+            self._capture("agent_state", {"old": "initializing", "new": "listening"})
+
+    trace = Trace()
+    reader = trace.attach_reader(Announcer())
+    reader.attach("Greeter")
+    (event,) = trace.events
+    assert (event.kind, event.agent, event.data["new"]) == ("agent_state", "Greeter", "listening")
+    with pytest.raises(RuntimeError, match="already attached"):
+        trace.attach_reader(Announcer())
+    with pytest.raises(RuntimeError, match="already records a trace"):
+        Trace().attach_reader(reader)
+    with pytest.raises(RuntimeError, match=r"trace\.attach_reader\(reader\)"):
+        Announcer().attach("Greeter")

@@ -11,7 +11,7 @@ from livekit.plugins import openai
 from matplotlib.figure import Figure
 
 from notebook_agents.emulator import Emulator
-from notebook_agents.trace import EventKind, Trace, TraceEvent
+from notebook_agents.trace import EventKind, Trace, TraceEvents
 from notebook_agents.views import StateView
 from notebook_agents.views._assets import widgets_dir
 from notebook_agents.views._throttle import Throttle
@@ -120,7 +120,7 @@ class RecordsWhileRead(Trace):
         self._during_read: tuple[EventKind, dict[str, Any], str] | None = (kind, data, agent)
 
     @property
-    def events(self) -> list[TraceEvent]:
+    def events(self) -> TraceEvents:
         history = super().events
         if self._during_read is not None:
             kind, data, agent = self._during_read

@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from notebook_agents import NotebookRunner
+from notebook_agents.analysis import Breakdown, Phase, breakdowns, handoff_phases
 from notebook_agents.emulator import Emulator
-from notebook_agents.phases import Breakdown, Phase, breakdowns, handoff_phases
 from notebook_agents.trace import Trace, TraceSpan
 from notebook_agents.views import TimelineView, WaterfallView
 from notebook_agents.views import waterfall_view as module

@@ -20,10 +20,11 @@ from livekit.agents.utils import is_given
 from livekit.plugins import openai
 
 from .._environ import environment
+from .._lifecycle import close_quietly
 from .._text_sessions import text_turn_handling
-from ..emulator.replies import tokens
+from ..analysis import handoff_phases
 from ..modes import ContextMode, SessionMode
-from ..phases import handoff_phases
+from ..speech.tokens import tokens
 from ..trace import Trace
 from ..trace.livekit_spans import capture_spans_here
 from ..trace.schema import HandoffData
@@ -31,7 +32,7 @@ from .clock import Clock
 from .handoff_mode import HandoffWatch
 from .probe import RealtimeProbe
 from .providers import PROVIDERS, provider
-from .scenario import close_quietly, history
+from .scenario import history
 from .trial import Ran, Timings, TrialFailed, TrialSpec, phase_timings
 from .your_agents import AgentsUnderTest, YourAgents, YourServer, make_agent
 

@@ -56,8 +56,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ..analysis.phases.truth import connect_awaited, gemini_handoff_truths, handoff_truths
 from ..emulator import LatencyModel
-from ..phases.truth import connect_awaited, gemini_handoff_truths, handoff_truths
 
 
 class GroundTruth(Protocol):

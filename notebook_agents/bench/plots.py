@@ -20,8 +20,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .._figure_style import INK, static_figure
+from ..analysis.phases.names import PHASE_COLORS
 from ..modes import MODE_COLORS, mode_label
-from ..phases.names import PHASE_COLORS
 from .results import TIMING_NAMES, BenchmarkResult, Trial, phase_names, timing_title, values
 from .stats import (
     WAIT,

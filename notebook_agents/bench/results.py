@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._records import FieldError, arms, build, fields_of, not_utf8, value
+from ..analysis.phases.names import HANDOFF_PHASES
 from ..errors import NotebookAgentsError
 from ..modes import ContextMode, SessionMode, mode_label
-from ..phases.names import HANDOFF_PHASES
 
 FORMAT = "notebook-agents.bench"
 FORMAT_VERSION = 5

@@ -1,17 +1,12 @@
 """The benchmark's scenario: agent A talks with the user for a while, then is asked to hand
 off; its tool returns B and B's ``on_enter`` replies. Its words (the question, the request to
-transfer, the pair's instructions), the history A is given, and the quiet close every trial's
-cleanup uses.
+transfer, the pair's instructions), the history A is given.
 
 The levels that run it: ``session_trial`` (upstream's bare realtime session) and
 ``agents_trial`` (a real ``AgentSession``: your agents or the bench's own pair).
 """
 
 from __future__ import annotations
-
-import asyncio
-import contextlib
-from typing import Any
 
 from livekit.agents import llm
 
@@ -28,9 +23,3 @@ def history(turns: int) -> llm.ChatContext:
         ctx.add_message(role="user", content=f"Tell me fact number {i + 1}.")
         ctx.add_message(role="assistant", content=f"Fact {i + 1}: {i * 7} is interesting.")
     return ctx
-
-
-async def close_quietly(closing: Any, timeout: float = 5.0) -> None:
-    """Cleanup after a failed trial must not hang or mask the trial's own error."""
-    with contextlib.suppress(Exception, asyncio.TimeoutError):
-        await asyncio.wait_for(closing, timeout)

@@ -13,10 +13,11 @@ from typing import Any
 from livekit.agents import llm
 
 from .. import _livekit_internals as livekit
+from .._lifecycle import close_quietly
 from .clock import Clock
 from .probe import RealtimeProbe
 from .providers import provider
-from .scenario import B_INSTRUCTIONS, QUESTION, close_quietly, history
+from .scenario import B_INSTRUCTIONS, QUESTION, history
 from .trial import Timings, TrialFailed, TrialSpec
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._table import ABSENT, Column, Table, number
+from ..analysis.phases.names import HANDOFF_PHASES
 from ..modes import MODE_COLORS, REALTIME_MODES, mode_label
-from ..phases.names import HANDOFF_PHASES
 from .livekit_warnings import LIVEKIT_WARNINGS, warned_note, warning_note
 from .results import BenchmarkResult, Trial, phase_names, timing_title, values
 

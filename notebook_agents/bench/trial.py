@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis import Breakdown
 from ..emulator import LatencyModel
 from ..errors import NotebookAgentsError
 from ..modes import ContextMode, SessionMode
-from ..phases import Breakdown
 from .providers import Endpoint
 from .results import Level, Modality, PhaseTiming
 from .your_agents import AgentsUnderTest

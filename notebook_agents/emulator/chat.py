@@ -46,6 +46,7 @@ from typing import Any
 from aiohttp import web
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from ..speech.tokens import tokens
 from ._http import Clock, Json, open_request, read_json
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings
 from .errors import ServiceError
@@ -58,7 +59,6 @@ from .replies import (
     ToolSpec,
     Turn,
     calls_of,
-    tokens,
 )
 
 CHAT_PATH = "/v1/chat/completions"

@@ -308,11 +308,6 @@ def _name(rule: Rule) -> str:
     return str(getattr(rule, "__name__", repr(rule)))
 
 
-def tokens(text: str) -> list[str]:
-    """Split a reply into the deltas it streams as: words with their trailing space."""
-    return re.findall(r"\S+\s*", text) or [text]
-
-
 def tool_arguments(tool: ToolSpec, text: str) -> dict[str, Any]:
     """Arguments for ``tool``: ``name=value`` / ``name: value`` found in the text.
 

@@ -14,8 +14,8 @@ from livekit.agents.voice.run_result import RunResult
 from livekit.plugins import openai
 
 from .. import _livekit_internals as livekit
+from .._lifecycle import close_quietly
 from .._text_sessions import text_turn_handling
-from ..bench.scenario import close_quietly
 from ..emulator import Emulator
 from ..emulator.gemini_live import genai_types
 from ..trace.livekit_spans import capture_spans_here

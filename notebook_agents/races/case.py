@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..emulator import LatencyModel, Rule
 from ..trace import Trace
+from ..trace.marks import TimelineMark
 
 if TYPE_CHECKING:
     from ._harness import Harness
@@ -15,20 +16,20 @@ if TYPE_CHECKING:
 RaceProvider = Literal["openai", "gemini"]
 
 
-@dataclass(frozen=True)
-class RaceMark:
+class RaceMark(TimelineMark):
     """A moment of a run its verdict rests on, marked on the timeline
-    (``TimelineView(run.trace, run.latency, marks=run.verdict.marks)``)."""
+    (``TimelineView(run.trace, run.latency, marks=run.verdict.marks)``); ``race`` False: what
+    shows the race did not happen (the mark's ``problem``)."""
 
-    t: float
-    agent: str
-    """the lane it is drawn in"""
-    label: str
-    """a few words on its chip: ``"hand-back refused"``"""
-    detail: str = ""
-    """its hover text: the evidence of that moment"""
-    race: bool = True
-    """True: where the race shows; False: what shows it did not happen"""
+    def __init__(
+        self, t: float, agent: str, label: str, detail: str = "", race: bool = True
+    ) -> None:
+        super().__init__(t, agent, label, detail, race)
+
+    @property
+    def race(self) -> bool:
+        """True: where the race shows; False: what shows it did not happen"""
+        return self.problem
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What a suite run gives: a verdict per scenario (livekit's ``SimulationVerdict``), the first
-failing expectation, the time it took and its ``Trace``; shown as a table in a notebook."""
+failing expectation, the time it took and its ``Trace``: plain data, shown as a table in a
+notebook by the view registered for it (``SuiteView``, in ``_result_views``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from livekit.agents import RunResult
 from livekit.agents.simulation import SimulationVerdict
 
+from .._displays import mimebundle_of, view_of
 from ..trace import Trace
 
 
@@ -105,13 +107,12 @@ class SuiteResult:
         return counts
 
     def view(self) -> Any:
-        """The table widget, a row per scenario; clicking a row shows its timeline."""
-        from ..views.suite_view import SuiteView  # the engine imports no widget code at load
-
-        return SuiteView(self)
+        """The table widget, a row per scenario; clicking a row shows its timeline
+        (``notebook_agents.views.SuiteView``, registered for it)."""
+        return view_of(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.view()._repr_mimebundle_(**kwargs)
+        return mimebundle_of(self, **kwargs)
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{n} {what}" for what, n in self.counts().items() if n)

@@ -16,6 +16,7 @@ from typing import Any
 
 from .delivery import DELIVERY_INTERVAL_S, Subscriber
 from .describe import agent_label, describe_item, error_text
+from .marks import TimelineMark
 from .model_server import ModelServer
 from .schema import (
     EVENT_DATA,
@@ -45,7 +46,7 @@ from .schema import (
     UserTranscriptData,
     check_event_data,
 )
-from .store import TRACE_FORMAT, TraceEvent, TraceFileError
+from .store import TRACE_FORMAT, TraceEvent, TraceEvents, TraceFileError
 from .trace import Trace
 
 __all__ = [
@@ -72,10 +73,12 @@ __all__ = [
     "SpeechPhase",
     "SpeechSource",
     "Subscriber",
+    "TimelineMark",
     "ToolCallData",
     "ToolOutputData",
     "Trace",
     "TraceEvent",
+    "TraceEvents",
     "TraceFileError",
     "TraceSpan",
     "UserMessageData",

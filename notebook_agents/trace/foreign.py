@@ -16,15 +16,31 @@ from .schema import EventKind
 
 
 class ForeignReader:
-    """Records into ``recorder`` at the active agent (``agent``); ``detach`` stops it."""
+    """Records into the trace it is given to (``Trace.attach_reader``) at the active agent
+    (``agent``); ``detach`` stops it."""
 
-    def __init__(self, recorder: Recorder) -> None:
-        self._recorder = recorder
+    def __init__(self) -> None:
+        self._recorder_of_trace: Recorder | None = None
         self.agent: str | None = None
         """the active agent's label, as the session last made it known"""
         self._closing = threading.Lock()
         self._closed_recorded = False
         self._failure: str | None = None
+
+    def record_into(self, recorder: Recorder) -> None:
+        """Record into ``recorder`` from now on (``Trace.attach_reader`` gives its own)."""
+        if self._recorder_of_trace is not None:
+            raise RuntimeError("this reader already records a trace; make a new one per trace")
+        self._recorder_of_trace = recorder
+
+    @property
+    def _recorder(self) -> Recorder:
+        if self._recorder_of_trace is None:
+            raise RuntimeError(
+                f"this {type(self).__name__} records no trace yet: "
+                "give it to one first, trace.attach_reader(reader)"
+            )
+        return self._recorder_of_trace
 
     def detach(self) -> None:
         """Stop listening; a subclass puts back what it changed."""

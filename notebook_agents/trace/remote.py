@@ -21,7 +21,7 @@ from livekit.protocol.agent_pb import agent_session as agent_pb
 
 from .describe import message_metrics, message_text
 from .foreign import ForeignReader
-from .recorder import Recorder, error_data, given
+from .recorder import error_data, given
 from .remote_items import chat_item
 from .schema import ErrorSource, HandoffData, ModelUsageData
 from .tap import Handler, listen
@@ -42,8 +42,8 @@ _REPORTED_ERROR = re.compile(r"\berror=(\w+)\(")
 class RemoteReader(ForeignReader):
     """Listens to one ``RemoteSession``; ``detach`` stops it."""
 
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__(recorder)
+    def __init__(self) -> None:
+        super().__init__()
         self._stop_listening: Callable[[], None] = lambda: None
         self._seen: set[object] = set()  # item ids, and ("call" | "output", call_id)
         self._entering = False  # a handoff came and the user has not spoken since

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,27 @@ class TraceEvent:
 
     def to_record(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+class TraceEvents(list[TraceEvent]):
+    """A trace's events (``Trace.events``), a list that also knows the trace's clock and its
+    livekit spans: what reads the list (``TraceAnalysis(trace.events)``) reads the trace."""
+
+    def __init__(
+        self,
+        events: Iterable[TraceEvent],
+        started_at: float,
+        spans: Callable[[], list[TraceSpan]],
+    ) -> None:
+        super().__init__(events)
+        self.started_at = started_at
+        """the trace's wall-clock time (Unix seconds) of t = 0"""
+        self._spans = spans
+
+    @property
+    def spans(self) -> list[TraceSpan]:
+        """The trace's livekit spans (``Trace.spans``), as they are now."""
+        return self._spans()
 
 
 class EventLog:

@@ -13,7 +13,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from livekit.agents import AgentSession
 from livekit.agents.voice.remote_session import RemoteSession
@@ -27,10 +27,9 @@ from .reading import SessionReader
 from .recorder import Recorder, given
 from .remote import RemoteReader
 from .schema import EventKind, TraceSpan
-from .store import EventLog, TraceEvent
+from .store import EventLog, TraceEvent, TraceEvents
 
-if TYPE_CHECKING:
-    from ..videosdk.reading import VideoSDKReader
+Reader = TypeVar("Reader", bound=ForeignReader)
 
 
 class Trace:
@@ -101,9 +100,10 @@ class Trace:
         self._recorder.flush()
 
     @property
-    def events(self) -> list[TraceEvent]:
+    def events(self) -> TraceEvents:
+        """The events so far, in order: a list that knows the trace's clock and spans."""
         self._flush()
-        return self._log.events()
+        return TraceEvents(self._log.events(), self.started_at, self._log.spans)
 
     def __len__(self) -> int:
         self._flush()
@@ -234,25 +234,19 @@ class Trace:
     def attach_remote(self, remote: RemoteSession) -> None:
         """Start recording an agent in another process, through livekit's ``RemoteSession``
         (``AgentProcess`` does): the same kinds of event, from what the process reports."""
-        reader = RemoteReader(self._recorder)
-        self._attach_foreign(reader)
-        reader.attach(remote)
+        self.attach_reader(RemoteReader()).attach(remote)
 
-    def attach_videosdk(self, session: Any) -> VideoSDKReader:
-        """Start recording a VideoSDK agents ``AgentSession`` (``notebook-agents[videosdk]``;
-        ``VideoSDKRunner`` does): the same kinds of event, so every view and analysis reads it.
-        Attach before ``session.start`` to see everything."""
-        from ..videosdk.reading import VideoSDKReader
-
-        reader = VideoSDKReader(self._recorder)
-        self._attach_foreign(reader)
-        reader.attach(session)
-        return reader
-
-    def _attach_foreign(self, reader: ForeignReader) -> None:
+    def attach_reader(self, reader: Reader) -> Reader:
+        """Record what ``reader`` reads of a session outside this kernel's livekit (another
+        framework's, as ``notebook_agents.videosdk.reading.VideoSDKReader`` reads VideoSDK's;
+        ``VideoSDKRunner`` does): the same kinds of event, so every view and analysis reads
+        it. Returns ``reader``, to attach to its session next (before the session starts,
+        to see everything)."""
         if self._foreign is not None:
             raise RuntimeError("this Trace is already attached; make a new Trace per session")
+        reader.record_into(self._recorder)
         self._foreign = reader
+        return reader
 
     def detach(self) -> None:
         """Stop recording and restore every agent method the trace wrapped."""

@@ -31,7 +31,7 @@ from videosdk.agents.llm.context.items import ChatMessage, FunctionCall, Functio
 
 from ..trace.foreign import ForeignReader
 from ..trace.reading import context_mode
-from ..trace.recorder import Recorder, error_data, given
+from ..trace.recorder import error_data, given
 from ..trace.schema import ChatItemData, ErrorSource, HandoffData, SpeechPhase, SpeechSource
 from ..trace.tap import listen
 
@@ -105,8 +105,8 @@ class VideoSDKReader(ForeignReader):
     """Listens to one VideoSDK ``AgentSession``; ``detach`` stops it and puts back every
     method it wrapped."""
 
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__(recorder)
+    def __init__(self) -> None:
+        super().__init__()
         self._stops: list[Callable[[], None]] = []
         self._wrapped: list[tuple[Any, str]] = []
         self._known: dict[int, list[Any]] = {}

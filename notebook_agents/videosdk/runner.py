@@ -36,6 +36,7 @@ from ..runner.notebook_runner import RunnerState, called, fails_turn, reply_text
 from ..trace import Trace, TraceEvent
 from ._videosdk_internals import job_scope
 from .job import OfflineJobContext, QuietOfflineAnalytics
+from .reading import VideoSDKReader
 from .room import OfflineRoom
 from .run_result import turn_result
 
@@ -441,7 +442,8 @@ class VideoSDKRunner(StartStop):
             session.start = refused
             return
         self.session = session
-        self._reader = reader = self.trace.attach_videosdk(session)
+        self._reader = reader = self.trace.attach_reader(VideoSDKReader())
+        reader.attach(session)
         reader.on_change = self._session_changed
         reader.on_handoff = self._offer_words
         start = session.start

@@ -21,8 +21,8 @@ from ..analysis import (
     milliseconds,
 )
 from ..modes import MODE_COLORS, UNKNOWN_MODE
-from ..races.case import RaceMark
 from ..trace import TraceEvent
+from ..trace.marks import TimelineMark
 from ._text import cut
 from .context_table import item_line
 
@@ -238,7 +238,7 @@ class TimelineLayout:
                 self._show("mode", mode, functools.partial(_mode_key, mode))
         return True
 
-    def set_race_marks(self, marks: Iterable[RaceMark]) -> None:
+    def set_race_marks(self, marks: Iterable[TimelineMark]) -> None:
         """Mark the moments a race's verdict rests on (``RaceVerdict.marks``), each in its
         agent's lane with its chip, and name them in the legend."""
         for shown in [shown for shown in self._legend if shown[0] == "race"]:
@@ -251,7 +251,7 @@ class TimelineLayout:
                     f"this timeline (lanes: {', '.join(self.analysis.lanes) or 'none yet'}): "
                     "pass the marks of the run whose trace it shows"
                 )
-            key = "race" if mark.race else "no_race"
+            key = "race" if mark.problem else "no_race"
             self._show("race", key, functools.partial(_race_key, key))
             laid.append(_race_mark(self.analysis.lane(mark.agent), key, mark))
         self.race_marks = laid
@@ -406,7 +406,7 @@ def _race_key(key: str) -> dict[str, Any]:
     return {"label": RACE_KEYS[key], "color": RACE_COLORS[key]}
 
 
-def _race_mark(lane: int, key: str, mark: RaceMark) -> dict[str, Any]:
+def _race_mark(lane: int, key: str, mark: TimelineMark) -> dict[str, Any]:
     """A race mark as drawn: a chip naming it over a line through its lane at its time."""
     lines = [f"{RACE_KEYS[key]} · {mark.label} · {mark.agent} · {mark.t:.3f} s"]
     if mark.detail:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis import Handoff, milliseconds
-from ..phases import Breakdown, Phase
-from ..phases.names import PHASE_COLORS
+from ..analysis import Breakdown, Handoff, Phase, milliseconds
+from ..analysis.phases.names import PHASE_COLORS
 from ._timeline_layout import TimelineLayout, ink, mode_color, mode_text
 from ._waterfall_layout import UNEXPLAINED_SHOWN_S, WATERFALL_COLORS, signed, uncovered
 

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._figure_style import INK
-from ..analysis import milliseconds
-from ..phases import Breakdown, Phase
-from ..phases.model import E2E_LATENCY
+from ..analysis import Breakdown, Phase, milliseconds
+from ..analysis.phases.model import E2E_LATENCY
 from ._timeline_layout import mode_color
 
 WATERFALL_COLORS = {

@@ -19,13 +19,12 @@ from typing import Any
 import traitlets
 from matplotlib.figure import Figure
 
-from ..analysis import IDLE_AFTER, TraceAnalysis
+from ..analysis import IDLE_AFTER, TraceAnalysis, handoff_phases
+from ..analysis.phases.truth import network
 from ..emulator.latency import LatencyModel
-from ..phases import handoff_phases
-from ..phases.truth import network
-from ..races.case import RaceMark
 from ..trace import Trace, TraceEvent
 from ..trace.contexts import compared, item_key
+from ..trace.marks import TimelineMark
 from ._assets import asset
 from ._stream import SpanWatch, TraceStreamView
 from ._text import cut
@@ -87,7 +86,7 @@ class TimelineView(TraceStreamView):
         trace: Trace,
         latency: LatencyModel | None = None,
         *,
-        marks: Iterable[RaceMark] = (),
+        marks: Iterable[TimelineMark] = (),
         like: TimelineView | None = None,
         **kwargs: Any,
     ) -> None:

@@ -13,9 +13,9 @@ from typing import Any, Literal
 import traitlets
 from matplotlib.figure import Figure
 
+from ..analysis import Breakdown, breakdowns
+from ..analysis.phases.truth import network
 from ..emulator.latency import LatencyModel
-from ..phases import Breakdown, breakdowns
-from ..phases.truth import network
 from ..runner import AgentRunner
 from ..trace import Trace, TraceEvent
 from ._assets import asset

@@ -43,13 +43,14 @@ import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from ...speech import synthesize, transcribe
+from ...speech.tokens import tokens
 from .._http import lose_connection
 from .._params import ParameterError
 from .._settings import ConnectionLog, EmulatorSettings
 from ..conversation import Conversation, new_id
 from ..latency import DelayedPipe, precise_sleep
 from ..listening import ServerVad
-from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, calls_of, tokens
+from ..replies import ReplyContext, TextReply, ToolCallReply, Turn, calls_of
 from ..vocabulary import vocabulary
 from .protocol import (
     INTERNAL_ERROR,

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...speech import synthesize
+from ...speech.tokens import tokens
 from ..conversation import new_id, public
 from ..latency import precise_sleep
-from ..replies import ReplyContext, TextReply, ToolCallReply, calls_of, tokens
+from ..replies import ReplyContext, TextReply, ToolCallReply, calls_of
 from .session import SAMPLE_RATE, tool_spec
 
 if TYPE_CHECKING:

@@ -23,11 +23,14 @@ import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis import TraceAnalysis, on_trace_clock
-from ..trace import Trace, TraceEvent, TraceSpan
+from ...trace import TraceEvent, TraceSpan
+from ..clock import on_trace_clock
 from .model import E2E_LATENCY, Breakdown, Phase
+
+if TYPE_CHECKING:
+    from ..trace_analysis import TraceAnalysis
 
 TOLERANCE = 0.001
 """seconds two moments may be apart and still be one (a span's end and the event it caused)"""
@@ -52,14 +55,10 @@ MESSAGE_TOTALS = ("llm_node_ttft", "tts_node_ttfb", "playback_latency")
 """the reply message's per-turn figures (``ChatMessage.metrics``) kept beside them"""
 
 
-def turn_phases(trace: Trace) -> list[Breakdown]:
-    """Every turn of ``trace`` (live or loaded) that the agent answered, typed or spoken, its
-    wait split into phases; in the order the answers began."""
-    return split_turns(TraceAnalysis.of(trace))
-
-
 def split_turns(analysis: TraceAnalysis) -> list[Breakdown]:
-    """``turn_phases`` of what ``analysis`` has taken so far."""
+    """Every turn of what ``analysis`` has taken so far that the agent answered, typed or
+    spoken, its wait split into phases; in the order the answers began
+    (``TraceAnalysis.turns``, ``turn_phases``)."""
     answers = sorted(
         (
             s

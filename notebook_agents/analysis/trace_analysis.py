@@ -5,7 +5,8 @@ spoke when and how long the caller waited, and where each turn's wait went.
 Engine side (no views, no widgets): the views draw from it, notebook 03 measures bring-ups with
 it, and it reads a loaded trace as well as a live one. ``TraceAnalysis`` takes events (and
 livekit's spans) one at a time, so a live view updates it as they arrive;
-``TraceAnalysis.of(trace)`` reads a whole trace.
+``TraceAnalysis(trace)`` reads a whole trace, on its clock and with its spans (so does
+``TraceAnalysis(trace.events)``: a trace's event list carries both; ``TraceAnalysis.of``).
 
 The caller's wait is defined here, once: from the end of the caller's speech (livekit's
 ``stopped_speaking_at``, where ``lk.e2e_latency`` counts from), or from the moment typed text
@@ -21,15 +22,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeGuard
+from typing import Any, Literal, NamedTuple
 
-from .modes import UNKNOWN_MODE, mode_label
-from .trace import Trace, TraceEvent, TraceSpan
-
-if TYPE_CHECKING:
-    from ._table import Table
-    from .phases import Breakdown
-    from .phases.table import PhaseRow
+from .._table import Table
+from ..modes import UNKNOWN_MODE, mode_label
+from ..trace import Trace, TraceEvent, TraceEvents, TraceSpan
+from .clock import is_number, on_trace_clock, speech_ended_at, text_sent_at
+from .phases.model import Breakdown
+from .phases.table import PhaseRow, phase_rows, phase_table
+from .phases.turns import split_turns
 
 IDLE_AFTER = 3.0
 """seconds without any event after which a stretch counts as idle (views shorten it)"""
@@ -172,23 +173,29 @@ class TraceAnalysis:
     turning ``speaking``, or its first message if that comes first; a handoff after which its
     agent never spoke (another handoff or the end came first) has none, nor has the first agent.
     ``started_at`` (the trace's) puts livekit's wall-clock times on the trace's clock: without
-    it the caller's wait is measured from later moments (see ``Speech.first_audio_s``).
+    it the caller's wait is measured from later moments (see ``Speech.first_audio_s``). A
+    ``Trace``, or its ``events``, brings its own clock and spans.
     """
 
     def __init__(
         self,
-        events: Iterable[TraceEvent] = (),
+        events: Trace | Iterable[TraceEvent] = (),
         idle_after: float = IDLE_AFTER,
         *,
         started_at: float | None = None,
-        spans: Iterable[TraceSpan] = (),
+        spans: Iterable[TraceSpan] | None = None,
     ) -> None:
+        if isinstance(events, Trace):
+            events = events.events
+        if isinstance(events, TraceEvents):  # a trace's: on its clock, beside its spans
+            started_at = events.started_at if started_at is None else started_at
+            spans = events.spans if spans is None else spans
         self.idle_after = idle_after
         self.started_at = started_at
         """the trace's wall-clock time of t = 0 (``Trace.started_at``)"""
         self.events: list[TraceEvent] = []
         """every event taken, in order"""
-        self.livekit_spans: list[TraceSpan] = list(spans)
+        self.livekit_spans: list[TraceSpan] = list(spans or ())
         """livekit's OpenTelemetry spans taken (``Trace.spans``), for the turns' phases"""
         self.lanes: list[str] = []
         """agents in order of first appearance"""
@@ -236,8 +243,9 @@ class TraceAnalysis:
 
     @classmethod
     def of(cls, trace: Trace, idle_after: float = IDLE_AFTER) -> TraceAnalysis:
-        """A whole trace, live or loaded: its events, its spans and its clock."""
-        return cls(trace.events, idle_after, started_at=trace.started_at, spans=trace.spans)
+        """A whole trace, live or loaded: its events, its spans and its clock (as
+        ``TraceAnalysis(trace)``)."""
+        return cls(trace, idle_after)
 
     def add_span(self, span: TraceSpan) -> None:
         """Take a span livekit ended (``Trace.spans`` lists them as they end)."""
@@ -249,21 +257,15 @@ class TraceAnalysis:
         return list(self._speaking.values())
 
     def turns(self) -> list[Breakdown]:
-        """Each turn's wait split into phases (``phases.turn_phases``), so far."""
-        from .phases.turns import split_turns  # the phases read this module: not at import
-
+        """Each turn's wait split into phases (``turn_phases``), so far."""
         return split_turns(self)
 
     def phase_rows(self) -> list[PhaseRow]:
         """``turns()`` as rows, one per phase per turn and one for each wait."""
-        from .phases.table import phase_rows
-
         return phase_rows(self.turns())
 
     def phase_table(self) -> Table[PhaseRow]:
         """``turns()`` as a table: text with ``str()``, HTML in a notebook."""
-        from .phases.table import phase_table
-
         return phase_table(self.turns())
 
     def lane(self, agent: str) -> int:
@@ -380,10 +382,10 @@ class TraceAnalysis:
         that long and their speech ended there."""
         self._early = None
         e2e, first_frame = metrics.get("e2e_latency"), metrics.get("started_speaking_at")
-        if not _is_number(e2e):
+        if not is_number(e2e):
             return
         ended = on_trace_clock(
-            first_frame - e2e if _is_number(first_frame) else None, self.started_at
+            first_frame - e2e if is_number(first_frame) else None, self.started_at
         )
         waited = max(0.0, e2e if ended is None else start - ended)
         self._replace_speech(
@@ -498,10 +500,6 @@ class _Waited(NamedTuple):
 _UNPROMPTED = _Waited(None, None)
 
 
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 class _Prompt(NamedTuple):
     """What an agent speech may answer: a stretch of the caller's speech, or a handoff."""
 
@@ -511,27 +509,6 @@ class _Prompt(NamedTuple):
     """the start of the agent speech the caller began speaking over (a barge-in if it was
     cut short, talk-over if it went on)"""
     kind: Prompt
-
-
-def on_trace_clock(unix: Any, started_at: float | None) -> float | None:
-    """A livekit wall-clock time (Unix seconds) on the trace's clock, if both are known."""
-    if started_at is None or not _is_number(unix):
-        return None
-    return float(unix) - started_at
-
-
-def speech_ended_at(metrics: Mapping[str, Any], started_at: float | None) -> float | None:
-    """Where the caller's wait for a spoken turn begins: livekit's ``stopped_speaking_at`` of
-    the user's message (its VAD's end of speech less the silence the VAD waited for, where
-    ``lk.e2e_latency`` counts from), on the trace's clock; None if unknown (a realtime model
-    hears on its server: there the end of speech is its ``speech_stopped``, the user's state)."""
-    return on_trace_clock(metrics.get("stopped_speaking_at"), started_at)
-
-
-def text_sent_at(data: Mapping[str, Any], started_at: float | None) -> float | None:
-    """Where the caller's wait for a typed turn begins: when the text reached the session
-    (the user message's ``created_at``), on the trace's clock; None if unknown."""
-    return on_trace_clock(data.get("created_at"), started_at)
 
 
 _SPEECH_KINDS = frozenset(

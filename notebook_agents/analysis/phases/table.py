@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._table import ABSENT, Column, Table, number
+from ..._table import ABSENT, Column, Table, number
 from .model import Breakdown
 
 WAIT = "wait"

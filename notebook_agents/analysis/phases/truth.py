@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..emulator.latency import LatencyModel
-from ..trace import Trace
+from ...emulator.latency import LatencyModel
+from ...trace import Trace
 
 
 class PhaseTruths(Protocol):

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..emulator.latency import LatencyModel
-from ..emulator.replies import tokens
-from ..modes import UNKNOWN_MODE, mode_label
-from ..trace import Trace, TraceEvent, TraceSpan
-from ..trace.realtime_spans import (
+from ...emulator.latency import LatencyModel
+from ...modes import UNKNOWN_MODE, mode_label
+from ...speech.tokens import tokens
+from ...trace import Trace, TraceEvent, TraceSpan
+from ...trace.realtime_spans import (
     ACQUIRE_TIME,
     CONNECT_SPAN,
     CREATED,
