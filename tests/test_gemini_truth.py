@@ -21,8 +21,7 @@ from livekit.agents import (
 from livekit.plugins import google
 
 from notebook_agents.analysis import handoff_phases
-from notebook_agents.analysis.phases.truth import gemini_handoff_truths
-from notebook_agents.bench.network_truth import gemini_ground_truth
+from notebook_agents.analysis.network_truth import gemini_ground_truth, gemini_handoff_truths
 from notebook_agents.emulator import Emulator, LatencyModel
 from notebook_agents.races import RACES, run_race
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from notebook_agents.bench.network_truth import openai_ground_truth
+from notebook_agents.analysis.network_truth import openai_ground_truth
 from notebook_agents.emulator import Faults, LatencyModel, ParameterError
 from notebook_agents.emulator.latency import DelayedPipe, query_to_str
 
@@ -138,8 +138,9 @@ def test_ground_truth_per_mode(
 
 def test_the_old_truth_modules_still_answer_and_say_what_to_use_instead() -> None:
     """``bench.truth`` and ``bench.gemini_truth`` became one provider-keyed
-    ``bench.network_truth``: their names still answer for one release, each warning."""
-    from notebook_agents.bench import gemini_truth, network_truth, truth
+    ``analysis.network_truth``: their names still answer for one release, each warning."""
+    from notebook_agents.analysis import network_truth
+    from notebook_agents.bench import gemini_truth, truth
 
     with pytest.warns(DeprecationWarning, match=r"network_truth\.openai_ground_truth"):
         assert truth.ground_truth is network_truth.openai_ground_truth

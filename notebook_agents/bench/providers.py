@@ -16,11 +16,16 @@ from typing import Any
 
 from livekit.agents import llm
 
-from ..analysis.phases.truth import PhaseTruths, gemini_handoff_truths, handoff_truths
+from ..analysis.network_truth import (
+    GROUND_TRUTHS,
+    GroundTruth,
+    PhaseTruths,
+    gemini_handoff_truths,
+    handoff_truths,
+)
 from ..emulator import EmulatorError, GeminiEndpoint
 from ..emulator.gemini_live import genai_types, require_gemini
 from ..emulator.server import base_url as emulator_base_url
-from .network_truth import GROUND_TRUTHS, GroundTruth
 
 
 @dataclass(frozen=True)

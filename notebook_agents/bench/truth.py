@@ -1,11 +1,11 @@
-"""Deprecated: ``notebook_agents.bench.network_truth`` holds every provider's network truth."""
+"""Deprecated: ``notebook_agents.analysis.network_truth`` holds every provider's network truth."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
-from . import network_truth
+from ..analysis import network_truth
 
 _RENAMED = {
     "ground_truth": "openai_ground_truth",
@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
     new = _RENAMED[name]
     warnings.warn(
         f"{__name__}.{name} is deprecated and will be removed in the next release: use "
-        f"notebook_agents.bench.network_truth.{new}",
+        f"notebook_agents.analysis.network_truth.{new}",
         DeprecationWarning,
         stacklevel=2,
     )

@@ -1,8 +1,9 @@
 """Deprecated (issue 31; removed in the next release): the phases are part of the one analysis
 layer, ``notebook_agents.analysis``. ``from notebook_agents.analysis import turn_phases,
 handoff_phases, breakdowns, Breakdown, Phase, phase_table``; the modules are
-``notebook_agents.analysis.phases.handoffs`` (``model``, ``names``, ``table``, ``truth``,
-``turns``). This module and its old submodule paths still work, with a DeprecationWarning."""
+``notebook_agents.analysis.phases.handoffs`` (``model``, ``names``, ``table``, ``turns``;
+``truth`` is ``notebook_agents.analysis.network_truth``). This module and its old submodule
+paths still work, with a DeprecationWarning."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from ..analysis import (
     phase_table,
     turn_phases,
 )
-from ..analysis.phases import handoffs, model, names, table, truth, turns
+from ..analysis import network_truth as truth
+from ..analysis.phases import handoffs, model, names, table, turns
 
 warnings.warn(
     "notebook_agents.phases is deprecated: import from notebook_agents.analysis "
@@ -29,8 +31,15 @@ warnings.warn(
     stacklevel=2,  # the importing line: warnings skips importlib's frames
 )
 
-for _module in (handoffs, model, names, table, truth, turns):  # the old submodule paths
-    sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[-1]}"] = _module
+for _name, _module in {  # the old submodule paths
+    "handoffs": handoffs,
+    "model": model,
+    "names": names,
+    "table": table,
+    "truth": truth,
+    "turns": turns,
+}.items():
+    sys.modules[f"{__name__}.{_name}"] = _module
 
 __all__ = [
     "HANDOFF_PHASES",

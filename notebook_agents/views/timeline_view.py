@@ -20,7 +20,7 @@ import traitlets
 from matplotlib.figure import Figure
 
 from ..analysis import IDLE_AFTER, TraceAnalysis, handoff_phases
-from ..analysis.phases.truth import network
+from ..analysis.network_truth import network
 from ..emulator.latency import LatencyModel
 from ..trace import Trace, TraceEvent
 from ..trace.contexts import compared, item_key

@@ -14,7 +14,7 @@ import traitlets
 from matplotlib.figure import Figure
 
 from ..analysis import Breakdown, breakdowns
-from ..analysis.phases.truth import network
+from ..analysis.network_truth import network
 from ..emulator.latency import LatencyModel
 from ..runner import AgentRunner
 from ..trace import Trace, TraceEvent

@@ -30,8 +30,8 @@ from ...trace.realtime_spans import (
     RESPONSE_ID,
     RESPONSE_SPAN,
 )
+from ..network_truth import PhaseTruths, connect_awaited, network, truths_of
 from .model import Breakdown, Phase
-from .truth import PhaseTruths, connect_awaited, network, truths_of
 
 CONNECT_NOTE = (
     "a fresh realtime session connects its own websocket: give the new agent no llm= of its "
