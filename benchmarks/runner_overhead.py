@@ -175,7 +175,7 @@ async def parts(turns):
     router.on_start = timed(ORDER[5], router.on_start)
     router.on_end = timed(ORDER[5], router.on_end)
     runner._checked = timed(ORDER[3], runner._checked)
-    runner._turn = timed_async(TURN, runner._turn)
+    runner._typed_turn = timed_async(TURN, runner._typed_turn)
     tap._Tap.__call__ = timed_tap
     per_turn = collections.defaultdict(list)
     for _ in range(turns):

@@ -66,11 +66,11 @@ def current_cell_run() -> CellRun | None:
 _started: dict[Runner, CellRun | None] = {}
 
 
-def _no_conflict(_: Runner) -> bool:
+def no_conflict(_: Runner) -> bool:
     return False
 
 
-def replace_earlier(conflicts: Callable[[Runner], bool] = _no_conflict) -> CellRun | None:
+def replace_earlier(conflicts: Callable[[Runner], bool] = no_conflict) -> CellRun | None:
     """Stop the started runners an earlier run of the calling cell started, and those
     ``conflicts`` names (a runner that cannot run beside the new one); returns the calling
     cell run, for ``register``."""

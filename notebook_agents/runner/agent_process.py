@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import io
 import os
 import re
@@ -37,9 +38,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from aiohttp import web
 from google.protobuf.message import DecodeError
@@ -51,20 +52,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
-from .._lifecycle import StartStop
 from ..emulator.server import PLACEHOLDER_KEY
 from ..trace import Trace, TraceEvent
 from ..trace.otlp import spans_of_otlp
 from ..trace.remote_items import chat_item, chat_items
-from . import _cells
+from ._core import RunnerCore, RunnerState, fails_turn, reply_text
 from ._livekit_console import SPANS_PATH
 from .errors import RunnerError, TurnError
-from .notebook_runner import RunnerState, fails_turn, reply_text
 
 if TYPE_CHECKING:
     from ..emulator import Emulator
-
-T = TypeVar("T")
 
 HOST = "127.0.0.1"
 _LAUNCHER = str(Path(__file__).with_name("_agent_launcher.py"))
@@ -83,7 +80,6 @@ _DEBUG_LINE = re.compile(r"^\d\d:\d\d:\d\d(?:\.\d+)? DEBUG ")
 """a DEBUG record of livekit's console logging (time, level, logger, message)"""
 _MAKES_SERVER = re.compile(r"\bAgentServer\(")
 """a script that makes an ``AgentServer``, which livekit's console runs"""
-_START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 """a terminal's control sequence (ECMA-48 CSI: colours, cursor moves)"""
 
@@ -99,7 +95,7 @@ class RemoteAgent(Agent):
         return f"RemoteAgent({self.id!r})"
 
 
-class AgentProcess(StartStop):
+class AgentProcess(RunnerCore[RemoteSession]):
     """An agent script, unchanged, in another process; typed turns and its trace from here.
 
     ::
@@ -121,6 +117,9 @@ class AgentProcess(StartStop):
 
     agent_base: ClassVar[type[Any]] = Agent
     """its agents are livekit's (a ``RunResult``'s handoffs name them as ``RemoteAgent``)"""
+    noun = "AgentProcess"
+    handle = "agent"
+    failed_as = "the connection to the agent failed"
 
     def __init__(
         self,
@@ -139,12 +138,8 @@ class AgentProcess(StartStop):
                 f"no agent script at {self.script} (from {Path.cwd()}): give the path of the "
                 "file that defines your AgentServer"
             )
+        super().__init__(start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.python = python or sys.executable
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.state = RunnerState.NEW
-        self.failure: RunnerError | None = None
-        """why the agent cannot take turns any more (state ``failed`` or ``ended``)"""
         self.trace = Trace()
         self.address: tuple[str, int] | None = None
         """where the notebook listens for the agent to dial (until it has)"""
@@ -157,7 +152,6 @@ class AgentProcess(StartStop):
         self._greeting: RunResult[None] | None = None
         """what the agent said on its own as it started, once it is over"""
         self._greeting_items: list[llm.ChatItem] = []
-        self._greeted: asyncio.Event | None = None  # on the connection's loop
         self._agent_state = "initializing"
         self._emulator = emulator
         self._given_env = dict(env or {})
@@ -172,8 +166,6 @@ class AgentProcess(StartStop):
         self._span_receiver: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._ready: concurrent.futures.Future[RemoteSession] = concurrent.futures.Future()
-        self._turn_lock: asyncio.Lock | None = None
         self._agents: dict[str, RemoteAgent] = {}
         self._stopping = False
         self._connecting: asyncio.Task[None] | None = None
@@ -186,15 +178,8 @@ class AgentProcess(StartStop):
     def start(self) -> Self:
         """Listen, start the script (or print how to), and return at once; ``ready()`` waits
         for it to dial."""
-        if self.state in (RunnerState.STARTING, RunnerState.RUNNING):
+        if not self._admit_start():
             return self
-        if self.state is not RunnerState.NEW:
-            raise RunnerError(f"this AgentProcess was started before: {_START_AGAIN}")
-        if self._emulator is not None:  # stopped since (it raises so), or moved
-            self._emulator_env = _emulator_env(self._emulator)
-        cell = _cells.replace_earlier()  # a re-run cell stops what its earlier run started
-        self.state = RunnerState.STARTING
-        _cells.register(self, cell)
         try:
             self._listener = socket.create_server((HOST, 0))
             self.address = (HOST, self._listener.getsockname()[1])
@@ -215,6 +200,10 @@ class AgentProcess(StartStop):
             self.stop()
             raise
         return self
+
+    def _refuse_start(self) -> None:
+        if self._emulator is not None:  # stopped since (it raises so), or moved
+            self._emulator_env = _emulator_env(self._emulator)
 
     def command(self, script: str | None = None) -> str:
         """The shell command that starts ``script`` attached to this notebook, as printed: this
@@ -260,7 +249,7 @@ class AgentProcess(StartStop):
             return
         self._stopping = True
         self.state = RunnerState.STOPPING
-        self._fail(RunnerError("the AgentProcess was stopped"))
+        self._fail(RunnerError(self._stopped_message()))
         loop, thread = self._loop, self._thread
         try:
             if loop is not None and thread is not None and thread.is_alive():
@@ -282,7 +271,7 @@ class AgentProcess(StartStop):
                 self._output.close()
                 self._output = None
             self.state = RunnerState.STOPPED
-            _cells.unregister(self)
+            self._unregister()
 
     def __repr__(self) -> str:
         what = str(self.script) if self.script is not None else "attached"
@@ -309,10 +298,6 @@ class AgentProcess(StartStop):
 
     # -- turns -----------------------------------------------------------------------------
 
-    async def send_text(self, text: str, timeout: float = 30.0) -> str:
-        """One typed user turn; returns the text the agents replied (as the kernel's runner)."""
-        return reply_text(await self.run(text, timeout=timeout))
-
     async def run(
         self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
     ) -> RunResult[Any]:
@@ -324,54 +309,51 @@ class AgentProcess(StartStop):
                 "run(output_type=...) needs the agent in the kernel (NotebookRunner): the "
                 "protocol reports a turn's items, not its typed output"
             )
-        self._require_turns("run()")
+        return await super().run(user_input, timeout=timeout)
+
+    async def _typed_turn(
+        self, text: str, output_type: type[Any] | None, timeout: float, **options: Any
+    ) -> RunResult[Any]:
         started = self.trace.now()
-        turn = self._on_loop(self._turn(user_input, timeout), "run()")
         try:
-            reply = await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
-        except asyncio.TimeoutError:
-            if self._greeting is None:
-                raise RunnerError(self._not_greeted(timeout)) from None
-            raise RunnerError(f"the agent did not answer within {timeout:.0f} s") from None
+            reply = await self._turn(text, timeout)
+        except RunnerError:
+            raise
         except RuntimeError as e:  # what the agent reported (its session's run raised)
-            self._require_turns("run()")
-            raise TurnError("", self._went_wrong(started), e) from e
-        result = livekit.reported_run_result(user_input, chat_items(reply.items), self._agent)
-        if errors := self._went_wrong(started):
+            self._require_turns("the turn")
+            raise TurnError("", self._turn_errors(started, None, spoken=False), e) from e
+        result = livekit.reported_run_result(text, chat_items(reply.items), self._agent)
+        if errors := self._turn_errors(started, None, spoken=False):
             raise TurnError(reply_text(result), errors)
         return result
+
+    def _late(self, timeout: float, started: float) -> Callable[[], str]:
+        def why() -> str:
+            if self._greeting is None:
+                return self._not_greeted(timeout)
+            return f"the agent did not answer within {timeout:.0f} s"
+
+        return why
 
     async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
         """What the agent said on its own as its session started (its ``on_enter`` reply),
         once said: livekit's ``RunResult`` built from what it reported, as ``run``'s are (the
         first agent's handoff, then its reply), for ``expect``."""
         if self._greeting is None:
-            self._require_turns("greeting()")
-            said = self._on_loop(self._greeting_over(), "greeting()")
-            try:
-                await asyncio.wait_for(asyncio.wrap_future(said), timeout)
-            except asyncio.TimeoutError:
-                raise RunnerError(self._not_greeted(timeout)) from None
+            said = self._in_job(self._greeting_over(), "greeting()")
+            late = functools.partial(self._not_greeted, timeout)
+            await self._from_job(said, "greeting()", timeout, "the greeting itself goes on", late)
             self._require_turns("greeting()")  # the connection ended instead
         assert self._greeting is not None
         return self._greeting
 
     async def history(self) -> list[llm.ChatItem]:
         """The agent's own ``session.history``, as it reports it (``get_chat_history``)."""
-        self._require_turns("history()")
         session = self.session
+        self._require_turns("history()")
         assert session is not None
-        asked = self._on_loop(session.get_chat_history(), "history()")
+        asked = self._in_job(session.get_chat_history(), "history()")
         return chat_items((await asyncio.wrap_future(asked)).items)
-
-    def submit_text(self, text: str) -> concurrent.futures.Future[str]:
-        """``send_text`` without awaiting: the turn's future, for callbacks such as a widget's."""
-        self._require_turns("submit_text()")
-        return self._on_loop(self._reply_of(text), "submit_text()")
-
-    async def _reply_of(self, text: str) -> str:
-        reply = await self._turn(text, 30.0)
-        return reply_text(livekit.reported_run_result(text, chat_items(reply.items), self._agent))
 
     async def _turn(self, text: str, timeout: float) -> agent_pb.SessionResponse.RunInputResponse:
         assert self._turn_lock is not None and self.session is not None
@@ -387,11 +369,6 @@ class AgentProcess(StartStop):
                     await self._hanging_up
                 raise
 
-    async def _greeting_over(self) -> None:
-        """Until the agent has said its greeting (or the connection has ended)."""
-        assert self._greeted is not None
-        await self._greeted.wait()
-
     def _not_greeted(self, timeout: float) -> str:
         return (
             f"the agent did not greet within {timeout:.0f} s, and turns wait for its greeting: "
@@ -399,32 +376,8 @@ class AgentProcess(StartStop):
             "AgentProcess(..., greets=False)"
         )
 
-    def _went_wrong(self, started: float) -> list[Any]:
-        problems = self.trace.problems_since(started, None)
-        return [e for e in problems if e.kind != "error" or fails_turn(e, spoken=False)]
-
     def _agent(self, agent_id: str) -> RemoteAgent:
         return self._agents.setdefault(agent_id, RemoteAgent(agent_id))
-
-    def _on_loop(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
-        loop = self._loop
-        assert loop is not None
-        try:
-            return asyncio.run_coroutine_threadsafe(coro, loop)
-        except RuntimeError:  # the loop has stopped under us
-            coro.close()
-            self._require_turns(what)
-            raise RunnerError(f"{what}: the connection to the agent has ended") from None
-
-    def _require_turns(self, what: str) -> None:
-        if self.state is RunnerState.NEW:
-            raise RunnerError(f"{what} needs a started AgentProcess: call start() first")
-        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED) and self.failure is None:
-            raise RunnerError(f"{what}: the AgentProcess is stopped; {_START_AGAIN}")
-        if self.failure is not None:
-            raise RunnerError(f"{what}: {self.failure}") from self.failure.__cause__
-        if not self._ready.done():
-            raise RunnerError("the agent is not ready yet: `await agent.ready()` first")
 
     # -- the connection, on its own thread -------------------------------------------------
 
@@ -477,7 +430,7 @@ class AgentProcess(StartStop):
 
     async def _connect(self) -> None:
         self._connecting = asyncio.current_task()
-        self._turn_lock = asyncio.Lock()
+        self._job_began()
         self._exited = self._exit_of_process()
         try:
             reader, writer = await self._dialed(self._exited)
@@ -485,7 +438,6 @@ class AgentProcess(StartStop):
             self.session = remote = RemoteSession(transport)
             self.trace.attach_remote(remote)  # before the first report is read
             self.trace.subscribe(self._on_reported_problem)  # delivered on this loop
-            self._greeted = asyncio.Event()
             remote.on("conversation_item_added", self._on_greeting_item)
             remote.on("agent_state_changed", self._on_greeting_state)
             await remote.start()
@@ -494,16 +446,13 @@ class AgentProcess(StartStop):
                 # reports arrive in order: the start's (its first handoff) came before these
                 self._greeting_said()
         except Exception as e:
-            self._fail(e if isinstance(e, RunnerError) else _wrapped(e))
+            self._fail(e)
             # nothing half-started is left, even if nobody awaits ready()
             if self.session is not None:
                 await self.session.aclose()
             await asyncio.get_running_loop().run_in_executor(None, self._end_process)
             return
-        if self.state is RunnerState.STARTING:
-            self.state = RunnerState.RUNNING
-            with contextlib.suppress(concurrent.futures.InvalidStateError):
-                self._ready.set_result(remote)
+        self._became_ready(remote)
 
     async def _receive_spans(self) -> None:
         """Take livekit's spans from the script's process into the trace, as the notebook
@@ -557,7 +506,7 @@ class AgentProcess(StartStop):
         if exited is not None and exited in done:
             raise RunnerError(
                 f"{_exit_reason(exited.result())} before it dialed the notebook; "
-                f"fix what its output says and {_START_AGAIN}:"
+                f"fix what its output says and {self.start_again}:"
                 f"\n{self._output_tail()}"
             )
         if self.process is not None:
@@ -612,8 +561,7 @@ class AgentProcess(StartStop):
         if self._greeting is None:
             items = self._greeting_items
             self._greeting = livekit.reported_run_result(None, items, self._agent)
-        assert self._greeted is not None
-        self._greeted.set()
+        super()._greeting_said()
 
     def _exit_of_process(self) -> asyncio.Future[int] | None:
         """The process's exit code, once it has exited, waited for on a daemon thread: an
@@ -678,21 +626,8 @@ class AgentProcess(StartStop):
         if self.state is RunnerState.STARTING:
             self._fail(RunnerError(f"{why} before it was ready" + (f":\n{tail}" if tail else "")))
             return
-        self.failure = RunnerError(f"{why}; {_START_AGAIN}" + (f"\n{tail}" if tail else ""))
-        self.state = RunnerState.FAILED
-        if self._greeted is not None:  # a turn waiting for the greeting fails at once
-            self._greeted.set()
-        self.trace.record_failure(why)
-        self.trace.record_closed("error", why)
-
-    def _fail(self, error: RunnerError) -> None:
-        """The agent cannot become ready: ``ready()`` raises ``error``."""
-        if self._ready.done():
-            return
-        if self.state is RunnerState.STARTING:
-            self.failure, self.state = error, RunnerState.FAILED
-        with contextlib.suppress(concurrent.futures.InvalidStateError):
-            self._ready.set_exception(error)
+        if self._end(RunnerState.FAILED, why, tail):
+            self.trace.record_closed("error", why)
 
     async def _hang_up(self) -> None:
         if self._hanging_up is not None:
@@ -742,12 +677,6 @@ def _check_protocol(sdk: str, version: str) -> None:
             f"speaks livekit-agents {LIVEKIT_VERSION}'s): run the agent with "
             f"livekit-agents~={'.'.join(ours[:2])}.0 in Python"
         )
-
-
-def _wrapped(error: Exception) -> RunnerError:
-    wrapped = RunnerError(f"the connection to the agent failed: {error!r}")
-    wrapped.__cause__ = error
-    return wrapped
 
 
 def _emulator_env(emulator: Emulator) -> dict[str, str]:

@@ -11,16 +11,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import contextvars
-import enum
 import functools
-import inspect
 import os
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, ParamSpec, TypeVar, overload
 
 import numpy as np
@@ -28,8 +25,6 @@ from livekit.agents import (
     Agent,
     AgentServer,
     AgentSession,
-    ChatMessage,
-    ChatMessageEvent,
     JobContext,
     JobExecutorType,
     RunResult,
@@ -38,12 +33,19 @@ from livekit.agents.voice import SpeechHandle
 from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
-from .._lifecycle import StartStop
 from ..trace import ModelTruth, Trace, TraceEvent, agent_label, error_text
 from ..trace.livekit_spans import capture_spans
-from . import _cells, _environment, _failed_expectation, _session_guard, _session_hook
+from . import _environment, _failed_expectation, _session_guard, _session_hook
 from ._caller import CallerInput, until_the_agent_is_quiet
 from ._closing import PendingWords
+from ._core import (
+    TURN_WITHDRAWN,
+    RunnerCore,
+    RunnerState,
+    joined,
+    reply_text,
+    said_in,
+)
 from ._kernel_loops import close_retired, retire, wait_awake
 from ._model_truth import InProcessEmulators
 from ._playback import RealTimeSpeaker, Recording
@@ -55,29 +57,14 @@ from ._spoken_turn import SpokenTurn, cut_replies, require_hearing, why_unanswer
 from ._worker_logs import WorkerLogs
 from .errors import RunnerError, TurnError, TurnStopped
 
+__all__ = ["Entrypoint", "NotebookRunner", "RunnerState", "reply_text", "run_app"]
+
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 T = TypeVar("T")
 P = ParamSpec("P")
 
 
-class RunnerState(str, enum.Enum):
-    """Where a ``NotebookRunner`` is in its life; ``runner.state``."""
-
-    NEW = "new"
-    STARTING = "starting"
-    RUNNING = "running"
-    ENDED = "ended"
-    """the session closed on its own (the agent hung up); the server still runs"""
-    FAILED = "failed"
-    """the job or its session failed; ``runner.failure`` says why"""
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-
-
-_START_AGAIN = "make a new NotebookRunner(...).start() to talk to the agent again"
-
-
-class NotebookRunner(StartStop):
+class NotebookRunner(RunnerCore[AgentSession[Any]]):
     """Run a LiveKit ``AgentServer`` (or a bare entrypoint) in the kernel, non-blocking.
 
     ::
@@ -98,6 +85,7 @@ class NotebookRunner(StartStop):
 
     agent_base: ClassVar[type[Any]] = Agent
     """its agents are livekit's"""
+    failed_as = "the agent's entrypoint failed"
 
     def __init__(
         self,
@@ -112,15 +100,11 @@ class NotebookRunner(StartStop):
         audio: bool = False,
         model_truth: ModelTruth | None = None,
     ) -> None:
+        super().__init__(start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.server = _as_server(server)
         self.room_name = room or f"notebook-{uuid.uuid4().hex[:8]}"
         self.credentials = LiveKitCredentials.resolve(livekit_url, api_key, api_secret)
         self.text_only = self.credentials is None
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.state = RunnerState.NEW
-        self.failure: RunnerError | None = None
-        """why the runner cannot take turns any more (state ``failed`` or ``ended``)"""
         self.audio = audio
         """offline, the session speaks through a real-time speaker into ``recording``"""
         self.recording = Recording()
@@ -145,15 +129,9 @@ class NotebookRunner(StartStop):
         # Python < 3.12 a KeyboardInterrupt inside join() marks a live thread as dead
         # (cpython#90882), and run_app is interrupted exactly there.
         self._served = threading.Event()
-        self._ready: concurrent.futures.Future[AgentSession[Any]] = concurrent.futures.Future()
         self._ctx: JobContext | None = None
         self._release_spans: Callable[[], None] = _nothing_to_release
-        self._job_loop: asyncio.AbstractEventLoop | None = None
-        # the entrypoint's context variables (livekit's job context and HTTP session among
-        # them): turns sent from cells run in it, as turns from the room do
-        self._job_context: contextvars.Context | None = None
         self._entry_task: asyncio.Task[None] | None = None
-        self._turn_lock: asyncio.Lock | None = None
         self._greeting: RunResult[Any] | None = None
         self._guard: _session_guard.JobGuard | None = None
         # the stop runs on a thread of its own, so an interrupted stop() finishes anyway
@@ -167,37 +145,21 @@ class NotebookRunner(StartStop):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    @property
-    def running(self) -> bool:
-        """Started and able to take turns (or about to be)."""
-        return self.state in (RunnerState.STARTING, RunnerState.RUNNING)
-
     def start(self) -> Self:
         """Start the server and its job in the background; returns at once.
 
         An interrupt landing inside ``start()`` undoes what it did; ``stop()`` finishes the
         job if one lands after.
         """
-        if self.state in (RunnerState.STARTING, RunnerState.RUNNING):
-            return self
-        if self.failure is not None:
-            raise RunnerError(f"this runner cannot start again: {self.failure}")
-        if self.state is not RunnerState.NEW:
-            raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
         # a runner of the same server stops (it runs only once), as does what an earlier run
-        # of this cell started: re-running a cell never leaves two agents behind
-        cell = _cells.replace_earlier(
+        # of this cell started: re-running a cell never leaves two agents behind. Registered
+        # before the server is touched: from here on stop() undoes everything
+        if not self._admit_start(
             lambda old: isinstance(old, NotebookRunner) and old.server is self.server
-        )
-        if livekit.server_running(self.server):
-            raise RunnerError(
-                "this AgentServer is already running outside notebook-agents; stop it first"
-            )
+        ):
+            return self
         _failed_expectation.install()
         self._started_at = started = time.perf_counter()
-        # registered before the server is touched: from here on stop() undoes everything
-        self.state = RunnerState.STARTING
-        _cells.register(self, cell)
         try:
             if self.credentials is not None:
                 self.real_room = RealRoom(self.credentials, self.room_name)
@@ -214,6 +176,12 @@ class NotebookRunner(StartStop):
             raise
         self.timings["start"] = time.perf_counter() - started
         return self
+
+    def _refuse_start(self) -> None:
+        if livekit.server_running(self.server):
+            raise RunnerError(
+                "this AgentServer is already running outside notebook-agents; stop it first"
+            )
 
     async def ready(self, timeout: float | None = None) -> AgentSession[Any]:
         """Wait until the entrypoint's ``AgentSession`` has started; raise the job's error.
@@ -344,38 +312,8 @@ class NotebookRunner(StartStop):
                 "NotebookRunner(server, audio=True)"
             )
 
-    async def send_text(self, text: str, timeout: float = 30.0) -> str:
-        """One user turn: ``text`` goes to the agent; returns the text it replied (all agents).
-
-        Raises ``TurnError`` when the turn went wrong (a failed or cancelled response, an
-        item the model rejected), ``RunnerError`` when the agent cannot take turns.
-        """
-        return reply_text(await self._run(text, None, timeout, "send_text()"))
-
-    async def run(
-        self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
-    ) -> RunResult[Any]:
-        """One typed user turn, as livekit's ``AgentSession.run``: returns its ``RunResult``
-        (every event of the turn; ``result.expect`` checks them as in a livekit eval). Run in
-        the job's context on the job's loop; the same errors as ``send_text``."""
-        return await self._run(user_input, output_type, timeout, "run()")
-
-    async def _run(
-        self, text: str, output_type: type[Any] | None, timeout: float, what: str
-    ) -> RunResult[Any]:
-        started = self.trace.now()
-        return await self._answer(self._submit(text, what, output_type), what, timeout, started)
-
-    async def _answer(
-        self,
-        turn: concurrent.futures.Future[RunResult[Any]],
-        what: str,
-        timeout: float,
-        started: float,
-    ) -> RunResult[Any]:
-        """A typed turn's result; given up past ``timeout``, saying where it stood."""
-        late = functools.partial(self._unanswered, timeout, started)
-        return await self._from_job(turn, what, timeout, _TURN_WITHDRAWN, late)
+    def _late(self, timeout: float, started: float) -> Callable[[], str]:
+        return functools.partial(self._unanswered, timeout, started)
 
     def _unanswered(self, timeout: float, started: float) -> str:
         """Why a typed turn got no answer in time: the tools it left running, if any."""
@@ -388,50 +326,22 @@ class NotebookRunner(StartStop):
         ]
         head = f"the agent did not answer within {timeout:g} s"
         if not running:
-            return f"{head}; {_TURN_WITHDRAWN}"
+            return f"{head}; {TURN_WITHDRAWN}"
         return (
-            f"{head}: its tool {', '.join(running)} had not returned; {_TURN_WITHDRAWN} "
+            f"{head}: its tool {', '.join(running)} had not returned; {TURN_WITHDRAWN} "
             "(a tool that can take longer wants a longer timeout)"
         )
-
-    async def _from_job(
-        self,
-        work: concurrent.futures.Future[T],
-        what: str,
-        timeout: float | None,
-        interrupted: str,
-        late: Callable[[], str] | None = None,
-    ) -> T:
-        """``work`` (running in the job) awaited from a cell, as every turn and call is: a
-        kernel interrupt lands at once (``wait_awake``) and cancels it in the job (a turn is
-        withdrawn there), raising ``CancelledError`` that says so (``interrupted``); past
-        ``timeout`` it is cancelled the same way and ``RunnerError`` says why (``late()``)."""
-        try:
-            done = await wait_awake(work, timeout)
-        except asyncio.CancelledError:
-            if work.cancel():
-                raise asyncio.CancelledError(f"{what} was interrupted: {interrupted}") from None
-            raise asyncio.CancelledError(
-                f"{what} was interrupted as it ended (its outcome is in runner.trace)"
-            ) from None
-        if not done and work.cancel():
-            raise RunnerError(late() if late else f"{what} did not end within {timeout:g} s")
-        if work.cancelled():  # not by this cell: by the job's loop ending, or a stop
-            if self._stop_requested.is_set():
-                raise TurnStopped("")
-            self._require_turns(what)
-            raise RunnerError(f"{what}: the agent's job cancelled it")
-        return work.result()
 
     def _carried_run(
         self, *, user_input: str, output_type: type[Any] | None = None, **options: Any
     ) -> Callable[[], Awaitable[RunResult[Any]]]:
         """``session.run`` called from a cell: the turn starts in the job now, as
         ``runner.run``'s does; awaiting it awaits ``run``'s answer."""
-        started = self.trace.now()
-        turn = self._submit(user_input, "session.run()", output_type, **options)
+        started, timeout = self.trace.now(), _CARRIED_RUN_TIMEOUT_S
+        turn = self._submit(user_input, "session.run()", output_type, timeout, **options)
+        late = self._late(timeout, started)
         return functools.partial(
-            self._answer, turn, "session.run()", _CARRIED_RUN_TIMEOUT_S, started
+            self._from_job, turn, "session.run()", timeout, TURN_WITHDRAWN, late
         )
 
     @overload
@@ -449,9 +359,7 @@ class NotebookRunner(StartStop):
         ``await runner.call(session.generate_reply, instructions="greet")`` returns the speech
         once it has played out (a ``SpeechHandle``, shown in the notebook as played or
         interrupted, with what was said), ``await runner.call(session.interrupt)``."""
-        self._require_turns("call()")
-        work = self._in_job(called(fn, args, kwargs), "call()")
-        result = await self._from_job(work, "call()", None, _CALL_CANCELLED)
+        result = await super().call(fn, *args, **kwargs)
         if isinstance(result, SpeechHandle):
             show_speech_state()
         return result
@@ -474,48 +382,6 @@ class NotebookRunner(StartStop):
                 lambda: f"the agent's greeting did not end within {timeout:g} s",
             )
         return greeting
-
-    def submit_text(self, text: str) -> concurrent.futures.Future[str]:
-        """``send_text`` without awaiting: the turn's future, for callbacks such as a widget's.
-
-        Turns queue: each starts when the previous one has finished.
-        """
-        reply: concurrent.futures.Future[str] = concurrent.futures.Future()
-        turn = self._submit(text, "submit_text()")
-
-        def settle(done: concurrent.futures.Future[RunResult[Any]]) -> None:
-            if done.cancelled():
-                reply.cancel()
-            elif (error := done.exception()) is not None:
-                reply.set_exception(error)
-            else:
-                reply.set_result(reply_text(done.result()))
-
-        turn.add_done_callback(settle)
-        return reply
-
-    def _submit(
-        self, text: str, what: str, output_type: type[Any] | None = None, **options: Any
-    ) -> concurrent.futures.Future[RunResult[Any]]:
-        self._require_turns(what)
-        return self._in_job(self._turn(self._ready.result(), text, output_type, **options), what)
-
-    def _carry(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run ``coro`` on the job's loop in the job's context, as livekit runs its tasks;
-        ``RuntimeError`` if that loop has closed."""
-        loop, context = self._job_loop, self._job_context
-        assert loop is not None and context is not None
-        # a task copies the context it is created in: the job's, not the cell's
-        return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
-
-    def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
-        """``_carry``, or the reason the job cannot take it."""
-        try:
-            return self._carry(coro)
-        except RuntimeError:  # the job's loop has closed under us
-            coro.close()
-            self._require_turns(what)
-            raise RunnerError(f"{what}: the agent's job has ended; {_START_AGAIN}") from None
 
     def stop(self) -> None:
         """Stop without draining, within ``stop_timeout``; safe to call again at any time.
@@ -661,9 +527,9 @@ class NotebookRunner(StartStop):
                 return
             runner._ctx = ctx
             runner.logs.claim_thread()
-            runner._job_loop = asyncio.get_running_loop()
-            runner._job_context = contextvars.copy_context()
-            runner._turn_lock = asyncio.Lock()
+            # the entrypoint's context variables (livekit's job context and HTTP session among
+            # them): turns sent from cells run in it, as turns from the room do
+            runner._job_began()
             runner._entry_task = asyncio.current_task()
             _session_hook.observe_job(ctx, runner)
             try:
@@ -711,9 +577,7 @@ class NotebookRunner(StartStop):
         _failed_expectation.remember(greeting, self.trace)
         if not self._ready.done():
             self.timings["ready"] = time.perf_counter() - self._started_at
-            if self.state is RunnerState.STARTING:
-                self.state = RunnerState.RUNNING
-            self._ready.set_result(session)
+            self._became_ready(session)
 
     def _before_own_run(self) -> None:
         """The job's own code runs a turn (``session.run`` on its loop): the greeting, if it is
@@ -745,39 +609,13 @@ class NotebookRunner(StartStop):
         else:
             self._end(RunnerState.ENDED, f"the session has ended ({reason})")
 
-    def _end(self, state: RunnerState, why: str) -> None:
-        """The session cannot take turns any more: say why, in the state and the trace."""
-        if self.state not in (RunnerState.STARTING, RunnerState.RUNNING):
-            return  # stopping, or already ended: the first cause stands
-        self.failure = RunnerError(f"{why}; {_START_AGAIN}")
-        self.state = state
-        if state is RunnerState.FAILED:
-            self.trace.record_failure(why)
-
-    def _fail(self, error: BaseException) -> None:
-        """The job failed before its session started: ``ready()`` raises ``error``."""
-        if self._ready.done():
-            return
-        if not isinstance(error, RunnerError):
-            wrapped = RunnerError(f"the agent's entrypoint failed: {error!r}")
-            wrapped.__cause__ = error
-            error = wrapped
-        if self.state is RunnerState.STARTING:
-            self.failure, self.state = error, RunnerState.FAILED
-        with contextlib.suppress(concurrent.futures.InvalidStateError):
-            self._ready.set_exception(error)
-
-    async def _turn(
-        self,
-        session: AgentSession[Any],
-        text: str,
-        output_type: type[Any] | None = None,
-        **options: Any,
+    async def _typed_turn(
+        self, text: str, output_type: type[Any] | None, timeout: float, **options: Any
     ) -> RunResult[Any]:
-        """A typed turn; ``options`` are ``AgentSession.run``'s others."""
+        session = self._ready.result()
         assert self._turn_lock is not None
         async with self._turn_lock:  # AgentSession.run cannot nest
-            await self._greeted()
+            await self._greeting_over()
             started = self.trace.now()
             try:
                 result: RunResult[Any] = session.run(
@@ -801,7 +639,7 @@ class NotebookRunner(StartStop):
     ) -> RunResult[Any]:
         assert self._turn_lock is not None and self._microphone is not None
         async with self._turn_lock:
-            await self._greeted()
+            await self._greeting_over()
             require_hearing(session)  # before any audio goes in: the agent is this one now
             started = self.trace.now()
             try:
@@ -826,7 +664,7 @@ class NotebookRunner(StartStop):
                 turn.end()
         return self._checked(session, turn.run, started, raised, spoken=True)
 
-    async def _greeted(self) -> None:
+    async def _greeting_over(self) -> None:
         """Until the greeting is over: a turn's events are its own, and livekit runs one run at
         a time (its failure is the greeting's, not the turn's)."""
         if self._greeting is not None and not self._greeting.done():
@@ -849,8 +687,8 @@ class NotebookRunner(StartStop):
         spoken: bool,
     ) -> RunResult[Any]:
         """A finished turn's result, or the ``TurnError`` it went wrong by."""
-        said = _said(result)
-        reply = _joined(said)
+        said = said_in(result)
+        reply = joined(said)
         if self._stop_requested.is_set() and (
             raised is not None or not said or said[-1].interrupted
         ):
@@ -872,8 +710,7 @@ class NotebookRunner(StartStop):
         # the turn is over: the model's conversation should now hold what livekit's does
         # (the trace compares when a turn's speech is done: again only if it heard more since)
         self.trace.compare_contexts(if_changed=True)
-        problems = self.trace.problems_since(started, agent_label(session.current_agent))
-        return [e for e in problems if e.kind != "error" or fails_turn(e, spoken=spoken)]
+        return self._turn_errors(started, agent_label(session.current_agent), spoken=spoken)
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -889,7 +726,7 @@ class NotebookRunner(StartStop):
         try:
             self._stop_server()
         finally:
-            self._fail(RunnerError("the runner was stopped"))
+            self._fail(RunnerError(self._stopped_message()))
             livekit.restore_server_options(self.server, self._saved_options)
             _environment.release(self._environment_held)
             self.trace.detach()
@@ -898,7 +735,7 @@ class NotebookRunner(StartStop):
             self.logs.uninstall()
             if self._ctx is not None:
                 _session_hook.forget_job(self._ctx)
-            _cells.unregister(self)
+            self._unregister()
             livekit.release_mock_room()
             if self._loop is not None:
                 retire(self._loop)
@@ -938,42 +775,6 @@ class NotebookRunner(StartStop):
         if self._entry_task is not None:
             self._entry_task.cancel()
 
-    def _require_turns(self, what: str) -> None:
-        """Raise the reason this runner cannot take a turn now, naming the fix."""
-        state = self.state
-        if state is RunnerState.NEW:
-            raise RunnerError(f"{what} needs a started runner: call runner.start() first")
-        if state in (RunnerState.STOPPING, RunnerState.STOPPED):
-            raise RunnerError(f"{what}: the runner is stopped; {_START_AGAIN}")
-        if self.failure is not None:
-            raise RunnerError(f"{what}: {self.failure}") from self.failure.__cause__
-        if not self._ready.done():
-            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
-
-
-def _said(result: RunResult[Any]) -> list[ChatMessage]:
-    """What the agents said in a turn, in order."""
-    return [
-        event.item
-        for event in result.events
-        if isinstance(event, ChatMessageEvent) and event.item.role == "assistant"
-    ]
-
-
-def _joined(said: list[ChatMessage]) -> str:
-    return "\n".join(message.text_content or "" for message in said)
-
-
-def reply_text(result: RunResult[Any]) -> str:
-    """A turn's reply text: what every agent said in it, one message a line."""
-    return _joined(_said(result))
-
-
-async def called(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``fn``'s result, awaited if it is awaitable (a speech handle: until it is played)."""
-    result = fn(*args, **kwargs)
-    return await result if inspect.isawaitable(result) else result
-
 
 async def _finished(result: RunResult[Any]) -> RunResult[Any]:
     return await result
@@ -988,28 +789,10 @@ async def _settled(result: RunResult[Any]) -> Exception | None:
     return None
 
 
-def fails_turn(error: TraceEvent, *, spoken: bool) -> bool:
-    """An error during a turn fails it, but a tool's (as in livekit, the model is told the
-    tool failed and answers: the turn goes on) and, for a typed turn, speech recognition's
-    (a typed turn never goes through it; an STT that cannot connect offline is traced, not
-    raised)."""
-    source = error.data.get("source")
-    return source != "tool" and (spoken or source != "stt")
-
-
-_TURN_WITHDRAWN = (
-    "the turn is withdrawn (any reply cut, the tools it started cancelled) and the runner is "
-    "ready for the next turn"
-)
 _SPOKEN_TURN_WITHDRAWN = (
     "the turn is withdrawn (the rest of its audio dropped, what was heard of it cleared, any "
     "reply cut) and the runner is ready for the next turn"
 )
-_CALL_CANCELLED = (
-    "it is cancelled in the job (a speech it started plays on: "
-    "`await runner.call(session.interrupt)` cuts it)"
-)
-
 _CARRIED_RUN_TIMEOUT_S = 30.0
 """how long ``await session.run(...)`` from a cell waits, as ``runner.run`` by default"""
 

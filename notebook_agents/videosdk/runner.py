@@ -10,16 +10,14 @@ Typed turns go in through the pipeline (``process_text``), spoken ones through t
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-import contextvars
 import functools
 import inspect
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from livekit.agents import RunResult
@@ -27,12 +25,10 @@ from typing_extensions import Self
 from videosdk.agents import Agent, AgentSession, JobContext, build_openai_schema
 
 from .._environ import environment
-from .._lifecycle import StartStop
-from ..runner import _cells
+from ..runner._core import RunnerCore, RunnerState, fails_turn, reply_text
 from ..runner._kernel_loops import close_retired, retire
 from ..runner._samples import spoken_audio
 from ..runner.errors import RunnerError, TurnError
-from ..runner.notebook_runner import RunnerState, called, fails_turn, reply_text
 from ..trace import Trace, TraceEvent
 from ._videosdk_internals import job_scope
 from .job import OfflineJobContext, QuietOfflineAnalytics
@@ -45,13 +41,12 @@ if TYPE_CHECKING:
 
 Entrypoint = Callable[[JobContext], Awaitable[None]]
 """``async def entrypoint(ctx: JobContext)``, as VideoSDK's ``WorkerJob`` takes it"""
-T = TypeVar("T")
 
-_START_AGAIN = "make a new VideoSDKRunner(...).start() to talk to the agent again"
+_SPOKEN_TURN_WITHDRAWN = "the turn is withdrawn and the runner is ready for the next turn"
 _analytics_log = logging.getLogger("videosdk.agents.metrics.analytics")
 
 
-class VideoSDKRunner(StartStop):
+class VideoSDKRunner(RunnerCore[AgentSession]):
     """Runs ``entrypoint`` (``async def entrypoint(ctx: JobContext)``) offline in the kernel.
 
     ``start()`` returns at once; ``await runner.ready()`` waits for the session it starts;
@@ -62,6 +57,7 @@ class VideoSDKRunner(StartStop):
 
     agent_base: ClassVar[type[Any]] = Agent
     """its agents are VideoSDK's: a scenarios file's ``new_agent_type=`` names one"""
+    failed_as = "the VideoSDK job failed"
 
     def __init__(
         self,
@@ -76,25 +72,18 @@ class VideoSDKRunner(StartStop):
                 "VideoSDKRunner takes your job's entrypoint, `async def entrypoint(ctx: "
                 f"JobContext)` as VideoSDK's WorkerJob does, not {entrypoint!r}"
             )
+        super().__init__(start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.entrypoint = entrypoint
         self.emulator = emulator
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.state = RunnerState.NEW
-        self.failure: RunnerError | None = None
-        """why the runner cannot take turns any more (state ``failed``)"""
         self.trace = Trace()
         self.session: AgentSession | None = None
         self.ctx: OfflineJobContext | None = None
         self._reader: VideoSDKReader | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._ready: concurrent.futures.Future[AgentSession] = concurrent.futures.Future()
         self._done = threading.Event()
         self._stop_requested = threading.Event()
         self._stop_signal: asyncio.Event | None = None
-        self._job_context: contextvars.Context | None = None
-        self._turn_lock: asyncio.Lock | None = None
         self._state_changed: asyncio.Event | None = None
         self._quiet_analytics = QuietOfflineAnalytics()
         self._greeting: asyncio.Task[None] | None = None
@@ -104,15 +93,10 @@ class VideoSDKRunner(StartStop):
 
     def start(self) -> Self:
         """Start the job in the background; returns at once."""
-        if self.state in (RunnerState.STARTING, RunnerState.RUNNING):
-            return self
-        if self.state is not RunnerState.NEW:
-            raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
-        cell = _cells.replace_earlier(
+        if not self._admit_start(
             lambda old: isinstance(old, VideoSDKRunner) and old.entrypoint is self.entrypoint
-        )
-        self.state = RunnerState.STARTING
-        _cells.register(self, cell)
+        ):
+            return self
         _analytics_log.addFilter(self._quiet_analytics)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="videosdk-job", daemon=True)
@@ -150,11 +134,11 @@ class VideoSDKRunner(StartStop):
             self._thread.join()
         self.trace.detach()
         _analytics_log.removeFilter(self._quiet_analytics)
-        _cells.unregister(self)
+        self._unregister()
         if loop is not None:
             retire(loop)
         close_retired()
-        self._fail(RunnerError("the runner was stopped"))
+        self._fail(RunnerError(self._stopped_message()))
         self.state = RunnerState.STOPPED
         if not stopped:
             raise RunnerError(
@@ -168,36 +152,18 @@ class VideoSDKRunner(StartStop):
 
     # -- turns -----------------------------------------------------------------------------
 
-    async def send_text(self, text: str, timeout: float = 30.0) -> str:
-        """One typed user turn (VideoSDK's ``pipeline.process_text``); returns what the agents
-        said in it, one message a line, once the agent is done speaking. Raises ``TurnError``
-        when a model failed during it."""
-        return reply_text(await self.run(text, timeout=timeout))
-
     async def run(
         self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
     ) -> RunResult[Any]:
-        """One typed user turn: livekit's ``RunResult`` of it, built from what the trace
-        recorded (``result.expect`` checks it as in a livekit eval; handoffs name VideoSDK's
-        agents). Raises as ``send_text``."""
+        """One typed user turn (VideoSDK's ``pipeline.process_text``): livekit's ``RunResult``
+        of it, built from what the trace recorded once the agent is done speaking
+        (``result.expect`` checks it as in a livekit eval; handoffs name VideoSDK's agents).
+        Raises ``TurnError`` when a model failed during it, as ``send_text``."""
         if output_type is not None:
             raise RunnerError(
                 "run(output_type=...) is livekit's: a VideoSDK turn has no typed output"
             )
-        return await self._answer(self._submit(user_input), timeout, "run()")
-
-    def submit_text(self, text: str) -> concurrent.futures.Future[str]:
-        """``send_text`` without awaiting: the turn's future. Turns queue."""
-        reply: concurrent.futures.Future[str] = concurrent.futures.Future()
-
-        def settle(done: concurrent.futures.Future[RunResult[Any]]) -> None:
-            if (error := done.exception()) is not None:
-                reply.set_exception(error)
-            else:
-                reply.set_result(reply_text(done.result()))
-
-        self._submit(text).add_done_callback(settle)
-        return reply
+        return await super().run(user_input, timeout=timeout)
 
     async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
         """What the agent said on its own as its session started (its first agent's
@@ -207,14 +173,16 @@ class VideoSDKRunner(StartStop):
         first_turn = next((i for i, e in enumerate(greeted) if e.kind == "user_message"), None)
         return self._result(None, greeted[:first_turn])
 
-    def _submit(self, text: str) -> concurrent.futures.Future[RunResult[Any]]:
+    async def _typed_turn(
+        self, text: str, output_type: type[Any] | None, timeout: float, **options: Any
+    ) -> RunResult[Any]:
         def type_in(session: AgentSession) -> Awaitable[None]:
             if self._reader is not None:
                 self._reader.typed(text)
             return session.pipeline.process_text(text)  # type: ignore[no-any-return]
 
         # process_text returns once the reply is generated (a handoff's on_enter included)
-        return self._in_job(self._turn(text, type_in, busy=("speaking",)))
+        return await self._turn(text, type_in, busy=("speaking",))
 
     async def send_audio(
         self,
@@ -253,20 +221,9 @@ class VideoSDKRunner(StartStop):
             # the recognizer's final transcript comes after the silence: wait for the turn
             await self._until(lambda: self._reader is not None and self._reader.user_turns > heard)
 
-        turn = self._turn(None, speak, busy=("thinking", "speaking"))
-        return await self._answer(self._in_job(turn), timeout, "send_audio()")
-
-    async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` run on the job's loop in the job's context, awaited there if
-        awaitable; returns its result. For the session's methods from a cell:
-        ``await runner.call(runner.session.reply, "Greet the user")``."""
-        return await asyncio.wrap_future(self._in_job(called(fn, args, kwargs)))
-
-    async def _answer(self, turn: concurrent.futures.Future[T], timeout: float, what: str) -> T:
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
-        except asyncio.TimeoutError:
-            raise RunnerError(f"{what}: no reply within {timeout:.0f} s") from None
+        turn = self._in_job(self._turn(None, speak, busy=("thinking", "speaking")), "send_audio()")
+        late = self._late(timeout, self.trace.now())
+        return await self._from_job(turn, "send_audio()", timeout, _SPOKEN_TURN_WITHDRAWN, late)
 
     async def _turn(
         self,
@@ -276,6 +233,7 @@ class VideoSDKRunner(StartStop):
     ) -> RunResult[Any]:
         assert self._turn_lock is not None
         async with self._turn_lock:
+            await self._greeting_over()
             session = self._ready.result()
             start, began = len(self.trace), self.trace.now()
             await send(session)
@@ -319,28 +277,6 @@ class VideoSDKRunner(StartStop):
     def _agent(self) -> str | None:
         return self._reader.agent if self._reader is not None else None
 
-    def _in_job(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run ``coro`` on the job's loop in the job's context (its event bus, its job
-        context), as the job's own tasks run."""
-        try:
-            self._require_turns()
-            loop, context = self._loop, self._job_context
-            assert loop is not None and context is not None
-            return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
-        except BaseException:
-            coro.close()
-            raise
-
-    def _require_turns(self) -> None:
-        if self.state is RunnerState.NEW:
-            raise RunnerError("call runner.start() and `await runner.ready()` first")
-        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
-            raise RunnerError(f"the runner is stopped; {_START_AGAIN}")
-        if self.failure is not None:
-            raise RunnerError(str(self.failure)) from self.failure.__cause__
-        if not self._ready.done():
-            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
-
     # -- the job thread --------------------------------------------------------------------
 
     def _serve(self) -> None:
@@ -367,10 +303,10 @@ class VideoSDKRunner(StartStop):
         self._stop_signal = stop = asyncio.Event()
         if self._stop_requested.is_set():  # stopped before the signal existed
             return
-        self._turn_lock, self._state_changed = asyncio.Lock(), asyncio.Event()
+        self._state_changed = asyncio.Event()
         self.ctx = ctx = OfflineJobContext(on_session=self._session_made, loop=loop)
         with job_scope(ctx):
-            self._job_context = contextvars.copy_context()
+            self._job_began()  # turns run in the job's context: its event bus, its job context
             env = self.emulator.openai_environment() if self.emulator is not None else {}
             with environment(env):  # until the session has started: the models are built then
                 entry = asyncio.create_task(self._entry(ctx), name="videosdk-entrypoint")
@@ -466,9 +402,8 @@ class VideoSDKRunner(StartStop):
         except Exception as e:  # this task's error would otherwise go unseen
             self._fail(e)
             return
-        if not self._ready.done():
-            self.state = RunnerState.RUNNING
-            self._ready.set_result(session)
+        self._greeting_said()
+        self._became_ready(session)
 
     def _offer_words(self, agent: Any) -> None:
         """The emulator's speech recognition hears ``agent``'s words from now on (a spoken
@@ -480,21 +415,6 @@ class VideoSDKRunner(StartStop):
     def _session_changed(self) -> None:
         if self._state_changed is not None:
             self._state_changed.set()
-
-    def _fail(self, error: BaseException) -> None:
-        """The session cannot become ready (or go on): ``ready()`` raises ``error``."""
-        if self._ready.done():
-            return
-        failure = (
-            error
-            if isinstance(error, RunnerError)
-            else RunnerError(f"the VideoSDK job failed: {error!r}")
-        )
-        if failure is not error:
-            failure.__cause__ = error
-        if self.state is RunnerState.STARTING:  # first: the waiter may look at once
-            self.failure, self.state = failure, RunnerState.FAILED
-        self._ready.set_exception(failure)
 
 
 def _takes_a_context(entrypoint: object) -> bool:
