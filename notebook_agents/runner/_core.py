@@ -248,14 +248,15 @@ class RunnerCore(StartStop, Generic[SessionT]):
         **options: Any,
     ) -> concurrent.futures.Future[RunResult[Any]]:
         """A typed turn, started in the job now (``options``: ``AgentSession.run``'s others)."""
-        return self._in_job(
-            self._stoppable(self._typed_turn(text, output_type, timeout, **options)), what
-        )
+        return self._in_job(self._stoppable_turn(text, output_type, timeout, options), what)
 
-    async def _stoppable(self, turn: Coroutine[Any, Any, T]) -> T:
-        """``turn``, whose failure as a stop closes the session under it is ``TurnStopped``."""
+    async def _stoppable_turn(
+        self, text: str, output_type: type[Any] | None, timeout: float, options: dict[str, Any]
+    ) -> RunResult[Any]:
+        """The adapter's turn, whose failure as a stop closes the session under it is
+        ``TurnStopped``."""
         try:
-            return await turn
+            return await self._typed_turn(text, output_type, timeout, **options)
         except RunnerError:
             raise
         except Exception as e:
