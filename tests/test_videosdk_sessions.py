@@ -411,7 +411,12 @@ async def test_a_turn_cancelled_by_a_stop_settles_its_submitted_future() -> None
         try:
             await runner.ready()
             typed = asyncio.Event()  # the first turn has gone in: the stop cancels it midway
-            runner.trace.subscribe(lambda event: event.kind == "user_message" and typed.set())
+
+            def on_event(event: TraceEvent) -> None:
+                if event.kind == "user_message":
+                    typed.set()
+
+            runner.trace.subscribe(on_event)
             replies = [runner.submit_text("hello"), runner.submit_text("hello again")]
             await asyncio.wait_for(typed.wait(), runner.start_timeout)
         finally:

@@ -22,9 +22,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from livekit.agents import ChatMessage, ChatMessageEvent, RunResult
 
+from .. import _cells
 from .._lifecycle import StartStop
 from ..trace import Trace, TraceEvent
-from . import _cells
 from ._kernel_loops import wait_awake
 from .errors import RunnerError, TurnStopped
 
