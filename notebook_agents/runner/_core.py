@@ -55,11 +55,11 @@ class RunnerCore(StartStop, Generic[SessionT]):
 
     agent_base: ClassVar[type[Any]]
     """the class its framework's agents subclass (livekit's or VideoSDK's ``Agent``)"""
-    noun: ClassVar[str] = "runner"
+    _noun: ClassVar[str] = "runner"
     """what the runner's messages call it"""
-    handle: ClassVar[str] = "runner"
+    _handle: ClassVar[str] = "runner"
     """the variable its messages' examples call it by"""
-    failed_as: ClassVar[str] = "the agent's job failed"
+    _failed_as: ClassVar[str] = "the agent's job failed"
     """what a failure that is not the runner's own error is said to be"""
 
     trace: Trace
@@ -85,7 +85,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
         return self.state in (RunnerState.STARTING, RunnerState.RUNNING)
 
     @property
-    def start_again(self) -> str:
+    def _start_again(self) -> str:
         """The fix for a runner that can take no more turns."""
         return f"make a new {type(self).__name__}(...).start() to talk to the agent again"
 
@@ -94,7 +94,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
         state, failure = self.state, self.failure
         if state is RunnerState.NEW:
             raise RunnerError(
-                f"{what} needs a started {self.noun}: call {self.handle}.start() first"
+                f"{what} needs a started {self._noun}: call {self._handle}.start() first"
             )
         if state in (RunnerState.STOPPING, RunnerState.STOPPED):
             raise RunnerError(f"{what}: {self._stopped_message()}")
@@ -102,11 +102,11 @@ class RunnerCore(StartStop, Generic[SessionT]):
             raise RunnerError(f"{what}: {failure}") from failure.__cause__
         if not self._ready.done():
             raise RunnerError(
-                f"{what}: the agent is not ready yet: `await {self.handle}.ready()` first"
+                f"{what}: the agent is not ready yet: `await {self._handle}.ready()` first"
             )
 
     def _stopped_message(self) -> str:
-        return f"the {self.noun} is stopped; {self.start_again}"
+        return f"the {self._noun} is stopped; {self._start_again}"
 
     # -- start, ready, failure -------------------------------------------------------------
 
@@ -117,9 +117,9 @@ class RunnerCore(StartStop, Generic[SessionT]):
         if self.running:
             return False
         if self.failure is not None:
-            raise RunnerError(f"this {self.noun} cannot start again: {self.failure}")
+            raise RunnerError(f"this {self._noun} cannot start again: {self.failure}")
         if self.state is not RunnerState.NEW:
-            raise RunnerError(f"this {self.noun} was stopped: {self.start_again}")
+            raise RunnerError(f"this {self._noun} was stopped: {self._start_again}")
         cell = _cells.replace_earlier(conflicts)
         self._refuse_start()
         self.state = RunnerState.STARTING
@@ -155,7 +155,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
         if self._ready.done():
             return
         if not isinstance(error, RunnerError):
-            wrapped = RunnerError(f"{self.failed_as}: {error!r}")
+            wrapped = RunnerError(f"{self._failed_as}: {error!r}")
             wrapped.__cause__ = error
             error = wrapped
         if self.state is RunnerState.STARTING:  # first: the waiter may look at once
@@ -169,7 +169,9 @@ class RunnerCore(StartStop, Generic[SessionT]):
         (a stopping runner, or one already ended, keeps its own)."""
         if self.state not in (RunnerState.STARTING, RunnerState.RUNNING):
             return False
-        self.failure = RunnerError(f"{why}; {self.start_again}" + (f"\n{detail}" if detail else ""))
+        self.failure = RunnerError(
+            f"{why}; {self._start_again}" + (f"\n{detail}" if detail else "")
+        )
         self.state = state
         if state is RunnerState.FAILED:
             self.trace.record_failure(why)
@@ -294,7 +296,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
             if isinstance(e, RunnerError):
                 raise
             self._require_turns(what)  # the job's loop has closed under us
-            raise RunnerError(f"{what}: the agent's job has ended; {self.start_again}") from None
+            raise RunnerError(f"{what}: the agent's job has ended; {self._start_again}") from None
         except BaseException:
             coro.close()
             raise
@@ -317,7 +319,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
             if work.cancel():
                 raise asyncio.CancelledError(f"{what} was interrupted: {interrupted}") from None
             raise asyncio.CancelledError(
-                f"{what} was interrupted as it ended (its outcome is in {self.handle}.trace)"
+                f"{what} was interrupted as it ended (its outcome is in {self._handle}.trace)"
             ) from None
         if not done and work.cancel():
             raise RunnerError(late() if late else f"{what} did not end within {timeout:g} s")

@@ -53,7 +53,7 @@ class NotebookRunner(Voice):
 
     agent_base: ClassVar[type[Any]] = Agent
     """its agents are livekit's"""
-    failed_as = "the agent's entrypoint failed"
+    _failed_as = "the agent's entrypoint failed"
 
     def __init__(
         self,

@@ -57,7 +57,7 @@ class VideoSDKRunner(RunnerCore[AgentSession]):
 
     agent_base: ClassVar[type[Any]] = Agent
     """its agents are VideoSDK's: a scenarios file's ``new_agent_type=`` names one"""
-    failed_as = "the VideoSDK job failed"
+    _failed_as = "the VideoSDK job failed"
 
     def __init__(
         self,
