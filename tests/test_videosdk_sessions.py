@@ -423,6 +423,6 @@ async def test_a_turn_cancelled_by_a_stop_settles_its_submitted_future() -> None
             runner.stop()
     # settled as the job ended: a cancelled turn's future too (it was left pending for good)
     assert [reply.done() for reply in replies] == [True, True]
-    # the turn under way may end as the session closes, before the job's loop cancels it
-    first, second = (reply.cancelled() or type(reply.exception()).__name__ for reply in replies)
-    assert first in (True, "TurnStopped") and second is True
+    # cancelled with the job's loop, or ended by the stop as the session closes under it
+    outcomes = [reply.cancelled() or type(reply.exception()).__name__ for reply in replies]
+    assert set(outcomes) <= {True, "TurnStopped"}, outcomes
