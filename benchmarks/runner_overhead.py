@@ -19,7 +19,8 @@ timed where it runs (perf_counter around the trace's handlers and comparisons, t
 checks, the turn on the job's loop, the capture of livekit's spans).
 
 Goal: the runner's turn within 1.1x the bare one. The machine's other load moves the figures:
-quote one run's, taken while little else runs.
+quote one run's, taken while little else runs, with the load average it prints. A fresh
+conversation of 30 turns: ``--turns 30``.
 
     .venv/bin/python benchmarks/runner_overhead.py --turns 102
 """
@@ -41,7 +42,7 @@ import asyncio, gc, json, time
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
 from notebook_agents import Emulator, NotebookRunner, Trace
-from notebook_agents.runner._model_truth import InProcessEmulators
+from notebook_agents.runner._model_server import InProcessEmulators
 
 emulator = Emulator().start()
 INSTRUCTIONS = "You are Ada."
@@ -70,7 +71,7 @@ runner = NotebookRunner(server).start()
 job_session = await runner.ready()
 bare = await started()
 traced = AgentSession(llm=model())
-Trace(model_truth=InProcessEmulators()).attach(traced)  # as the runner's trace
+Trace(model_server=InProcessEmulators()).attach(traced)  # as the runner's trace
 await traced.start(agent=Agent(instructions=INSTRUCTIONS))
 # a second session of the job, on its loop and its room: the runner neither traces nor
 # guards it (it follows the job's first session only)
@@ -175,7 +176,7 @@ async def parts(turns):
     router.on_start = timed(ORDER[5], router.on_start)
     router.on_end = timed(ORDER[5], router.on_end)
     runner._checked = timed(ORDER[3], runner._checked)
-    runner._turn = timed_async(TURN, runner._turn)
+    runner._typed_turn = timed_async(TURN, runner._typed_turn)
     tap._Tap.__call__ = timed_tap
     per_turn = collections.defaultdict(list)
     for _ in range(turns):
@@ -221,6 +222,7 @@ def main() -> None:
     # the kernel imports this checkout's notebook_agents, as the interpreter running this does
     here = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    load_before = os.getloadavg()
     manager, client = start_new_kernel(kernel_name="python3", env=env)
     try:
         run_cell(client, SETUP)
@@ -234,6 +236,14 @@ def main() -> None:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
 
+    load_after = os.getloadavg()
+    print(
+        "load average (1, 5, 15 min) before "
+        + ", ".join(f"{x:.2f}" for x in load_before)
+        + "; after "
+        + ", ".join(f"{x:.2f}" for x in load_after)
+        + f" ({os.cpu_count()} CPUs)"
+    )
     items = times.pop("items")
     print(f"conversations of {items[0]} items (bare) and {items[1]} (the runner's) at the end")
     ms = {name: [t * 1e3 for t in values] for name, values in times.items()}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import aiohttp
 import nbformat
@@ -111,6 +110,42 @@ def test_other_cells_and_functions_keep_their_emulators(kernel: Kernel) -> None:
     assert kernel.eval("emulator_threads()") == threads + 6
     kernel.run_ok("for x in (a, b, c, d, e, f): x.stop()")
     assert kernel.eval("emulator_threads()") == threads
+
+
+def test_an_edited_cell_replaces_the_emulator_it_started(kernel: Kernel) -> None:
+    """JupyterLab sends each cell's id with its code: a cell edited and run again is the same
+    cell, and replaces its emulator (here on a fixed port, which the old one would hold), as
+    it replaces its runners."""
+    threads = kernel.eval("emulator_threads()")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for code in (
+        f"edited = Emulator(port={port}).start()",
+        f"edited = Emulator(port={port}).start()  # on {port}",
+    ):
+        cell = kernel.submit(code, "the-edited-cell")
+        kernel.wait(cell, timeout=30)
+        assert cell.error is None, cell.traceback
+    assert kernel.eval("edited.port") == port
+    assert kernel.eval("emulator_threads()") == threads + 1
+    kernel.run_ok("edited.stop()")
+
+
+def test_an_emulator_a_cell_starts_through_a_function_is_replaced_as_the_cell_reruns(
+    kernel: Kernel,
+) -> None:
+    """A helper the cell calls starts it (notebook 03 starts its call so): it is still that
+    cell's, as a runner started so is."""
+    threads = kernel.eval("emulator_threads()")
+    kernel.run_ok("def start_emulator():\n    return Emulator().start()")
+    cell = "helped = start_emulator()"
+    kernel.run_ok(cell)
+    first = kernel.eval("helped.port")
+    kernel.run_ok(cell)
+    assert kernel.eval("emulator_threads()") == threads + 1
+    assert first == kernel.eval("helped.port") or refuses(first)
+    kernel.run_ok("helped.stop()")
 
 
 def test_emulators_started_in_a_function_coexist() -> None:
@@ -242,36 +277,34 @@ def test_an_agent_setting_itself_up_on_a_replaced_emulator_is_not_answered_by_it
     kernel.run_ok("emulator.stop()")
 
 
-async def test_a_cell_on_a_fixed_port_rerun_while_an_agent_is_connected() -> None:
+async def test_a_cell_on_a_fixed_port_rerun_while_an_agent_is_connected(kernel: Kernel) -> None:
     """The replaced emulator frees the port at once and serves its open socket until it
-    closes. Two runs of one cell: code compiled twice under one file name, as ipykernel does."""
+    closes. Two runs of one cell in the kernel."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    cell = f"emu = Emulator(port={port}).start()"
-    first: dict[str, Any] = {"Emulator": Emulator}
-    exec(compile(cell, "<cell-1>", "exec"), first)
-    old = first["emu"]
+    kernel.run_ok("held = []")
+    cell = f"emu = Emulator(port={port}).start()\nheld.append(emu)"
+    kernel.run_ok(cell)
     async with aiohttp.ClientSession() as client:
         ws = await client.ws_connect(
             f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime",
             headers={"Authorization": "Bearer offline"},
         )
         assert (await ws.receive_json())["type"] == "session.created"
-        second: dict[str, Any] = {"Emulator": Emulator}
-        exec(compile(cell, "<cell-1>", "exec"), second)
-        new = second["emu"]
+        kernel.run_ok(cell)
         try:
-            assert new.port == port and old.replaced and not new.replaced
-            assert Emulator.in_this_process()[-2:] == [old, new]
+            assert kernel.eval(f"[held[1].port == {port}, held[0].replaced, held[1].replaced]") == [
+                True,
+                True,
+                False,
+            ]
+            assert kernel.eval("Emulator.in_this_process()[-2:] == held")
             # the old one still serves the socket it had
             await ws.send_json({"type": "input_audio_buffer.clear", "event_id": "clear-1"})
             assert (await ws.receive_json())["type"] == "input_audio_buffer.cleared"
             await ws.close()
-            thread = old._thread
-            assert thread is not None
-            thread.join(10)  # it stops by itself once its last connection closed
-            assert not old.running and old not in Emulator.in_this_process()
+            # it stops by itself once its last connection closed
+            until(kernel, "not held[0].running and held[0] not in Emulator.in_this_process()")
         finally:
-            new.stop()
-            old.stop()
+            kernel.run_ok("for e in held: e.stop()")

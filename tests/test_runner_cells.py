@@ -17,7 +17,7 @@ from .kernel import Kernel
 from .test_runner_kernel import LEAKS, SETUP
 
 START_CALL = """
-from notebook_agents.runner import _cells
+from notebook_agents import _cells
 
 def start_call(name):
     server = AgentServer()
@@ -58,7 +58,8 @@ def kernel() -> Iterator[Kernel]:
 
 def _nothing_left(kernel: Kernel) -> None:
     state = kernel.eval(
-        "dict(threads=agent_threads(), running=len(_cells._started), "
+        "dict(threads=agent_threads(), "
+        "running=sum(isinstance(s, NotebookRunner) for s in _cells._started), "
         "livekit_propagates=logging.getLogger('livekit').propagate)"
     )
     assert state == {"threads": [], "running": 0, "livekit_propagates": True}

@@ -23,7 +23,7 @@ from livekit.plugins import openai
 from notebook_agents import NotebookRunner, RunnerError, TurnError
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner import RunnerState
-from notebook_agents.runner._model_truth import InProcessEmulators
+from notebook_agents.runner._model_server import InProcessEmulators
 from notebook_agents.trace import describe, model_side
 from notebook_agents.trace.describe import syncs_to_model
 
@@ -251,21 +251,21 @@ async def test_a_tool_mocked_on_the_running_agent_and_restored_between_turns(
     assert seen == ["Paris"]
 
 
-class _CountedTruth:
+class _CountedServer:
     """The emulators in this process as the model's side, counting how often they are read."""
 
     def __init__(self) -> None:
         self.described = 0
         self.ids_read = 0
-        self._truth = InProcessEmulators()
+        self._emulators = InProcessEmulators()
 
     def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
         self.described += 1
-        return self._truth.conversation(session_id)
+        return self._emulators.conversation(session_id)
 
     def item_ids(self, session_id: str) -> list[str] | None:
         self.ids_read += 1
-        return self._truth.item_ids(session_id)
+        return self._emulators.item_ids(session_id)
 
 
 async def test_each_turn_reads_the_models_ids_once_and_describes_nothing_while_alike(
@@ -274,14 +274,14 @@ async def test_each_turn_reads_the_models_ids_once_and_describes_nothing_while_a
     """The trace compares when a turn's speech is done; the runner's check after the turn
     reads the server again only if the trace heard more since. While the sides agree, only
     the ids are read: the described conversation (a copy of all of it) is not."""
-    truth = _CountedTruth()
+    model_server = _CountedServer()
     server = _ada_server(emulator.base_url(), [])
-    runner = await started(runners, NotebookRunner(server, model_truth=truth))
+    runner = await started(runners, NotebookRunner(server, model_server=model_server))
     await runner.send_text("hi")
-    before = truth.ids_read, truth.described
+    before = model_server.ids_read, model_server.described
     for words in ("one", "two", "three"):
         assert await runner.send_text(words) == f'You are Ada. You said: "{words}".'
-    assert (truth.ids_read - before[0], truth.described - before[1]) == (3, 0)
+    assert (model_server.ids_read - before[0], model_server.described - before[1]) == (3, 0)
 
 
 async def test_each_turns_comparison_looks_only_at_what_the_turn_added(

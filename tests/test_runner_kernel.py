@@ -284,7 +284,7 @@ def test_a_blocking_cell_does_not_stall_the_agent(kernel: Kernel) -> None:
         "    done_at = []\n"
         "    t0 = time.perf_counter()\n"
         "    turn = asyncio.run_coroutine_threadsafe(\n"
-        "        runner._turn(runner.session, 'hi'), runner._job_loop)\n"
+        "        runner._typed_turn('hi', None, 30.0), runner._job_loop)\n"
         "    turn.add_done_callback(lambda _: done_at.append(time.perf_counter()))\n"
         "    time.sleep(2)  # the kernel's thread and loop are blocked meanwhile\n"
         "    slept = time.perf_counter() - t0\n"

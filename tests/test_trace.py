@@ -1154,7 +1154,7 @@ def test_the_old_model_truth_names_still_work_and_say_what_to_use_instead() -> N
     """ "truth" is the network's ground truth; the model's conversation comes from its server:
     ``model_truth=``, ``Trace.model_truth`` and ``ModelTruth`` still work for one release."""
     import notebook_agents.trace as trace_package
-    from notebook_agents.runner._model_truth import InProcessEmulators
+    from notebook_agents.runner._model_server import InProcessEmulators
 
     server = InProcessEmulators()
     with pytest.warns(DeprecationWarning, match=r"use Trace\(model_server=\.\.\.\)") as w:

@@ -24,6 +24,7 @@ from videosdk.plugins.openai import OpenAILLM, OpenAIRealtime
 
 from notebook_agents import TraceAnalysis
 from notebook_agents.emulator import Emulator
+from notebook_agents.emulator.latency import LatencyModel
 from notebook_agents.runner import AgentRunner
 from notebook_agents.runner.errors import RunnerError, TurnError
 from notebook_agents.runner.notebook_runner import RunnerState, reply_text
@@ -401,3 +402,29 @@ async def test_stopping_runs_the_agents_on_exit_and_records_closed_last(
     assert events[-1].kind == "closed" and events[-1].data["reason"] == "job_shutdown"
     goodbye = [e for e in events if e.kind == "agent_message" and e.data["phase"] == "on_exit"]
     assert [e.data["text"] for e in goodbye] == ["Goodbye from the front desk."]
+
+
+async def test_a_turn_cancelled_by_a_stop_settles_its_submitted_future() -> None:
+    """``submit_text``'s future settles (cancelled) when the stop cancels its turn: a widget's
+    callback waiting on it is called, not left waiting for good."""
+    slow = LatencyModel(first_token_ms=60_000)  # the turn is still going when the stop comes
+    with Emulator(latency=slow) as emulator:
+        runner = VideoSDKRunner(videosdk_agents.text_only_entrypoint, emulator=emulator).start()
+        try:
+            await runner.ready()
+            typed = asyncio.Event()  # the first turn has gone in: the stop cancels it midway
+
+            def on_event(event: TraceEvent) -> None:
+                if event.kind == "user_message":
+                    typed.set()
+
+            runner.trace.subscribe(on_event)
+            replies = [runner.submit_text("hello"), runner.submit_text("hello again")]
+            await asyncio.wait_for(typed.wait(), runner.start_timeout)
+        finally:
+            runner.stop()
+    # settled as the job ended: a cancelled turn's future too (it was left pending for good)
+    assert [reply.done() for reply in replies] == [True, True]
+    # cancelled with the job's loop, or ended by the stop as the session closes under it
+    outcomes = [reply.cancelled() or type(reply.exception()).__name__ for reply in replies]
+    assert set(outcomes) <= {True, "TurnStopped"}, outcomes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import threading
 import time
@@ -15,8 +16,9 @@ from aiohttp import web
 from typing_extensions import Self
 from yarl import URL
 
+from .. import _cells
 from .._lifecycle import StartStop
-from . import _cells
+from . import _replaced
 from ._http import MAX_BODY_BYTES
 from ._open_connections import OPEN_CONNECTIONS_KEY, OpenConnections, close_open_connections
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
@@ -252,8 +254,6 @@ class Emulator(StartStop):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Event | None = None
-        self._site: _cells.Site | None = None
-        """where a notebook cell's top level started it, if it did"""
         self._app: web.Application | None = None
         self._app_runner: web.AppRunner | None = None
         self._replaced_at: float | None = None
@@ -396,20 +396,16 @@ class Emulator(StartStop):
     def start(self) -> Self:
         """Serve on a new thread; returns once the port is bound (or raises why it can't be).
 
-        Started from a notebook cell's top level, it first stops the emulators an earlier run
-        of that cell started there, as re-running a cell (or Run All) means to replace them.
+        Started from a notebook cell (however deep in functions it calls), it first replaces
+        what an earlier run of that cell started, as re-running a cell (or Run All) means to.
         """
         if self.running:
             return self
-        caller = _cells.top_level_caller()
-        if caller is not None:
-            _cells.replace_earlier_run(*caller)
+        cell = _cells.replace_earlier()
         self._replaced_at = None
         self._start_thread()
         _RUNNING[self] = None
-        if caller is not None:
-            self._site = caller[0]
-            _cells.record(*caller, self)
+        _cells.register(self, cell, functools.partial(_replaced.replaced, self))
         return self
 
     def _give_way(self) -> None:
@@ -422,7 +418,6 @@ class Emulator(StartStop):
             self.stop()
             return
         self._replaced_at = time.perf_counter()
-        self._forget_site()
         asyncio.run_coroutine_threadsafe(self._serve_only_the_open(), loop).result(
             _SNAPSHOT_TIMEOUT_S
         )
@@ -476,12 +471,7 @@ class Emulator(StartStop):
         self._thread = None
         self._port = None
         _RUNNING.pop(self, None)
-        self._forget_site()
-
-    def _forget_site(self) -> None:
-        if self._site is not None:
-            _cells.forget(self._site, self)
-            self._site = None
+        _cells.unregister(self)
 
     def _serve(self, started: threading.Event, failure: list[BaseException]) -> None:
         # A loop of our own, created and closed on this thread; never anyone else's.

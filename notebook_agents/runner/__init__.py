@@ -1,10 +1,11 @@
 """The notebook runner: an unmodified LiveKit ``AgentServer`` inside a Jupyter kernel."""
 
+from ._core import RunnerState
 from ._interface import AgentRunner
 from ._playback import Recording
 from .agent_process import AgentProcess, RemoteAgent
 from .errors import AudioError, RunnerError, TurnError, TurnStopped
-from .notebook_runner import NotebookRunner, RunnerState, run_app
+from .notebook_runner import NotebookRunner, run_app
 
 __all__ = [
     "AgentProcess",

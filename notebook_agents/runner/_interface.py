@@ -9,8 +9,8 @@ from livekit.agents import RunResult
 from typing_extensions import Self
 
 from ..trace import Trace
+from ._core import RunnerState
 from .errors import RunnerError
-from .notebook_runner import RunnerState
 
 
 @runtime_checkable

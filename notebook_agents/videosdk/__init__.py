@@ -13,6 +13,7 @@ except ImportError as missing:
         f"VideoSDK agents sessions need videosdk-agents and its OpenAI plugin: {VIDEOSDK_EXTRA}"
     ) from missing
 
-from .runner import Entrypoint, VideoSDKRunner  # noqa: E402
+from ._job_thread import Entrypoint  # noqa: E402
+from .runner import VideoSDKRunner  # noqa: E402
 
 __all__ = ["VIDEOSDK_EXTRA", "Entrypoint", "VideoSDKRunner"]

@@ -10,49 +10,36 @@ Typed turns go in through the pipeline (``process_text``), spoken ones through t
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-import contextvars
-import functools
 import inspect
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from livekit.agents import RunResult
 from typing_extensions import Self
-from videosdk.agents import Agent, AgentSession, JobContext, build_openai_schema
+from videosdk.agents import Agent, AgentSession
 
-from .._environ import environment
-from .._lifecycle import StartStop
-from ..runner import _cells
+from ..runner._core import RunnerState, fails_turn, reply_text
 from ..runner._kernel_loops import close_retired, retire
 from ..runner._samples import spoken_audio
 from ..runner.errors import RunnerError, TurnError
-from ..runner.notebook_runner import RunnerState, called, fails_turn, reply_text
 from ..trace import Trace, TraceEvent
-from ._videosdk_internals import job_scope
-from .job import OfflineJobContext, QuietOfflineAnalytics
-from .reading import VideoSDKReader
-from .room import OfflineRoom
+from ._job_thread import Entrypoint, VideoSDKJob
 from .run_result import turn_result
 
 if TYPE_CHECKING:
     from ..emulator import Emulator
-    from .reading import VideoSDKReader
 
-Entrypoint = Callable[[JobContext], Awaitable[None]]
-"""``async def entrypoint(ctx: JobContext)``, as VideoSDK's ``WorkerJob`` takes it"""
-T = TypeVar("T")
 
-_START_AGAIN = "make a new VideoSDKRunner(...).start() to talk to the agent again"
+_SPOKEN_TURN_WITHDRAWN = "the turn is withdrawn and the runner is ready for the next turn"
 _analytics_log = logging.getLogger("videosdk.agents.metrics.analytics")
 
 
-class VideoSDKRunner(StartStop):
+class VideoSDKRunner(VideoSDKJob):
     """Runs ``entrypoint`` (``async def entrypoint(ctx: JobContext)``) offline in the kernel.
 
     ``start()`` returns at once; ``await runner.ready()`` waits for the session it starts;
@@ -63,6 +50,7 @@ class VideoSDKRunner(StartStop):
 
     agent_base: ClassVar[type[Any]] = Agent
     """its agents are VideoSDK's: a scenarios file's ``new_agent_type=`` names one"""
+    _failed_as = "the VideoSDK job failed"
 
     def __init__(
         self,
@@ -77,43 +65,18 @@ class VideoSDKRunner(StartStop):
                 "VideoSDKRunner takes your job's entrypoint, `async def entrypoint(ctx: "
                 f"JobContext)` as VideoSDK's WorkerJob does, not {entrypoint!r}"
             )
-        self.entrypoint = entrypoint
-        self.emulator = emulator
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.state = RunnerState.NEW
-        self.failure: RunnerError | None = None
-        """why the runner cannot take turns any more (state ``failed``)"""
+        super().__init__(start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.trace = Trace()
-        self.session: AgentSession | None = None
-        self.ctx: OfflineJobContext | None = None
-        self._reader: VideoSDKReader | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._ready: concurrent.futures.Future[AgentSession] = concurrent.futures.Future()
-        self._done = threading.Event()
-        self._stop_requested = threading.Event()
-        self._stop_signal: asyncio.Event | None = None
-        self._job_context: contextvars.Context | None = None
-        self._turn_lock: asyncio.Lock | None = None
-        self._state_changed: asyncio.Event | None = None
-        self._quiet_analytics = QuietOfflineAnalytics()
-        self._greeting: asyncio.Task[None] | None = None
-        """waits for the greeting to be said, then makes the runner ready"""
+        self._init_job(entrypoint, emulator)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> Self:
         """Start the job in the background; returns at once."""
-        if self.state in (RunnerState.STARTING, RunnerState.RUNNING):
-            return self
-        if self.state is not RunnerState.NEW:
-            raise RunnerError(f"this runner was stopped: {_START_AGAIN}")
-        cell = _cells.replace_earlier(
+        if not self._admit_start(
             lambda old: isinstance(old, VideoSDKRunner) and old.entrypoint is self.entrypoint
-        )
-        self.state = RunnerState.STARTING
-        _cells.register(self, cell)
+        ):
+            return self
         _analytics_log.addFilter(self._quiet_analytics)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="videosdk-job", daemon=True)
@@ -151,11 +114,11 @@ class VideoSDKRunner(StartStop):
             self._thread.join()
         self.trace.detach()
         _analytics_log.removeFilter(self._quiet_analytics)
-        _cells.unregister(self)
+        self._unregister()
         if loop is not None:
             retire(loop)
         close_retired()
-        self._fail(RunnerError("the runner was stopped"))
+        self._fail(RunnerError(self._stopped_message()))
         self.state = RunnerState.STOPPED
         if not stopped:
             raise RunnerError(
@@ -169,36 +132,18 @@ class VideoSDKRunner(StartStop):
 
     # -- turns -----------------------------------------------------------------------------
 
-    async def send_text(self, text: str, timeout: float = 30.0) -> str:
-        """One typed user turn (VideoSDK's ``pipeline.process_text``); returns what the agents
-        said in it, one message a line, once the agent is done speaking. Raises ``TurnError``
-        when a model failed during it."""
-        return reply_text(await self.run(text, timeout=timeout))
-
     async def run(
         self, user_input: str, *, output_type: type[Any] | None = None, timeout: float = 30.0
     ) -> RunResult[Any]:
-        """One typed user turn: livekit's ``RunResult`` of it, built from what the trace
-        recorded (``result.expect`` checks it as in a livekit eval; handoffs name VideoSDK's
-        agents). Raises as ``send_text``."""
+        """One typed user turn (VideoSDK's ``pipeline.process_text``): livekit's ``RunResult``
+        of it, built from what the trace recorded once the agent is done speaking
+        (``result.expect`` checks it as in a livekit eval; handoffs name VideoSDK's agents).
+        Raises ``TurnError`` when a model failed during it, as ``send_text``."""
         if output_type is not None:
             raise RunnerError(
                 "run(output_type=...) is livekit's: a VideoSDK turn has no typed output"
             )
-        return await self._answer(self._submit(user_input), timeout, "run()")
-
-    def submit_text(self, text: str) -> concurrent.futures.Future[str]:
-        """``send_text`` without awaiting: the turn's future. Turns queue."""
-        reply: concurrent.futures.Future[str] = concurrent.futures.Future()
-
-        def settle(done: concurrent.futures.Future[RunResult[Any]]) -> None:
-            if (error := done.exception()) is not None:
-                reply.set_exception(error)
-            else:
-                reply.set_result(reply_text(done.result()))
-
-        self._submit(text).add_done_callback(settle)
-        return reply
+        return await super().run(user_input, timeout=timeout)
 
     async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
         """What the agent said on its own as its session started (its first agent's
@@ -208,14 +153,16 @@ class VideoSDKRunner(StartStop):
         first_turn = next((i for i, e in enumerate(greeted) if e.kind == "user_message"), None)
         return self._result(None, greeted[:first_turn])
 
-    def _submit(self, text: str) -> concurrent.futures.Future[RunResult[Any]]:
+    async def _typed_turn(
+        self, text: str, output_type: type[Any] | None, timeout: float, **options: Any
+    ) -> RunResult[Any]:
         def type_in(session: AgentSession) -> Awaitable[None]:
             if self._reader is not None:
                 self._reader.typed(text)
             return session.pipeline.process_text(text)  # type: ignore[no-any-return]
 
         # process_text returns once the reply is generated (a handoff's on_enter included)
-        return self._in_job(self._turn(text, type_in, busy=("speaking",)))
+        return await self._turn(text, type_in, busy=("speaking",))
 
     async def send_audio(
         self,
@@ -254,20 +201,9 @@ class VideoSDKRunner(StartStop):
             # the recognizer's final transcript comes after the silence: wait for the turn
             await self._until(lambda: self._reader is not None and self._reader.user_turns > heard)
 
-        turn = self._turn(None, speak, busy=("thinking", "speaking"))
-        return await self._answer(self._in_job(turn), timeout, "send_audio()")
-
-    async def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` run on the job's loop in the job's context, awaited there if
-        awaitable; returns its result. For the session's methods from a cell:
-        ``await runner.call(runner.session.reply, "Greet the user")``."""
-        return await asyncio.wrap_future(self._in_job(called(fn, args, kwargs)))
-
-    async def _answer(self, turn: concurrent.futures.Future[T], timeout: float, what: str) -> T:
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(turn), timeout)
-        except asyncio.TimeoutError:
-            raise RunnerError(f"{what}: no reply within {timeout:.0f} s") from None
+        turn = self._in_job(self._turn(None, speak, busy=("thinking", "speaking")), "send_audio()")
+        late = self._late(timeout, self.trace.now())
+        return await self._from_job(turn, "send_audio()", timeout, _SPOKEN_TURN_WITHDRAWN, late)
 
     async def _turn(
         self,
@@ -277,6 +213,7 @@ class VideoSDKRunner(StartStop):
     ) -> RunResult[Any]:
         assert self._turn_lock is not None
         async with self._turn_lock:
+            await self._greeting_over()
             session = self._ready.result()
             start, began = len(self.trace), self.trace.now()
             await send(session)
@@ -295,209 +232,6 @@ class VideoSDKRunner(StartStop):
         assert reader is not None
         return turn_result(user_input, events, self.trace.started_at, reader.agent_named)
 
-    async def _quiet(self, session: AgentSession, busy: tuple[str, ...]) -> None:
-        """Until the agent's state is none of ``busy`` (its last words played) and the turn's
-        replies are all in (one asked from a tool, a spoken turn's message)."""
-        reader = self._reader
-        assert reader is not None
-        await self._until(lambda: session.agent_state.value not in busy and not reader.settling)
-
-    async def _until(self, done: Callable[[], bool]) -> None:
-        """Until ``done()``, asked again at each change the reader reports (a state, a
-        message; a user message comes just before the agent starts thinking)."""
-        changed = self._state_changed
-        assert changed is not None
-        while not done():
-            changed.clear()
-            await changed.wait()
-
-    @property
-    def room(self) -> OfflineRoom | None:
-        """The job's room (once its entrypoint connected): ``room.played`` is what the agent
-        said aloud, each stretch with when it began and ended."""
-        return self.ctx.offline_room if self.ctx is not None else None
-
-    def _agent(self) -> str | None:
-        return self._reader.agent if self._reader is not None else None
-
-    def _in_job(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run ``coro`` on the job's loop in the job's context (its event bus, its job
-        context), as the job's own tasks run."""
-        try:
-            self._require_turns()
-            loop, context = self._loop, self._job_context
-            assert loop is not None and context is not None
-            return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
-        except BaseException:
-            coro.close()
-            raise
-
-    def _require_turns(self) -> None:
-        if self.state is RunnerState.NEW:
-            raise RunnerError("call runner.start() and `await runner.ready()` first")
-        if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
-            raise RunnerError(f"the runner is stopped; {_START_AGAIN}")
-        if self.failure is not None:
-            raise RunnerError(str(self.failure)) from self.failure.__cause__
-        if not self._ready.done():
-            raise RunnerError("the agent is not ready yet: `await runner.ready()` first")
-
-    # -- the job thread --------------------------------------------------------------------
-
-    def _serve(self) -> None:
-        loop = self._loop
-        assert loop is not None
-        try:
-            if not self._stop_requested.is_set():
-                loop.run_until_complete(self._job())
-        except BaseException as e:
-            self._fail(e)
-        finally:
-            try:
-                # what asyncio.run (VideoSDK's WorkerJob) does after the entrypoint: the tasks
-                # the session left (its recognizer's consumer, a synthesis) are cancelled
-                loop.run_until_complete(_cancelled(asyncio.all_tasks(loop)))
-                loop.run_until_complete(loop.shutdown_asyncgens())
-                loop.run_until_complete(loop.shutdown_default_executor())
-            finally:
-                self._fail(RunnerError("the job ended before a session started"))
-                self._done.set()
-
-    async def _job(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._stop_signal = stop = asyncio.Event()
-        if self._stop_requested.is_set():  # stopped before the signal existed
-            return
-        self._turn_lock, self._state_changed = asyncio.Lock(), asyncio.Event()
-        self.ctx = ctx = OfflineJobContext(on_session=self._session_made, loop=loop)
-        with job_scope(ctx):
-            self._job_context = contextvars.copy_context()
-            env = self.emulator.openai_environment() if self.emulator is not None else {}
-            with environment(env):  # until the session has started: the models are built then
-                entry = asyncio.create_task(self._entry(ctx), name="videosdk-entrypoint")
-                stopping = asyncio.create_task(stop.wait())
-                ready = asyncio.wrap_future(self._ready)
-                await asyncio.wait({entry, stopping, ready}, return_when=asyncio.FIRST_COMPLETED)
-                if ready.done() and not ready.cancelled():
-                    ready.exception()  # ready() raises it to the notebook; retrieved here too
-                else:
-                    ready.cancel()
-            if not ready.done() and entry.done() and not stop.is_set():
-                self._fail(RunnerError("the entrypoint returned without starting an AgentSession"))
-            await stop.wait()
-            stopping.cancel()
-            await self._close(ctx, entry)
-
-    async def _entry(self, ctx: OfflineJobContext) -> None:
-        try:
-            await self.entrypoint(ctx)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            hint = ""
-            if self.emulator is None and "OPENAI_API_KEY" in str(e):
-                hint = (
-                    "; offline, give the runner an emulator: VideoSDKRunner(entrypoint, "
-                    "emulator=Emulator().start()) points your OpenAI plugins at it"
-                )
-            failure = RunnerError(f"the entrypoint raised {type(e).__name__}: {e}{hint}")
-            failure.__cause__ = e
-            self._fail(failure)
-            self.trace.record_failure(str(failure))
-
-    async def _close(self, ctx: OfflineJobContext, entry: asyncio.Task[None]) -> None:
-        """Close the session as a room's end would (its ``run_until_shutdown`` returns), or
-        shut the job down; the entrypoint then ends, or is cancelled."""
-        if self._reader is not None:
-            self._reader.close_reason = "job_shutdown"
-        end = getattr(ctx.room, "_on_session_end", None)
-        with contextlib.suppress(Exception):
-            if end is not None and not entry.done():
-                end("the notebook stopped the runner")
-            else:
-                await asyncio.wait_for(ctx.shutdown(), self.stop_timeout)
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-            await asyncio.wait_for(asyncio.shield(entry), self.stop_timeout)
-        entry.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await entry
-        self.trace.record_closed("job_shutdown")
-
-    def _session_made(self, session: AgentSession) -> None:
-        """Each ``AgentSession`` the entrypoint makes, as it is made (its ``__init__``)."""
-        if self.session is not None:
-            return  # one session per job is recorded: the first
-        if session.pipeline.config.is_realtime:
-            # its typed turns return before the model answers, and OpenAIRealtime() reads no
-            # OPENAI_BASE_URL (its default is OpenAI's own URL): refused before it connects
-            # (VideoSDK only logs what its session's __init__ raises: its start raises it)
-            refusal = RunnerError(
-                "VideoSDKRunner runs cascaded pipelines, Pipeline(stt=..., llm=..., tts=...); "
-                "a realtime model (OpenAIRealtime) is not supported offline yet"
-            )
-
-            async def refused(*args: Any, **kwargs: Any) -> None:
-                raise refusal
-
-            session.start = refused
-            return
-        self.session = session
-        self._reader = reader = self.trace.attach_reader(VideoSDKReader())
-        reader.attach(session)
-        reader.on_change = self._session_changed
-        reader.on_handoff = self._offer_words
-        start = session.start
-
-        @functools.wraps(start)
-        async def started(*args: Any, **kwargs: Any) -> Any:
-            # with run_until_shutdown=True this start returns at shutdown, the inner one (from
-            # ctx.run_until_shutdown) once the first agent's on_enter has run
-            try:
-                return await start(*args, **kwargs)
-            finally:
-                if not self._ready.done() and self._greeting is None:
-                    self._greeting = asyncio.create_task(self._ready_when_quiet(session))
-
-        session.start = started
-
-    async def _ready_when_quiet(self, session: AgentSession) -> None:
-        """Ready once the greeting has been said: its ``say`` returns before it is played."""
-        try:
-            self._offer_words(session.agent)
-            await self._quiet(session, ("thinking", "speaking"))
-        except Exception as e:  # this task's error would otherwise go unseen
-            self._fail(e)
-            return
-        if not self._ready.done():
-            self.state = RunnerState.RUNNING
-            self._ready.set_result(session)
-
-    def _offer_words(self, agent: Any) -> None:
-        """The emulator's speech recognition hears ``agent``'s words from now on (a spoken
-        turn before its LLM is asked would otherwise be heard in no words of its)."""
-        if self.emulator is not None:
-            tools = [build_openai_schema(tool) for tool in agent.tools]
-            self.emulator.offer(agent.instructions, tools)
-
-    def _session_changed(self) -> None:
-        if self._state_changed is not None:
-            self._state_changed.set()
-
-    def _fail(self, error: BaseException) -> None:
-        """The session cannot become ready (or go on): ``ready()`` raises ``error``."""
-        if self._ready.done():
-            return
-        failure = (
-            error
-            if isinstance(error, RunnerError)
-            else RunnerError(f"the VideoSDK job failed: {error!r}")
-        )
-        if failure is not error:
-            failure.__cause__ = error
-        if self.state is RunnerState.STARTING:  # first: the waiter may look at once
-            self.failure, self.state = failure, RunnerState.FAILED
-        self._ready.set_exception(failure)
-
 
 def _takes_a_context(entrypoint: object) -> bool:
     """Whether ``entrypoint`` is an ``async def`` taking the job context as its one argument."""
@@ -508,9 +242,3 @@ def _takes_a_context(entrypoint: object) -> bool:
     except TypeError:
         return False
     return True
-
-
-async def _cancelled(tasks: set[asyncio.Task[Any]]) -> None:
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,10 +1,4 @@
-"""The emulators each notebook cell started, so that re-running the cell replaces them.
-
-A start is told apart by where it was called from: top-level code (a cell's own statements,
-not a function's) at a file and line. ipykernel names a cell's code file after its content,
-so the same cell re-run starts from the same file and line, in newly compiled code; a loop
-within one run keeps its code. Starts from functions (tests, helpers) are never replaced,
-and a script's top level runs once.
+"""An emulator a re-run of its notebook cell replaced (the package's one rule, ``_cells``).
 
 An emulator replaced while agents are connected serves them on until they leave (Run All
 re-runs their cells right after, which replaces them): only a cell in which one of them was
@@ -13,10 +7,8 @@ answered by it says so, once.
 
 from __future__ import annotations
 
-import inspect
 import sys
 import warnings
-from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,38 +19,18 @@ class EmulatorReplaced(UserWarning):
     """An agent was answered by an emulator that a re-run of its cell replaced."""
 
 
-Site = tuple[str, int]
-"""a call site: file name and line"""
-
-_PACKAGE = __name__.partition(".")[0]
-
-# per call site: the code of the run that started there, and the emulators it started
-_started: dict[Site, tuple[CodeType, list[Emulator]]] = {}
 # replaced emulators still serving agents (and where), until one of those is answered or all
 # have left
 _serving: list[tuple[Emulator, str]] = []
 
 
-def top_level_caller() -> tuple[Site, CodeType] | None:
-    """Where the first caller outside this package is, if it is top-level code."""
-    frame = inspect.currentframe()
-    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == _PACKAGE:
-        frame = frame.f_back
-    if frame is None or frame.f_code.co_name != "<module>":
-        return None
-    return (frame.f_code.co_filename, frame.f_lineno), frame.f_code
-
-
-def replace_earlier_run(site: Site, code: CodeType) -> None:
-    """Replace what an earlier run of the code at ``site`` started there (frees a fixed port)."""
-    earlier = _started.get(site)
-    if earlier is not None and earlier[0] is not code:
-        del _started[site]
-        for emulator in earlier[1]:
-            emulator._give_way()
-            if emulator.running:
-                _serving.append((emulator, emulator.url))
-                _watch_cells()
+def replaced(emulator: Emulator) -> None:
+    """A re-run of the cell that started ``emulator`` replaces it: it gives way to the new one
+    (frees a fixed port), and serves the agents still connected until they leave."""
+    emulator._give_way()
+    if emulator.running:
+        _serving.append((emulator, emulator.url))
+        _watch_cells()
 
 
 def _watch_cells() -> None:
@@ -97,16 +69,3 @@ def _shell_events() -> Any:
     ipython = sys.modules.get("IPython")  # never imported here: a script has no cells
     shell = ipython.get_ipython() if ipython is not None else None
     return getattr(shell, "events", None)
-
-
-def record(site: Site, code: CodeType, emulator: Emulator) -> None:
-    _started.setdefault(site, (code, []))[1].append(emulator)
-
-
-def forget(site: Site, emulator: Emulator) -> None:
-    """A stopped emulator is no longer its cell's to replace."""
-    started = _started.get(site)
-    if started is not None and emulator in started[1]:
-        started[1].remove(emulator)
-        if not started[1]:
-            del _started[site]

@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 
 class InProcessEmulators:
-    """A ``ModelTruth``: any ``Emulator`` running in this process that served the session."""
+    """A ``ModelServer``: any ``Emulator`` running in this process that served the session."""
 
     def conversation(self, session_id: str) -> list[dict[str, Any]] | None:
         return _first_found(lambda emulator: emulator.conversation(session_id))

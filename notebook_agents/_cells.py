@@ -1,12 +1,14 @@
-"""Which run of which notebook cell a runner was started from, and the runners started and not
-yet stopped: re-running a cell replaces the runners it started (whatever their kind), and only
-those; the kernel's exit stops what is still running.
+"""Which run of which notebook cell started what, and what was started and not yet stopped:
+re-running a cell replaces what it started (runners of every kind and emulators alike), and
+only that; the kernel's exit stops what is still running. The one rule of the package.
 
 A start belongs to the cell the kernel is executing when that cell's top-level code is on the
 call stack, however many functions deep (notebook 03's ``start_call`` is one): the cell is
 named by the id the front end sends (JupyterLab does: an edited cell is still the same cell),
 else by its code's file (one per cell content). Starts from anywhere else (another thread, a
 widget's callback, a task an earlier cell left running, a script, a test) belong to no cell.
+Several starts in one run of a cell (a loop) all live; its next run replaces them all, the
+last started first.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from typing import Any, Protocol
 _log = logging.getLogger(__name__)
 
 
-class Runner(Protocol):
-    """What the registry stops: a started runner of any kind."""
+class Started(Protocol):
+    """What the registry holds: a started runner of any kind, or an emulator."""
 
     def stop(self) -> None: ...
 
@@ -61,43 +63,47 @@ def current_cell_run() -> CellRun | None:
     return None
 
 
-# Runners started and not yet stopped, each with the cell run that started it (in start order).
-# It holds them: a runner whose variable a re-run cell rebound is still found and stopped.
-_started: dict[Runner, CellRun | None] = {}
+# What was started and not yet stopped, each with the cell run that started it and how it is
+# replaced (in start order). It holds them: a runner whose variable a re-run cell rebound is
+# still found and stopped.
+_started: dict[Started, tuple[CellRun | None, Callable[[], None]]] = {}
 
 
-def _no_conflict(_: Runner) -> bool:
+def no_conflict(_: Started) -> bool:
     return False
 
 
-def replace_earlier(conflicts: Callable[[Runner], bool] = _no_conflict) -> CellRun | None:
-    """Stop the started runners an earlier run of the calling cell started, and those
-    ``conflicts`` names (a runner that cannot run beside the new one); returns the calling
-    cell run, for ``register``."""
+def replace_earlier(conflicts: Callable[[Started], bool] = no_conflict) -> CellRun | None:
+    """Replace what an earlier run of the calling cell started, and what ``conflicts`` names
+    (a runner that cannot run beside the new one), the last started first (a runner before
+    the emulator it talks to); returns the calling cell run, for ``register``."""
     cell = current_cell_run()
-    for runner, started_by in list(_started.items()):
-        if conflicts(runner) or (cell is not None and cell.replaces(started_by)):
-            runner.stop()
+    for started, (started_by, replace) in reversed(list(_started.items())):
+        if conflicts(started) or (cell is not None and cell.replaces(started_by)):
+            _started.pop(started, None)
+            replace()
     return cell
 
 
-def register(runner: Runner, cell: CellRun | None) -> None:
-    """``runner`` has started, from ``cell``: it is stopped when the cell runs again, or at
-    the latest when the kernel exits."""
-    _started[runner] = cell
+def register(
+    started: Started, cell: CellRun | None, replace: Callable[[], None] | None = None
+) -> None:
+    """``started`` has started, from ``cell``: it is replaced when the cell runs again
+    (``replace``, else stopped), and stopped at the latest when the kernel exits."""
+    _started[started] = (cell, replace or started.stop)
 
 
-def unregister(runner: Runner) -> None:
-    """``runner`` has stopped."""
-    _started.pop(runner, None)
+def unregister(started: Started) -> None:
+    """``started`` has stopped."""
+    _started.pop(started, None)
 
 
 @atexit.register
 def _stop_all_at_exit() -> None:
     """A kernel shut down stops what still runs, the last started first: an agent's process
     ends with its own shutdown, not only by the watcher that ends it after the kernel."""
-    for runner in reversed(list(_started)):
+    for started in reversed(list(_started)):
         try:
-            runner.stop()
-        except Exception:  # the next runner is stopped all the same
-            _log.exception("stopping %r at exit failed", runner)
+            started.stop()
+        except Exception:  # the next one is stopped all the same
+            _log.exception("stopping %r at exit failed", started)

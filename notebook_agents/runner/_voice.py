@@ -1,0 +1,190 @@
+"""The kernel runner's voice: offline, a real-time speaker (``recording``) and a microphone
+for the session; spoken turns (``send_audio``), live audio (``hear``), push-to-talk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from livekit.agents import AgentSession, RunResult
+
+from ._caller import CallerInput, until_the_agent_is_quiet
+from ._core import reply_text
+from ._playback import RealTimeSpeaker, Recording
+from ._push_to_talk import PushToTalk
+from ._samples import checked_rate, mono_int16, spoken_audio
+from ._spoken_turn import SpokenTurn, require_hearing, why_unanswered
+from ._typed_turns import TypedTurns, _settled
+from .errors import RunnerError
+
+
+class Voice(TypedTurns):
+    """Audio in and out of the session, and the turns spoken through it."""
+
+    def _init_voice(self, audio: bool) -> None:
+        self.audio = audio
+        """offline, the session speaks through a real-time speaker into ``recording``"""
+        self.recording = Recording()
+        """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
+        self._microphone: CallerInput | None = None
+        self._talk: PushToTalk | None = None
+        self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
+
+    def _attach_voice(self, session: AgentSession[Any]) -> None:
+        if self.audio and self.text_only:
+            speaker = RealTimeSpeaker(self.recording)
+            speaker.listeners = self._agent_audio_listeners
+            session.output.audio = speaker
+            self._microphone = CallerInput()
+            session.input.audio = self._microphone
+
+    async def send_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None = None,
+        timeout: float = 30.0,
+    ) -> str:
+        """One spoken user turn: once the agent has finished speaking, ``audio`` (a WAV file, or
+        samples at ``rate``, 24 kHz unless given) goes through the session's audio input at
+        real-time pace, then silence, and the session's VAD and turn detection decide where the
+        turn ends. Returns the reply text,
+        as ``send_text`` does; with a TTS the reply is heard into ``runner.recording``.
+
+        Samples are int16, or float at full scale 1.0; mono, or stereo either way round
+        ((frames, channels) as soundfile gives, (channels, frames) as librosa does), mixed
+        down. Audio that cannot be spoken (NaN, a bad rate or shape) is an ``AudioError``
+        (a ``ValueError``) naming the fix, raised before anything starts.
+
+        Needs ``NotebookRunner(..., audio=True)`` offline. Raises ``TurnError`` when the turn
+        went wrong (at once when a model reports an error during it), ``TurnStopped`` when the
+        runner was stopped during it, ``RunnerError`` when no reply came within ``timeout``
+        seconds, saying where the turn stood. A turn given up (timed out, failed or
+        interrupted) is withdrawn: the microphone, the session and the model are ready for
+        the next one.
+        """
+        return reply_text(await self._run_audio(audio, rate, timeout, "send_audio()"))
+
+    async def run_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None = None,
+        timeout: float = 30.0,
+    ) -> RunResult[Any]:
+        """``send_audio``, returning livekit's ``RunResult`` of the turn (its events, and
+        ``expect`` to check them) instead of the reply text; the same errors."""
+        return await self._run_audio(audio, rate, timeout, "run_audio()")
+
+    async def _run_audio(
+        self,
+        audio: str | os.PathLike[str] | np.ndarray,
+        rate: int | None,
+        timeout: float,
+        what: str,
+    ) -> RunResult[Any]:
+        samples, rate = spoken_audio(audio, rate)
+        self.require_microphone(what)
+        self._require_turns(what)
+        turn = self._in_job(self._spoken_turn(self._ready.result(), samples, rate, timeout), what)
+        # the turn times itself out in the job, where it knows how far it got
+        return await self._from_job(turn, what, None, _SPOKEN_TURN_WITHDRAWN)
+
+    def hear(self, samples: np.ndarray, rate: int) -> None:
+        """Live microphone audio into the session as it arrives, from any thread: a browser's
+        microphone (``VoiceView``) or a device's. Samples at ``rate`` as ``send_audio`` takes
+        them (an ``AudioError`` names what is wrong). Needs ``audio=True`` offline and a ready
+        session."""
+        audio, rate = mono_int16(samples), checked_rate(rate)
+        self.require_microphone("hear()")
+        self._require_turns("hear()")
+        loop, microphone = self._job_loop, self._microphone
+        assert loop is not None and microphone is not None
+        with contextlib.suppress(RuntimeError):  # the job's loop closed under us: the call ended
+            loop.call_soon_threadsafe(microphone.stream, audio, rate)
+
+    def start_turn(self) -> None:
+        """Push-to-talk pressed: the agent is interrupted and the caller's turn lasts until
+        ``end_turn()``, whatever pauses the microphone hears (livekit's push-to-talk: the
+        session's turns committed by hand while held). From any thread; needs ``audio=True``
+        offline, a ready session, and one whose turns livekit ends (not a realtime model's
+        server VAD: ``RunnerError`` says how to start it)."""
+        talk = self._push_to_talk("start_turn()")
+        self._in_job(talk.start(), "start_turn()")
+
+    def end_turn(self) -> concurrent.futures.Future[str]:
+        """Push-to-talk let go: the turn is committed (``AgentSession.commit_user_turn``) and
+        answered; the future gives what was heard."""
+        return self._in_job(self._push_to_talk("end_turn()").end(), "end_turn()")
+
+    def _push_to_talk(self, what: str) -> PushToTalk:
+        self.require_microphone(what)
+        self._require_turns(what)
+        if self._talk is None:
+            self._talk = PushToTalk(self._ready.result())
+        self._talk.check()
+        return self._talk
+
+    def on_agent_audio(self, listener: Callable[[np.ndarray | None], object]) -> Callable[[], None]:
+        """Call ``listener`` with each reply's samples (int16 mono 24 kHz) as the agent gives
+        them, and with None when a reply is cut; returns the call that stops it. Called on
+        the session's thread; needs ``audio=True`` offline."""
+        self.require_microphone("on_agent_audio()")
+        self._agent_audio_listeners.append(listener)
+        return lambda: self._agent_audio_listeners.remove(listener)
+
+    def require_microphone(self, what: str) -> None:
+        """Raise a ``RunnerError`` naming the fix unless this runner has the offline
+        microphone and speaker that ``what`` needs (``NotebookRunner(..., audio=True)``)."""
+        if not (self.audio and self.text_only):
+            raise RunnerError(
+                f"{what} needs an offline runner with a microphone and a speaker: "
+                "NotebookRunner(server, audio=True)"
+            )
+
+    async def _spoken_turn(
+        self, session: AgentSession[Any], samples: np.ndarray, rate: int, timeout: float
+    ) -> RunResult[Any]:
+        assert self._turn_lock is not None and self._microphone is not None
+        async with self._turn_lock:
+            await self._greeting_over()
+            require_hearing(session)  # before any audio goes in: the agent is this one now
+            started = self.trace.now()
+            try:
+                await asyncio.wait_for(until_the_agent_is_quiet(session), timeout)
+            except asyncio.TimeoutError:
+                raise RunnerError(f"the agent was still speaking after {timeout:.0f} s") from None
+            turn = SpokenTurn(session, self._microphone)
+            try:
+                turn.speak(samples, rate)
+                raised = await turn.outcome(_settled(turn.run), timeout)
+                if turn.failed.done():  # a model failed: the turn goes no further
+                    await self._give_up(turn)
+            except asyncio.TimeoutError:
+                events = [e for e in self.trace.events if e.t >= started]
+                why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
+                await self._give_up(turn)
+                raise RunnerError(why) from None
+            except asyncio.CancelledError:
+                await self._give_up(turn)
+                raise
+            finally:
+                turn.end()
+        return self._checked(session, turn.run, started, raised, spoken=True)
+
+    async def _give_up(self, turn: SpokenTurn) -> None:
+        """Withdraw a turn gone wrong, unless the runner is stopping (the session closes)."""
+        if not self._stop_requested.is_set():
+            await turn.withdraw()
+            if self._pending_words is not None:
+                self._pending_words.forget()
+
+
+_SPOKEN_TURN_WITHDRAWN = (
+    "the turn is withdrawn (the rest of its audio dropped, what was heard of it cleared, any "
+    "reply cut) and the runner is ready for the next turn"
+)
