@@ -6,10 +6,10 @@ benchmark's configuration and results in ``notebook_agents.bench``.
 """
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING, Any
 
 from . import _result_views  # noqa: F401  (registers the view each result shows as)
+from ._deprecated import warn_renamed
 from .analysis import TraceAnalysis
 from .bench.run import run_benchmark
 from .emulator import (
@@ -142,12 +142,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
     if name in _MOVED_OFF:
         module, new_name = _MOVED_OFF[name]
-        warnings.warn(
-            f"`from notebook_agents import {name}` is deprecated and goes in the next release:"
-            f" use `from {module} import {new_name}`",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        warn_renamed(f"`from notebook_agents import {name}`", f"`from {module} import {new_name}`")
         return getattr(importlib.import_module(module), new_name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

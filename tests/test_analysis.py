@@ -369,7 +369,7 @@ def test_the_old_phases_path_still_works_and_warns_naming_the_new_import(
 
     for name in [n for n in sys.modules if n.startswith("notebook_agents.phases")]:
         monkeypatch.delitem(sys.modules, name)
-    with pytest.warns(DeprecationWarning, match=r"import from notebook_agents\.analysis") as seen:
+    with pytest.warns(DeprecationWarning, match=r"use notebook_agents\.analysis") as seen:
         import notebook_agents.phases as old
     assert seen[0].filename == __file__  # it names the import, not importlib's machinery
     assert old.turn_phases is analysis.turn_phases and old.Breakdown is analysis.Breakdown

@@ -341,3 +341,16 @@ def _said_id(runner: NotebookRunner, text: str) -> str:
     """The item id of what the caller said as ``text`` (in the runner's trace)."""
     (said,) = [e for e in runner.trace.of_kind("user_message") if e.data["text"] == text]
     return str(said.data["item_id"])
+
+
+def test_the_old_model_truth_argument_still_works_and_says_what_to_use_instead(
+    emulator: Emulator,
+) -> None:
+    """``NotebookRunner(model_truth=)`` is ``model_server=`` for one release, warning at the
+    user's line; nothing is started."""
+    model_server = InProcessEmulators()
+    server = _ada_server(emulator.base_url(), [])
+    with pytest.warns(DeprecationWarning, match=r"use NotebookRunner\(model_server=\.\.\.\)") as w:
+        runner = NotebookRunner(server, model_truth=model_server)
+    assert w[0].filename == __file__
+    assert runner.trace.model_server is model_server

@@ -11,7 +11,6 @@ import importlib
 import importlib.util
 import inspect
 import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from livekit.agents import Agent, AgentServer
 from livekit.agents.llm import FunctionTool, RawFunctionTool
 
 from .. import _livekit_internals as livekit
+from .._deprecated import warn_renamed
 
 
 @dataclass(frozen=True)
@@ -91,11 +91,10 @@ class UserServer(YourServer):
 
 
 def _renamed(old: str, new: str) -> None:
-    warnings.warn(
-        f"notebook_agents.bench.{old} is deprecated and will be removed in the next release: "
-        f"use notebook_agents.bench.{new} (same arguments)",
-        DeprecationWarning,
-        stacklevel=4,  # the caller's line: past __post_init__ and the dataclass's __init__
+    warn_renamed(
+        f"notebook_agents.bench.{old}",
+        f"notebook_agents.bench.{new} (same arguments)",
+        stacklevel=5,  # the caller's line: past here, __post_init__ and the dataclass's __init__
     )
 
 

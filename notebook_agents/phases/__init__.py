@@ -8,8 +8,8 @@ paths still work, with a DeprecationWarning."""
 from __future__ import annotations
 
 import sys
-import warnings
 
+from .._deprecated import warn_renamed
 from ..analysis import (
     HANDOFF_PHASES,
     Breakdown,
@@ -23,12 +23,11 @@ from ..analysis import (
 from ..analysis import network_truth as truth
 from ..analysis.phases import handoffs, model, names, table, turns
 
-warnings.warn(
-    "notebook_agents.phases is deprecated: import from notebook_agents.analysis "
-    "(turn_phases, handoff_phases, breakdowns, Breakdown, Phase, phase_table) or its modules "
-    "from notebook_agents.analysis.phases",
-    DeprecationWarning,
-    stacklevel=2,  # the importing line: warnings skips importlib's frames
+warn_renamed(
+    "notebook_agents.phases",
+    "notebook_agents.analysis (turn_phases, handoff_phases, breakdowns, Breakdown, Phase, "
+    "phase_table) or its modules in notebook_agents.analysis.phases",
+    stacklevel=3,  # the importing line: warnings skips importlib's frames
 )
 
 for _name, _module in {  # the old submodule paths

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-import warnings
 from typing import Any, ClassVar
 
 from livekit.agents import Agent, AgentServer, AgentSession
 from typing_extensions import Self
 
 from .. import _livekit_internals as livekit
+from .._deprecated import warn_renamed
 from ..trace import ModelServer, Trace
 from . import _failed_expectation
 from ._core import RunnerState, reply_text
@@ -77,12 +77,7 @@ class NotebookRunner(Voice):
         # after each turn, livekit's chat context is held against the model's conversation
         # where it can be read (by default: an emulator in this process that serves it)
         if model_truth is not None:
-            warnings.warn(
-                "NotebookRunner(model_truth=...) is deprecated and goes in the next release: "
-                "use NotebookRunner(model_server=...)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+            warn_renamed("NotebookRunner(model_truth=...)", "NotebookRunner(model_server=...)")
             model_server = model_server or model_truth
         self.trace = Trace(model_server=model_server or InProcessEmulators())
 

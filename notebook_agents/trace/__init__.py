@@ -11,9 +11,7 @@ plugin sees it and, with a ``model_server``, as the model's server holds it), ``
 ``contexts`` (each agent's context rebuilt from the events).
 """
 
-import warnings
-from typing import Any
-
+from .._deprecated import moved_names
 from .delivery import DELIVERY_INTERVAL_S, Subscriber
 from .describe import agent_label, describe_item, error_text
 from .marks import TimelineMark
@@ -91,13 +89,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ModelTruth":
-        warnings.warn(
-            "notebook_agents.trace.ModelTruth is deprecated and will be removed in the next "
-            "release: use notebook_agents.trace.ModelServer",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return ModelServer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, {"ModelTruth": ("notebook_agents.trace", "ModelServer")})

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import time
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +17,7 @@ from typing import Any, TypeVar
 from livekit.agents import AgentSession
 from livekit.agents.voice.remote_session import RemoteSession
 
+from .._deprecated import warn_renamed
 from . import chrome, otlp
 from .contexts import agent_contexts, divergences
 from .delivery import Delivery, Subscriber
@@ -291,9 +291,8 @@ def _refused_update(event: TraceEvent) -> bool:
 
 
 def _model_truth_renamed(old: str, new: str) -> None:
-    warnings.warn(
-        f"{old} is deprecated and will be removed in the next release: use {new} (the same "
-        "object: where the model's conversation is read, such as an Emulator)",
-        DeprecationWarning,
-        stacklevel=3,
+    warn_renamed(
+        old,
+        f"{new} (the same object: where the model's conversation is read, such as an Emulator)",
+        stacklevel=4,  # the user's line: past here and the Trace method
     )
