@@ -139,3 +139,23 @@ async def test_state_view_misses_no_event_recorded_while_it_reads_the_history() 
     assert flushed(view)["agent_state"] == "listening"
     assert (view.agent, view.agent_state_since) == ("Ada", trace.events[0].t)
     view.close()
+
+
+async def test_a_static_picture_drawn_before_the_delivery_shows_the_trace_as_it_is() -> None:
+    """Notebook 01 draws ``view.to_figure()`` in the cell after a turn, before the kernel's
+    loop has delivered the turn's last events to the view: the picture still has them (it
+    showed the Concierge thinking after Billing had taken over)."""
+    trace = Trace()
+    view = StateView(trace)
+    delivered = asyncio.Event()
+    # subscribed after the view: the delivery that sets it has fed the view first
+    trace.subscribe(lambda event: delivered.set() if event.kind == "agent_state" else None)
+    trace._record("handoff", {"from": "Concierge", "to": "Billing"}, agent="Concierge")
+    trace._record("agent_state", {"old": "thinking", "new": "listening"}, agent="Billing")
+    assert view.agent_state == "initializing"  # nothing delivered yet: no await since
+    badges = [text.get_text() for text in view.to_figure().axes[0].texts]
+    assert badges[1::2] == ["Billing", "listening", view.user_state]
+    since = view.agent_state_since
+    await delivered.wait()  # the delivery comes after, and changes nothing
+    assert (view.agent, view.agent_state, view.agent_state_since) == ("Billing", "listening", since)
+    view.close()

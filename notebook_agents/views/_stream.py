@@ -36,9 +36,11 @@ class TraceFedView(anywidget.AnyWidget):
         self._next_seq = 0
         self._throttle = Throttle(self._flush, self.flush_hz)
         self._unsubscribe: Callable[[], None] = _nothing
+        self._fed_by: Trace | None = None
 
     def _follow(self, trace: Trace | None) -> None:
         """Take ``trace``'s history, then each event it records from now on; flush once."""
+        self._fed_by = trace
         if trace is not None:
             # subscribe before reading the history: an event recorded in between arrives
             # through the subscription too and is dropped by its seq, rather than lost
@@ -46,6 +48,16 @@ class TraceFedView(anywidget.AnyWidget):
             for event in trace.events:
                 self._offer(event)
         self._flush()
+
+    def _catch_up(self) -> None:
+        """Fold in what the trace recorded that its delivery (on the kernel's loop, in
+        batches) has not brought yet, and flush what waits: a static picture drawn in a cell
+        right after a turn shows the trace as it is, not as last delivered."""
+        if self._fed_by is None:
+            return
+        if any([self._offer(event) for event in self._fed_by.events]):  # each offered
+            self._throttle.request()
+        self._throttle.flush_pending()
 
     def _take(self, event: TraceEvent) -> bool:
         """Fold ``event`` into the view; True if the browser needs to hear of it."""

@@ -33,6 +33,12 @@ class Throttle:
         else:
             self._scheduled = loop.call_later(wait, self._run)
 
+    def flush_pending(self) -> None:
+        """Run a flush waiting for its interval now."""
+        if self._scheduled is not None:
+            self.cancel()
+            self._run()
+
     def cancel(self) -> None:
         if self._scheduled is not None:
             self._scheduled.cancel()

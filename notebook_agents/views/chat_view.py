@@ -105,6 +105,7 @@ class ChatView(TraceStreamView):
 
     def to_figure(self, last: int = 12) -> Figure:
         """The ``last`` lines of the transcript as a picture, for exported notebooks."""
+        self._catch_up()
         with static_figure():
             return self._figure(last)
 

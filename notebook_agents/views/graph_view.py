@@ -114,6 +114,7 @@ class AgentGraphView(TraceFedView):
 
     def to_figure(self) -> Figure:
         """The graph as a static picture: the layout the browser draws, in the same colours."""
+        self._catch_up()
         with static_figure():
             return graph_figure(self.geometry, self.current, self.colors)
 

@@ -107,6 +107,7 @@ class StateView(TraceFedView):
 
     def to_figure(self) -> Figure:
         """The badges as a static picture, for executed notebooks and exported reports."""
+        self._catch_up()
         with static_figure():
             return self._figure()
 

@@ -199,6 +199,7 @@ class TimelineView(TraceStreamView):
     def to_figure(self) -> Figure:
         """The timeline as a static picture, drawn from the same layout as the widget (at
         the time scale it shares, if it does)."""
+        self._catch_up()
         self._split()  # the spans as they are now, not as last looked for
         shared = self._scale.extent() if self._scale is not None else None
         return timeline_figure(self._timeline, shared)
