@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # it collects the whole suite, in a process of its own
-
 REPO = Path(__file__).resolve().parents[1]
 MARKERS = ("kernel", "browser", "slow", "voice", "videosdk")
 INNER_LOOP_LEAVES_OUT = ("slow", "browser", "kernel", "videosdk")
@@ -53,6 +51,7 @@ def test_the_markers_are_registered_and_a_typo_fails_the_run(pytestconfig: pytes
     assert pytestconfig.option.strict_markers
 
 
+@pytest.mark.slow  # it collects the whole suite, in a process of its own
 def test_every_browser_test_is_marked_browser_and_nothing_else_is(
     markers_of: dict[str, set[str]],
 ) -> None:
@@ -60,6 +59,7 @@ def test_every_browser_test_is_marked_browser_and_nothing_else_is(
         assert ("browser" in names) == node.startswith("tests/browser/"), node
 
 
+@pytest.mark.slow
 def test_a_test_starting_a_kernel_is_marked_kernel(markers_of: dict[str, set[str]]) -> None:
     assert "kernel" in markers_of["tests/test_runner_kernel.py::test_drain_is_never_awaited"]
     # through a helper another test module defines (nbclient's NotebookClient, in a kernel)
@@ -76,6 +76,7 @@ def test_a_test_starting_a_kernel_is_marked_kernel(markers_of: dict[str, set[str
     assert "kernel" not in markers_of[gemini.format("the_round_trip_delays_every_exchange")]
 
 
+@pytest.mark.slow
 def test_each_marker_selects_tests_and_the_inner_loop_a_good_share_of_them(
     markers_of: dict[str, set[str]],
 ) -> None:
