@@ -1,9 +1,13 @@
-"""Shared fixtures: an in-process emulator on 127.0.0.1 and a dummy API key."""
+"""Shared fixtures: an in-process emulator on 127.0.0.1 and a dummy API key; the rules that
+mark each test ``kernel``, ``browser`` or ``videosdk`` (pyproject.toml registers the markers)."""
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import types
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 from livekit.plugins import openai
@@ -18,6 +22,61 @@ if importlib.util.find_spec("videosdk") is None:
     collect_ignore_glob = ["test_videosdk_*.py", "browser/test_videosdk_*.py"]
 else:
     collect_ignore_glob = ["test_extras.py"]
+
+TESTS = Path(__file__).resolve().parent
+STARTS_A_KERNEL = frozenset({"Kernel", "NotebookClient"})
+"""tests/kernel.py's real ipykernel; nbclient's, which runs a notebook in one"""
+SPEAKS_INTO_A_SESSION = frozenset({"synthesize", "send_audio"})
+"""a caller's synthesized speech, played into a session in real time (``send_audio`` alone
+is also how a test checks that audio which is no speech is refused, at once)"""
+
+
+def _names_reached(function: object, seen: set[types.CodeType]) -> set[str]:
+    """The names ``function`` uses, with those of the tests' own helpers it calls, however
+    deep (imported from another test module too)."""
+    code = getattr(inspect.unwrap(function), "__code__", None)  # type: ignore[arg-type]
+    if not isinstance(code, types.CodeType):
+        return set()
+    pending, names = [code], set[str]()
+    while pending:
+        current = pending.pop()
+        if current not in seen:
+            seen.add(current)
+            names.update(current.co_names)
+            pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    scope = getattr(inspect.unwrap(function), "__globals__", {})  # type: ignore[arg-type]
+    for name in list(names):
+        helper = scope.get(name)
+        if inspect.isfunction(helper) and helper.__module__.split(".")[0] == "tests":
+            names |= _names_reached(helper, seen)
+    return names
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks by rule, so a test added where a rule looks is marked as it is written:
+    ``browser`` under tests/browser/; ``videosdk`` in a ``test_videosdk_*.py``; ``kernel``
+    for a test using a ``kernel`` fixture or starting one itself or through its helpers and
+    its module's fixtures (a ``Kernel``, nbclient's ``NotebookClient``); ``voice`` likewise
+    for one playing synthesized speech into a session or using the machine's devices.
+    ``slow`` is the modules' own (``pytestmark``) or the tests'."""
+    for item in items:
+        if item.path.is_relative_to(TESTS / "browser"):
+            item.add_marker(pytest.mark.browser)
+        if item.path.name.startswith("test_videosdk_"):
+            item.add_marker(pytest.mark.videosdk)
+        if not isinstance(item, pytest.Function):
+            continue
+        module = vars(item.module) if item.module is not None else {}
+        seen: set[types.CodeType] = set()
+        names = _names_reached(item.function, seen)
+        for fixture in item.fixturenames:
+            if fixture in module:
+                names |= _names_reached(module[fixture], seen)
+        if "kernel" in item.fixturenames or names & STARTS_A_KERNEL:
+            item.add_marker(pytest.mark.kernel)
+        if SPEAKS_INTO_A_SESSION.issubset(names) or "LocalDevices" in names:
+            item.add_marker(pytest.mark.voice)
+
 
 # Any non-empty key works against the emulator; tests never contact anything else.
 API_KEY = "sk-test-not-a-secret"

@@ -107,6 +107,7 @@ def gone(process: subprocess.Popen[bytes] | None) -> bool:
     return process.poll() is not None and not psutil.pid_exists(process.pid)
 
 
+@pytest.mark.slow
 async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
     greeter: AgentProcess, tmp_path: Path
 ) -> None:
@@ -144,6 +145,7 @@ async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
     assert [e.to_record() for e in loaded.events] == [e.to_record() for e in events]
 
 
+@pytest.mark.slow
 async def test_stop_ends_only_its_own_process_and_nothing_listens(greeter: AgentProcess) -> None:
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # noqa: ASYNC220
     try:
@@ -161,6 +163,7 @@ async def test_stop_ends_only_its_own_process_and_nothing_listens(greeter: Agent
         bystander.wait()
 
 
+@pytest.mark.slow
 async def test_livekit_spans_come_over_and_split_its_turns_and_handoffs_into_phases(
     greeter: AgentProcess,
 ) -> None:
@@ -184,6 +187,7 @@ async def test_livekit_spans_come_over_and_split_its_turns_and_handoffs_into_pha
     assert [p.name for p in turn.phases][-1] == "first_text"
 
 
+@pytest.mark.slow
 async def test_its_output_is_kept_after_stop_without_colour_codes(greeter: AgentProcess) -> None:
     await greeter.send_text("hello")
     greeter.stop()
@@ -192,6 +196,7 @@ async def test_its_output_is_kept_after_stop_without_colour_codes(greeter: Agent
     assert "\x1b[" not in output
 
 
+@pytest.mark.slow
 async def test_a_process_that_dies_mid_call_fails_the_runner_with_its_reason(
     greeter: AgentProcess,
 ) -> None:
@@ -211,6 +216,7 @@ async def test_a_process_that_dies_mid_call_fails_the_runner_with_its_reason(
 START_AGAIN = "make a new AgentProcess(...).start() to talk to the agent again"
 
 
+@pytest.mark.slow
 async def test_a_huge_output_line_is_cut_where_errors_and_repr_quote_it(
     tmp_path: Path, processes: list[AgentProcess]
 ) -> None:
@@ -229,6 +235,7 @@ async def test_a_huge_output_line_is_cut_where_errors_and_repr_quote_it(
     assert "x" * 1_000_000 in agent.output  # its output itself is whole
 
 
+@pytest.mark.slow
 async def test_a_model_that_cannot_connect_fails_the_greeting_with_its_error(
     emulator: Emulator, processes: list[AgentProcess]
 ) -> None:
@@ -283,6 +290,7 @@ def test_a_missing_script_is_refused_naming_the_fix() -> None:
         AgentProcess("nope.py")
 
 
+@pytest.mark.slow
 async def test_a_process_that_exits_before_dialing_says_why(
     tmp_path: Path, processes: list[AgentProcess]
 ) -> None:
@@ -296,6 +304,7 @@ async def test_a_process_that_exits_before_dialing_says_why(
     assert nothing_listens(agent.address)
 
 
+@pytest.mark.slow
 async def test_a_process_that_never_dials_times_out_naming_the_fix(
     tmp_path: Path, processes: list[AgentProcess]
 ) -> None:
@@ -335,6 +344,7 @@ async def test_an_agent_of_an_unknown_protocol_version_is_refused(
     assert agent.state is RunnerState.STOPPED and nothing_listens(agent.address)
 
 
+@pytest.mark.slow
 async def test_the_printed_command_attaches_as_printed(
     emulator: Emulator,
     processes: list[AgentProcess],
@@ -390,6 +400,7 @@ async def _answer_as(peer: TcpSessionTransport, sdk_version: str) -> None:
         await peer.send_message(agent_pb.AgentSessionMessage(response=response))
 
 
+@pytest.mark.slow
 async def test_the_checking_guides_example_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -408,6 +419,7 @@ async def test_the_checking_guides_example_runs_as_written(
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 async def test_a_turn_sent_during_the_greeting_waits_for_it_and_is_answered(
     emulator: Emulator, processes: list[AgentProcess]
 ) -> None:
@@ -449,6 +461,7 @@ async def entrypoint(ctx: JobContext) -> None:
 """an agent that says nothing until spoken to (no on_enter)"""
 
 
+@pytest.mark.slow
 async def test_an_agent_that_does_not_greet_takes_turns_at_once_when_it_says_so(
     emulator: Emulator, processes: list[AgentProcess], tmp_path: Path
 ) -> None:
@@ -463,6 +476,7 @@ async def test_an_agent_that_does_not_greet_takes_turns_at_once_when_it_says_so(
     assert await agent.send_text("hello") == 'You are Ada. You said: "hello".'
 
 
+@pytest.mark.slow
 async def test_a_turn_to_an_agent_that_never_greets_names_greets_false(
     emulator: Emulator, processes: list[AgentProcess], tmp_path: Path
 ) -> None:
@@ -477,6 +491,7 @@ async def test_a_turn_to_an_agent_that_never_greets_names_greets_false(
         await agent.greeting(timeout=1)
 
 
+@pytest.mark.slow
 async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: AgentProcess) -> None:
     # the greeting may come over before the view exists: the browser asks for what it missed
     await asyncio.wait_for(first_event(greeter.trace, "agent_message"), 30)

@@ -12,6 +12,8 @@ import pytest
 from notebook_agents import AgentProcess
 from notebook_agents.emulator import Emulator
 
+pytestmark = pytest.mark.slow  # an agent script started in a process of its own
+
 SCRIPT = Path(__file__).parent / "upstream" / "greeter_weather_gemini.py"
 
 

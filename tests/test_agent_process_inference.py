@@ -16,6 +16,8 @@ from notebook_agents.runner import RunnerState
 
 from .test_agent_process import assert_trace_matches_history
 
+pytestmark = pytest.mark.slow  # an agent script started in a process of its own
+
 RESTAURANT = Path(__file__).parent / "upstream" / "restaurant_agent.py"
 
 

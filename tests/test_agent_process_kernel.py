@@ -129,6 +129,7 @@ asyncio.run(main())  # and exits, the agent still running
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_python_that_exits_with_its_agent_running_stops_it_first(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}

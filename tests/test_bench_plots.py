@@ -351,12 +351,14 @@ def test_phase_client_plot_has_a_bar_per_mode_and_phase_against_the_goal() -> No
     assert sorted(goal) == [-5.0, 5.0]  # 0.1 x 20 + 3
 
 
+@pytest.mark.slow
 def test_save_all_adds_the_phase_plots_when_trials_have_phases(tmp_path: Path) -> None:
     names = [p.name for p in save_all(phased_result(), tmp_path)]
     assert "phases.png" in names and "phase_client.png" in names
     assert "phases.png" not in [p.name for p in save_all(emulator_result(), tmp_path / "plain")]
 
 
+@pytest.mark.slow
 def test_the_plots_import_no_widget_code() -> None:
     """The engine runs headless and imports no views (DESIGN.md): the plots take the figure
     style the views use from the package, not from views/. A fresh interpreter tells."""

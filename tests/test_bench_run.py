@@ -32,6 +32,7 @@ def test_plan_discards_warmup_and_rotates_modes() -> None:
     assert Counter((c["session"], c["context"]) for c in kept) == dict.fromkeys(REALTIME_MODES, 3)
 
 
+@pytest.mark.slow
 async def test_every_level_runs_against_the_emulator_with_ground_truth() -> None:
     config = BenchmarkConfig(
         levels=["agent", "session", "cascaded"], rtts_ms=[0.0, 10.0], history_turns=[2], trials=1
@@ -51,6 +52,7 @@ async def test_every_level_runs_against_the_emulator_with_ground_truth() -> None
     assert result.machine["cpus"]
 
 
+@pytest.mark.slow
 async def test_the_audio_modality_times_the_first_audio_against_its_truth() -> None:
     config = BenchmarkConfig(
         levels=["agent"], rtts_ms=[20.0], history_turns=[2], trials=1, modality="audio"
@@ -66,6 +68,7 @@ async def test_the_audio_modality_times_the_first_audio_against_its_truth() -> N
     assert {t.first_audio_ms for t in text_only.trials} == {None}
 
 
+@pytest.mark.slow
 async def test_failed_trials_are_recorded_never_hang() -> None:
     config = BenchmarkConfig(
         levels=["session"], rtts_ms=[0.0], history_turns=[1], trials=1, warmup=0, timeout_s=15
@@ -95,6 +98,7 @@ async def test_a_foreign_endpoint_has_no_truth(emulator: Emulator, level: Level)
     assert API_KEY not in json.dumps(result.to_dict())
 
 
+@pytest.mark.slow
 def test_cli_writes_results_plots_and_a_summary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -159,6 +163,7 @@ def test_cli_rejects_a_timeout_outside_its_range(
     assert not list(tmp_path.iterdir())  # refused before anything ran
 
 
+@pytest.mark.slow
 def test_cli_exits_non_zero_when_every_trial_failed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -201,6 +206,7 @@ def test_cli_out_on_a_file_is_a_one_line_error(
     assert f"--out {out}" in err and "not a directory" in err
 
 
+@pytest.mark.slow
 def test_cli_phases_split_every_handoff_against_its_truth_end_to_end(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -46,6 +46,7 @@ class FrontDesk(Agent):
         return Pharmacy(chat_ctx=self.chat_ctx), "Transferring you to the pharmacy."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("trigger", "b"),
     [("Please transfer me to billing", Billing), (TRIGGER_EXAMPLE, Pharmacy)],

@@ -116,6 +116,7 @@ def config(**overrides: Any) -> BenchmarkConfig:
     return BenchmarkConfig(**(fields | overrides))
 
 
+@pytest.mark.slow
 async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -> None:
     ENTERED.clear()
     result = await run_benchmark(config(phases=True))
@@ -143,6 +144,7 @@ async def test_a_user_pair_runs_in_all_four_modes_labelled_as_the_trace_says() -
 RTT_MS = 300.0
 
 
+@pytest.mark.slow
 async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every_mode() -> None:
     """``return B, "Transferring you."`` asks for a reply: on OpenAI livekit has A answer the
     output before B starts (a round trip more). Each trial's truth counts that answer, so the
@@ -161,6 +163,7 @@ async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every
         assert trial.truth_reply_ms <= trial.reply_ms < trial.truth_reply_ms + tolerance
 
 
+@pytest.mark.slow
 async def test_on_gemini_the_tool_reply_race_is_said_per_trial_and_per_mode(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -220,6 +223,7 @@ def pinned_front_desk() -> Agent:
     return agent
 
 
+@pytest.mark.slow
 async def test_an_a_pinning_an_openai_model_fails_on_gemini_naming_why_and_is_closed() -> None:
     PINNED.clear()
     CLOSED.clear()
@@ -236,6 +240,7 @@ async def test_an_a_pinning_an_openai_model_fails_on_gemini_naming_why_and_is_cl
     assert len(PINNED) == 2 and all(any(c is m for c in CLOSED) for m in PINNED)
 
 
+@pytest.mark.slow
 async def test_asked_reused_is_labelled_fresh_when_b_pins_its_own_model() -> None:
     agents = YourAgents(FrontDeskToOwnModel, TRIGGER)
     result = await run_benchmark(config(agents=agents, modes=["reused+copied"]))
@@ -271,6 +276,7 @@ def _fixed_instructions_provider() -> Provider:
     return Provider("fixed", model, PROVIDERS["openai"].environment)
 
 
+@pytest.mark.slow
 async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_instructions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -410,6 +416,7 @@ def gemini_server(a: Callable[[], Agent], **model_options: Any) -> AgentServer:
     return server
 
 
+@pytest.mark.slow
 async def test_a_user_agent_server_runs_on_gemini_labelled_as_its_trace_says() -> None:
     """The user's server builds ``google.realtime.RealtimeModel()`` itself: the bench points
     it at the emulator by the environment. livekit keeps a Gemini session only for a B with
@@ -465,6 +472,7 @@ class Reception(Agent):
 '''
 
 
+@pytest.mark.slow
 def test_the_cli_measures_a_user_module(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -487,6 +495,7 @@ def test_the_cli_measures_a_user_module(
     assert len(BenchmarkResult.load_csv(out / "results.csv")) == 4
 
 
+@pytest.mark.slow
 def test_the_cli_runs_an_upstream_pair_by_its_module_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -76,6 +76,7 @@ def _new_ports(server: str, before: set[str]) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 async def test_a_call_through_the_machines_microphone_and_speaker(
     jack: str, emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

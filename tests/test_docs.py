@@ -244,6 +244,7 @@ def test_the_voice_guide_says_what_push_to_talk_does_and_its_calls() -> None:
         assert callable(getattr(NotebookRunner, call))
 
 
+@pytest.mark.slow
 async def test_the_your_agents_example_measures_a_user_pair_in_every_mode() -> None:
     from .test_bench_your_agents import FrontDesk
 

@@ -49,6 +49,7 @@ def test_process_prints_its_url_first_and_serves() -> None:
         proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_process_exits_when_its_parent_dies() -> None:
     # The parent starts the emulator, reports its pid, and exits without stopping it.
     parent_code = textwrap.dedent(
@@ -82,6 +83,7 @@ def test_taken_port_is_a_clear_error(taken_port: int) -> None:
     assert proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_bad_arguments_name_the_fix() -> None:
     proc = subprocess.run(
         [*EMULATOR, "--fault", "explode=1"], capture_output=True, text=True, timeout=30
@@ -90,6 +92,7 @@ def test_bad_arguments_name_the_fix() -> None:
     assert "NAME=VALUE" in proc.stderr and "drop_after" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("value", "shown"), [("inf", "inf"), ("1e12", "1e+12"), ("-1", "-1")])
 def test_a_delay_out_of_range_is_refused_at_once(value: str, shown: str) -> None:
     # before: inf and 1e12 were accepted, and every connection then hung
@@ -121,6 +124,7 @@ def start_process(port: int) -> tuple[subprocess.Popen[str], str]:
     return proc, proc.stdout.readline().strip()
 
 
+@pytest.mark.slow
 def test_same_port_right_after_a_crash_with_connections_open() -> None:
     crashed, url = start_process(0)
     port = int(url.rsplit(":", 1)[1])

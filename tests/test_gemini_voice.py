@@ -4,6 +4,7 @@ answers aloud (24 kHz audio, sent faster than it plays) with its transcript."""
 
 from __future__ import annotations
 
+import pytest
 from google.genai import types
 from livekit.agents import AgentServer, AgentSession, JobContext
 from livekit.plugins import google
@@ -33,6 +34,7 @@ def gemini_voice_server(emulator: Emulator) -> AgentServer:
     return server
 
 
+@pytest.mark.slow
 async def test_a_spoken_turn_is_heard_answered_aloud_and_transcribed(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

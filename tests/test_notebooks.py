@@ -82,6 +82,7 @@ def clone_with_lab_set_up(tmp_path: Path) -> Path:
     return clone
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # ruff twice and pytest twice: a minute alone, more on a loaded machine
 def test_a_users_notebooks_where_make_lab_opens_never_break_make_test(tmp_path: Path) -> None:
     """In a clone, ``make lab`` seeds the folder it opens; Run All saves a shipped notebook

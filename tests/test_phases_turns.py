@@ -187,6 +187,7 @@ def assert_critical_phases_fill_the_wait(b: Breakdown) -> None:
     assert abs(b.unexplained) < 0.02
 
 
+@pytest.mark.slow
 def test_a_spoken_turns_phases_add_up_to_its_wait_each_where_livekit_put_it(
     spoken: Trace, tmp_path: Path
 ) -> None:
@@ -246,6 +247,7 @@ def test_a_spoken_turns_phases_add_up_to_its_wait_each_where_livekit_put_it(
     assert turn_phases(loaded) == [b]
 
 
+@pytest.mark.slow
 def test_the_callers_wait_is_one_figure_reconciled_with_livekits_e2e_latency(
     spoken: Trace, tmp_path: Path
 ) -> None:
@@ -278,6 +280,7 @@ def test_the_callers_wait_is_one_figure_reconciled_with_livekits_e2e_latency(
     assert late.first_audio_s == pytest.approx(b.wait - phase(b, "vad_end_of_speech").seconds)
 
 
+@pytest.mark.slow
 def test_the_table_has_a_row_per_phase_per_turn_and_the_wait_beside_livekits(
     spoken: Trace,
 ) -> None:
@@ -327,6 +330,7 @@ def endpointing_server(emulator: Emulator, delay: float) -> AgentServer:
     return server
 
 
+@pytest.mark.slow
 def test_the_end_of_turn_notes_advice_changes_it() -> None:
     """The endpointing delay set as the note says: livekit waits it, and the end of turn takes
     it (4 s: longer than the offline transcript takes, even loaded, so still what the caller
@@ -358,6 +362,7 @@ def assert_end_of_turn_then_the_reply(b: Breakdown, trace: Trace) -> None:
     assert_critical_phases_fill_the_wait(b)
 
 
+@pytest.mark.slow
 def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn_not_the_model(
     pharmacy: Trace,
 ) -> None:
@@ -415,6 +420,7 @@ def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn_not_the_model
     assert_critical_phases_fill_the_wait(typed)
 
 
+@pytest.mark.slow
 def test_a_spoken_turn_whose_audio_was_made_while_the_caller_spoke_waits_on_the_end_of_turn() -> (
     None
 ):
@@ -503,6 +509,7 @@ async def test_a_typed_turn_to_a_realtime_model_splits_what_exists(
         assert phase(b, "response_created").end == response_created(inference, trace)
 
 
+@pytest.mark.slow
 async def test_a_spoken_turn_to_a_realtime_model_splits_what_exists(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

@@ -146,6 +146,7 @@ async def test_an_openai_only_case_asked_for_gemini_says_why() -> None:
         await run_race(RACES["late_tool_ack"], provider="gemini")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_gemini_tool_reply_race_is_the_same_every_run_in_one_process() -> None:
     """The trigger pins the window: the model takes 300 ms to a first token (the Live API's,

@@ -45,6 +45,8 @@ def speaking_server(
     return server
 
 
+@pytest.mark.slow
+@pytest.mark.voice
 async def test_the_agent_speaks_its_reply_in_real_time_into_the_recording(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -69,6 +71,8 @@ async def test_the_agent_speaks_its_reply_in_real_time_into_the_recording(
     assert runner.recording._repr_html_().startswith('<audio controls src="data:audio/wav')
 
 
+@pytest.mark.slow
+@pytest.mark.voice
 async def test_an_interrupted_reply_is_kept_as_far_as_it_was_heard(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

@@ -373,6 +373,7 @@ def alive(refs):
 """
 
 
+@pytest.mark.voice
 @pytest.mark.timeout(90)
 def test_stopped_runners_typed_and_spoken_are_collectable(kernel: Kernel) -> None:
     """What a notebook keeps (the server, a turn's RunResult while its variable lives) keeps

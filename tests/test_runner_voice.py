@@ -102,6 +102,7 @@ async def voice_runner(emulator: Emulator, runners: list[NotebookRunner]) -> Not
     return runner
 
 
+@pytest.mark.slow
 async def test_a_spoken_turn_is_heard_answered_and_spoken_back(
     voice_runner: NotebookRunner,
 ) -> None:
@@ -125,6 +126,7 @@ async def test_a_spoken_turn_is_heard_answered_and_spoken_back(
     assert envelope_match(spoken, said) > 0.9
 
 
+@pytest.mark.slow
 async def test_asking_by_voice_for_billing_hands_the_call_over(
     voice_runner: NotebookRunner, tmp_path: object
 ) -> None:
@@ -138,6 +140,7 @@ async def test_asking_by_voice_for_billing_hands_the_call_over(
     assert [(h.data["from"], h.data["to"]) for h in handoffs][-1] == ("Concierge", "Billing")
 
 
+@pytest.mark.slow
 async def test_the_caller_lets_the_agent_finish_its_greeting_before_speaking(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -152,6 +155,7 @@ async def test_the_caller_lets_the_agent_finish_its_greeting_before_speaking(
     assert answer.text == reply and len(runner.recording.replies) == 2
 
 
+@pytest.mark.slow
 async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(
     voice_runner: NotebookRunner,
 ) -> None:
@@ -194,6 +198,7 @@ async def test_a_live_microphone_is_heard_and_the_reply_reaches_a_listener(
     assert np.array_equal(given, recorded)  # the listener got the reply as it was played
 
 
+@pytest.mark.slow
 async def test_stereo_given_channels_first_is_heard_as_said(voice_runner: NotebookRunner) -> None:
     """librosa's and torchaudio's (channels, frames): before, (2, N) was taken as 2 samples."""
     speech = synthesize("hello there") / 32768
@@ -242,6 +247,7 @@ async def test_a_spoken_turn_to_an_agent_that_cannot_hear_names_the_fix_at_once(
     assert await runner.send_text("hi") == 'You are the Concierge. You said: "hi".'
 
 
+@pytest.mark.slow
 async def test_the_agents_own_stt_lets_it_hear_on_a_session_without_one(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -251,6 +257,7 @@ async def test_the_agents_own_stt_lets_it_hear_on_a_session_without_one(
     assert reply.startswith("You are the Concierge.")
 
 
+@pytest.mark.slow
 async def test_a_realtime_voice_agent_hears_answers_aloud_and_hands_over(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -266,6 +273,7 @@ async def test_a_realtime_voice_agent_hears_answers_aloud_and_hands_over(
     assert (handoff.data["to"], handoff.data["session"]) == ("Billing", "reused")
 
 
+@pytest.mark.slow
 async def test_speaking_over_the_agent_cuts_it_and_the_trace_says_what_was_heard(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -316,6 +324,7 @@ async def speak_live(
         await asyncio.sleep(0.02)
 
 
+@pytest.mark.slow
 async def test_a_reply_begun_before_livekits_vad_ended_the_callers_speech_says_the_wait(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -379,6 +388,7 @@ LONG_SPEECH = [synthesize("hello there, how are you doing today")] * 4
 """about 10 s of speech"""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pipeline", ["cascaded", "realtime"])
 async def test_a_turn_that_timed_out_mid_speech_is_withdrawn_and_the_next_ones_heard_alone(
     emulator: Emulator, runners: list[NotebookRunner], pipeline: str
@@ -398,6 +408,7 @@ async def test_a_turn_that_timed_out_mid_speech_is_withdrawn_and_the_next_ones_h
     ]
 
 
+@pytest.mark.slow
 async def test_an_interrupted_spoken_turn_says_so_and_the_next_one_is_heard_alone(
     voice_runner: NotebookRunner,
 ) -> None:
@@ -413,6 +424,7 @@ async def test_an_interrupted_spoken_turn_says_so_and_the_next_one_is_heard_alon
     assert [e.data["text"] for e in voice_runner.trace.of_kind("user_message")] == ["thank you"]
 
 
+@pytest.mark.slow
 async def test_stopping_the_runner_mid_reply_fails_the_turn_with_the_reply_so_far(
     voice_runner: NotebookRunner,
 ) -> None:
@@ -432,6 +444,7 @@ async def test_stopping_the_runner_mid_reply_fails_the_turn_with_the_reply_so_fa
     assert stopped.value.reply != whole
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("slow", "said"),
     [
@@ -515,6 +528,7 @@ async def test_a_realtime_model_error_fails_the_spoken_turn_at_once(
 # -- stopping --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_stopping_a_quiet_voice_session_skips_livekits_wait_for_a_transcript(
     voice_runner: NotebookRunner,
 ) -> None:
@@ -529,6 +543,7 @@ async def test_stopping_a_quiet_voice_session_skips_livekits_wait_for_a_transcri
     assert closed.data == {"reason": "user_initiated", "error": None}
 
 
+@pytest.mark.slow
 async def test_stopping_while_the_caller_speaks_keeps_livekits_wait_for_their_words(
     voice_runner: NotebookRunner,
 ) -> None:

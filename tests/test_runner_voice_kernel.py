@@ -11,6 +11,8 @@ import pytest
 
 from .kernel import Kernel
 
+pytestmark = pytest.mark.voice  # its spoken turns are the cells' code, out of the rules' sight
+
 SETUP = r"""
 import numpy as np
 from notebook_agents import NotebookRunner

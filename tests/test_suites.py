@@ -332,6 +332,7 @@ HEARING_CONFTEST = GREETER_CONFTEST.replace(', modalities=["text"]', "")
 """the greeter's conftest.py with a model that hears"""
 
 
+@pytest.mark.slow
 def test_pytest_gives_spoken_turns_the_same_verdicts(tmp_path: Path) -> None:
     assert "modalities" not in HEARING_CONFTEST
     (tmp_path / "conftest.py").write_text(HEARING_CONFTEST)

@@ -34,6 +34,7 @@ def test_every_kind_has_a_schema() -> None:
     assert set(EVENT_DATA) == set(get_args(EventKind))
 
 
+@pytest.mark.slow
 async def test_every_kind_real_sessions_record_holds_to_its_schema(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

@@ -430,6 +430,7 @@ async def test_a_handoff_records_livekits_update_agent_span_with_its_stages(
     assert update.start - 0.05 < handed.t < update.end + 0.05
 
 
+@pytest.mark.slow
 async def test_a_spoken_turn_records_its_turn_spans_with_livekits_own_figures(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

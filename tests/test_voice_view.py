@@ -70,6 +70,7 @@ async def first(trace: Trace, wanted: Callable[[TraceEvent], bool]) -> TraceEven
         stop()
 
 
+@pytest.mark.slow
 async def test_push_to_talk_ends_the_turn_on_release_not_on_a_pause(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
