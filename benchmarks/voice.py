@@ -34,7 +34,7 @@ from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai, silero
 
 from notebook_agents import Emulator, LatencyModel, NotebookRunner, RunnerError, TraceAnalysis
-from notebook_agents.phases import Breakdown, turn_phases
+from notebook_agents.analysis import Breakdown, turn_phases
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 
 RTTS_MS = (0, 20, 100)

@@ -23,7 +23,7 @@ from .conftest import run_cell, run_notebook
 from .themes import in_both_themes
 
 SPLITTER = '''from notebook_agents.modes import mode_label
-from notebook_agents.phases import Breakdown, Phase
+from notebook_agents.analysis import Breakdown, Phase
 from notebook_agents.views import waterfall_view
 
 
