@@ -149,13 +149,14 @@ async def test_a_tool_returning_the_agent_and_a_message_holds_its_truth_in_every
     """``return B, "Transferring you."`` asks for a reply: on OpenAI livekit has A answer the
     output before B starts (a round trip more). Each trial's truth counts that answer, so the
     excess is the client's own work, as for an agent returned alone; before, every mode was a
-    round trip over its truth. The tolerance is half a round trip (150 ms at 300 ms RTT, the
-    other test's 100 ms and room for a loaded machine): a missing leg is a whole one."""
+    round trip over its truth. The tolerance is three quarters of a round trip (225 ms at
+    300 ms RTT): a missing leg is a whole one and more, while a loaded machine's own delay is
+    less (half a round trip failed by 24 ms at load 5 on 2 cores)."""
     agents = YourAgents(AnnouncingFrontDesk, TRIGGER, handoff_to=Pharmacy)
     result = await run_benchmark(config(agents=agents, rtts_ms=[RTT_MS]))
     assert [t.error for t in result.failed_trials()] == []
     assert sorted(t.mode for t in result.trials) == sorted(LABELS)
-    tolerance = RTT_MS / 2
+    tolerance = RTT_MS * 3 / 4
     for trial in result.trials:
         assert trial.handoff_ms is not None and trial.truth_handoff_ms is not None
         assert trial.reply_ms is not None and trial.truth_reply_ms is not None
