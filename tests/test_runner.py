@@ -541,3 +541,19 @@ async def test_a_stopped_runners_trace_holds_no_session(
     await asyncio.sleep(0)  # as above: the step woken by the turn's future ends
     assert alive() == []
     assert [e.data["text"] for e in trace.of_kind("user_message")] == ["hello"]
+
+
+async def test_a_turn_without_words_is_refused_naming_the_fix(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """An empty typed turn has nothing for the agent to hear: refused at once, in every typed
+    door, with what to do instead; the call goes on."""
+    runner = await started(runners, NotebookRunner(production_server(emulator)))
+    for text in ("", "   \n"):
+        with pytest.raises(RunnerError, match=r"the caller's words.*generate_reply"):
+            await runner.send_text(text)
+        with pytest.raises(RunnerError, match=r"the caller's words"):
+            await runner.run(text)
+        with pytest.raises(RunnerError, match=r"the caller's words"):
+            runner.submit_text(text)
+    assert await runner.send_text("Hello") == 'You are Ada. You said: "Hello".'

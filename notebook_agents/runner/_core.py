@@ -250,6 +250,12 @@ class RunnerCore(StartStop, Generic[SessionT]):
         **options: Any,
     ) -> concurrent.futures.Future[RunResult[Any]]:
         """A typed turn, started in the job now (``options``: ``AgentSession.run``'s others)."""
+        if not text.strip():
+            raise RunnerError(
+                f"{what} needs the caller's words: {text!r} gives the agent nothing to hear. "
+                "To have the agent speak first, call `session.generate_reply()` in the "
+                "entrypoint (or `runner.call(runner.session.generate_reply)` from a cell)"
+            )
         return self._in_job(self._stoppable_turn(text, output_type, timeout, options), what)
 
     async def _stoppable_turn(
