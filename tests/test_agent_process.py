@@ -184,7 +184,9 @@ async def test_livekit_spans_come_over_and_split_its_turns_and_handoffs_into_pha
     named = {p.name for p in handoff.phases}
     assert {"tool_return", "on_exit", "drain", "session_update", "on_enter"} <= named
     turn = next(b for b in breakdowns(greeter.trace) if b.kind == "turn")
-    assert [p.name for p in turn.phases][-1] == "first_text"
+    # the wait ends at the first text; the model's response span may end after it, loaded
+    # (CI: realtime_response came last once), so its place in the list is not asserted
+    assert "first_text" in [p.name for p in turn.phases]
 
 
 @pytest.mark.slow
