@@ -13,7 +13,7 @@ VS_VENV := .venv-videosdk
 VS_BIN := $(VS_VENV)/bin
 VS_INSTALLED := $(VS_VENV)/.installed
 VS_KERNEL := notebook-agents-videosdk
-VS_TESTS := tests/test_videosdk_*.py tests/browser/test_videosdk_*.py
+VS_TESTS := tests/videosdk tests/browser/test_videosdk_*.py
 # The trace viewers the browser tests open exports in (speedscope), from npm at the versions
 # its package-lock.json pins, into its node_modules/ (git ignores it)
 VIEWERS := tests/browser/viewers

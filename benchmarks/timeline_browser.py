@@ -31,7 +31,7 @@ AGENTS = ("Concierge", "Billing", "Support")
 
 
 def synthetic_events(count: int) -> list[dict[str, Any]]:
-    """The shape of real turns (see tests/test_trace.py), repeated until ``count`` events."""
+    """The shape of real turns (see tests/trace/test_trace.py), repeated until ``count`` events."""
     events: list[dict[str, Any]] = []
     t = 0.0
     agent = AGENTS[0]

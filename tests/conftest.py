@@ -19,7 +19,7 @@ from notebook_agents.emulator import Emulator
 # in a shared environment: `make test` runs them in an environment of their own
 # (.venv-videosdk), and this one, without the extra, runs everything else.
 if importlib.util.find_spec("videosdk") is None:
-    collect_ignore_glob = ["test_videosdk_*.py", "browser/test_videosdk_*.py"]
+    collect_ignore_glob = ["videosdk/*", "browser/test_videosdk_*.py"]
 else:
     collect_ignore_glob = ["test_extras.py"]
 
@@ -54,15 +54,18 @@ def _names_reached(function: object, seen: set[types.CodeType]) -> set[str]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks by rule, so a test added where a rule looks is marked as it is written:
-    ``browser`` under tests/browser/; ``videosdk`` in a ``test_videosdk_*.py``; ``kernel``
-    for a test using a ``kernel`` fixture or starting one itself or through its helpers and
-    its module's fixtures (a ``Kernel``, nbclient's ``NotebookClient``); ``voice`` likewise
-    for one playing synthesized speech into a session or using the machine's devices.
+    ``browser`` under tests/browser/; ``videosdk`` under tests/videosdk/ (and a browser
+    ``test_videosdk_*.py``); ``kernel`` for a test using a ``kernel`` fixture or starting one
+    itself or through its helpers and its module's fixtures (a ``Kernel``, nbclient's
+    ``NotebookClient``); ``voice`` likewise for one playing synthesized speech into a session
+    or using the machine's devices.
     ``slow`` is the modules' own (``pytestmark``) or the tests'."""
     for item in items:
         if item.path.is_relative_to(TESTS / "browser"):
             item.add_marker(pytest.mark.browser)
-        if item.path.name.startswith("test_videosdk_"):
+        if item.path.is_relative_to(TESTS / "videosdk") or item.path.name.startswith(
+            "test_videosdk_"
+        ):
             item.add_marker(pytest.mark.videosdk)
         if not isinstance(item, pytest.Function):
             continue

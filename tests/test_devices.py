@@ -23,8 +23,7 @@ from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.synthesis import _resample_to
 from notebook_agents.trace import TraceEvent
-
-from .test_runner_voice import GreetingConcierge, voice_server
+from tests.runner.test_runner_voice import GreetingConcierge, voice_server
 
 JACK_RATE = 48_000
 

@@ -128,7 +128,8 @@ async def test_the_reply_rule_example_answers_as_the_page_says(
 
 
 async def test_the_gemini_switch_example_answers_offline() -> None:
-    """The Gemini guide's one-line switch (its environment example: tests/test_gemini_live.py)."""
+    """The Gemini guide's one-line switch (its environment example:
+    tests/emulator/test_gemini_live.py)."""
     page = GUIDES / "gemini.md"
     namespace: dict[str, Any] = {}
     try:
@@ -246,7 +247,7 @@ def test_the_voice_guide_says_what_push_to_talk_does_and_its_calls() -> None:
 
 @pytest.mark.slow
 async def test_the_your_agents_example_measures_a_user_pair_in_every_mode() -> None:
-    from .test_bench_your_agents import FrontDesk
+    from tests.bench.test_bench_your_agents import FrontDesk
 
     page = GUIDES / "benchmark.md"
     namespace: dict[str, Any] = {"FrontDesk": FrontDesk}

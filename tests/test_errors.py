@@ -29,7 +29,7 @@ from notebook_agents.speech.wav import wav_bytes, wav_samples
 from notebook_agents.teaching import check
 
 VIDEOSDK = "notebook_agents.videosdk"
-"""an extra the main environment lacks: tests/test_videosdk_errors.py walks it where it is"""
+"""an extra the main environment lacks: tests/videosdk/test_videosdk_errors.py walks it there"""
 
 
 def package_modules(

@@ -61,12 +61,12 @@ def test_every_browser_test_is_marked_browser_and_nothing_else_is(
 
 @pytest.mark.slow
 def test_a_test_starting_a_kernel_is_marked_kernel(markers_of: dict[str, set[str]]) -> None:
-    assert "kernel" in markers_of["tests/test_runner_kernel.py::test_drain_is_never_awaited"]
+    assert "kernel" in markers_of["tests/runner/test_runner_kernel.py::test_drain_is_never_awaited"]
     # through a helper another test module defines (nbclient's NotebookClient, in a kernel)
     notebook = "tests/test_notebooks.py::test_notebook_runs_offline[01_prototype.ipynb]"
     assert "kernel" in markers_of[notebook]
     # one test of a module that starts a Kernel, not its neighbours
-    gemini = "tests/test_gemini_live.py::test_{}"
+    gemini = "tests/emulator/test_gemini_live.py::test_{}"
     assert (
         "kernel"
         in markers_of[

@@ -50,7 +50,7 @@ Unlike OpenAI's Realtime API, the Live API acknowledges no conversation item: th
   ``first_token_ms`` to the first content. A copied context is sent unacknowledged after the
   setup, so copied and empty cost the same.
 
-Measured with the emulator (``tests/test_gemini_truth.py``): reused at R = 100/200 ms gave
+Measured with the emulator (``tests/analysis/test_gemini_truth.py``): reused at R = 100/200 ms gave
 on_enter ~10 ms, the generation at 120/213 ms; fresh gave on_enter 145/274 ms, the
 generation 660/1283 ms (6 R and livekit's own ~60 ms).
 """

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from ..test_graph_view import saved_trace
+from tests.views.test_graph_view import saved_trace
+
 from .conftest import run_cell, run_notebook
 from .themes import in_both_themes
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from ..test_suites import GREETER_CONFTEST, GREETER_SUITE, outcomes_under_pytest
+from tests.suites.test_suites import GREETER_CONFTEST, GREETER_SUITE, outcomes_under_pytest
+
 from .conftest import run_cell, run_notebook
 from .themes import in_both_themes
 

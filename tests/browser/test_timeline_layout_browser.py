@@ -18,8 +18,13 @@ from playwright.sync_api import Locator, Page, expect
 
 from notebook_agents.trace import TraceEvent
 from notebook_agents.views._timeline_layout import TimelineLayout
+from tests.views.test_timeline_view import (
+    away_after_the_reply,
+    four_handoffs,
+    idle_call,
+    write_trace,
+)
 
-from ..test_timeline_view import away_after_the_reply, four_handoffs, idle_call, write_trace
 from .conftest import next_frame, open_notebook, run_all, screenshot, write_notebook
 from .lab import ARTIFACTS
 from .test_theme_browser import MEASURE, problems, set_theme

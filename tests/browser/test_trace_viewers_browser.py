@@ -21,8 +21,8 @@ from playwright.sync_api import ConsoleMessage, Page, expect
 from notebook_agents import NotebookRunner
 from notebook_agents.__main__ import main
 from notebook_agents.emulator import Emulator
+from tests.trace.test_trace_spans import finished, handoff_server
 
-from ..test_trace_spans import finished, handoff_server
 from .lab import REPO
 
 SPEEDSCOPE = REPO / "tests" / "browser" / "viewers" / "node_modules" / "speedscope"

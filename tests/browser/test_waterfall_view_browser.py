@@ -16,8 +16,8 @@ from playwright.sync_api import Locator, Page, expect
 
 from notebook_agents.emulator import Emulator
 from notebook_agents.trace import Trace
+from tests.analysis.test_phases_turns import pharmacy_trace
 
-from ..test_phases_turns import pharmacy_trace
 from .cells import AGENTS
 from .conftest import run_cell, run_notebook
 from .themes import in_both_themes
