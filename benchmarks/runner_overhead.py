@@ -264,6 +264,12 @@ def main() -> None:
         f"\nrunner / bare: {runner / bare:.2f} (ratio of medians); paired median "
         f"{paired.median:.2f} (95% CI {paired.ci_low:.2f}-{paired.ci_high:.2f}); goal <= 1.10"
     )
+    # what is left when the job's own parts are taken out: the same turn of the same agent, in
+    # the job's room on the job's loop (livekit's room IO included), reached by the same hop
+    in_room = medians["job_room"]
+    print(
+        f"runner / the same session in the job's room (reached by the hop): {runner / in_room:.2f}"
+    )
     print(f"the runner's own cost: {runner - bare:+.2f} ms per turn, of which (medians)")
     differences = {
         "hop (kernel loop -> job loop -> back)": medians["hop"],
