@@ -8,27 +8,26 @@ benchmark's configuration and results in ``notebook_agents.bench``.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import _result_views  # noqa: F401  (registers the view each result shows as)
 from ._deprecated import warn_renamed
-from .analysis import TraceAnalysis
-from .bench.run import run_benchmark
-from .emulator import (
-    Emulator,
-    Faults,
-    LatencyModel,
-    ReplyContext,
-    ReplyRules,
-    TextReply,
-    ToolCallReply,
-    ToolCallsReply,
-    VerdictReply,
-)
 from .errors import NotebookAgentsError
-from .runner import AgentProcess, NotebookRunner, RunnerError, TurnError, run_app
-from .suites import load_suite, run_suite
-from .trace import Trace, TraceEvent
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the names of __all__ are re-exported for type checkers
+    from .analysis import TraceAnalysis
+    from .bench.run import run_benchmark
+    from .emulator import (
+        Emulator,
+        Faults,
+        LatencyModel,
+        ReplyContext,
+        ReplyRules,
+        TextReply,
+        ToolCallReply,
+        ToolCallsReply,
+        VerdictReply,
+    )
+    from .runner import AgentProcess, NotebookRunner, RunnerError, TurnError, run_app
+    from .suites import load_suite, run_suite
+    from .trace import Trace, TraceEvent
     from .videosdk import VideoSDKRunner as VideoSDKRunner
     from .views import (
         AgentGraphView,
@@ -42,26 +41,47 @@ if TYPE_CHECKING:
         WaterfallView,
     )
 
-_ON_FIRST_USE = {
-    # VideoSDK's agents are an extra, and the views bring ipywidgets and matplotlib: imported
-    # when first named, so a kernel without the extra loads, and a headless process (an agent,
-    # the emulator) imports no widget code
-    "VideoSDKRunner": "notebook_agents.videosdk",
-    **dict.fromkeys(
-        (
-            "AgentGraphView",
-            "BenchmarkView",
-            "ChatView",
-            "ContextTable",
-            "StateView",
-            "SuiteView",
-            "TimelineView",
-            "VoiceView",
-            "WaterfallView",
-        ),
-        "notebook_agents.views",
+_HOMES = {
+    "notebook_agents.analysis": ("TraceAnalysis",),
+    "notebook_agents.bench.run": ("run_benchmark",),
+    "notebook_agents.emulator": (
+        "Emulator",
+        "Faults",
+        "LatencyModel",
+        "ReplyContext",
+        "ReplyRules",
+        "TextReply",
+        "ToolCallReply",
+        "ToolCallsReply",
+        "VerdictReply",
+    ),
+    "notebook_agents.runner": (
+        "AgentProcess",
+        "NotebookRunner",
+        "RunnerError",
+        "TurnError",
+        "run_app",
+    ),
+    "notebook_agents.suites": ("load_suite", "run_suite"),
+    "notebook_agents.trace": ("Trace", "TraceEvent"),
+    # VideoSDK's agents are an extra: a kernel without it imports the package
+    "notebook_agents.videosdk": ("VideoSDKRunner",),
+    "notebook_agents.views": (
+        "AgentGraphView",
+        "BenchmarkView",
+        "ChatView",
+        "ContextTable",
+        "StateView",
+        "SuiteView",
+        "TimelineView",
+        "VoiceView",
+        "WaterfallView",
     ),
 }
+_ON_FIRST_USE = {name: module for module, names in _HOMES.items() for name in names}
+"""each name of the face and the module it comes from, imported when the name is first used:
+``import notebook_agents`` (and so any of its modules: the emulator's CLI, an agent's process)
+costs no livekit.agents, no widget code, no VideoSDK until something needs them"""
 
 _MOVED_OFF: dict[str, tuple[str, str]] = {
     name: (module, name)
@@ -139,7 +159,9 @@ its name there (three were renamed)"""
 
 def __getattr__(name: str) -> Any:
     if name in _ON_FIRST_USE:
-        return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+        value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+        globals()[name] = value  # the next use is a plain lookup
+        return value
     if name in _MOVED_OFF:
         module, new_name = _MOVED_OFF[name]
         warn_renamed(f"`from notebook_agents import {name}`", f"`from {module} import {new_name}`")

@@ -1,28 +1,30 @@
-"""How a result shows itself in a notebook, without the engine importing widget code: the
-package registers a view per result type (``_result_views``), and a result asks here for its
-own. The results stay plain data under the views."""
+"""How a result shows itself in a notebook, without the engine importing widget code: each
+result type is shown by a view named here, imported only when a result is first shown. The
+results stay plain data under the views, and a headless run (the CLI, pytest, the bench)
+imports no widget code."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 from typing import Any
 
-_VIEWS: dict[type, Callable[[Any], Any]] = {}
-
-
-def register_view(kind: type, make: Callable[[Any], Any]) -> None:
-    """Show each ``kind`` (and its subclasses) as ``make(result)``."""
-    _VIEWS[kind] = make
+SHOWN_AS: dict[str, tuple[str, str]] = {
+    "notebook_agents.suites.results.SuiteResult": ("notebook_agents.views.suite_view", "SuiteView"),
+}
+"""a result type (module-qualified) -> the module and name of the view that shows it: names,
+not imports, so this ground layer depends on neither side"""
 
 
 def view_of(result: object) -> Any:
-    """``result``'s widget, made by the view registered for its type."""
+    """``result``'s widget, made by the view named for its type (or a base of it)."""
     for kind in type(result).__mro__:
-        if kind in _VIEWS:
-            return _VIEWS[kind](result)
+        shown_by = SHOWN_AS.get(f"{kind.__module__}.{kind.__qualname__}")
+        if shown_by is not None:
+            module, name = shown_by
+            return getattr(importlib.import_module(module), name)(result)
     raise LookupError(
-        f"no view is registered for {type(result).__name__}: register one in "
-        "notebook_agents/_result_views.py (register_view)"
+        f"no view is named for {type(result).__name__}: name one in "
+        "notebook_agents/_displays.py (SHOWN_AS)"
     )
 
 

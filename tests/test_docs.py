@@ -6,6 +6,7 @@ version lives, that every command of the command-line page parses."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import shlex
 import sys
@@ -274,5 +275,5 @@ def test_every_command_of_the_docs_parses_as_written() -> None:
     for command in commands:
         name, *args = shlex.split(command)[1:]
         parser = argparse.ArgumentParser(prog=f"notebook-agents {name}", exit_on_error=False)
-        COMMANDS[name].add_arguments(parser)
+        importlib.import_module(COMMANDS[name]).add_arguments(parser)
         parser.parse_args(args)

@@ -4,12 +4,15 @@ before keep working one more release, each warning where it lives now."""
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 import warnings
 
 import pytest
 
 import notebook_agents
 from notebook_agents import NotebookAgentsError
+from notebook_agents._displays import SHOWN_AS
 
 MOVED_OFF = sorted(notebook_agents._MOVED_OFF.items())
 
@@ -52,3 +55,27 @@ def test_the_warning_points_at_the_users_import() -> None:
 def test_an_unknown_name_is_still_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="'notebook_agents' has no attribute 'Nope'"):
         notebook_agents.Nope  # noqa: B018
+
+
+def test_the_package_and_the_emulators_command_start_without_livekit_agents() -> None:
+    """The face imports each name when it is first used: ``import notebook_agents`` (and so
+    the emulator's command, an agent's process) loads no livekit.agents, no widget code."""
+    probe = (
+        "import sys, notebook_agents, notebook_agents.emulator.cli;"
+        "print(sorted(m for m in sys.modules if m.startswith(('livekit.agents', 'anywidget'))))"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "[]"
+
+
+def test_a_face_name_first_used_is_its_homes_object() -> None:
+    import notebook_agents.runner
+
+    assert notebook_agents.NotebookRunner is notebook_agents.runner.NotebookRunner
+
+
+def test_each_view_named_for_a_result_type_exists() -> None:
+    for kind, (module, name) in SHOWN_AS.items():
+        home, _, class_name = kind.rpartition(".")
+        assert isinstance(getattr(importlib.import_module(home), class_name), type), kind
+        assert callable(getattr(importlib.import_module(module), name)), (module, name)

@@ -1,6 +1,6 @@
 """What a suite run gives: a verdict per scenario (livekit's ``SimulationVerdict``), the first
 failing expectation, the time it took and its ``Trace``: plain data, shown as a table in a
-notebook by the view registered for it (``SuiteView``, in ``_result_views``)."""
+notebook by the view named for it (``SuiteView``, in ``_displays``)."""
 
 from __future__ import annotations
 

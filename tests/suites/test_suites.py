@@ -712,13 +712,13 @@ async def test_an_agent_class_no_module_defines_is_refused_before_anything_runs(
         await run_suite(path, make_greeter)
 
 
-def test_a_result_without_a_registered_view_displays_as_text_and_names_the_import() -> None:
-    """Issue 31: results are plain data below the views; one whose view is not registered
-    shows its text repr, and asking for its widget says where views are registered."""
+def test_a_result_without_a_named_view_displays_as_text_and_says_where_views_are_named() -> None:
+    """Issue 31: results are plain data below the views; one whose view is not named
+    shows its text repr, and asking for its widget says where views are named."""
 
     class Unshown:
         pass
 
     assert mimebundle_of(Unshown()) is None
-    with pytest.raises(LookupError, match=r"register one in notebook_agents/_result_views\.py"):
+    with pytest.raises(LookupError, match=r"name one in notebook_agents/_displays\.py"):
         view_of(Unshown())
