@@ -61,6 +61,13 @@ class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no a
         """where each mapping node's first key starts in the text, by the node's id: PyYAML
         puts a ``<<`` merge's pairs first when it builds the data"""
 
+    def fetch_flow_collection_start(self, token_class: type) -> None:
+        # PyYAML's scanner reads ahead past every `[`/`{` a line opens (each may start a key)
+        # before the composer sees the first: refused here, such a line costs 64 levels' scan
+        if self.flow_level == MAX_DEPTH:
+            raise YamlRefusal(self.get_mark().line + 1, _too_deep())
+        super().fetch_flow_collection_start(token_class)
+
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
         event = self.peek_event()
         if isinstance(event, AliasEvent):
