@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import yaml
 from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 
+from ..errors import NotebookAgentsError
+
 MAX_DEPTH = 64
 """nesting levels: a scenarios file uses six (suite, scenarios, scenario, turns, turn,
 expect); userdata may nest, not this far"""
@@ -29,8 +31,9 @@ several scenarios fits many times over; a billion laughs is refused at its fourt
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-class YamlRefusal(Exception):
-    """A file refused at ``line`` (1-based), before anything was built from it."""
+class YamlRefusal(NotebookAgentsError, ValueError):
+    """A file refused at ``line`` (1-based), before anything was built from it (the scenarios
+    file's reader says which file: ``SuiteFileError``)."""
 
     def __init__(self, line: int, message: str) -> None:
         super().__init__(line, message)
