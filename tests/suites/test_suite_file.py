@@ -211,6 +211,12 @@ def test_a_timeout_that_is_not_a_finite_number_is_refused(tmp_path: Path, value:
             "scenarios[0].userdata.guest.score: YAML reads 2026-06-09 as a date, which JSON "
             "(livekit's userdata) cannot carry: quote it, '2026-06-09'",
         ),
+        (
+            "!!binary aGk=",
+            "scenarios[0].userdata.guest.score: YAML reads this as bytes (a YAML tag), which "
+            "JSON (livekit's userdata) cannot carry: write it as text, a number, a list or a "
+            "mapping",
+        ),
     ],
 )
 def test_userdata_json_cannot_carry_names_its_line(
