@@ -239,8 +239,8 @@ def _decide(settings: EmulatorSettings, chat: _ChatRequest) -> Reply:
         return settings.rules.reply(chat.reply_context())
     except Exception as e:
         raise ServiceError(
-            f"A reply rule raised {type(e).__name__}: {e}. Fix or remove the rule you added "
-            "to ReplyRules.",
+            f"A reply rule raised {type(e).__name__}: {e}. Fix the rule you added to "
+            "ReplyRules, or take it out with ReplyRules.remove(rule).",
             code="server_error",
             type="server_error",
             status=500,

@@ -2,7 +2,8 @@
 
 Every text reply starts with the first sentence of the active instructions, so a test can see
 which agent's instructions the model was given. Rules are plain functions and can be added
-from Python: ``Emulator(rules=ReplyRules([my_rule]))``. A judge's request (livekit's
+from Python: ``Emulator(rules=ReplyRules([my_rule]))``, ``emulator.settings.rules.add(my_rule)``,
+and taken out again: ``.remove(my_rule)``, ``.clear()``. A judge's request (livekit's
 ``judge(llm, intent=)`` and ``JudgeGroup``) is answered only by a rule's ``VerdictReply``,
 else with a failing verdict (judging.py).
 """
@@ -267,6 +268,22 @@ class ReplyRules:
         self._custom.append(rule)
         return rule
 
+    def remove(self, rule: Rule) -> None:
+        """Take out a rule you added (the function ``add`` returned); the next request is
+        answered without it. ``ValueError`` naming the rules there are if it is not one."""
+        try:
+            self._custom.remove(rule)
+        except ValueError:
+            there = ", ".join(_name(custom) for custom in self._custom) or "none"
+            raise ValueError(
+                f"the rule {_name(rule)} is not among the rules added ({there}); the default "
+                "rules cannot be removed, only preceded"
+            ) from None
+
+    def clear(self) -> None:
+        """Take out every rule you added: the defaults answer alone."""
+        self._custom.clear()
+
     def reply(self, ctx: ReplyContext) -> Reply:
         if ctx.judgment is not None:
             return ToolCallReply(ctx.judgment.tool, ctx.judgment.arguments(self._verdict(ctx)))
@@ -296,8 +313,8 @@ class ReplyRules:
             except Exception as e:
                 return VerdictReply(
                     "fail",
-                    f"The reply rule {_name(rule)} raised {type(e).__name__}: {e}. Fix or "
-                    "remove the rule you added to ReplyRules.",
+                    f"The reply rule {_name(rule)} raised {type(e).__name__}: {e}. Fix it, or "
+                    f"take it out of the ReplyRules: .remove({_name(rule)}).",
                 )
             if isinstance(reply, VerdictReply):
                 return reply

@@ -16,14 +16,23 @@
             expect:
               - contains_function_call(name="lookup_weather")
 
-A mistake is a ``SuiteFileError`` naming the file, line and field, and the fix.
+A mistake is a ``SuiteFileError`` naming the file, line and field, and the fix; a file is read
+within bounds (``_bounded_yaml``), so any file is read or refused at once.
+
+A scenario's ``id`` and the file's are LiveKit's (``SCN_`` / ``SCNG_`` and 12 characters, e.g.
+``SCN_4mTvH7yLdKpZ``: https://docs.livekit.io/testing/simulations/write-a-scenario/): kept as
+read, and ``add_missing_ids`` writes the ones a file lacks into it, changing nothing else.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 import os
 import re
+import secrets
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +44,7 @@ from livekit.agents.simulation import Scenario
 from ..errors import NotebookAgentsError
 from ..runner._samples import spoken_audio
 from ..runner.errors import AudioError
+from ._bounded_yaml import BoundedLoader, YamlRefusal
 from .expectations import Expectation, ExpectationError, parse
 
 _SUITE_KEYS = {"name", "id", "scenarios"}
@@ -46,6 +56,9 @@ _SYNTAX = re.compile(r"[{\[]|:(\s|$)")
 """what YAML reads as its own syntax in an unquoted value (a mapping, a list, a key)"""
 _YAML_SYNTAX = "`{`, `[` and `: ` are YAML's own syntax outside quotes, so"
 _EXAMPLE_TURN = "- user: transfer to weather\n  expect: ['next_event().is_function_call()']"
+_ID_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+"""livekit's ids: a prefix and 12 of shortuuid's characters (livekit/protocol utils/guid:
+``Size = 12``, ``IDAlphabet = shortuuid.DefaultAlphabet``)"""
 
 
 class SuiteFileError(NotebookAgentsError, ValueError):
@@ -85,6 +98,11 @@ class ScriptedScenario:
         return str(self.scenario.label)
 
     @property
+    def id(self) -> str:
+        """Its stable ``id`` as the file gives it (``SCN_...``), "" when it has none."""
+        return str(self.scenario.id)
+
+    @property
     def expectations(self) -> list[Expectation]:
         return [expectation for turn in self.turns for expectation in turn.expect]
 
@@ -97,6 +115,8 @@ class ScenarioSuite:
     scenarios: tuple[ScriptedScenario, ...]
     path: Path | None = None
     lines: Mapping[tuple[Any, ...], int] = field(default_factory=dict, repr=False)
+    id: str = ""
+    """the file's ``id`` (LiveKit's scenario group, ``SCNG_...``), "" when it has none"""
 
     def __getitem__(self, label: str) -> ScriptedScenario:
         for scenario in self.scenarios:
@@ -128,23 +148,136 @@ def load_suite(source: str | os.PathLike[str] | Mapping[str, Any]) -> ScenarioSu
     it cannot run."""
     if isinstance(source, Mapping):
         return _Reader(None, {}).suite(source)
-    path = Path(source)
+    return _read(Path(source))[0]
+
+
+def add_missing_ids(path: str | os.PathLike[str]) -> ScenarioSuite:
+    """Give the scenarios file at ``path``, and each scenario in it, the stable ``id`` it
+    lacks, as LiveKit's CLI wants them, and return the suite read again.
+
+    Each id is a new line ``id: SCN_...`` before the scenario's first field (in a
+    ``{...}`` scenario, its first entry), in the file's own indentation and line endings;
+    nothing else in the file changes (comments, order, quoting, blank lines). A file that
+    has every id is not written. A file that cannot be read is refused as ``load_suite``
+    refuses it, and not written."""
+    path = Path(path)
+    suite, document = _read(path)
+    taken = {suite.id, *(scenario.id for scenario in suite.scenarios)}
+    edits: dict[int, tuple[int, str]] = {}
+    expected = dict(document.data)  # the file as it must read once edited
+    if not suite.id:
+        expected["id"] = _new_id("SCNG_", taken)
+        edits.update(_id_edit(document.text, document.first_keys, document.node, expected["id"]))
+    items = next(value for key, value in document.node.value if key.value == "scenarios")
+    expected["scenarios"] = []
+    read = zip(items.value, suite.scenarios, document.data["scenarios"], strict=True)
+    for node, scenario, fields in read:
+        if not scenario.id:
+            fields = {**fields, "id": _new_id("SCN_", taken)}
+            edits.update(_id_edit(document.text, document.first_keys, node, fields["id"]))
+        expected["scenarios"].append(fields)
+    if not edits:
+        return suite
+    text = document.text
+    for start in sorted(edits, reverse=True):
+        end, written = edits[start]
+        text = text[:start] + written + text[end:]
     try:
-        text = path.read_text(encoding="utf-8")
+        edited = _parse(path, text).data
+    except SuiteFileError:
+        edited = None
+    if edited != expected:
+        raise SuiteFileError(
+            f"{path}: adding ids here would change more than ids (a scenario written as an "
+            "alias of another value, say): add a line `id: SCN_` and 12 letters and digits to "
+            "each scenario by hand; the file is unchanged"
+        )
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    temporary.write_bytes(text.encode("utf-8"))
+    shutil.copymode(path, temporary)
+    os.replace(temporary, path)  # whole or not at all: an editor or lk never reads half
+    return load_suite(path)
+
+
+def _new_id(prefix: str, taken: set[str]) -> str:
+    while True:
+        new = prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(12))
+        if new not in taken:
+            taken.add(new)
+            return new
+
+
+def _id_edit(
+    text: str, first_keys: Mapping[int, int], mapping: yaml.MappingNode, new: str
+) -> dict[int, tuple[int, str]]:
+    """The edit giving ``mapping`` the id ``new``, before its first key: {start: (end, text
+    put there)}."""
+    given = [value for key, value in mapping.value if key.value == "id"]
+    if given:  # `id: ''` or a bare `id:`: the value is replaced
+        value = given[-1]
+        start, end = value.start_mark.index, value.end_mark.index
+        return {start: (end, new if text[start - 1 : start].isspace() else f" {new}")}
+    start = first_keys[id(mapping)]
+    if mapping.flow_style:  # `{label: a}`: at the front, inside the brace
+        return {start: (start, f"id: {new}, ")}
+    line_start = text.rfind("\n", 0, start) + 1
+    lead = text[line_start:start].lstrip("\ufeff")  # `  - `: the first field's column
+    indent = "".join(c if c == "\t" else " " for c in lead)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return {start: (start, f"id: {new}{newline}{indent}")}
+
+
+@dataclass(frozen=True)
+class _Document:
+    text: str
+    node: Any
+    """the YAML node of the whole file, with its marks (None for an empty file)"""
+    data: Any
+    first_keys: Mapping[int, int]
+    """where each mapping node's first key starts in ``text``"""
+
+
+def _read(path: Path) -> tuple[ScenarioSuite, _Document]:
+    try:
+        raw = path.read_bytes()
     except OSError as e:
         raise SuiteFileError(f"cannot read the scenarios file {path}: {e.strerror}") from None
-    loader = yaml.SafeLoader(text)
     try:
+        text = raw.decode("utf-8")  # not read_text: line endings stay as written
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        line_start = raw.rfind(b"\n", 0, e.start) + 1
+        column = len(raw[line_start : e.start].decode("utf-8", "replace")) + 1
+        raise SuiteFileError(
+            f"{path}:{line}: not UTF-8 text (the byte 0x{raw[e.start]:02x} at column "
+            f"{column}): save the file as UTF-8"
+        ) from None
+    document = _parse(path, text)
+    lines: dict[tuple[Any, ...], int] = {}
+    if document.node is not None:
+        _map_lines(document.node, (), lines)
+    return _Reader(path, lines, text.splitlines()).suite(document.data), document
+
+
+def _parse(path: Path, text: str) -> _Document:
+    loader: BoundedLoader | None = None
+    try:
+        loader = BoundedLoader(text)
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except YamlRefusal as e:
+        raise SuiteFileError(f"{path}:{e.line}: {e.message}") from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow anywhere
+        line = text.count("\n", 0, e.position) + 1
+        raise SuiteFileError(
+            f"{path}:{line}: the character U+{e.character:04X} is not allowed in YAML: remove it"
+        ) from None
     except yaml.YAMLError as e:
         raise _not_yaml(path, text.splitlines(), e) from None
     finally:
-        loader.dispose()
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _map_lines(node, (), lines)
-    return _Reader(path, lines, text.splitlines()).suite(data)
+        if loader is not None:
+            loader.dispose()
+    return _Document(text, node, data, loader.first_keys)
 
 
 def _not_yaml(path: Path, source: list[str], error: yaml.YAMLError) -> SuiteFileError:
@@ -178,13 +311,15 @@ def _quoting_fix(line: str) -> str:
     return f"quote {what}:\n{lead}'{quoted}'"
 
 
-def _map_lines(node: yaml.Node, at: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
-    """The line (1-based) of each value in the document, by its path of keys and indexes."""
-    lines[at] = node.start_mark.line + 1
+def _map_lines(
+    node: yaml.Node, at: tuple[Any, ...], lines: dict[tuple[Any, ...], int], line: int = 0
+) -> None:
+    """The line (1-based) of each field in the document, by its path of keys and indexes: a
+    key's own line (its value may start below it), a list item's line."""
+    lines[at] = line or node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            lines[(*at, key.value)] = key.start_mark.line + 1
-            _map_lines(value, (*at, key.value), lines)
+            _map_lines(value, (*at, key.value), lines, key.start_mark.line + 1)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _map_lines(item, (*at, index), lines)
@@ -241,8 +376,20 @@ class _Reader:
                     "make each one different",
                 )
             seen.add(scenario.label)
+        ids: dict[str, int] = {}
+        for index, scenario in enumerate(scenarios):
+            first = ids.setdefault(scenario.id, index) if scenario.id else index
+            if first != index:
+                line = self.lines.get(("scenarios", first, "id"), 0)
+                raise self.fail(
+                    ("scenarios", index, "id"),
+                    f"the id {scenario.id!r} is also scenarios[{first}]'s (line {line}): ids "
+                    "name a scenario's results across runs, so make each one different "
+                    "(delete this one and add_missing_ids() gives it a new id)",
+                )
         name = data.get("name") or (self.path.stem if self.path else "scenarios")
-        return ScenarioSuite(str(name), tuple(scenarios), self.path, self.lines)
+        group_id = self.text_field(data, (), "id")
+        return ScenarioSuite(str(name), tuple(scenarios), self.path, self.lines, group_id)
 
     def scenario(self, data: Any, at: tuple[Any, ...]) -> ScriptedScenario:
         if not isinstance(data, Mapping):
@@ -251,25 +398,27 @@ class _Reader:
         label = data.get("label")
         if not isinstance(label, str) or not label.strip():
             raise self.fail(at, "a scenario needs a `label:` (a short name for its result)")
-        for key in ("instructions", "agent_expectations", "id"):
-            if not isinstance(data.get(key, ""), str):
-                raise self.fail((*at, key), f"`{key}:` is text")
+        instructions, expectations, scenario_id = (
+            self.text_field(data, at, key) for key in ("instructions", "agent_expectations", "id")
+        )
         tags = data.get("tags") or {}
         if not isinstance(tags, Mapping):
             raise self.fail((*at, "tags"), "`tags:` is a mapping of names to text, as livekit's")
         userdata = data.get("userdata")
         if userdata is not None and not isinstance(userdata, Mapping):
             raise self.fail((*at, "userdata"), "`userdata:` is a mapping (your scenario's data)")
+        if userdata and (unfit := _not_json(userdata, (*at, "userdata"))):
+            raise self.fail(*unfit)
         turns = data.get("turns") or []
         if not isinstance(turns, list):
             raise self.fail((*at, "turns"), f"`turns:` is a list of turns, e.g.\n{_EXAMPLE_TURN}")
         scenario = Scenario(
             label=label,
-            instructions=data.get("instructions", ""),
-            agent_expectations=data.get("agent_expectations", ""),
+            instructions=instructions,
+            agent_expectations=expectations,
             tags={str(k): str(v) for k, v in tags.items()},
-            userdata=json.dumps(userdata) if userdata else "",
-            id=data.get("id", ""),
+            userdata=json.dumps(userdata, allow_nan=False) if userdata else "",
+            id=scenario_id,
         )
         read = tuple(self.turn(turn, (*at, "turns", i)) for i, turn in enumerate(turns))
         return ScriptedScenario(scenario, read, self.lines.get(at, 0))
@@ -303,7 +452,12 @@ class _Reader:
             except AudioError as e:
                 raise self.fail((*at, "audio"), str(e)) from None
         timeout = data.get("timeout", 30.0)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)  # YAML's .nan, .inf
+            or timeout <= 0
+        ):
             raise self.fail((*at, "timeout"), "`timeout:` is seconds, a positive number")
         expect = data.get("expect") or []
         if isinstance(expect, str):
@@ -320,6 +474,15 @@ class _Reader:
                 raise self.fail((*at, "expect", index), str(e)) from None
         return Turn(user, path, tuple(checks), float(timeout))
 
+    def text_field(self, data: Mapping[str, Any], at: tuple[Any, ...], key: str) -> str:
+        """A field that is text, "" when absent or empty (`id:` left blank)."""
+        value = data.get(key)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise self.fail((*at, key), f"`{key}:` is text")
+        return value
+
     def read_as(self, value: Mapping[str, Any] | list[Any], at: tuple[Any, ...]) -> str:
         """Why an expectation is YAML's mapping or list, and its line written as a string."""
         shape = "a mapping" if isinstance(value, Mapping) else "a list"
@@ -333,6 +496,36 @@ class _Reader:
                 raise self.fail(
                     (*at, key), f"unknown field `{key}`: the fields are {', '.join(sorted(known))}"
                 )
+
+
+def _not_json(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
+    """Where ``value`` (userdata) holds what JSON cannot carry, and why; None if nowhere.
+    livekit sends userdata as JSON (``Scenario.userdata``), and so does lk: Go's encoder
+    refuses NaN and infinities."""
+    if isinstance(value, float) and not math.isfinite(value):
+        written = ".nan" if math.isnan(value) else "-.inf" if value < 0 else ".inf"
+        return at, (
+            f"{written} is not a number JSON can carry (livekit sends userdata as JSON): give "
+            "a finite number, or quote it as text"
+        )
+    if isinstance(value, datetime.date):
+        kind = "a timestamp" if isinstance(value, datetime.datetime) else "a date"
+        return at, (
+            f"YAML reads {value} as {kind}, which JSON (livekit's userdata) cannot carry: "
+            f"quote it, '{value}'"
+        )
+    if isinstance(value, Mapping):
+        found = (_not_json(item, (*at, key)) for key, item in value.items())
+        return next((problem for problem in found if problem), None)
+    if isinstance(value, list):
+        found = (_not_json(item, (*at, index)) for index, item in enumerate(value))
+        return next((problem for problem in found if problem), None)
+    if value is None or isinstance(value, str | int | float):
+        return None
+    return at, (
+        f"YAML reads this as {type(value).__name__} (a YAML tag), which JSON (livekit's "
+        "userdata) cannot carry: write it as text, a number, a list or a mapping"
+    )
 
 
 def _dotted(at: Sequence[Any]) -> str:

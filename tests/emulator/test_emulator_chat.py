@@ -429,6 +429,29 @@ async def test_a_failing_custom_rule_is_a_500_naming_it(emulator: Emulator) -> N
     assert "KeyError" in info.value.message and "ReplyRules" in info.value.message
 
 
+async def test_a_rule_taken_out_of_a_running_emulator_no_longer_answers(
+    emulator: Emulator,
+) -> None:
+    @emulator.settings.rules.add
+    def opening_hours(ctx: ReplyContext) -> TextReply | None:
+        return TextReply("We are open 9 to 5.") if ctx.user_text == "When are you open?" else None
+
+    async def answer() -> str | None:
+        async with sdk(emulator) as client:
+            reply = await client.chat.completions.create(
+                model=MODEL, messages=messages("When are you open?")
+            )
+        return reply.choices[0].message.content
+
+    assert await answer() == "You are Bob, the weather bot. We are open 9 to 5."
+    emulator.settings.rules.remove(opening_hours)
+    echoed = 'You are Bob, the weather bot. You said: "When are you open?".'
+    assert await answer() == echoed
+    emulator.settings.rules.add(opening_hours)
+    emulator.settings.rules.clear()
+    assert await answer() == echoed
+
+
 # ------------------------------------------------------------------------------- faults
 
 

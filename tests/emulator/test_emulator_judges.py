@@ -161,6 +161,6 @@ async def test_rules_for_the_agent_never_answer_a_judge(
     result = await evaluate(judge_llm)
     assert len(result.judgments) == 8 and not result.any_passed
     assert result.judgments["safety"].reasoning == (
-        "The reply rule broken raised KeyError: 'verdict'. Fix or remove the rule you added "
-        "to ReplyRules."
+        "The reply rule broken raised KeyError: 'verdict'. Fix it, or take it out of the "
+        "ReplyRules: .remove(broken)."
     )

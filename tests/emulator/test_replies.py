@@ -444,6 +444,29 @@ def test_custom_rule_precedes_the_defaults() -> None:
     assert rules.reply(ReplyContext("", [Turn("user", "1 + 1")])) == TextReply("1 + 1 = 2.")
 
 
+def test_a_rule_removed_no_longer_answers_and_clear_leaves_the_defaults() -> None:
+    def paris(ctx: ReplyContext) -> TextReply:
+        return TextReply("Paris.")
+
+    def rome(ctx: ReplyContext) -> TextReply:
+        return TextReply("Rome.")
+
+    rules = ReplyRules([paris])
+    rules.add(rome)
+    ctx = ReplyContext("", [Turn("user", "1 + 1")])
+    assert rules.reply(ctx) == TextReply("Paris.")
+    rules.remove(paris)
+    assert rules.reply(ctx) == TextReply("Rome.")
+    with pytest.raises(ValueError) as raised:
+        rules.remove(paris)
+    assert str(raised.value) == (
+        "the rule paris is not among the rules added (rome); the default rules cannot be "
+        "removed, only preceded"
+    )
+    rules.clear()
+    assert rules.reply(ctx) == TextReply("1 + 1 = 2.")
+
+
 def test_rules_given_to_the_constructor_run_in_order() -> None:
     def first(ctx: ReplyContext) -> ToolCallReply:
         return ToolCallReply("first", {})
