@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 import threading
 from typing import Any
@@ -34,15 +35,23 @@ _EXIT_AFTER_HANG_UP_S = 2.0
 """how long a hang-up waits for the agent's process to exit, to say why by its exit"""
 
 
-class RemoteAgent(Agent):
-    """An agent of the other process, in a ``RunResult``'s handoff: the protocol reports only
-    its ``id`` (livekit's default is the class name in snake_case)."""
+@functools.cache
+def remote_agent_class() -> type[Agent]:
+    """``RemoteAgent``, made on first use: the package defines no ``Agent`` class at import,
+    so a user's agents never meet one of ours by name."""
 
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(instructions="", id=agent_id)
+    class RemoteAgent(Agent):
+        """An agent of the other process, in a ``RunResult``'s handoff: the protocol reports
+        only its ``id`` (livekit's default is the class name in snake_case)."""
 
-    def __repr__(self) -> str:
-        return f"RemoteAgent({self.id!r})"
+        def __init__(self, agent_id: str) -> None:
+            super().__init__(instructions="", id=agent_id)
+
+        def __repr__(self) -> str:
+            return f"RemoteAgent({self.id!r})"
+
+    RemoteAgent.__module__, RemoteAgent.__qualname__ = "notebook_agents.runner", "RemoteAgent"
+    return RemoteAgent
 
 
 class RemoteConnection(ScriptProcess):
@@ -58,7 +67,7 @@ class RemoteConnection(ScriptProcess):
         self._span_receiver: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._agents: dict[str, RemoteAgent] = {}
+        self._agents: dict[str, Agent] = {}
         self._stopping = False
         self._connecting: asyncio.Task[None] | None = None
         self._exited: asyncio.Future[int] | None = None  # on the connection's loop
@@ -274,8 +283,10 @@ class RemoteConnection(ScriptProcess):
             self.trace.record_closed("user_initiated")
             await self.session.aclose()
 
-    def _agent(self, agent_id: str) -> RemoteAgent:
-        return self._agents.setdefault(agent_id, RemoteAgent(agent_id))
+    def _agent(self, agent_id: str) -> Agent:
+        if agent_id not in self._agents:
+            self._agents[agent_id] = remote_agent_class()(agent_id)  # type: ignore[call-arg]
+        return self._agents[agent_id]
 
 
 def _check_protocol(sdk: str, version: str) -> None:
