@@ -2,12 +2,14 @@
 an ``AgentServer`` or the runners a function makes (a fresh session each), as a table in a
 notebook and as tests under pytest."""
 
+from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
 from .run import run_scenario, run_suite
 from .suite_file import ScenarioSuite, ScriptedScenario, SuiteFileError, Turn, load_suite
 
 __all__ = [
+    "AgentNames",
     "Expectation",
     "ExpectationError",
     "Outcome",

@@ -1,12 +1,12 @@
 """What a suite's ``new_agent_type=`` names mean: the user's classes, looked up, never imported.
 
-A bare name (``Billing``) is the class of that name the scenario's server ran (its agents so
-far, and the classes they derive from), else the one the modules already imported hold (the
-user's server's and notebook's: ``sys.modules``). The package's own classes are never
-candidates. A dotted name (``clinic.Billing``) is looked up in the module already imported
-(``sys.modules``): a scenarios file is data, and naming a module never runs its code. Two
-candidates neither of which ran, a module not imported, a name nothing defines: each is a
-``SuiteFileError`` naming the file's line and the fix.
+A bare name (``Billing``) is the class of that name the scenario's server ran (the agents its
+turns so far handed between, and the classes they derive from), else the one the modules
+already imported hold (the user's server's and notebook's: ``sys.modules``). The package's own
+classes are never candidates. A dotted name (``clinic.Billing``) is looked up in the module
+already imported (``sys.modules``): a scenarios file is data, and naming a module never runs
+its code. Two candidates neither of which ran, a module not imported, a name nothing defines:
+each is a ``SuiteFileError`` naming the file's line and the fix.
 """
 
 from __future__ import annotations
