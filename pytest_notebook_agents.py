@@ -64,7 +64,7 @@ def _scenario_test(suite: ScenarioSuite, scenario: ScriptedScenario) -> Callable
         from notebook_agents.suites.run import _agents_named, _made, run_scenario
 
         made = _made(agent_server)
-        agents = _agents_named(suite, agent_server, made)
+        agents = _agents_named(suite, made)
         result = asyncio.run(run_scenario(scenario, made, agents=agents, judge_llm=judge_llm))
         if result.outcome is Outcome.NOT_RUNNABLE:
             pytest.skip(f"not runnable: {result.reason}")

@@ -108,7 +108,9 @@ class RaceCase:
     in_livekit_1_8_9: bool
     """whether livekit-agents 1.8.9 still shows it on OpenAI (measured: the tests assert it)"""
     scenario: Scenario
-    """runs the case's agents; reads ``harness.triggered`` for what differs in the control"""
+    """runs the case's agents, their classes made as it runs (the package defines no ``Agent``
+    class at import: a user's ``Billing`` never meets one of ours); reads
+    ``harness.triggered`` for what differs in the control"""
     detect: Detector
     trigger: Mapping[str, float | str] = field(default_factory=dict)
     """emulator settings (latency, faults) applied when triggered; the control runs without"""

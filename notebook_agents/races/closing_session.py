@@ -26,28 +26,26 @@ USES = (
 bookkeeping on close"""
 
 
-class Billing(Agent):
-    def __init__(self, model: llm.RealtimeModel | None) -> None:
-        super().__init__(
-            instructions="You are Billing. You handle invoices.", llm=model or NOT_GIVEN
-        )
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-
-class Reception(Agent):
-    def __init__(self, billing_model: llm.RealtimeModel) -> None:
-        super().__init__(instructions="You are the Reception. You route callers.")
-        self._billing_model = billing_model
-
-    @function_tool
-    async def transfer_to_billing(self) -> Agent:
-        """Hand the caller to billing."""
-        return Billing(self._billing_model)  # its own model: the Reception's session closes
-
-
 async def _scenario(harness: Harness) -> None:
+    class Billing(Agent):
+        def __init__(self, model: llm.RealtimeModel | None) -> None:
+            super().__init__(
+                instructions="You are Billing. You handle invoices.", llm=model or NOT_GIVEN
+            )
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply()
+
+    class Reception(Agent):
+        def __init__(self, billing_model: llm.RealtimeModel) -> None:
+            super().__init__(instructions="You are the Reception. You route callers.")
+            self._billing_model = billing_model
+
+        @function_tool
+        async def transfer_to_billing(self) -> Agent:
+            """Hand the caller to billing."""
+            return Billing(self._billing_model)  # its own model: the Reception's session closes
+
     reception = Reception(harness.model())
     await harness.start(reception, harness.model())
     if harness.triggered:

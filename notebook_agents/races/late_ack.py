@@ -13,25 +13,23 @@ from .case import RaceCase, RaceRun, RaceVerdict
 TIMED_OUT = ("update_chat_ctx timed out", "failed to update chat context")
 
 
-class Greeter(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Greeter. You welcome callers.")
-
-    @function_tool
-    async def transfer_to_weather(self) -> Agent:
-        """Hand the caller to the weather agent."""
-        return Weather()
-
-
-class Weather(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the weather agent. You tell the weather.")
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-
 async def _scenario(harness: Harness) -> None:
+    class Greeter(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="You are the Greeter. You welcome callers.")
+
+        @function_tool
+        async def transfer_to_weather(self) -> Agent:
+            """Hand the caller to the weather agent."""
+            return Weather()
+
+    class Weather(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="You are the weather agent. You tell the weather.")
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply()
+
     await harness.start(Greeter(), harness.model())  # Weather shares the model: reused
     await harness.say("transfer to weather")
 

@@ -13,39 +13,37 @@ from .case import RaceCase, RaceRun, RaceVerdict
 REFUSED = "an activity is already running"
 
 
-class Survey(AgentTask[str]):
-    def __init__(self, front: Agent) -> None:
-        super().__init__(instructions="You are the Survey. You ask one question.")
-        self._front = front
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-    @function_tool
-    async def transfer_back(self) -> Agent:
-        """Hand the caller back to the front desk."""
-        return self._front  # the agent the task paused: its activity still exists
-
-    @function_tool
-    async def finish_survey(self) -> None:
-        """End the survey."""
-        self.complete("done")
-
-
-class FrontDesk(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Front desk. You route callers.")
-        self.survey: Survey | None = None
-
-    @function_tool
-    async def take_survey(self) -> str:
-        """Run the caller through the survey."""
-        self.survey = Survey(self)
-        answer = await self.survey  # pauses this agent's activity until the task completes
-        return f"survey: {answer}"
-
-
 async def _scenario(harness: Harness) -> None:
+    class Survey(AgentTask[str]):
+        def __init__(self, front: Agent) -> None:
+            super().__init__(instructions="You are the Survey. You ask one question.")
+            self._front = front
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply()
+
+        @function_tool
+        async def transfer_back(self) -> Agent:
+            """Hand the caller back to the front desk."""
+            return self._front  # the agent the task paused: its activity still exists
+
+        @function_tool
+        async def finish_survey(self) -> None:
+            """End the survey."""
+            self.complete("done")
+
+    class FrontDesk(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="You are the Front desk. You route callers.")
+            self.survey: Survey | None = None
+
+        @function_tool
+        async def take_survey(self) -> str:
+            """Run the caller through the survey."""
+            self.survey = Survey(self)
+            answer = await self.survey  # pauses this agent's activity until the task completes
+            return f"survey: {answer}"
+
     front = FrontDesk()
     await harness.start(front, harness.model())
     await harness.say("take survey")

@@ -15,35 +15,33 @@ from .case import RaceCase, RaceRun, RaceVerdict
 FAILED = ("cannot schedule new speech", "session.run(")
 
 
-class Consent(AgentTask[bool]):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Consent check. You ask for consent.")
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-    @function_tool
-    async def consent_given(self) -> None:
-        """The caller consents."""
-        self.complete(True)
-
-
-class Intake(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Intake. You register callers.")
-
-    async def on_enter(self) -> None:
-        # a reply that predates any run: its tool starts the AgentTask handoff
-        self.session.generate_reply(user_input="ask consent")
-
-    @function_tool
-    async def ask_consent(self) -> str:
-        """Ask the caller for consent."""
-        given = await Consent()
-        return f"consent: {given}"
-
-
 async def _scenario(harness: Harness) -> None:
+    class Consent(AgentTask[bool]):
+        def __init__(self) -> None:
+            super().__init__(instructions="You are the Consent check. You ask for consent.")
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply()
+
+        @function_tool
+        async def consent_given(self) -> None:
+            """The caller consents."""
+            self.complete(True)
+
+    class Intake(Agent):
+        def __init__(self) -> None:
+            super().__init__(instructions="You are the Intake. You register callers.")
+
+        async def on_enter(self) -> None:
+            # a reply that predates any run: its tool starts the AgentTask handoff
+            self.session.generate_reply(user_input="ask consent")
+
+        @function_tool
+        async def ask_consent(self) -> str:
+            """Ask the caller for consent."""
+            given = await Consent()
+            return f"consent: {given}"
+
     await harness.start(Intake(), harness.model())  # no capture_run: #6313's setup
     await harness.say("hello")  # while the handoff to the Consent task is under way
     await harness.say("consent given")

@@ -22,30 +22,6 @@ BATCHED = "route and save note"
 TWICE = "route twice"
 
 
-class Greeter(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Greeter. You welcome callers.")
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-
-class Router(Agent):
-    def __init__(self) -> None:
-        super().__init__(instructions="You are the Router. You route callers.")
-
-    @function_tool
-    async def route(self) -> Agent:
-        """Hand the caller to the greeter."""
-        return Greeter()
-
-    @function_tool
-    async def save_note(self) -> str:
-        """Save a note about the caller."""
-        await asyncio.sleep(SIBLING_S)  # the agent's own work: it finishes after the handoff
-        return "saved"
-
-
 def batch_rule(ctx: ReplyContext) -> Reply | None:
     """The model's parallel calls: ``route`` with ``save_note``, or ``route`` twice."""
     if ctx.user_text == BATCHED:
@@ -57,6 +33,28 @@ def batch_rule(ctx: ReplyContext) -> Reply | None:
 
 def _batched(text: str) -> Scenario:
     async def scenario(harness: Harness) -> None:
+        class Greeter(Agent):
+            def __init__(self) -> None:
+                super().__init__(instructions="You are the Greeter. You welcome callers.")
+
+            async def on_enter(self) -> None:
+                self.session.generate_reply()
+
+        class Router(Agent):
+            def __init__(self) -> None:
+                super().__init__(instructions="You are the Router. You route callers.")
+
+            @function_tool
+            async def route(self) -> Agent:
+                """Hand the caller to the greeter."""
+                return Greeter()
+
+            @function_tool
+            async def save_note(self) -> str:
+                """Save a note about the caller."""
+                await asyncio.sleep(SIBLING_S)  # the agent's own work: it ends after the handoff
+                return "saved"
+
         await harness.start(Router(), harness.model())
         await harness.say(text if harness.triggered else "route")
 

@@ -38,29 +38,27 @@ WAITED = "timed out waiting for realtime auto tool reply"
 BOB = "You are Bob. You handle billing."
 
 
-class Bob(Agent):
-    def __init__(self, tools: list[llm.Tool | llm.Toolset]) -> None:
-        # Alice's tool objects: livekit keeps a Gemini session only for the same tools
-        super().__init__(instructions=BOB, tools=tools)
-
-    async def on_enter(self) -> None:
-        self.session.generate_reply()
-
-
-class Alice(Agent):
-    def __init__(self, with_reply: bool) -> None:
-        super().__init__(instructions="You are Alice. You greet callers.")
-        self._with_reply = with_reply
-
-    @function_tool
-    async def transfer_to_bob(self) -> Agent | tuple[Agent, str]:
-        """Hand the caller to Bob for billing."""
-        bob = Bob(list(self.tools))  # the same model and tools: the session is reused
-        # a tool output the model is to answer: the reply that may race the swap
-        return (bob, TOOL_REPLY) if self._with_reply else bob
-
-
 async def _scenario(harness: Harness) -> None:
+    class Bob(Agent):
+        def __init__(self, tools: list[llm.Tool | llm.Toolset]) -> None:
+            # Alice's tool objects: livekit keeps a Gemini session only for the same tools
+            super().__init__(instructions=BOB, tools=tools)
+
+        async def on_enter(self) -> None:
+            self.session.generate_reply()
+
+    class Alice(Agent):
+        def __init__(self, with_reply: bool) -> None:
+            super().__init__(instructions="You are Alice. You greet callers.")
+            self._with_reply = with_reply
+
+        @function_tool
+        async def transfer_to_bob(self) -> Agent | tuple[Agent, str]:
+            """Hand the caller to Bob for billing."""
+            bob = Bob(list(self.tools))  # the same model and tools: the session is reused
+            # a tool output the model is to answer: the reply that may race the swap
+            return (bob, TOOL_REPLY) if self._with_reply else bob
+
     options: dict[str, Any] = {}
     if harness.provider == "gemini" and not harness.triggered:
         # livekit's own advice: a NON_BLOCKING tool's result that wants no reply (the agent

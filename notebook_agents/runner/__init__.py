@@ -1,11 +1,22 @@
 """The notebook runner: an unmodified LiveKit ``AgentServer`` inside a Jupyter kernel."""
 
+from typing import Any
+
 from ._core import RunnerState
 from ._interface import AgentRunner
 from ._playback import Recording
-from .agent_process import AgentProcess, RemoteAgent
+from .agent_process import AgentProcess
 from .errors import AudioError, RunnerError, TurnError, TurnStopped
 from .notebook_runner import NotebookRunner, run_app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RemoteAgent":  # made on first use: the package defines no Agent class at import
+        from ._remote_connection import remote_agent_class
+
+        return remote_agent_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AgentProcess",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import json
 import signal
 import threading
 from typing import Any
@@ -25,7 +27,7 @@ from ..trace import TraceEvent
 from ..trace.otlp import spans_of_otlp
 from ..trace.remote_items import chat_item
 from ._core import RunnerState, fails_turn
-from ._livekit_console import SPANS_PATH
+from ._livekit_console import AGENTS_PATH, SPANS_PATH
 from ._script_process import ScriptProcess, _exit_reason
 from .errors import RunnerError
 
@@ -34,15 +36,23 @@ _EXIT_AFTER_HANG_UP_S = 2.0
 """how long a hang-up waits for the agent's process to exit, to say why by its exit"""
 
 
-class RemoteAgent(Agent):
-    """An agent of the other process, in a ``RunResult``'s handoff: the protocol reports only
-    its ``id`` (livekit's default is the class name in snake_case)."""
+@functools.cache
+def remote_agent_class() -> type[Agent]:
+    """``RemoteAgent``, made on first use: the package defines no ``Agent`` class at import,
+    so a user's agents never meet one of ours by name."""
 
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(instructions="", id=agent_id)
+    class RemoteAgent(Agent):
+        """An agent of the other process, in a ``RunResult``'s handoff: the protocol reports
+        only its ``id`` (livekit's default is the class name in snake_case)."""
 
-    def __repr__(self) -> str:
-        return f"RemoteAgent({self.id!r})"
+        def __init__(self, agent_id: str) -> None:
+            super().__init__(instructions="", id=agent_id)
+
+        def __repr__(self) -> str:
+            return f"RemoteAgent({self.id!r})"
+
+    RemoteAgent.__module__, RemoteAgent.__qualname__ = "notebook_agents.runner", "RemoteAgent"
+    return RemoteAgent
 
 
 class RemoteConnection(ScriptProcess):
@@ -58,7 +68,9 @@ class RemoteConnection(ScriptProcess):
         self._span_receiver: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._agents: dict[str, RemoteAgent] = {}
+        self._agents: dict[str, Agent] = {}
+        self._agent_classes: dict[str, str] = {}
+        """each agent's class (``module:qualname``) by its id, as the agent's process says"""
         self._stopping = False
         self._connecting: asyncio.Task[None] | None = None
         self._exited: asyncio.Future[int] | None = None  # on the connection's loop
@@ -83,7 +95,8 @@ class RemoteConnection(ScriptProcess):
             reader, writer = await self._dialed(self._exited)
             transport = livekit.accepted_transport(reader, writer, self._hung_up_soon)
             self.session = remote = RemoteSession(transport)
-            self.trace.attach_remote(remote)  # before the first report is read
+            # before the first report is read
+            self.trace.attach_remote(remote, agent_classes=self._agent_classes)
             self.trace.subscribe(self._on_reported_problem)  # delivered on this loop
             remote.on("conversation_item_added", self._on_greeting_item)
             remote.on("agent_state_changed", self._on_greeting_state)
@@ -107,6 +120,7 @@ class RemoteConnection(ScriptProcess):
         assert self._spans_listener is not None
         app = web.Application()
         app.router.add_post(SPANS_PATH, self._on_spans)
+        app.router.add_post(AGENTS_PATH, self._on_agent_class)
         self._span_receiver = receiver = web.AppRunner(app, access_log=None)
         await receiver.setup()
         await web.SockSite(receiver, self._spans_listener).start()
@@ -119,6 +133,21 @@ class RemoteConnection(ScriptProcess):
         for span in spans:
             self.trace._add_span(span)
         return web.Response(body=_OTLP_ACCEPTED, content_type="application/x-protobuf")
+
+    async def _on_agent_class(self, request: web.Request) -> web.Response:
+        """An agent's class, as it starts (``_livekit_console``): the trace names it so."""
+        try:
+            said = json.loads(await request.read())
+        except ValueError:
+            said = None
+        if not (
+            isinstance(said, dict)
+            and isinstance(said.get("id"), str)
+            and isinstance(said.get("class"), str)
+        ):
+            raise web.HTTPBadRequest(text='send {"id": "...", "class": "module:qualname"}')
+        self._agent_classes[said["id"]] = said["class"]
+        return web.Response()
 
     async def _dialed(
         self, exited: asyncio.Future[int] | None
@@ -274,8 +303,10 @@ class RemoteConnection(ScriptProcess):
             self.trace.record_closed("user_initiated")
             await self.session.aclose()
 
-    def _agent(self, agent_id: str) -> RemoteAgent:
-        return self._agents.setdefault(agent_id, RemoteAgent(agent_id))
+    def _agent(self, agent_id: str) -> Agent:
+        if agent_id not in self._agents:
+            self._agents[agent_id] = remote_agent_class()(agent_id)  # type: ignore[call-arg]
+        return self._agents[agent_id]
 
 
 def _check_protocol(sdk: str, version: str) -> None:

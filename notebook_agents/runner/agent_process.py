@@ -39,7 +39,6 @@ from typing_extensions import Self
 
 from ..trace import Trace
 from ._core import RunnerState
-from ._remote_connection import RemoteAgent
 from ._remote_turns import RemoteTurns
 from ._script_process import _REPR_CHARS, HOST, _cut
 from .errors import RunnerError
@@ -47,7 +46,7 @@ from .errors import RunnerError
 if TYPE_CHECKING:
     from ..emulator import Emulator
 
-__all__ = ["AgentProcess", "RemoteAgent"]
+__all__ = ["AgentProcess"]
 
 
 class AgentProcess(RemoteTurns):

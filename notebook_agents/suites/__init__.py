@@ -2,6 +2,7 @@
 an ``AgentServer`` or the runners a function makes (a fresh session each), as a table in a
 notebook and as tests under pytest."""
 
+from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
 from .run import run_scenario, run_suite
@@ -15,6 +16,7 @@ from .suite_file import (
 )
 
 __all__ = [
+    "AgentNames",
     "Expectation",
     "ExpectationError",
     "Outcome",

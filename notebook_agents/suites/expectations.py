@@ -3,22 +3,19 @@ as in a livekit eval (``next_event().is_function_call(name="lookup_weather")``),
 
 The text is parsed (never evaluated): each call must be one of livekit's assertion methods with
 keyword arguments it takes, each value a literal, except ``new_agent_type=`` (an ``Agent``
-class, by name: livekit's, or the framework's the runner runs, e.g. VideoSDK's) and ``judge``'s
-model (``llm``: the suite's judge model).
+class, by name: what the name means is ``agent_names``'s) and ``judge``'s model (``llm``: the
+suite's judge model).
 """
 
 from __future__ import annotations
 
 import ast
-import difflib
-import importlib
 import inspect
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from livekit.agents import Agent, RunResult
+from livekit.agents import AgentHandoffEvent, RunResult
 from livekit.agents.llm import LLM
 from livekit.agents.voice import run_result
 
@@ -40,8 +37,6 @@ METHODS: dict[str, inspect.Signature] = {
 what each takes"""
 JUDGE_MODEL = "llm"
 """how an expectation names the suite's judge model: ``judge(llm, intent="...")``"""
-_NEAR_MISS = 0.8
-"""how alike (difflib's ratio) a class defined anywhere must be to be suggested for a name"""
 _PREFIXES = ("await ", "result.expect", "expect")
 
 
@@ -89,10 +84,16 @@ class Expectation:
                 target = target[call.index]
                 continue
             kwargs = dict(call.kwargs)
-            if "new_agent_type" in kwargs:
-                kwargs["new_agent_type"] = agents[kwargs["new_agent_type"]]
+            expected = agents[kwargs["new_agent_type"]] if "new_agent_type" in kwargs else None
+            if expected is not None:
+                kwargs["new_agent_type"] = expected
             args = (judge,) if call.judged else ()
-            target = getattr(target, call.method)(*args, **kwargs)
+            try:
+                target = getattr(target, call.method)(*args, **kwargs)
+            except AssertionError as e:
+                if expected is None:
+                    raise
+                raise AssertionError(_two_of_a_name(str(e), expected, result)) from None
             if inspect.isawaitable(target):
                 target = await target
 
@@ -200,75 +201,30 @@ def _value(key: str, node: ast.expr, text: str) -> Any:
         ) from None
 
 
-def agent_classes(
-    names: list[str], home: str | None, base: type[Any] = Agent
-) -> dict[str, type[Any]]:
-    """Each ``new_agent_type`` name as its agent class, a subclass of ``base`` (livekit's
-    ``Agent``, or the runner's ``agent_base``): a dotted one imported; a bare one from
-    ``home`` (the module defining the server), else the one such class of that name defined
-    so far. ``ExpectationError`` names the fix."""
-    return {name: _agent_class(name, home, base) for name in names}
+def dotted(cls: type[Any]) -> str:
+    """``module.Class``: a class as a scenarios file names it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _agent_class(name: str, home: str | None, base: type[Any]) -> type[Any]:
-    module_name, _, attr = name.rpartition(".")
-    if module_name:
-        try:
-            value = getattr(importlib.import_module(module_name), attr, None)
-        except ImportError as e:
-            raise ExpectationError(
-                f"new_agent_type={name}: cannot import {module_name}: {e}"
-            ) from None
-        if isinstance(value, type) and issubclass(value, base):
-            return value
-        module = sys.modules.get(module_name)
-        raise ExpectationError(
-            f"new_agent_type={name}: {module_name} has no Agent class {attr}"
-            f"{_did_you_mean(attr, _agents_in(module, base))}"
-        )
-    home_module = sys.modules.get(home or "")
-    value = getattr(home_module, name, None)
-    if isinstance(value, type) and issubclass(value, base):
-        return value
-    found = {f"{c.__module__}.{c.__qualname__}": c for c in _subclasses(base) if c.__name__ == name}
-    if len(found) == 1:
-        return next(iter(found.values()))
-    if found:
-        raise ExpectationError(
-            f"new_agent_type={name}: several: {', '.join(sorted(found))}; write the class's "
-            f"dotted path, e.g. new_agent_type={min(found)}"
-        )
-    # the process holds many classes (livekit's own, other cells' and tests'): from those,
-    # only a near miss is suggested
-    near = _did_you_mean(name, _agents_in(home_module, base)) or _did_you_mean(
-        name, [c.__name__ for c in _subclasses(base)], _NEAR_MISS
-    )
-    raise ExpectationError(
-        f"new_agent_type={name}: none is defined{near or '.'} If it is defined elsewhere, "
-        f"write its dotted path, e.g. new_agent_type=my_agents.{name}"
-    )
-
-
-def _did_you_mean(name: str, candidates: list[str], cutoff: float = 0.6) -> str:
-    """``"; did you mean WeatherAgent?"`` for the candidate closest to ``name`` if one is as
-    alike as ``cutoff`` (difflib's ratio; its default), else ``""``."""
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=cutoff)
-    return f"; did you mean {close[0]}?" if close else ""
-
-
-def _agents_in(module: Any, base: type[Any]) -> list[str]:
-    """The names of the ``base`` subclasses an imported module holds (``base`` aside)."""
-    if module is None:
-        return []
-    return [
-        key
-        for key, value in vars(module).items()
-        if isinstance(value, type) and issubclass(value, base) and value is not base
-    ]
-
-
-def _subclasses(cls: type[Any]) -> list[type[Any]]:
-    found = []
-    for sub in cls.__subclasses__():
-        found += [sub, *_subclasses(sub)]
-    return found
+def _two_of_a_name(message: str, expected: type[Any], result: RunResult[Any]) -> str:
+    """livekit's message for a handoff to another class than ``expected``, with both classes'
+    modules when their names are the same (livekit's reads "Expected new_agent 'Billing', got
+    'Billing'")."""
+    name = expected.__name__
+    others = {
+        type(event.new_agent)
+        for event in result.events
+        if isinstance(event, AgentHandoffEvent)
+        and type(event.new_agent).__name__ == name
+        and not isinstance(event.new_agent, expected)
+    }
+    if not others:
+        return message
+    got = ", ".join(sorted(dotted(cls) for cls in others))
+    said = f"new_agent {dotted(expected)}, got {got}: two classes named {name}"
+    first, _, rest = message.partition("\n")
+    if first == f"Expected new_agent '{name}', got '{name}'":
+        first = f"Expected {said}"
+    else:  # a range's search (contains_agent_handoff) says only that none matched
+        first = f"{first} (expected {said})"
+    return f"{first}\n{rest}" if rest else first

@@ -17,7 +17,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Protocol, cast, runtime_checkable
 
 from google.protobuf import json_format
@@ -34,7 +34,8 @@ from livekit.agents.types import ATTRIBUTE_SIMULATOR_DISPATCH
 from .. import _livekit_internals as livekit
 from ..runner import AgentRunner, NotebookRunner, RunnerError, RunnerState
 from ..runner.notebook_runner import Entrypoint
-from .expectations import JUDGE_MODEL, ExpectationError, agent_classes
+from .agent_names import AgentNames
+from .expectations import JUDGE_MODEL, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
 from .suite_file import ScenarioSuite, ScriptedScenario, Turn, load_suite
 
@@ -85,11 +86,11 @@ async def run_suite(
     loaded = suite if isinstance(suite, ScenarioSuite) else load_suite(suite)
     run_id = f"notebook-{uuid.uuid4().hex[:8]}"
     result = SuiteResult(loaded.name)
-    agents: dict[str, type[Any]] | None = None
+    agents: AgentNames | None = None
     for scenario in loaded.scenarios:
         made = _made(server)
         if agents is None:  # before anything runs: the first one made says whose agents
-            agents = _agents_named(loaded, server, made)
+            agents = _agents_named(loaded, made)
         outcome = await run_scenario(
             scenario, made, agents=agents, judge_llm=judge_llm, run_id=run_id
         )
@@ -103,13 +104,13 @@ async def run_scenario(
     scenario: ScriptedScenario,
     server: AgentServer | AgentRunner,
     *,
-    agents: Mapping[str, type[Any]],
+    agents: AgentNames,
     judge_llm: LLM[Any] | None = None,
     run_id: str = "",
 ) -> ScenarioResult:
     """One scenario on a fresh runner of ``server`` (or on ``server``, a runner not started
     yet): started, its turns run and checked, a server's ``on_simulation_end`` called,
-    stopped."""
+    stopped. ``agents`` says what its ``new_agent_type=`` names mean (``_agents_named``)."""
     began = time.perf_counter()
     result = ScenarioResult(scenario.label, Outcome.PASSED)
     why_not = _not_runnable(scenario, judge_llm)
@@ -149,7 +150,7 @@ async def _play(
     runner: AgentRunner,
     scenario: ScriptedScenario,
     result: ScenarioResult,
-    agents: Mapping[str, type[Any]],
+    agents: AgentNames,
     judge_llm: LLM[Any] | None,
 ) -> None:
     """The turns in order, each checked as it ends; the first failure ends the scenario (a
@@ -162,9 +163,12 @@ async def _play(
             result.reason = f"turn {index} ({turn.said}): {e}"
             return
         result.results.append(run)
-        for expectation in turn.expect:
+        for number, expectation in enumerate(turn.expect):
+            # what its names mean once the turn has run: the classes the scenario ran first
+            at = agents.at(scenario, index, number)
+            classes = agents.classes(expectation, at, result.results)
             try:
-                await expectation.check(run, agents, judge_llm)
+                await expectation.check(run, classes, judge_llm)
             except AssertionError as e:
                 result.outcome, result.turn = Outcome.FAILED, index
                 result.expectation = expectation.text
@@ -244,24 +248,11 @@ def _made(source: ServerSource) -> AgentServer | AgentRunner:
     )
 
 
-def _agents_named(
-    suite: ScenarioSuite, source: ServerSource, made: AgentServer | AgentRunner
-) -> dict[str, type[Any]]:
-    """The agent classes the suite's expectations name (livekit's ``Agent``s, or those of
-    the framework of the runner ``source`` ``made``), found before anything runs: a bare name
-    where the server's entrypoint (or the runner's) is defined, else the function making it."""
-    names = [name for s in suite.scenarios for e in s.expectations for name in e.agent_types]
-    defined = livekit.entrypoint_of(source) if isinstance(source, AgentServer) else source
-    defined = getattr(made, "entrypoint", None) or defined  # a runner's job (VideoSDKRunner)
-    home = getattr(defined, "__module__", None)
-    base = made.agent_base if isinstance(made, AgentRunner) else Agent
-    classes: dict[str, type[Any]] = {}
-    for name in dict.fromkeys(names):  # in the file's order: the first mistake is named
-        try:
-            classes.update(agent_classes([name], home, base))
-        except ExpectationError as e:
-            raise suite.error(suite.naming(name), str(e)) from None
-    return classes
+def _agents_named(suite: ScenarioSuite, made: AgentServer | AgentRunner) -> AgentNames:
+    """What the suite's ``new_agent_type=`` names mean: livekit's ``Agent``s, or those of
+    the framework of the runner ``made`` (its ``agent_base``); checked before anything runs,
+    resolved as each expectation is checked."""
+    return AgentNames(suite, made.agent_base if isinstance(made, AgentRunner) else Agent)
 
 
 def _dispatch(scenario: ScriptedScenario, run_id: str, spoken: bool) -> SimulationDispatch:

@@ -26,6 +26,20 @@ def agent_label(agent: Agent) -> str:
     return _label(type(agent).__name__, agent.id)
 
 
+def class_path(agent: object) -> str:
+    """The agent's class as ``module:qualname`` (a handoff's ``to_class``), whichever
+    framework's agent it is."""
+    return f"{type(agent).__module__}:{type(agent).__qualname__}"
+
+
+def label_of(agent_id: str, to_class: str | None) -> str:
+    """``agent_label`` of an agent known by its id and class (``module:qualname``), as another
+    process reports it; its id when its class is not known."""
+    if to_class is None:
+        return agent_id
+    return _label(to_class.rpartition(":")[2].rpartition(".")[2], agent_id)
+
+
 def activity_label(activity: AgentActivity | None) -> str | None:
     """The label of an activity's agent (None: no agent was running)."""
     return agent_label(activity.agent) if activity is not None else None

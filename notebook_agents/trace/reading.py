@@ -39,6 +39,7 @@ from ..modes import ContextMode, SessionMode
 from .describe import (
     activity_label,
     agent_label,
+    class_path,
     conversation_items,
     describe_item,
     error_text,
@@ -459,12 +460,14 @@ def handoff_data(
     data: HandoffData = {
         "from": agent_label(old) if old is not None else None,
         "to": agent_label(new) if new is not None else None,
+        "from_id": old.id if old is not None else None,
+        "to_id": new.id if new is not None else None,
         "session": None,
         "context": None,
     }
     if new is not None:
         # the agent's code, so a graph of the app can be drawn from a trace alone
-        data["to_class"] = f"{type(new).__module__}:{type(new).__qualname__}"
+        data["to_class"] = class_path(new)
         # what the new agent starts from, so a replay can show each agent's context at any time
         data["context_items"] = [describe_item(item) for item in new_items]
     if old is not None and new is not None:

@@ -4,7 +4,9 @@ An agent run with livekit's console transport reports its session over the ``lk.
 protocol (livekit's ``SessionHost``); ``RemoteSession`` emits each report. They become the same
 kinds, with the same data, as a session in the kernel gives (``reading``), each exactly once.
 The protocol carries less than the session itself, and the trace says so rather than guess:
-agents are named by their ``id`` (livekit's default is the class name in snake_case), a
+it reports agents by their ``id``, so their classes come from the agent's process beside it
+(``AgentProcess`` has its script say each as it starts): an agent whose class is known is
+named as in the kernel, one whose is not (an agent started by hand) by its id; a
 handoff's realtime session and context modes are None (unknown), and an agent message's
 ``source`` and ``phase`` are read from its place in the conversation (after a handoff and
 before the user speaks: ``on_enter``; after a tool's output in the same turn: ``tool_reply``).
@@ -13,13 +15,13 @@ before the user speaks: ``on_enter``; after a tool's output in the same turn: ``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from livekit.agents import llm
 from livekit.agents.voice.remote_session import RemoteSession
 from livekit.protocol.agent_pb import agent_session as agent_pb
 
-from .describe import message_metrics, message_text
+from .describe import label_of, message_metrics, message_text
 from .foreign import ForeignReader
 from .recorder import error_data, given
 from .remote_items import chat_item
@@ -42,8 +44,10 @@ _REPORTED_ERROR = re.compile(r"\berror=(\w+)\(")
 class RemoteReader(ForeignReader):
     """Listens to one ``RemoteSession``; ``detach`` stops it."""
 
-    def __init__(self) -> None:
+    def __init__(self, agent_classes: Mapping[str, str] | None = None) -> None:
         super().__init__()
+        self._classes: Mapping[str, str] = agent_classes if agent_classes is not None else {}
+        """each agent's class (``module:qualname``) by its id, as far as it is known"""
         self._stop_listening: Callable[[], None] = lambda: None
         self._seen: set[object] = set()  # item ids, and ("call" | "output", call_id)
         self._entering = False  # a handoff came and the user has not spoken since
@@ -119,13 +123,19 @@ class RemoteReader(ForeignReader):
             )
 
     def _on_handoff(self, item: llm.AgentHandoff) -> None:
+        old, new = item.old_agent_id, item.new_agent_id
+        to_class = self._classes.get(new)
         data: HandoffData = {
-            "from": item.old_agent_id,
-            "to": item.new_agent_id,
+            "from": label_of(old, self._classes.get(old)) if old is not None else None,
+            "to": label_of(new, to_class),
+            "from_id": old,
+            "to_id": new,
             "session": None,  # reused or fresh: the protocol does not say
             "context": None,
         }
-        self.agent = item.new_agent_id
+        if to_class is not None:
+            data["to_class"] = to_class
+        self.agent = data["to"]
         self._entering, self._tool_output_this_turn = True, False
         self._capture("handoff", data)
 

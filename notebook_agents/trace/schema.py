@@ -133,6 +133,8 @@ HandoffData = TypedDict(
     {
         "from": str | None,
         "to": str | None,
+        "from_id": NotRequired[str | None],
+        "to_id": NotRequired[str | None],
         "to_class": NotRequired[str],
         "session": SessionMode | None,
         "context": ContextMode | None,
@@ -148,7 +150,10 @@ HandoffData = TypedDict(
 and its starting ``context_items``; a handoff between two agents has all keys but the last
 two, which a reused session whose server keeps every turn (Gemini Live) adds: the old
 agent's items the model kept that livekit's context lacks, and livekit's own reading of the
-context when the model's (``context``) differs from it."""
+context when the model's (``context``) differs from it. ``from`` and ``to`` are the agents'
+labels (``describe.agent_label``: the class's name unless livekit's id is the agent's own),
+``from_id`` and ``to_id`` livekit's ids (``Agent.id``), ``to_class`` the class as
+``module:qualname``; traces saved before the ids were kept lack them."""
 
 
 class ContextChangedData(TypedDict):

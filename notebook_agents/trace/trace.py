@@ -231,10 +231,15 @@ class Trace:
         """Start recording ``session``; call before ``session.start`` to see everything."""
         self._reader.attach(session)
 
-    def attach_remote(self, remote: RemoteSession) -> None:
+    def attach_remote(
+        self, remote: RemoteSession, *, agent_classes: Mapping[str, str] | None = None
+    ) -> None:
         """Start recording an agent in another process, through livekit's ``RemoteSession``
-        (``AgentProcess`` does): the same kinds of event, from what the process reports."""
-        self.attach_reader(RemoteReader()).attach(remote)
+        (``AgentProcess`` does): the same kinds of event, from what the process reports.
+        ``agent_classes`` (read as each agent starts) gives each agent's class by its id, as
+        ``module:qualname``: the protocol reports ids only, so without it agents are named by
+        their ids."""
+        self.attach_reader(RemoteReader(agent_classes)).attach(remote)
 
     def attach_reader(self, reader: Reader) -> Reader:
         """Record what ``reader`` reads of a session outside this kernel's livekit (another

@@ -29,6 +29,7 @@ from videosdk.agents import Agent, AgentSession
 from videosdk.agents.event_bus import get_current_event_bus
 from videosdk.agents.llm.context.items import ChatMessage, FunctionCall, FunctionCallOutput
 
+from ..trace.describe import class_path
 from ..trace.foreign import ForeignReader
 from ..trace.reading import context_mode
 from ..trace.recorder import error_data, given
@@ -313,9 +314,11 @@ class VideoSDKReader(ForeignReader):
         data: HandoffData = {
             "from": self.agent,
             "to": label,
+            "from_id": str(old.id) if old is not None else None,
+            "to_id": str(agent.id),
             "session": None,
             "context": None,
-            "to_class": f"{type(agent).__module__}:{type(agent).__qualname__}",
+            "to_class": class_path(agent),
             "context_items": [item_data(item) for item in new_items],
         }
         if old is not None:

@@ -40,8 +40,8 @@ def assert_trace_matches_history(
     events: list[TraceEvent], history: list[llm.ChatItem]
 ) -> list[tuple[str | None, str]]:
     """The trace of a remote session against the agent's own history: every event valid, every
-    message once in the session's order, every tool call and output, each handoff; returns the
-    handoffs (from, to)."""
+    message once in the session's order, every tool call and output, each handoff (by
+    livekit's ids); returns the handoffs (from, to)."""
     for event in events:
         check_event_data(event.kind, event.data)
     said = [(i.role, i.id) for i in history if isinstance(i, llm.ChatMessage)]
@@ -60,7 +60,7 @@ def assert_trace_matches_history(
     handoffs = [
         (i.old_agent_id, i.new_agent_id) for i in history if isinstance(i, llm.AgentHandoff)
     ]
-    assert [(e.data["from"], e.data["to"]) for e in events if e.kind == "handoff"] == handoffs
+    assert [(e.data["from_id"], e.data["to_id"]) for e in events if e.kind == "handoff"] == handoffs
     return handoffs
 
 
@@ -127,6 +127,11 @@ async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
     events = greeter.trace.events
     handoffs = assert_trace_matches_history(events, history)
     assert handoffs == [(None, "greeter_agent"), ("greeter_agent", "weather_agent")]
+    # named as in the kernel: by class (the script says each agent's as it starts)
+    assert [(e.agent, e.data["to_class"]) for e in events if e.kind == "handoff"] == [
+        ("GreeterAgent", "tests.upstream.greeter_weather:GreeterAgent"),
+        ("WeatherAgent", "tests.upstream.greeter_weather:WeatherAgent"),
+    ]
     # the greetings are each agent's on_enter; the reply to the weather lookup the tool's
     said_how = [(e.data["phase"], e.data["source"]) for e in events if e.kind == "agent_message"]
     assert said_how == [
@@ -138,7 +143,7 @@ async def test_upstream_agents_hand_off_and_the_trace_matches_their_history(
 
     # every view and analysis reads it as a kernel session's trace
     analysis = TraceAnalysis(events)
-    assert [h.target for h in analysis.handoffs] == ["greeter_agent", "weather_agent"]
+    assert [h.target for h in analysis.handoffs] == ["GreeterAgent", "WeatherAgent"]
     assert [h.label for h in analysis.handoffs] == ["", "mode unknown"]  # protocol says neither
     loaded = Trace.load(greeter.trace.save(tmp_path / "remote.jsonl"))
     assert [e.to_record() for e in loaded.events] == [e.to_record() for e in events]
@@ -178,7 +183,7 @@ async def test_livekit_spans_come_over_and_split_its_turns_and_handoffs_into_pha
     assert update.attributes["lk.agent_label"] == "weather_agent"
     assert 0 < update.start < update.end < greeter.trace.now()  # on the trace's clock
     handoff = next(b for b in breakdowns(greeter.trace) if b.kind == "handoff")
-    assert handoff.label == "greeter_agent → weather_agent · unknown"
+    assert handoff.label == "GreeterAgent → WeatherAgent · unknown"
     # livekit's steps of it, from its spans (which of them were critical varies with the run)
     named = {p.name for p in handoff.phases}
     assert {"tool_return", "on_exit", "drain", "session_update", "on_enter"} <= named
@@ -414,7 +419,7 @@ async def test_the_checking_guides_example_runs_as_written(
     )
     monkeypatch.chdir(tmp_path)
     await run(block, {}, page)
-    assert "['greeter_agent', 'weather_agent']" in capsys.readouterr().out
+    assert "['GreeterAgent', 'WeatherAgent']" in capsys.readouterr().out
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -501,16 +506,14 @@ async def test_the_views_that_take_a_runner_take_an_agent_process(greeter: Agent
     graph = AgentGraphView(greeter)  # follows its trace, as a NotebookRunner's
     weather = asyncio.Event()  # the weather agent has spoken
     greeter.trace.subscribe(
-        lambda e: (
-            weather.set() if e.kind == "agent_message" and e.agent == "weather_agent" else None
-        )
+        lambda e: weather.set() if e.kind == "agent_message" and e.agent == "WeatherAgent" else None
     )
     turn = chat.say("transfer to weather")
     assert turn is not None
     await asyncio.wait_for(finished(chat, turn, weather), 30)
     assert chat.pending == 0 and chat.error == ""
     lines = browser.lines()
-    greeting = ("greeter_agent", "You are a friendly greeter. How can I help you?")
-    weather_said = next(i for i, (who, _) in enumerate(lines) if who == "weather_agent")
+    greeting = ("GreeterAgent", "You are a friendly greeter. How can I help you?")
+    weather_said = next(i for i, (who, _) in enumerate(lines) if who == "WeatherAgent")
     assert greeting in lines[:weather_said] and ("you", "transfer to weather") in lines
-    assert graph.trace is greeter.trace and graph.current == "weather_agent"
+    assert graph.trace is greeter.trace and graph.current == "WeatherAgent"

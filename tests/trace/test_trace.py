@@ -290,8 +290,8 @@ async def test_handoff_event_says_how_the_session_and_context_moved(
 
     start, handoff = trace.of_kind("handoff")
     assert start.data == {
-        "from": None, "to": "Alice", "to_class": f"{__name__}:Alice", "session": None,
-        "context": None, "context_items": [],
+        "from": None, "to": "Alice", "from_id": None, "to_id": "alice",
+        "to_class": f"{__name__}:Alice", "session": None, "context": None, "context_items": [],
     }  # fmt: skip
     assert start.agent == "Alice"
     assert handoff.agent == "Bob"
@@ -424,6 +424,7 @@ async def test_agents_are_labelled_by_class_name_unless_given_an_id(models: Make
 
     handoff = trace.of_kind("handoff")[-1]
     assert (handoff.data["from"], handoff.data["to"]) == ("Alice", "concierge")
+    assert (handoff.data["from_id"], handoff.data["to_id"]) == ("alice", "concierge")
     assert spoken(trace)["Bob here."] == ("concierge", "say", "on_enter")
     assert {e.agent for e in trace.events if e.seq < handoff.seq} == {"Alice"}
     assert trace_module.agent_label(Agent(instructions="plain")) == "Agent"

@@ -113,6 +113,13 @@ async def test_a_typed_session_with_a_tool_and_a_handoff_is_traced_exactly_once(
         (None, "FrontDesk"),
         ("FrontDesk", "Billing"),
     ]
+    # VideoSDK's own ids beside the names (its default is a random UUID), as every runner keeps
+    front_desk, billing = (h["to_id"] for h in handoffs)
+    assert [(h["from_id"], h["to_id"]) for h in handoffs] == [
+        (None, front_desk),
+        (front_desk, billing),
+    ]
+    assert front_desk and billing and front_desk != billing
     # Billing inherits FrontDesk's context (inherit_context=True): copied, on no realtime model
     assert handoffs[1]["context"] == "copied" and handoffs[1]["session"] == "none"
     messages = [e for e in events if e.kind in ("user_message", "agent_message")]
