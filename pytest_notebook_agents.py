@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from notebook_agents.suites.run import ServerSource
-    from notebook_agents.suites.suite_file import ScenarioSuite, ScriptedScenario
+    from notebook_agents.suites.run import ServerSource, SuiteRun
+    from notebook_agents.suites.suite_file import ScriptedScenario
 
 FILE_NAMES = ("scenarios.yaml", "scenarios.yml")
 """the files collected: these names, or ending in ``.`` and one of them"""
@@ -41,12 +41,14 @@ class ScenariosFile(pytest.File):
     """A scenarios file: a test per scenario, named by its label."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from notebook_agents.suites.run import SuiteRun
         from notebook_agents.suites.suite_file import load_suite
 
         suite = load_suite(self.path)  # a SuiteFileError names the line and the fix
+        run = SuiteRun(suite)  # one simulation run of the file, as run_suite's
         for scenario in suite.scenarios:
             yield ScenarioItem.from_parent(
-                self, name=scenario.label, callobj=_scenario_test(suite, scenario)
+                self, name=scenario.label, callobj=_scenario_test(run, scenario)
             )
 
 
@@ -58,20 +60,18 @@ class ScenarioItem(pytest.Function):
         return self.path, scenario.line - 1 if scenario.line else None, scenario.label
 
 
-def _scenario_test(suite: ScenarioSuite, scenario: ScriptedScenario) -> Callable[..., None]:
+def _scenario_test(run: SuiteRun, scenario: ScriptedScenario) -> Callable[..., None]:
     def scenario_test(agent_server: ServerSource, judge_llm: Any) -> None:
         from notebook_agents.suites.results import Outcome
-        from notebook_agents.suites.run import _agents_named, _made, run_scenario
 
-        made = _made(agent_server)
-        agents = _agents_named(suite, agent_server, made)
-        result = asyncio.run(run_scenario(scenario, made, agents=agents, judge_llm=judge_llm))
+        # run_suite's own way through a scenario: the same job, hooks and verdict
+        result = asyncio.run(run.scenario(scenario, agent_server, judge_llm=judge_llm))
         if result.outcome is Outcome.NOT_RUNNABLE:
             pytest.skip(f"not runnable: {result.reason}")
         if not result.passed:
             pytest.fail(f"{result.outcome.value}: {result.reason}", pytrace=False)
 
-    scenario_test.__doc__ = f"{suite.name}: {scenario.label}"
+    scenario_test.__doc__ = f"{run.suite.name}: {scenario.label}"
     scenario_test.scenario = scenario  # type: ignore[attr-defined]
     return scenario_test
 

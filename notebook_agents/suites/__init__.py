@@ -4,7 +4,7 @@ notebook and as tests under pytest."""
 
 from .expectations import Expectation, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
-from .run import run_scenario, run_suite
+from .run import SuiteRun, run_scenario, run_suite
 from .suite_file import ScenarioSuite, ScriptedScenario, SuiteFileError, Turn, load_suite
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "ScriptedScenario",
     "SuiteFileError",
     "SuiteResult",
+    "SuiteRun",
     "Turn",
     "load_suite",
     "run_scenario",
