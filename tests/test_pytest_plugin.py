@@ -11,7 +11,10 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.doc_examples import DOCS, python_block
 from tests.kernel import REPO
+
+CHECKING = DOCS / "guides" / "checking.md"
 
 EVALS = '''
 import pytest
@@ -93,7 +96,32 @@ def test_a_livekit_style_eval_runs_offline_on_the_plugins_fixtures(tmp_path: Pat
     """No conftest.py: the emulator and the model on it are the plugin's fixtures (before,
     pytest stopped at "fixture 'llm_model' not found")."""
     (tmp_path / "test_agent.py").write_text(EVALS)
-    report = tmp_path / "report.xml"
+    outcomes, failures = pytest_on(tmp_path)
+    assert outcomes == {
+        "test_offers_assistance": "passed",
+        "test_looks_up_the_weather": "passed",
+        "test_a_mocked_tool": "passed",
+        "test_judged_by_a_scripted_verdict": "passed",
+        "test_a_failing_eval_fails": "failed",
+    }
+    assert "Expected FunctionCallEvent" in failures["test_a_failing_eval_fails"]
+
+
+USERS_AGENT = EVALS.split("@pytest.mark.asyncio", 1)[0]
+"""``agent.py`` of the checking guide's eval: its ``Assistant``"""
+
+
+def test_the_checking_guides_eval_runs_as_written(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(USERS_AGENT)
+    (tmp_path / "test_agent.py").write_text(python_block(CHECKING, "llm_model"))
+    outcomes, _ = pytest_on(tmp_path)
+    assert outcomes == {"test_offers_assistance": "passed", "test_a_mocked_tool": "passed"}
+
+
+def pytest_on(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """pytest run on ``folder`` in a subprocess, offline, with no conftest.py above it: each
+    test's outcome, and each failure's message, by name."""
+    report = folder / "report.xml"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
@@ -103,27 +131,23 @@ def test_a_livekit_style_eval_runs_offline_on_the_plugins_fixtures(tmp_path: Pat
     done = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
-            *("-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-q"),
-            *(f"--junitxml={report}", "--confcutdir", str(tmp_path), str(tmp_path)),
+            *("-p", "no:cacheprovider", "--rootdir", str(folder), "-q"),
+            *(f"--junitxml={report}", "--confcutdir", str(folder), str(folder)),
         ],
-        cwd=tmp_path,
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert report.exists(), done.stdout + done.stderr
-    outcomes = {
-        case.attrib["name"]: "failed" if case.find("failure") is not None else "passed"
-        for case in ET.parse(report).getroot().iter("testcase")
-        if case.find("error") is None and case.find("skipped") is None
-    }
-    assert outcomes == {
-        "test_offers_assistance": "passed",
-        "test_looks_up_the_weather": "passed",
-        "test_a_mocked_tool": "passed",
-        "test_judged_by_a_scripted_verdict": "passed",
-        "test_a_failing_eval_fails": "failed",
-    }, done.stdout + done.stderr
-    failure = ET.parse(report).getroot().find(".//failure")
-    assert failure is not None and "Expected FunctionCallEvent" in failure.attrib["message"]
+    outcomes, failures = {}, {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name, failure = case.attrib["name"], case.find("failure")
+        assert case.find("error") is None and case.find("skipped") is None, (
+            done.stdout + done.stderr
+        )
+        outcomes[name] = "passed" if failure is None else "failed"
+        if failure is not None:
+            failures[name] = failure.attrib["message"]
+    return outcomes, failures
