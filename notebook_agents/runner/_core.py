@@ -216,7 +216,9 @@ class RunnerCore(StartStop, Generic[SessionT]):
     ) -> RunResult[Any]:
         """One typed user turn, as livekit's ``AgentSession.run``: returns its ``RunResult``
         (every event of the turn; ``result.expect`` checks them as in a livekit eval); the
-        same errors as ``send_text``."""
+        same errors as ``send_text``. Inside ``with mock_tools(...)`` the block's mocks run
+        instead of the tools, as in a livekit eval (a runner whose agents they cannot reach
+        refuses the turn, ``RunnerError``)."""
         return await self._typed(user_input, output_type, timeout, "run()")
 
     def submit_text(self, text: str) -> concurrent.futures.Future[str]:
@@ -322,8 +324,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
     def _refuse_unreachable_mocks(self, what: str) -> None:
         """Raise when the cell has set mocks this runner's agents would never see (the real
         tool would run, silently), naming the form that works."""
-        mocked = self._mocks_set()
-        if mocked and self._mocks_elsewhere:
+        if self._mocks_elsewhere and (mocked := self._mocks_set()):
             raise RunnerError(f"{what} with {mocked}: {self._mocks_elsewhere}")
 
     def _mocks_set(self) -> str:
