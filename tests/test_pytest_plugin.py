@@ -11,6 +11,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from tests.doc_examples import DOCS, python_block
 from tests.kernel import REPO
 
@@ -92,6 +94,7 @@ async def test_a_failing_eval_fails(llm_model) -> None:
 """a user's evals, as livekit's agent starter writes them, on the plugin's fixtures"""
 
 
+@pytest.mark.slow
 def test_a_livekit_style_eval_runs_offline_on_the_plugins_fixtures(tmp_path: Path) -> None:
     """No conftest.py: the emulator and the model on it are the plugin's fixtures (before,
     pytest stopped at "fixture 'llm_model' not found")."""
@@ -111,6 +114,7 @@ USERS_AGENT = EVALS.split("@pytest.mark.asyncio", 1)[0]
 """``agent.py`` of the checking guide's eval: its ``Assistant``"""
 
 
+@pytest.mark.slow
 def test_the_checking_guides_eval_runs_as_written(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(USERS_AGENT)
     (tmp_path / "test_agent.py").write_text(python_block(CHECKING, "llm_model"))

@@ -109,6 +109,7 @@ def test_mock_tools_as_a_context_manager_mocks_the_turns_a_cell_runs_inside_it(
     kernel.run_ok("runner.stop()")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_spoken_turn_inside_mock_tools_is_mocked_and_push_to_talk_is_refused(
     kernel: Kernel,
