@@ -1,6 +1,7 @@
 """pytest runs scenarios files as tests: each scenario of a ``scenarios.yaml`` (or
 ``*.scenarios.yaml``, or any YAML file named on the command line) is a test with the verdict
-``run_suite`` gives it in a notebook.
+``run_suite`` gives it in a notebook. And a livekit-style eval (an ``AgentSession`` in a test)
+runs offline on two fixtures: ``emulator`` and ``llm_model``, a model on it.
 
 Loaded by the ``pytest11`` entry point when notebook-agents is installed (or ``-p
 pytest_notebook_agents``). A module of its own, outside the package, and light: pytest loads it
@@ -8,21 +9,30 @@ in every run of an environment that has notebook-agents, and the package (liveki
 is imported only once a scenarios file is collected, not seconds into each unrelated run.
 The agent comes from a fixture the project defines, ``agent_server`` (an ``AgentServer``, or a
 function making one, or a runner such as a ``VideoSDKRunner``, for each scenario); ``judge_llm``
-gives ``judge(llm, ...)`` expectations their model.
+gives ``judge(llm, ...)`` expectations their model. A project's own fixture of any of these
+names (in a conftest.py) overrides the plugin's.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from notebook_agents.suites.run import ServerSource
-    from notebook_agents.suites.suite_file import ScenarioSuite, ScriptedScenario
+    from livekit.plugins import openai
+
+    from notebook_agents.emulator import Emulator
+    from notebook_agents.suites.run import ServerSource, SuiteRun
+    from notebook_agents.suites.suite_file import ScriptedScenario
+
+try:  # pytest-asyncio (livekit's evals' runner) runs an async fixture only when it marks it
+    from pytest_asyncio import fixture as async_fixture
+except ImportError:  # another async plugin (anyio's) takes plain ones
+    async_fixture = pytest.fixture  # type: ignore[assignment]
 
 FILE_NAMES = ("scenarios.yaml", "scenarios.yml")
 """the files collected: these names, or ending in ``.`` and one of them"""
@@ -41,12 +51,14 @@ class ScenariosFile(pytest.File):
     """A scenarios file: a test per scenario, named by its label."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from notebook_agents.suites.run import SuiteRun
         from notebook_agents.suites.suite_file import load_suite
 
         suite = load_suite(self.path)  # a SuiteFileError names the line and the fix
+        run = SuiteRun(suite)  # one simulation run of the file, as run_suite's
         for scenario in suite.scenarios:
             yield ScenarioItem.from_parent(
-                self, name=scenario.label, callobj=_scenario_test(suite, scenario)
+                self, name=scenario.label, callobj=_scenario_test(run, scenario)
             )
 
 
@@ -58,20 +70,18 @@ class ScenarioItem(pytest.Function):
         return self.path, scenario.line - 1 if scenario.line else None, scenario.label
 
 
-def _scenario_test(suite: ScenarioSuite, scenario: ScriptedScenario) -> Callable[..., None]:
+def _scenario_test(run: SuiteRun, scenario: ScriptedScenario) -> Callable[..., None]:
     def scenario_test(agent_server: ServerSource, judge_llm: Any) -> None:
         from notebook_agents.suites.results import Outcome
-        from notebook_agents.suites.run import _agents_named, _made, run_scenario
 
-        made = _made(agent_server)
-        agents = _agents_named(suite, made)
-        result = asyncio.run(run_scenario(scenario, made, agents=agents, judge_llm=judge_llm))
+        # run_suite's own way through a scenario: the same job, hooks and verdict
+        result = asyncio.run(run.scenario(scenario, agent_server, judge_llm=judge_llm))
         if result.outcome is Outcome.NOT_RUNNABLE:
             pytest.skip(f"not runnable: {result.reason}")
         if not result.passed:
             pytest.fail(f"{result.outcome.value}: {result.reason}", pytrace=False)
 
-    scenario_test.__doc__ = f"{suite.name}: {scenario.label}"
+    scenario_test.__doc__ = f"{run.suite.name}: {scenario.label}"
     scenario_test.scenario = scenario  # type: ignore[attr-defined]
     return scenario_test
 
@@ -91,3 +101,29 @@ def judge_llm() -> Any:
     """The model ``judge(llm, intent=...)`` expectations use: override it in conftest.py
     (none by default: such a scenario is skipped as not runnable)."""
     return None
+
+
+@pytest.fixture
+def emulator() -> Iterator[Emulator]:
+    """A running ``Emulator`` on 127.0.0.1 for the test, stopped after it: the model services
+    it emulates, offline, for a livekit-style eval (``emulator.settings.rules`` scripts
+    replies and judges' verdicts)."""
+    from notebook_agents.emulator import Emulator
+
+    with Emulator() as running:
+        yield running
+
+
+@async_fixture
+async def llm_model(emulator: Emulator) -> AsyncIterator[openai.LLM]:
+    """livekit's OpenAI ``LLM`` on the test's ``emulator`` (a placeholder key; closed after
+    the test): ``AgentSession(llm=llm_model)`` runs an eval offline, and ``judge(llm_model,
+    intent=...)`` gives the verdict an emulator rule scripts."""
+    from livekit.plugins import openai
+
+    key = emulator.openai_environment()["OPENAI_API_KEY"]
+    model = openai.LLM(base_url=emulator.base_url(), api_key=key, model="gpt-4o-mini")
+    try:
+        yield model
+    finally:
+        await model.aclose()

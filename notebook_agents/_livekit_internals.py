@@ -10,10 +10,11 @@ checks each exists on the installed version.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import operator
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from types import TracebackType
 from typing import Any, NamedTuple
 from unittest import mock
@@ -72,6 +73,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     mock_room: ("create_mock_room",),
     RunResult: ("_watch_handle", "_item_added", "_agent_handoff", "_mark_done", "_handles"),
     run_result.RunAssert: ("_raise_with_debug_info", "_events_list"),
+    run_result: ("_MockToolsContextVar", "_SessionMockTools"),
     TcpSessionTransport: ("_reader", "_writer", "_loop"),
     tool_executor: ("_RunningTasks",),
     tool_executor._RunningTask: ("exe_task", "ctx"),
@@ -547,6 +549,40 @@ def reported_run_result(
             result._item_added(item)
     result._mark_done()
     return result
+
+
+# -- livekit's testing forms ---------------------------------------------------------------
+
+ToolMocks = Mapping[type[Agent], Mapping[str, Callable[..., Any]]]
+"""agent class -> tool name -> its mock, as ``mock_tools`` keeps them"""
+
+
+def scoped_tool_mocks() -> ToolMocks:
+    """The mocks ``with mock_tools(Agent, {...}):`` has set where this is called (a cell):
+    livekit keeps them in a context variable that the task executing a tool reads, in its own
+    context, which is the job's for a turn carried there, not the cell's."""
+    mocks: ToolMocks = run_result._MockToolsContextVar.get({})
+    return mocks
+
+
+def enter_tool_mocks(context: contextvars.Context, mocks: ToolMocks) -> None:
+    """``context`` (the job's copy a cell's turn is carried in) holds ``mocks`` over its own,
+    as ``with mock_tools(...)`` entered there would (livekit's merge: a new dict, the inner
+    block's agents over the outer's)."""
+
+    def enter() -> None:
+        held = run_result._MockToolsContextVar.get({})
+        run_result._MockToolsContextVar.set({**held, **{a: dict(m) for a, m in mocks.items()}})
+
+    context.run(enter)
+
+
+def session_tool_mocks(session: object) -> ToolMocks:
+    """The mocks ``mock_tools(Agent, {...}, session=session)`` has set for ``session``:
+    livekit keeps them by session in a private weak mapping."""
+    by_session: Any = run_result._SessionMockTools  # keyed by whatever `session=` was given
+    mocks: ToolMocks = by_session.get(session, {})
+    return mocks
 
 
 # -- telemetry -----------------------------------------------------------------------------

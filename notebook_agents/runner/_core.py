@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from livekit.agents import ChatMessage, ChatMessageEvent, RunResult
 
 from .. import _cells
+from .. import _livekit_internals as livekit
 from .._lifecycle import StartStop
 from ..trace import Trace, TraceEvent
 from ._kernel_loops import wait_awake
@@ -61,6 +62,12 @@ class RunnerCore(StartStop, Generic[SessionT]):
     """the variable its messages' examples call it by"""
     _failed_as: ClassVar[str] = "the agent's job failed"
     """what a failure that is not the runner's own error is said to be"""
+    _mocks_elsewhere: ClassVar[str] = (
+        "livekit's mocks reach only livekit agents run in this kernel (NotebookRunner), not "
+        "this runner's: mock the tool in the agent's own code"
+    )
+    """why livekit's ``mock_tools`` set in a cell cannot reach this runner's agents, naming
+    the form that works; "" for a runner whose turns carry them into its job"""
 
     trace: Trace
 
@@ -209,7 +216,9 @@ class RunnerCore(StartStop, Generic[SessionT]):
     ) -> RunResult[Any]:
         """One typed user turn, as livekit's ``AgentSession.run``: returns its ``RunResult``
         (every event of the turn; ``result.expect`` checks them as in a livekit eval); the
-        same errors as ``send_text``."""
+        same errors as ``send_text``. Inside ``with mock_tools(...)`` the block's mocks run
+        instead of the tools, as in a livekit eval (a runner whose agents they cannot reach
+        refuses the turn, ``RunnerError``)."""
         return await self._typed(user_input, output_type, timeout, "run()")
 
     def submit_text(self, text: str) -> concurrent.futures.Future[str]:
@@ -289,13 +298,18 @@ class RunnerCore(StartStop, Generic[SessionT]):
         loop, context = self._job_loop, self._job_context
         if loop is None or context is None:
             raise RuntimeError("the job has not begun")
-        # a task copies the context it is created in: the job's, not the cell's
-        return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
+        # a task copies the context it is created in: the job's, not the cell's; but the cell's
+        # `with mock_tools(...)` goes along, as livekit scopes those mocks to what runs inside
+        carried = context.copy()
+        if mocks := livekit.scoped_tool_mocks():
+            livekit.enter_tool_mocks(carried, mocks)
+        return carried.run(asyncio.run_coroutine_threadsafe, coro, loop)
 
     def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
         """``coro`` carried into the job, or the reason it cannot take it."""
         try:
             self._require_turns(what)
+            self._refuse_unreachable_mocks(what)
             return self._carry(coro)
         except RuntimeError as e:
             coro.close()
@@ -306,6 +320,18 @@ class RunnerCore(StartStop, Generic[SessionT]):
         except BaseException:
             coro.close()
             raise
+
+    def _refuse_unreachable_mocks(self, what: str) -> None:
+        """Raise when the cell has set mocks this runner's agents would never see (the real
+        tool would run, silently), naming the form that works."""
+        if self._mocks_elsewhere and (mocked := self._mocks_set()):
+            raise RunnerError(f"{what} with {mocked}: {self._mocks_elsewhere}")
+
+    def _mocks_set(self) -> str:
+        """How the cell has set livekit's mocks for what it runs now, or "" (an adapter may
+        know more ways)."""
+        mocked = any(livekit.scoped_tool_mocks().values())  # `{}` mocks nothing
+        return "`with mock_tools(...)` around it" if mocked else ""
 
     async def _from_job(
         self,

@@ -31,6 +31,8 @@ class ServerThread(RunnerCore[AgentSession[Any]]):
     """The server's thread and loop, its one job's start, and the stop (the job observer
     says what the job's entrypoint is, and what a stop releases of the job)."""
 
+    _mocks_elsewhere = ""  # its agents run in the kernel: a cell's mocks go into the job
+
     def _init_server_thread(
         self, server: AgentServer, room_name: str, credentials: LiveKitCredentials | None
     ) -> None:

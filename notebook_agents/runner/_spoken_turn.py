@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import numpy as np
-from livekit.agents import AgentSession, ErrorEvent, RunResult, llm
+from livekit.agents import Agent, AgentSession, ErrorEvent, RunResult, llm, mock_tools
 from livekit.agents.utils import is_given
 from livekit.agents.voice import SpeechHandle
 
@@ -44,6 +44,10 @@ class SpokenTurn:
         """the first error the session reported during the turn"""
         self._capture = livekit.capture_spoken_turn(session)
         session.on("error", self._on_error)
+        # the reply comes from the session's own tasks, which the context this turn runs in
+        # (the cell's `with mock_tools(...)` carried into the job's) does not reach: its mocks
+        # are the session's for the turn
+        self._held_mocks = _mock_for_session(session, livekit.scoped_tool_mocks())
 
     def speak(self, samples: np.ndarray, rate: int) -> None:
         """The caller says ``samples`` (int16 mono at ``rate``)."""
@@ -93,6 +97,19 @@ class SpokenTurn:
         self.microphone.close()
         self._capture.stop()
         self.session.off("error", self._on_error)
+        for agent, mocks in self._held_mocks.items():
+            mock_tools(agent, mocks, session=self.session)
+
+
+def _mock_for_session(
+    session: AgentSession[Any], mocks: livekit.ToolMocks
+) -> dict[type[Agent], dict[str, Callable[..., Any]]]:
+    """``mocks`` set on ``session`` over its own (livekit's ``mock_tools(..., session=)``, the
+    block's winning as in livekit); returns what each agent had, to put back."""
+    held = {agent: dict(livekit.session_tool_mocks(session).get(agent, {})) for agent in mocks}
+    for agent, tools in mocks.items():
+        mock_tools(agent, {**held[agent], **tools}, session=session)
+    return held
 
 
 async def cut_replies(session: AgentSession[Any], speeches: list[SpeechHandle]) -> None:

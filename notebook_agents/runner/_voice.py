@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from livekit.agents import AgentSession, RunResult
 
+from .. import _livekit_internals as livekit
 from ._caller import CallerInput, until_the_agent_is_quiet
 from ._core import reply_text
 from ._playback import RealTimeSpeaker, Recording
@@ -124,6 +125,7 @@ class Voice(TypedTurns):
     def _push_to_talk(self, what: str) -> PushToTalk:
         self.require_microphone(what)
         self._require_turns(what)
+        self._refuse_scoped_mocks(what)
         if self._talk is None:
             self._talk = PushToTalk(self._ready.result())
         self._talk.check()
@@ -136,6 +138,18 @@ class Voice(TypedTurns):
         self.require_microphone("on_agent_audio()")
         self._agent_audio_listeners.append(listener)
         return lambda: self._agent_audio_listeners.remove(listener)
+
+    def _refuse_scoped_mocks(self, what: str) -> None:
+        """A push-to-talk turn spans calls (``start_turn``, then ``end_turn``), which no one
+        ``with mock_tools(...)`` block scopes: the real tool would run."""
+        if any(livekit.scoped_tool_mocks().values()):
+            raise RunnerError(
+                f"{what} with `with mock_tools(...)` around it: a push-to-talk turn spans "
+                "start_turn() and end_turn(), which that block does not scope: mock for the "
+                "session instead, `mock_tools(YourAgent, {...}, session=runner.session)` "
+                "(`{}` undoes it), or speak the turn in one call inside the block "
+                "(`await runner.run_audio(...)`)"
+            )
 
     def require_microphone(self, what: str) -> None:
         """Raise a ``RunnerError`` naming the fix unless this runner has the offline

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from livekit.agents import Agent
 from typing_extensions import Self
 
+from .. import _livekit_internals as livekit
 from ..trace import Trace
 from ._core import RunnerState
 from ._remote_turns import RemoteTurns
@@ -72,6 +73,12 @@ class AgentProcess(RemoteTurns):
     _noun = "AgentProcess"
     _handle = "agent"
     _failed_as = "the connection to the agent failed"
+    _mocks_elsewhere = (
+        "livekit's mocks cannot reach an agent in another process: mock the tool in its "
+        "script (`mock_tools(YourAgent, {...}, session=session)` in its entrypoint), or run "
+        "its server in the kernel with NotebookRunner, where `with mock_tools(...)` mocks "
+        "the turns inside"
+    )
 
     def __init__(
         self,
@@ -174,6 +181,12 @@ class AgentProcess(RemoteTurns):
                 self._output = None
             self.state = RunnerState.STOPPED
             self._unregister()
+
+    def _mocks_set(self) -> str:
+        session = self.session
+        if session is not None and any(livekit.session_tool_mocks(session).values()):
+            return "`mock_tools(..., session=agent.session)`"
+        return super()._mocks_set()
 
     def __repr__(self) -> str:
         what = str(self.script) if self.script is not None else "attached"

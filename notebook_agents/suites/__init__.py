@@ -5,7 +5,7 @@ notebook and as tests under pytest."""
 from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
-from .run import run_scenario, run_suite
+from .run import SuiteRun, run_scenario, run_suite
 from .suite_file import (
     ScenarioSuite,
     ScriptedScenario,
@@ -25,6 +25,7 @@ __all__ = [
     "ScriptedScenario",
     "SuiteFileError",
     "SuiteResult",
+    "SuiteRun",
     "Turn",
     "add_missing_ids",
     "load_suite",

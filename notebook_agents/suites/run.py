@@ -84,20 +84,42 @@ async def run_suite(
     ``not runnable``, never a pass. ``on_result`` is called with each result as it comes.
     """
     loaded = suite if isinstance(suite, ScenarioSuite) else load_suite(suite)
-    run_id = f"notebook-{uuid.uuid4().hex[:8]}"
+    run = SuiteRun(loaded)
     result = SuiteResult(loaded.name)
-    agents: AgentNames | None = None
     for scenario in loaded.scenarios:
-        made = _made(server)
-        if agents is None:  # before anything runs: the first one made says whose agents
-            agents = _agents_named(loaded, made)
-        outcome = await run_scenario(
-            scenario, made, agents=agents, judge_llm=judge_llm, run_id=run_id
-        )
+        outcome = await run.scenario(scenario, server, judge_llm=judge_llm)
         result.scenarios.append(outcome)
         if on_result is not None:
             on_result(outcome)
     return result
+
+
+class SuiteRun:
+    """One run of ``suite``, a scenario at a time: how ``run_suite`` and the pytest plugin
+    both run a scenario, so each gives it the same verdict (a simulation job of this run, its
+    ``userdata``, the server's ``on_simulation_end``)."""
+
+    def __init__(self, suite: ScenarioSuite) -> None:
+        self.suite = suite
+        self.run_id = _new_run_id()
+        """the simulation run every scenario's job is dispatched in, as LiveKit's simulator
+        names one"""
+        self._agents: AgentNames | None = None
+
+    async def scenario(
+        self,
+        scenario: ScriptedScenario,
+        server: ServerSource,
+        *,
+        judge_llm: LLM[Any] | None = None,
+    ) -> ScenarioResult:
+        """``scenario`` on what ``server`` makes for it (see ``run_suite``)."""
+        made = _made(server)
+        if self._agents is None:  # before anything runs: the first one made says whose agents
+            self._agents = _agents_named(self.suite, made)
+        return await run_scenario(
+            scenario, made, agents=self._agents, judge_llm=judge_llm, run_id=self.run_id
+        )
 
 
 async def run_scenario(
@@ -110,7 +132,8 @@ async def run_scenario(
 ) -> ScenarioResult:
     """One scenario on a fresh runner of ``server`` (or on ``server``, a runner not started
     yet): started, its turns run and checked, a server's ``on_simulation_end`` called,
-    stopped. ``agents`` says what its ``new_agent_type=`` names mean (``_agents_named``)."""
+    stopped. ``agents`` says what its ``new_agent_type=`` names mean (``_agents_named``); its
+    job is a simulation job of the run ``run_id`` (of one of its own if "")."""
     began = time.perf_counter()
     result = ScenarioResult(scenario.label, Outcome.PASSED)
     why_not = _not_runnable(scenario, judge_llm)
@@ -255,8 +278,15 @@ def _agents_named(suite: ScenarioSuite, made: AgentServer | AgentRunner) -> Agen
     return AgentNames(suite, made.agent_base if isinstance(made, AgentRunner) else Agent)
 
 
+def _new_run_id() -> str:
+    """A simulation run's id: livekit's ``ctx.simulation_context()`` is None without one."""
+    return f"notebook-{uuid.uuid4().hex[:8]}"
+
+
 def _dispatch(scenario: ScriptedScenario, run_id: str, spoken: bool) -> SimulationDispatch:
-    """What LiveKit's simulator dispatches a job with: the run, the job and the scenario."""
+    """What LiveKit's simulator dispatches a job with: the run (one of its own if ``run_id`` is
+    ""), the job and the scenario."""
+    run_id = run_id or _new_run_id()
     mode = SimulationMode.SIMULATION_MODE_AUDIO if spoken else SimulationMode.SIMULATION_MODE_TEXT
     return SimulationDispatch(
         simulation_run_id=run_id,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from livekit.agents import mock_tools
 from videosdk.agents import AgentSession, Pipeline, function_tool
 from videosdk.plugins.openai import OpenAILLM, OpenAIRealtime
 
@@ -291,6 +292,27 @@ async def test_a_videosdk_turn_is_checked_with_livekits_run_result_expect(
     result.expect.no_more_events()
     with pytest.raises(AssertionError, match="Expected new_agent 'FrontDesk', got 'Billing'"):
         result.expect[2].is_agent_handoff(new_agent_type=videosdk_agents.FrontDesk)
+
+
+async def test_livekits_mock_tools_around_a_videosdk_turn_is_refused_at_once(
+    emulator: Emulator,
+) -> None:
+    """livekit's ``with mock_tools(...)`` mocks livekit's agents: around a VideoSDK turn the
+    real tool ran, silently."""
+    runner = await _two_agent_session(emulator)
+    mocks = {"transfer_to_billing": lambda: "mocked"}
+    try:
+        with mock_tools(videosdk_agents.FrontDesk, mocks), pytest.raises(RunnerError) as refused:
+            await runner.run("Please transfer me to billing")
+        assert str(refused.value) == (
+            "run() with `with mock_tools(...)` around it: livekit's mocks reach only livekit "
+            "agents run in this kernel (NotebookRunner), not this runner's: mock the tool in "
+            "the agent's own code"
+        )
+        assert runner.trace.of_kind("user_message") == []  # nothing was sent
+        assert "Billing" in await runner.send_text("Please transfer me to billing")
+    finally:
+        runner.stop()
 
 
 async def test_the_trace_of_a_videosdk_session_reads_as_a_livekit_ones(
