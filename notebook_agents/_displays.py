@@ -20,6 +20,8 @@ def view_of(result: object) -> Any:
     for kind in type(result).__mro__:
         if kind in _VIEWS:
             return _VIEWS[kind](result)
+    # the package's bug (every result type registers its view), and mimebundle_of's cue to
+    # show the text instead
     raise LookupError(
         f"no view is registered for {type(result).__name__}: register one in "
         "notebook_agents/_result_views.py (register_view)"

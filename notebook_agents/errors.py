@@ -10,3 +10,9 @@ This module imports nothing of the package: every layer can build on it.
 
 class NotebookAgentsError(Exception):
     """An error raised by notebook-agents; its message says what went wrong and the fix."""
+
+
+class MissingExtraError(NotebookAgentsError, ImportError):
+    """A part of the package that needs an optional extra, imported without it (``import
+    notebook_agents.videosdk`` without the ``videosdk`` extra): the message names the ``pip
+    install``. It lives here, not in that part, which cannot be imported to catch it by."""

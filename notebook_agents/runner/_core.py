@@ -288,7 +288,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
         ``RuntimeError`` if that loop has closed."""
         loop, context = self._job_loop, self._job_context
         if loop is None or context is None:
-            raise RuntimeError("the job has not begun")
+            raise RuntimeError("the job has not begun")  # _in_job raises the RunnerError
         # a task copies the context it is created in: the job's, not the cell's
         return context.copy().run(asyncio.run_coroutine_threadsafe, coro, loop)
 

@@ -5,7 +5,14 @@ notebook and as tests under pytest."""
 from .expectations import Expectation, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
 from .run import run_scenario, run_suite
-from .suite_file import ScenarioSuite, ScriptedScenario, SuiteFileError, Turn, load_suite
+from .suite_file import (
+    ScenarioSuite,
+    ScriptedScenario,
+    SuiteFileError,
+    Turn,
+    UnknownScenarioError,
+    load_suite,
+)
 
 __all__ = [
     "Expectation",
@@ -17,6 +24,7 @@ __all__ = [
     "SuiteFileError",
     "SuiteResult",
     "Turn",
+    "UnknownScenarioError",
     "load_suite",
     "run_scenario",
     "run_suite",

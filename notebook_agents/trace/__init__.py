@@ -14,6 +14,7 @@ plugin sees it and, with a ``model_server``, as the model's server holds it), ``
 from .._deprecated import moved_names
 from .delivery import DELIVERY_INTERVAL_S, Subscriber
 from .describe import agent_label, describe_item, error_text
+from .errors import TraceArgumentError, TraceAttachError
 from .marks import TimelineMark
 from .model_server import ModelServer
 from .schema import (
@@ -75,6 +76,8 @@ __all__ = [
     "ToolCallData",
     "ToolOutputData",
     "Trace",
+    "TraceArgumentError",
+    "TraceAttachError",
     "TraceEvent",
     "TraceEvents",
     "TraceFileError",
