@@ -7,6 +7,8 @@ Each error also keeps the builtin base callers have always caught it by (``Runne
 This module imports nothing of the package: every layer can build on it.
 """
 
+__all__ = ["MissingExtraError", "NotebookAgentsError"]
+
 
 class NotebookAgentsError(Exception):
     """An error raised by notebook-agents; its message says what went wrong and the fix."""

@@ -9,6 +9,7 @@ import builtins
 import importlib
 import inspect
 import pkgutil
+import re
 import socket
 import sys
 import types
@@ -266,6 +267,26 @@ def test_the_package_raises_no_builtin_exception_at_a_caller() -> None:
 def test_each_allowed_builtin_raise_says_why() -> None:
     for allowed in ALLOWED_BUILTIN_RAISES:
         assert allowed.reason.strip(), allowed
+
+
+ERRORS_PAGE = Path(notebook_agents.__file__).parents[1] / "docs" / "reference" / "errors.md"
+
+
+def test_the_errors_page_lists_every_error_the_package_exports() -> None:
+    exported = {
+        value
+        for module in package_modules(notebook_agents, VIDEOSDK)
+        if not any(part.startswith("_") for part in module.__name__.split("."))
+        for value in (getattr(module, name) for name in getattr(module, "__all__", ()))
+        if inspect.isclass(value) and issubclass(value, NotebookAgentsError)
+    }
+    page = ERRORS_PAGE.read_text(encoding="utf-8")
+    # a row of the table links it, or the page shows it whole (the root)
+    listed = set(re.findall(r"^\| \[(\w+)\]", page, re.MULTILINE))
+    listed |= set(re.findall(r"^::: [\w.]+\.(\w+)$", page, re.MULTILINE))
+    unlisted = sorted(_dotted(cls) for cls in exported if cls.__name__ not in listed)
+    assert unlisted == [], "add a row for each to docs/reference/errors.md"
+    assert len(exported) > 20  # the walk found the package's errors
 
 
 def _dotted(cls: type) -> str:

@@ -17,6 +17,7 @@ from .describe import agent_label, describe_item, error_text
 from .errors import TraceArgumentError, TraceAttachError
 from .marks import TimelineMark
 from .model_server import ModelServer
+from .otlp import OTLPEndpointError, OTLPSendError
 from .schema import (
     EVENT_DATA,
     AgentMessageData,
@@ -67,6 +68,8 @@ __all__ = [
     "ModelServer",
     "ModelSource",
     "ModelUsageData",
+    "OTLPEndpointError",
+    "OTLPSendError",
     "SpanEventData",
     "SpanStatus",
     "SpeechPhase",
