@@ -166,6 +166,7 @@ def __getattr__(name: str) -> Any:
         module, new_name = _MOVED_OFF[name]
         warn_renamed(f"`from notebook_agents import {name}`", f"`from {module} import {new_name}`")
         return getattr(importlib.import_module(module), new_name)
+    # as Python answers an unknown name: hasattr() and `from ... import` rely on it
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -26,6 +26,7 @@ def moved_names(module: str, moved: Mapping[str, tuple[str, str]]) -> Callable[[
 
     def __getattr__(name: str) -> Any:
         if name not in moved:
+            # as Python answers an unknown name: hasattr() and `from ... import` rely on it
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         home, new_name = moved[name]
         warn_renamed(f"{module}.{name}", f"{home}.{new_name}")

@@ -22,6 +22,8 @@ def view_of(result: object) -> Any:
         if shown_by is not None:
             module, name = shown_by
             return getattr(importlib.import_module(module), name)(result)
+    # the package's bug (every result type names its view), and mimebundle_of's cue to
+    # show the text instead
     raise LookupError(
         f"no view is named for {type(result).__name__}: name one in "
         "notebook_agents/_displays.py (SHOWN_AS)"

@@ -391,6 +391,7 @@ def set_context_before_start(agent: Agent, chat_ctx: llm.ChatContext) -> None:
     is a coroutine, and the bench applies a handoff's context mode inside livekit's synchronous
     ``AgentSession.update_agent``, where the agent A's tool returned is about to start."""
     if agent._activity is not None:
+        # livekit's own precondition: it refuses to start a running agent with a RuntimeError
         raise RuntimeError("the agent is already running: its context is its activity's")
     agent._chat_ctx = chat_ctx.copy(tools=agent.tools)
 

@@ -7,6 +7,14 @@ Each error also keeps the builtin base callers have always caught it by (``Runne
 This module imports nothing of the package: every layer can build on it.
 """
 
+__all__ = ["MissingExtraError", "NotebookAgentsError"]
+
 
 class NotebookAgentsError(Exception):
     """An error raised by notebook-agents; its message says what went wrong and the fix."""
+
+
+class MissingExtraError(NotebookAgentsError, ImportError):
+    """A part of the package that needs an optional extra, imported without it (``import
+    notebook_agents.videosdk`` without the ``videosdk`` extra): the message names the ``pip
+    install``. It lives here, not in that part, which cannot be imported to catch it by."""

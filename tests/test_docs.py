@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import griffe
 import pytest
 from livekit.agents import Agent, AgentServer, AgentSession, JobContext
 from livekit.plugins import openai
@@ -277,3 +278,29 @@ def test_every_command_of_the_docs_parses_as_written() -> None:
         parser = argparse.ArgumentParser(prog=f"notebook-agents {name}", exit_on_error=False)
         importlib.import_module(COMMANDS[name]).add_arguments(parser)
         parser.parse_args(args)
+
+
+def test_the_reference_shows_no_attribute_value_that_only_repeats_its_name() -> None:
+    """mkdocstrings renders the package as griffe reads it: with the docs' extension, an
+    attribute set from the parameter of its name (``self.reply = reply``) has no value to
+    show as ``reply = reply``; a constant keeps its value."""
+    hiding = griffe.load_extensions(f"{DOCS / 'repeated_values.py'}:HideValuesRepeatingTheName")
+    assert "notebook_agents.runner.errors.TurnError.reply" in _echoed_values(None)  # can fail
+    assert _echoed_values(hiding) == []
+    store = griffe.load("notebook_agents.trace.store", search_paths=[ROOT], extensions=hiding)
+    assert str(store["TRACE_FORMAT"].value) == "'notebook-agents.trace/5'"
+
+
+def _echoed_values(extensions: griffe.Extensions | None) -> list[str]:
+    """Every attribute of the package whose value, as griffe reads it, is its own name."""
+    package = griffe.load("notebook_agents", search_paths=[ROOT], extensions=extensions)
+    assert isinstance(package, griffe.Module)
+    echoed: list[str] = []
+    objects: list[griffe.Object] = [package]
+    while objects:
+        members = [m for m in objects.pop().members.values() if isinstance(m, griffe.Object)]
+        objects += members
+        echoed += [
+            m.path for m in members if isinstance(m, griffe.Attribute) and str(m.value) == m.name
+        ]
+    return echoed

@@ -8,6 +8,7 @@ import importlib.util
 import pytest
 
 import notebook_agents
+from notebook_agents import NotebookAgentsError
 
 
 def test_this_environment_has_no_videosdk() -> None:
@@ -15,7 +16,8 @@ def test_this_environment_has_no_videosdk() -> None:
 
 
 def test_without_the_videosdk_extra_the_runner_and_the_trace_reader_name_the_install() -> None:
-    with pytest.raises(ImportError, match=r"pip install 'notebook-agents\[videosdk\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'notebook-agents\[videosdk\]'") as raised:
         notebook_agents.VideoSDKRunner  # noqa: B018
+    assert isinstance(raised.value, NotebookAgentsError)  # the package's, as every error it raises
     with pytest.raises(ImportError, match=r"pip install 'notebook-agents\[videosdk\]'"):
         from notebook_agents.videosdk.reading import VideoSDKReader  # noqa: F401

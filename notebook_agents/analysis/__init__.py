@@ -5,6 +5,7 @@ wait went, phase by phase (``turn_phases``, ``handoff_phases``, ``breakdowns``; 
 and ``breakdowns`` go through it."""
 
 from .clock import on_trace_clock, speech_ended_at, text_sent_at
+from .network_truth import LatencyArgumentError
 from .phases import (
     HANDOFF_PHASES,
     Breakdown,
@@ -42,6 +43,7 @@ __all__ = [
     "BringUp",
     "Gap",
     "Handoff",
+    "LatencyArgumentError",
     "Opened",
     "Phase",
     "PhaseRow",

@@ -60,6 +60,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..emulator.latency import LatencyModel
+from ..errors import NotebookAgentsError
 from ..trace import Trace
 
 
@@ -173,12 +174,18 @@ def connect_awaited(session: str, context: str) -> bool:
     return session == "fresh" and context == "copied"
 
 
+class LatencyArgumentError(NotebookAgentsError, TypeError):
+    """A ``latency=`` that is not a ``LatencyModel`` (the phases, the timeline and waterfall
+    views take the emulator's network as one): the message shows the one to pass."""
+
+
 def network(latency: object) -> LatencyModel | None:
-    """``latency`` as the phases take it (None: no truth), or a ``TypeError`` naming the fix."""
+    """``latency`` as the phases take it (None: no truth), or a ``LatencyArgumentError`` (a
+    ``TypeError``) naming the fix."""
     if latency is None or isinstance(latency, LatencyModel):
         return latency
     hint = f"LatencyModel(rtt_ms={latency})" if isinstance(latency, int | float) else "one"
-    raise TypeError(
+    raise LatencyArgumentError(
         "latency is the emulator's network the agents' models asked for, a LatencyModel: "
         f"pass {hint} (from notebook_agents import LatencyModel), not {latency!r}"
     )

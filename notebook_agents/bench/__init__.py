@@ -1,11 +1,19 @@
 """The handoff-latency benchmark: realtime session reuse vs fresh, context copied vs empty, for
 the bench's own pair or your agents."""
 
-from .results import BenchmarkConfig, BenchmarkResult, PhaseTiming, ResultsFileError, Trial
-from .your_agents import UserAgents, UserServer, YourAgents, YourServer
+from .results import (
+    BenchmarkConfig,
+    BenchmarkConfigError,
+    BenchmarkResult,
+    PhaseTiming,
+    ResultsFileError,
+    Trial,
+)
+from .your_agents import UserAgents, UserServer, YourAgents, YourAgentsError, YourServer
 
 __all__ = [
     "BenchmarkConfig",
+    "BenchmarkConfigError",
     "BenchmarkResult",
     "PhaseTiming",
     "ResultsFileError",
@@ -13,5 +21,6 @@ __all__ = [
     "UserAgents",
     "UserServer",
     "YourAgents",
+    "YourAgentsError",
     "YourServer",
 ]

@@ -11,7 +11,7 @@ from typing import Any, TextIO, cast
 
 from .._table import Table
 from .livekit_warnings import warned_line
-from .results import BenchmarkConfig, BenchmarkResult, Level, Trial
+from .results import BenchmarkConfig, BenchmarkConfigError, BenchmarkResult, Level, Trial
 
 HELP = "measure handoff latency: realtime session reused vs fresh, context copied vs empty"
 DESCRIPTION = (
@@ -154,19 +154,19 @@ def _timeout_seconds(raw: str) -> float:
 
 
 def config_from_args(args: argparse.Namespace) -> BenchmarkConfig:
-    """The benchmark the command line asks for; ValueError names a bad argument."""
+    """The benchmark the command line asks for; ``BenchmarkConfigError`` names a bad argument."""
     levels = [level.strip() for level in args.level.split(",")]
     for level in levels:
         if level not in _LEVELS:
-            raise ValueError(f"--level {level!r}: use one of {', '.join(_LEVELS)}")
+            raise BenchmarkConfigError(f"--level {level!r}: use one of {', '.join(_LEVELS)}")
     if args.phases and args.trace:
-        raise ValueError(
+        raise BenchmarkConfigError(
             "--phases attaches a Trace to every trial, --trace compares trials without and "
             "with one: pass one of them"
         )
     providers = [name.strip() for name in args.provider.split(",") if name.strip()]
     if not providers:
-        raise ValueError(f"--provider {args.provider!r}: name one or more, e.g. openai")
+        raise BenchmarkConfigError(f"--provider {args.provider!r}: name one or more, e.g. openai")
     return BenchmarkConfig(
         providers=providers,
         agents=_your_agents(args),
@@ -188,11 +188,13 @@ def _your_agents(args: argparse.Namespace) -> Any:
     if args.agents is None and args.server is None:
         for flag, given in (("--trigger", args.trigger), ("--handoff-to", args.handoff_to)):
             if given is not None:
-                raise ValueError(f"{flag} goes with --agents or --server: name your agent A")
+                raise BenchmarkConfigError(
+                    f"{flag} goes with --agents or --server: name your agent A"
+                )
         return None
     flag = "--agents" if args.agents is not None else "--server"
     if not args.trigger:
-        raise ValueError(
+        raise BenchmarkConfigError(
             f"{flag} needs --trigger: the user turn that makes A hand off, e.g. "
             f"--trigger '{TRIGGER_EXAMPLE}' for a tool transfer_to_pharmacy"
         )
@@ -202,7 +204,7 @@ def _your_agents(args: argparse.Namespace) -> Any:
 
     b = your_agents.load(args.handoff_to, "--handoff-to") if args.handoff_to else None
     if b is not None and not (isinstance(b, type) and issubclass(b, Agent)):
-        raise ValueError(f"--handoff-to {args.handoff_to!r} is {b!r}, not an Agent class")
+        raise BenchmarkConfigError(f"--handoff-to {args.handoff_to!r} is {b!r}, not an Agent class")
     if args.agents is not None:
         agent = your_agents.load_agent(args.agents)
         return your_agents.YourAgents(agent, args.trigger, b, label=args.agents)
@@ -272,14 +274,14 @@ def outcome(result: BenchmarkResult) -> tuple[str, int]:
 
 
 def results_directory(out: Path) -> Path:
-    """``--out``, made before the run; ValueError names what is in the way."""
+    """``--out``, made before the run; ``BenchmarkConfigError`` names what is in the way."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         # mkdir says "File exists" or "Not a directory": name the file that is in the way
         blocker = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
         problem = f"{blocker} is a file, not a directory" if blocker else e.strerror
-        raise ValueError(f"--out {out}: {problem}; pass a directory path") from None
+        raise BenchmarkConfigError(f"--out {out}: {problem}; pass a directory path") from None
     return out
 
 
@@ -321,15 +323,15 @@ def _numbers(flag: str, raw: str, kind: Any) -> list[Any]:
     try:
         values = [kind(part) for part in raw.split(",") if part.strip()]
     except ValueError:
-        raise ValueError(
+        raise BenchmarkConfigError(
             f"{flag} {raw!r}: expected comma-separated numbers, e.g. 0,20,100"
         ) from None
     if not values or any(v < 0 for v in values):
-        raise ValueError(f"{flag} {raw!r}: expected one or more numbers >= 0")
+        raise BenchmarkConfigError(f"{flag} {raw!r}: expected one or more numbers >= 0")
     return values
 
 
 def _positive(flag: str, value: int) -> int:
     if value < 1:
-        raise ValueError(f"{flag} {value}: must be at least 1")
+        raise BenchmarkConfigError(f"{flag} {value}: must be at least 1")
     return value

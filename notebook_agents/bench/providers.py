@@ -26,6 +26,7 @@ from ..analysis.network_truth import (
 from ..emulator import EmulatorError, GeminiEndpoint
 from ..emulator.gemini_live import genai_types, require_gemini
 from ..emulator.server import base_url as emulator_base_url
+from .results import BenchmarkConfigError
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def _gemini_environment(endpoint: Endpoint) -> dict[str, str]:
 
 def _gemini_endpoint(endpoint: Endpoint) -> GeminiEndpoint:
     if not endpoint.emulator:
-        raise ValueError("the bench measures Gemini Live on the emulator only")
+        raise BenchmarkConfigError("the bench measures Gemini Live on the emulator only")
     return _emulator_gemini(endpoint.url)
 
 
@@ -143,10 +144,10 @@ PROVIDERS: dict[str, Provider] = {
 
 
 def provider(name: str) -> Provider:
-    """The entry for ``name``; ValueError names the providers there are."""
+    """The entry for ``name``; ``BenchmarkConfigError`` names the providers there are."""
     try:
         return PROVIDERS[name]
     except KeyError:
-        raise ValueError(
+        raise BenchmarkConfigError(
             f"provider {name!r}: the bench knows {', '.join(sorted(PROVIDERS))}"
         ) from None

@@ -328,6 +328,13 @@ def _renamed_reuse(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+class BenchmarkConfigError(NotebookAgentsError, ValueError):
+    """A benchmark that cannot run as asked, refused before any trial starts: a command-line
+    flag the bench cannot read, a config whose parts do not go together (a provider, level
+    and target), your agents that cannot be loaded. The message names the flag or field and
+    the fix."""
+
+
 class ResultsFileError(NotebookAgentsError, ValueError):
     """A results file that cannot be used: names the file and what is wrong with it."""
 

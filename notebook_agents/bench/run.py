@@ -28,6 +28,7 @@ from .livekit_warnings import livekit_warned
 from .providers import Endpoint, forget_endpoints, provider
 from .results import (
     BenchmarkConfig,
+    BenchmarkConfigError,
     BenchmarkResult,
     Trial,
 )
@@ -103,7 +104,7 @@ async def run_benchmark(
     )
     key = api_key or os.environ.get("OPENAI_API_KEY") or "emulator"
     if config.target != "emulator" and key == "emulator":
-        raise ValueError(
+        raise BenchmarkConfigError(
             "a foreign --base-url needs an API key: pass --api-key or set OPENAI_API_KEY"
         )
     check_runnable(config)
@@ -121,16 +122,16 @@ async def run_benchmark(
 
 
 def check_runnable(config: BenchmarkConfig) -> None:
-    """ValueError, naming the fix, for a config whose trials cannot run."""
+    """``BenchmarkConfigError``, naming the fix, for a config whose trials cannot run."""
     for name in config.providers:
         entry = provider(name)
         if entry.require is not None:
             try:
                 entry.require()
             except EmulatorError as missing:  # before the run: not once per failed trial
-                raise ValueError(f"provider {name!r}: {missing}") from None
+                raise BenchmarkConfigError(f"provider {name!r}: {missing}") from None
         if name != "openai" and (config.levels != ["agent"] or config.target != "emulator"):
-            raise ValueError(
+            raise BenchmarkConfigError(
                 f"provider {name!r} runs at the agent level against the emulator: leave levels "
                 "as ['agent'] and the target as 'emulator' (the session and cascaded levels, "
                 "and --base-url, are OpenAI's)"
@@ -138,16 +139,18 @@ def check_runnable(config: BenchmarkConfig) -> None:
     if config.agents is None:
         return
     if not isinstance(config.agents, YourAgents | YourServer):
-        raise ValueError(
+        raise BenchmarkConfigError(
             f"agents={config.agents!r}: pass YourAgents(A, trigger=...) or "
             "YourServer(server, trigger=...) (a loaded result keeps only their name)"
         )
     if config.levels != ["agent"]:
-        raise ValueError(
+        raise BenchmarkConfigError(
             "your agents run at the agent level (a full AgentSession): leave levels as ['agent']"
         )
     if config.target != "emulator":
-        raise ValueError("your agents run against the emulator only (their truths need it)")
+        raise BenchmarkConfigError(
+            "your agents run against the emulator only (their truths need it)"
+        )
 
 
 async def _one_trial(config: BenchmarkConfig, cell: dict[str, Any], endpoint: Endpoint) -> Trial:

@@ -21,6 +21,14 @@ from livekit.agents.llm import FunctionTool, RawFunctionTool
 
 from .. import _livekit_internals as livekit
 from .._deprecated import warn_renamed
+from ..errors import NotebookAgentsError
+from .results import BenchmarkConfigError
+
+
+class YourAgentsError(NotebookAgentsError, TypeError):
+    """Your agents' factory made something else than the bench runs: ``YourAgents``' function
+    no livekit ``Agent``, ``YourServer``'s no ``AgentServer``. Raised in each trial, which
+    fails with it as its reason."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ class YourServer:
         """The server a trial runs: the one given, or a new one from the factory."""
         server = self.server if isinstance(self.server, AgentServer) else self.server()
         if not isinstance(server, AgentServer):
-            raise TypeError(f"{self.name}() returned {server!r}, not a livekit AgentServer")
+            raise YourAgentsError(f"{self.name}() returned {server!r}, not a livekit AgentServer")
         return server
 
 
@@ -99,16 +107,17 @@ def _renamed(old: str, new: str) -> None:
 
 
 def make_agent(agents: YourAgents) -> Agent:
-    """A, as the pair's class or factory makes it; TypeError says what it made instead."""
+    """A, as the pair's class or factory makes it; ``YourAgentsError`` says what it made instead."""
     agent = agents.agent()
     if not isinstance(agent, Agent):
-        raise TypeError(f"{agents.name}() made {agent!r}, not a livekit Agent")
+        raise YourAgentsError(f"{agents.name}() made {agent!r}, not a livekit Agent")
     return agent
 
 
 def load(path: str, flag: str) -> Any:
     """The object ``path`` names: ``package.module:Name`` (importable from the working
-    directory) or ``path/to/file.py:Name``; ValueError names what is missing and the fix."""
+    directory) or ``path/to/file.py:Name``; ``BenchmarkConfigError`` names what is missing
+    and the fix."""
     return _load(path, flag)[1]
 
 
@@ -116,7 +125,7 @@ def _load(path: str, flag: str) -> tuple[Any, Any]:
     """The module ``path`` names and the object ``load`` returns."""
     where, sep, name = path.rpartition(":")
     if not sep or not where or not name.isidentifier():
-        raise ValueError(
+        raise BenchmarkConfigError(
             f"{flag} {path!r}: expected module:Name or path/to/file.py:Name, e.g. "
             "mymodule:FrontDesk"
         )
@@ -126,7 +135,7 @@ def _load(path: str, flag: str) -> tuple[Any, Any]:
     except AttributeError:
         found = sorted(n for n, v in vars(module).items() if _offered(v, module.__name__))
         has = f"; it has {', '.join(found)}" if found else ""
-        raise ValueError(f"{flag} {path!r}: {where} has no {name!r}{has}") from None
+        raise BenchmarkConfigError(f"{flag} {path!r}: {where} has no {name!r}{has}") from None
 
 
 def load_agent(path: str) -> Callable[[], Agent]:
@@ -143,7 +152,7 @@ def load_agent(path: str) -> Callable[[], Agent]:
             if not isinstance(v, AgentServer) and _offered(v, module.__name__)
         )
         has = f"; {where} has {', '.join(agents)}" if agents else ""
-        raise ValueError(
+        raise BenchmarkConfigError(
             f"--agents {path!r} is {found!r}, {problem}: name A's Agent class or a function "
             f"returning A, e.g. --agents {where}:{agents[0] if agents else 'FrontDesk'}{has}"
         )
@@ -183,7 +192,7 @@ def load_server(path: str) -> AgentServer | Callable[[], AgentServer]:
     found = load(path, "--server")
     if isinstance(found, AgentServer) or (callable(found) and not isinstance(found, type)):
         return found
-    raise ValueError(
+    raise BenchmarkConfigError(
         f"--server {path!r} is {found!r}: name the AgentServer (server = AgentServer()) or a "
         "function making it"
     )
@@ -193,7 +202,7 @@ def _module(where: str, flag: str, path: str) -> Any:
     if where.endswith(".py") or "/" in where:
         file = Path(where)
         if not file.is_file():
-            raise ValueError(f"{flag} {path!r}: there is no file {file}")
+            raise BenchmarkConfigError(f"{flag} {path!r}: there is no file {file}")
         spec = importlib.util.spec_from_file_location(file.stem, file)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -202,7 +211,7 @@ def _module(where: str, flag: str, path: str) -> Any:
         try:
             spec.loader.exec_module(module)
         except Exception as e:
-            raise ValueError(f"{flag} {path!r}: running {file} raised {_error(e)}") from e
+            raise BenchmarkConfigError(f"{flag} {path!r}: running {file} raised {_error(e)}") from e
         finally:
             sys.path.remove(str(file.resolve().parent))
         return module
@@ -212,14 +221,14 @@ def _module(where: str, flag: str, path: str) -> Any:
         return importlib.import_module(where)
     except ModuleNotFoundError as e:
         if e.name is not None and where.startswith(e.name):
-            raise ValueError(
+            raise BenchmarkConfigError(
                 f"{flag} {path!r}: no module named {e.name!r} here; run from the folder that "
                 f"holds it, or give its file: {flag} path/to/{where.replace('.', '/')}.py:"
                 f"{path.rpartition(':')[2]}"
             ) from None
-        raise ValueError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
+        raise BenchmarkConfigError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
     except Exception as e:
-        raise ValueError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
+        raise BenchmarkConfigError(f"{flag} {path!r}: importing {where} raised {_error(e)}") from e
 
 
 def _offered(value: Any, module: str) -> bool:

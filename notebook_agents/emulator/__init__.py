@@ -2,7 +2,7 @@
 for offline agents."""
 
 from ._params import ParameterError
-from .errors import EmulatorError
+from .errors import EmulatorError, ReplyError, ReplyRuleError
 from .faults import Faults
 from .gemini_live import GeminiEndpoint
 from .judging import Judgment, VerdictReply
@@ -30,6 +30,8 @@ __all__ = [
     "ModelCatalog",
     "ParameterError",
     "ReplyContext",
+    "ReplyError",
+    "ReplyRuleError",
     "ReplyRules",
     "Rule",
     "TextReply",

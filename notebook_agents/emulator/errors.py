@@ -1,4 +1,5 @@
-"""Errors shaped like OpenAI's, for HTTP responses and Realtime ``error`` events."""
+"""The emulator's errors: those it raises to the caller (it cannot start, a reply rule's reply
+is wrong), and those shaped like OpenAI's, for HTTP responses and Realtime ``error`` events."""
 
 from __future__ import annotations
 
@@ -11,6 +12,17 @@ from ..errors import NotebookAgentsError
 
 class EmulatorError(NotebookAgentsError, RuntimeError):
     """The emulator could not start or serve; the message names the fix."""
+
+
+class ReplyError(NotebookAgentsError, ValueError):
+    """A reply built wrong, as a reply rule returns it: a ``VerdictReply`` whose verdict is
+    not ``pass``, ``fail`` or ``maybe``, a ``ToolCallsReply`` without calls."""
+
+
+class ReplyRuleError(NotebookAgentsError, TypeError):
+    """A reply rule that answered with a reply of the wrong kind for the request: a
+    ``VerdictReply`` to a request that is not a judge's (return one only when
+    ``ctx.judgment`` is set)."""
 
 
 class ServiceError(NotebookAgentsError):

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from .errors import ReplyError
+
 if TYPE_CHECKING:
     from .replies import ToolSpec
 
@@ -41,7 +43,7 @@ class VerdictReply:
 
     def __post_init__(self) -> None:
         if self.verdict not in _VERDICTS:
-            raise ValueError(
+            raise ReplyError(
                 f"VerdictReply's verdict is {self.verdict!r}; use 'pass', 'fail' or 'maybe'."
             )
 

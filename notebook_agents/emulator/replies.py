@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ..speech.grammar import number_value
+from .errors import ReplyError, ReplyRuleError
 from .judging import UNSCRIPTED, Judgment, VerdictReply, judgment_of
 
 Role = Literal["system", "user", "assistant", "tool_call", "tool_output"]
@@ -103,7 +104,7 @@ class ToolCallsReply:
 
     def __post_init__(self) -> None:
         if not self.calls:
-            raise ValueError("ToolCallsReply needs at least one ToolCallReply")
+            raise ReplyError("ToolCallsReply needs at least one ToolCallReply")
 
 
 Reply = TextReply | ToolCallReply | ToolCallsReply
@@ -292,7 +293,7 @@ class ReplyRules:
             if reply is None:
                 continue
             if isinstance(reply, VerdictReply):
-                raise TypeError(
+                raise ReplyRuleError(
                     f"rule {_name(rule)} returned a VerdictReply to a request that is not a "
                     "judge's: return one only when ctx.judgment is set."
                 )
@@ -300,7 +301,7 @@ class ReplyRules:
                 prefix = first_sentence(ctx.instructions)
                 return TextReply(f"{prefix} {reply.text}" if prefix else reply.text)
             return reply
-        raise AssertionError("echo_rule always answers")
+        raise AssertionError("echo_rule always answers")  # an invariant: it is the last rule
 
     def _verdict(self, ctx: ReplyContext) -> VerdictReply:
         """The first rule's verdict, else a fail. The judge asks for its tool's call
@@ -536,9 +537,9 @@ def _evaluate(node: ast.expr) -> float:
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if type(node.op) in (ast.Pow, ast.BitXor) and abs(right) > 64:
-            raise ValueError("exponent too large")
+            raise ValueError("exponent too large")  # control flow: the rule does not answer
         return _BINARY[type(node.op)](left, right)
-    raise ValueError("not arithmetic")
+    raise ValueError("not arithmetic")  # control flow: caught by the arithmetic rule
 
 
 def _format_number(value: float) -> str:

@@ -2,7 +2,16 @@
 latency or fault that triggers it, and a detector that says from the trace whether it happened:
 ``run = await run_race(RACES["paused_handback"])``, ``run.verdict``."""
 
-from .case import LoggedProblem, RaceCase, RaceMark, RaceProvider, RaceRun, RaceVerdict, WireEvent
+from .case import (
+    LoggedProblem,
+    RaceCase,
+    RaceMark,
+    RaceProvider,
+    RaceProviderError,
+    RaceRun,
+    RaceVerdict,
+    WireEvent,
+)
 from .registry import RACES
 from .run import run_race
 
@@ -12,6 +21,7 @@ __all__ = [
     "RaceCase",
     "RaceMark",
     "RaceProvider",
+    "RaceProviderError",
     "RaceRun",
     "RaceVerdict",
     "WireEvent",

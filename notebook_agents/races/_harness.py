@@ -47,6 +47,7 @@ class Harness:
     @property
     def session(self) -> AgentSession[None]:
         if self._session is None:
+            # only the package's own cases use the harness: reaching this is their bug
             raise RuntimeError("start the session first: await harness.start(agent)")
         return self._session
 

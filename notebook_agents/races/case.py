@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..emulator import LatencyModel, Rule
+from ..errors import NotebookAgentsError
 from ..trace import Trace
 from ..trace.marks import TimelineMark
 
@@ -14,6 +15,11 @@ if TYPE_CHECKING:
     from ._harness import Harness
 
 RaceProvider = Literal["openai", "gemini"]
+
+
+class RaceProviderError(NotebookAgentsError, ValueError):
+    """A race case asked for on a provider it does not run on (``RaceCase.providers``): the
+    message says why it runs on those only."""
 
 
 class RaceMark(TimelineMark):

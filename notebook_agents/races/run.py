@@ -6,7 +6,7 @@ from ..emulator import Emulator, LatencyModel, ReplyRules
 from ..emulator.gemini_live import require_gemini
 from ..trace import Trace
 from ._harness import Harness
-from .case import RaceCase, RaceProvider, RaceRun
+from .case import RaceCase, RaceProvider, RaceProviderError, RaceRun
 
 
 async def run_race(
@@ -19,7 +19,7 @@ async def run_race(
     ``provider`` (OpenAI Realtime, or Gemini Live over the emulator's TLS site) talks to it.
     """
     if provider not in case.providers:
-        raise ValueError(
+        raise RaceProviderError(
             f"{case.name} runs on {', '.join(case.providers)} only: {case.only_because}; "
             f"pick a case whose providers include {provider!r}"
         )

@@ -6,7 +6,7 @@ from ._core import RunnerState
 from ._interface import AgentRunner
 from ._playback import Recording
 from .agent_process import AgentProcess
-from .errors import AudioError, RunnerError, TurnError, TurnStopped
+from .errors import AudioError, EntrypointError, RunnerError, TurnError, TurnStopped
 from .notebook_runner import NotebookRunner, run_app
 
 
@@ -22,6 +22,7 @@ __all__ = [
     "AgentProcess",
     "AgentRunner",
     "AudioError",
+    "EntrypointError",
     "NotebookRunner",
     "Recording",
     "RemoteAgent",

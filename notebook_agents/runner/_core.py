@@ -16,7 +16,9 @@ import concurrent.futures
 import contextlib
 import contextvars
 import enum
+import functools
 import inspect
+import types
 from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -70,6 +72,23 @@ class RunnerCore(StartStop, Generic[SessionT]):
     the form that works; "" for a runner whose turns carry them into its job"""
 
     trace: Trace
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each runner its own copy of every public coroutine method it inherits, named
+        for it. CPython names a coroutine after its function's ``__qualname__`` (genobject.c's
+        ``make_gen``), so a forgotten ``await runner.send_text(...)`` then warns "coroutine
+        'NotebookRunner.send_text' was never awaited": what the user called, not the core's
+        class or a mixin's, which the user never met."""
+        super().__init_subclass__(**kwargs)
+        for name in dir(cls):
+            method = inspect.getattr_static(cls, name)
+            qualname = f"{cls.__qualname__}.{name}"
+            if (
+                not name.startswith("_")
+                and inspect.iscoroutinefunction(method)
+                and method.__qualname__ != qualname
+            ):
+                setattr(cls, name, _named(method, qualname))
 
     def __init__(self, *, start_timeout: float, stop_timeout: float) -> None:
         self.start_timeout = start_timeout
@@ -297,7 +316,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
         ``RuntimeError`` if that loop has closed."""
         loop, context = self._job_loop, self._job_context
         if loop is None or context is None:
-            raise RuntimeError("the job has not begun")
+            raise RuntimeError("the job has not begun")  # _in_job raises the RunnerError
         # a task copies the context it is created in: the job's, not the cell's; but the cell's
         # `with mock_tools(...)` goes along, as livekit scopes those mocks to what runs inside
         carried = context.copy()
@@ -372,6 +391,21 @@ class RunnerCore(StartStop, Generic[SessionT]):
         """The trace's problems since ``started`` that fail a turn (``fails_turn``)."""
         problems = self.trace.problems_since(started, agent)
         return [e for e in problems if e.kind != "error" or fails_turn(e, spoken=spoken)]
+
+
+def _named(function: types.FunctionType, qualname: str) -> types.FunctionType:
+    """``function`` itself (its code, defaults, closure and docs) under another name."""
+    named = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    functools.update_wrapper(named, function)
+    named.__kwdefaults__ = function.__kwdefaults__
+    named.__qualname__ = qualname
+    return named
 
 
 def said_in(result: RunResult[Any]) -> list[ChatMessage]:

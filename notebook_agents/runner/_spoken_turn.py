@@ -77,7 +77,7 @@ class SpokenTurn:
             return self.failed.result()
         if answered.done() and not answered.cancelled():
             return answered.result()
-        raise asyncio.TimeoutError
+        raise asyncio.TimeoutError  # control flow: the voice turn raises the RunnerError
 
     async def withdraw(self) -> None:
         """Give the turn up so the next one starts clean: the rest of its audio is dropped,

@@ -47,6 +47,12 @@ def _shown_from_the_users_frames(
     return True
 
 
+class EntrypointError(RunnerError, TypeError):
+    """A runner given something it cannot run as the agent's job (``NotebookRunner`` takes a
+    livekit ``AgentServer`` or an ``async def entrypoint(ctx)``; ``VideoSDKRunner`` the
+    entrypoint); raised before anything starts. A ``RunnerError`` and a ``TypeError``."""
+
+
 class TurnError(RunnerError):
     """A user turn went wrong: the model's response failed or was cancelled, the model
     rejected part of the conversation, or its conversation parted from livekit's chat context.

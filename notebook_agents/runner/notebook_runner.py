@@ -28,7 +28,7 @@ from ._model_server import InProcessEmulators
 from ._real_room import LiveKitCredentials
 from ._server_thread import Entrypoint, _wait_lock_free
 from ._voice import Voice
-from .errors import RunnerError
+from .errors import EntrypointError, RunnerError
 
 __all__ = ["Entrypoint", "NotebookRunner", "RunnerState", "reply_text", "run_app"]
 
@@ -202,7 +202,7 @@ def _as_server(server: AgentServer | Entrypoint) -> AgentServer:
         built = AgentServer()
         built.rtc_session()(server)
         return built
-    raise RunnerError(
+    raise EntrypointError(
         f"NotebookRunner needs a livekit AgentServer or an async entrypoint(ctx), "
         f"not {type(server).__name__}"
     )

@@ -1,8 +1,8 @@
 """Speech offline, from components shipped in wheels: what the emulator speaks and hears with,
 and how notebooks and tests make a caller's voice."""
 
-from .grammar import Parameter, Request, Vocabulary
-from .recognition import RecognitionError, transcribe
+from .grammar import Parameter, Request, Vocabulary, VocabularyError
+from .recognition import RecognitionError, SampleRateError, transcribe
 from .synthesis import SAMPLE_RATE, SynthesisError, synthesize
 
 __all__ = [
@@ -10,8 +10,10 @@ __all__ = [
     "Parameter",
     "RecognitionError",
     "Request",
+    "SampleRateError",
     "SynthesisError",
     "Vocabulary",
+    "VocabularyError",
     "synthesize",
     "transcribe",
 ]

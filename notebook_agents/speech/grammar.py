@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..errors import NotebookAgentsError
+
 GREETINGS = (
     "hello",
     "hi",
@@ -109,6 +111,11 @@ class Request:
     parameters: tuple[Parameter, ...] = ()
 
 
+class VocabularyError(NotebookAgentsError, TypeError):
+    """What a session's callers may say given as one string, where a ``Vocabulary`` or a list
+    of tool names goes (``transcribe(..., heard_in=["transfer_to_billing"])``)."""
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """What a caller of a session may say: its tools (and their parameters), and free
@@ -124,7 +131,7 @@ class Vocabulary:
         if isinstance(heard, Vocabulary):
             return heard
         if isinstance(heard, str):
-            raise TypeError(f"tool names are a list of names, not the string {heard!r}")
+            raise VocabularyError(f"tool names are a list of names, not the string {heard!r}")
         return cls(requests=tuple(Request(name) for name in heard))
 
 

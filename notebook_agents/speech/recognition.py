@@ -54,13 +54,17 @@ class RecognitionError(NotebookAgentsError, RuntimeError):
     """pocketsphinx could not be loaded, or could not hear the audio; the message says why."""
 
 
+class SampleRateError(NotebookAgentsError, ValueError):
+    """Audio given with a rate that is none (0 Hz or less): give the samples' rate in Hz."""
+
+
 def transcribe(samples: np.ndarray, rate: int, heard_in: Vocabulary | Iterable[str] = ()) -> str:
     """What a caller said in int16 mono ``samples`` at ``rate``, heard as the nearest phrase a
     caller of a session with this vocabulary (or these tool names) may say; "" when nothing
     was heard. A failure of the recognizer is a ``RecognitionError`` naming its cause; the
     next call is heard afresh."""
     if rate <= 0:
-        raise ValueError(f"the audio's rate is {rate} Hz: give its sample rate, e.g. 24000")
+        raise SampleRateError(f"the audio's rate is {rate} Hz: give its sample rate, e.g. 24000")
     vocabulary = Vocabulary.of(heard_in)
     heard = _resample_to(np.asarray(samples, np.int16), rate, RECOGNITION_RATE)
     audio = _without_silence_around(heard).tobytes()

@@ -11,6 +11,7 @@ from .suite_file import (
     ScriptedScenario,
     SuiteFileError,
     Turn,
+    UnknownScenarioError,
     add_missing_ids,
     load_suite,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "SuiteResult",
     "SuiteRun",
     "Turn",
+    "UnknownScenarioError",
     "add_missing_ids",
     "load_suite",
     "run_scenario",

@@ -14,6 +14,7 @@ from livekit.agents.simulation import SimulationVerdict
 
 from .._displays import mimebundle_of, view_of
 from ..trace import Trace
+from .suite_file import UnknownScenarioError
 
 
 class Outcome(str, enum.Enum):
@@ -86,7 +87,7 @@ class SuiteResult:
             if scenario.label == label:
                 return scenario
         labels = [s.label for s in self.scenarios]
-        raise KeyError(f"no scenario labelled {label!r}; there are {labels}")
+        raise UnknownScenarioError(f"no scenario labelled {label!r}; there are {labels}")
 
     def __iter__(self) -> Iterator[ScenarioResult]:
         return iter(self.scenarios)

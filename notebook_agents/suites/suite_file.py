@@ -65,6 +65,14 @@ class SuiteFileError(NotebookAgentsError, ValueError):
     """A scenarios file that cannot be run as written: where, what, and the fix."""
 
 
+class UnknownScenarioError(NotebookAgentsError, KeyError):
+    """No scenario of a suite (or of its result) has the label asked for: the message lists
+    the labels there are."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the message as written, not quoted as a KeyError's key is
+
+
 @dataclass(frozen=True)
 class Turn:
     """One user turn, typed (``user``) or spoken (``audio``: a WAV), and what it must give."""
@@ -122,7 +130,7 @@ class ScenarioSuite:
         for scenario in self.scenarios:
             if scenario.label == label:
                 return scenario
-        raise KeyError(f"no scenario labelled {label!r}; there are {self.labels}")
+        raise UnknownScenarioError(f"no scenario labelled {label!r}; there are {self.labels}")
 
     @property
     def labels(self) -> list[str]:

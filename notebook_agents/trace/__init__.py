@@ -14,8 +14,10 @@ plugin sees it and, with a ``model_server``, as the model's server holds it), ``
 from .._deprecated import moved_names
 from .delivery import DELIVERY_INTERVAL_S, Subscriber
 from .describe import agent_label, describe_item, error_text
+from .errors import TraceArgumentError, TraceAttachError
 from .marks import TimelineMark
 from .model_server import ModelServer
+from .otlp import OTLPEndpointError, OTLPSendError
 from .schema import (
     EVENT_DATA,
     AgentMessageData,
@@ -66,6 +68,8 @@ __all__ = [
     "ModelServer",
     "ModelSource",
     "ModelUsageData",
+    "OTLPEndpointError",
+    "OTLPSendError",
     "SpanEventData",
     "SpanStatus",
     "SpeechPhase",
@@ -75,6 +79,8 @@ __all__ = [
     "ToolCallData",
     "ToolOutputData",
     "Trace",
+    "TraceArgumentError",
+    "TraceAttachError",
     "TraceEvent",
     "TraceEvents",
     "TraceFileError",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .errors import TraceAttachError
 from .recorder import Recorder, error_data, given
 from .schema import EventKind
 
@@ -30,13 +31,13 @@ class ForeignReader:
     def record_into(self, recorder: Recorder) -> None:
         """Record into ``recorder`` from now on (``Trace.attach_reader`` gives its own)."""
         if self._recorder_of_trace is not None:
-            raise RuntimeError("this reader already records a trace; make a new one per trace")
+            raise TraceAttachError("this reader already records a trace; make a new one per trace")
         self._recorder_of_trace = recorder
 
     @property
     def _recorder(self) -> Recorder:
         if self._recorder_of_trace is None:
-            raise RuntimeError(
+            raise TraceAttachError(
                 f"this {type(self).__name__} records no trace yet: "
                 "give it to one first, trace.attach_reader(reader)"
             )

@@ -54,6 +54,11 @@ class OTLPSendError(NotebookAgentsError):
     """The collector did not take the spans; the message says what it or the network said."""
 
 
+class OTLPEndpointError(NotebookAgentsError, ValueError):
+    """An endpoint that is no OTLP/HTTP URL (``--to``, ``send_otlp(endpoint)``), refused before
+    anything is sent: the message shows the URL to give."""
+
+
 def to_otlp_json(trace: Trace) -> str:
     """``trace`` (livekit's spans and our events) as an OTLP/JSON ``ExportTraceServiceRequest``,
     the body an OTLP/HTTP collector takes at ``/v1/traces``."""
@@ -77,8 +82,8 @@ def send_otlp(
     ``/v1/traces``) or, with a path, its traces URL as is (MLflow's
     ``http://127.0.0.1:5000/v1/traces``). ``headers`` add to those OpenTelemetry's variables
     set (``OTEL_EXPORTER_OTLP_HEADERS``); ``timeout`` (seconds, retries included) defaults to
-    ``OTEL_EXPORTER_OTLP_TIMEOUT``, else 10. ``ValueError`` for a URL that is no HTTP
-    endpoint, ``OTLPSendError`` when the collector does not take the spans.
+    ``OTEL_EXPORTER_OTLP_TIMEOUT``, else 10. ``OTLPEndpointError`` (a ``ValueError``) for a
+    URL that is no HTTP endpoint, ``OTLPSendError`` when the collector does not take the spans.
     """
     url = traces_url(endpoint)
     spans = readable_spans(trace)
@@ -104,7 +109,7 @@ def traces_url(endpoint: str) -> str:
     (https://opentelemetry.io/docs/specs/otel/protocol/exporter/#endpoint-urls-for-otlphttp)."""
     parts = urllib.parse.urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
+        raise OTLPEndpointError(
             f"{endpoint!r} is no OTLP/HTTP endpoint: give the collector's URL, "
             f"http://HOST:PORT (sent to its {TRACES_PATH}) or its full traces URL"
         )

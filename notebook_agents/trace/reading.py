@@ -48,6 +48,7 @@ from .describe import (
     sent_to_model,
     usage_data,
 )
+from .errors import TraceAttachError
 from .model_side import ModelSide
 from .patching import Patches
 from .recorder import Record, Recorder, error_data
@@ -114,7 +115,7 @@ class SessionReader:
 
     def attach(self, session: AgentSession[Any]) -> None:
         if self._session is not None:
-            raise RuntimeError("this Trace is already attached; make a new Trace per session")
+            raise TraceAttachError("this Trace is already attached; make a new Trace per session")
         self._session = self.model.session = session
         # events the trace only captures: one frame each, inside livekit's emit
         capturing = functools.partial(

@@ -21,6 +21,7 @@ from .._deprecated import warn_renamed
 from . import chrome, otlp
 from .contexts import agent_contexts, divergences
 from .delivery import Delivery, Subscriber
+from .errors import TraceArgumentError, TraceAttachError
 from .foreign import ForeignReader
 from .model_server import ModelServer
 from .reading import SessionReader
@@ -72,7 +73,7 @@ class Trace:
         if server is not None and not all(
             callable(getattr(server, method, None)) for method in ("conversation", "item_ids")
         ):
-            raise TypeError(
+            raise TraceArgumentError(
                 f"model_server= needs an object with conversation(session_id) and "
                 f"item_ids(session_id), such as an Emulator, not {type(server).__name__}"
             )
@@ -248,7 +249,7 @@ class Trace:
         it. Returns ``reader``, to attach to its session next (before the session starts,
         to see everything)."""
         if self._foreign is not None:
-            raise RuntimeError("this Trace is already attached; make a new Trace per session")
+            raise TraceAttachError("this Trace is already attached; make a new Trace per session")
         reader.record_into(self._recorder)
         self._foreign = reader
         return reader

@@ -4,12 +4,14 @@ Needs the extra: ``pip install 'notebook-agents[videosdk]'`` (videosdk-agents an
 plugin).
 """
 
+from ..errors import MissingExtraError
+
 VIDEOSDK_EXTRA = "pip install 'notebook-agents[videosdk]'"
 
 try:
     import videosdk.agents  # noqa: F401
 except ImportError as missing:
-    raise ImportError(
+    raise MissingExtraError(
         f"VideoSDK agents sessions need videosdk-agents and its OpenAI plugin: {VIDEOSDK_EXTRA}"
     ) from missing
 

@@ -47,7 +47,7 @@ from videosdk.agents.room.output_stream import MediaStreamError
 from videosdk.agents.transports.base import BaseTransportHandler
 
 from ..runner._samples import checked_rate
-from ..runner.errors import AudioError
+from ..runner.errors import AudioError, RunnerError
 from ..speech.synthesis import _resample_to
 
 ROOM_RATE = 48_000
@@ -144,7 +144,7 @@ class OfflineRoom(BaseTransportHandler):
             self._played_changed.clear()
             await self._played_changed.wait()
         if len(self.played) <= index:
-            raise RuntimeError(f"the room was disconnected before the agent's stretch {index}")
+            raise RunnerError(f"the room was disconnected before the agent's stretch {index}")
         return self.played[index]
 
     def _done(self, index: int) -> bool:
@@ -156,7 +156,7 @@ class OfflineRoom(BaseTransportHandler):
         """The caller says ``pcm`` (int16 mono at ``sample_rate``): 20 ms frames reach the
         pipeline as a VideoSDK room delivers them, at real-time pace, then silence."""
         if self.pipeline is None:
-            raise RuntimeError(
+            raise RunnerError(
                 "the room has no pipeline to speak to: create the AgentSession's Pipeline "
                 "(it attaches itself to the job's room) before speak()"
             )

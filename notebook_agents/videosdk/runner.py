@@ -26,7 +26,7 @@ from videosdk.agents import Agent, AgentSession
 from ..runner._core import RunnerState, fails_turn, reply_text
 from ..runner._kernel_loops import close_retired, retire
 from ..runner._samples import spoken_audio
-from ..runner.errors import RunnerError, TurnError
+from ..runner.errors import EntrypointError, RunnerError, TurnError
 from ..trace import Trace, TraceEvent
 from ._job_thread import Entrypoint, VideoSDKJob
 from .run_result import turn_result
@@ -61,7 +61,7 @@ class VideoSDKRunner(VideoSDKJob):
         stop_timeout: float = 10.0,
     ) -> None:
         if not _takes_a_context(entrypoint):
-            raise TypeError(
+            raise EntrypointError(
                 "VideoSDKRunner takes your job's entrypoint, `async def entrypoint(ctx: "
                 f"JobContext)` as VideoSDK's WorkerJob does, not {entrypoint!r}"
             )

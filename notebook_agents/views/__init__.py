@@ -3,6 +3,7 @@
 from .benchmark_view import BenchmarkView
 from .chat_view import ChatView
 from .context_table import ContextTable
+from .errors import ViewArgumentError, ViewSourceError, ViewStateError
 from .graph_view import AgentGraphView
 from .state_view import StateView
 from .suite_view import SuiteView
@@ -18,6 +19,9 @@ __all__ = [
     "StateView",
     "SuiteView",
     "TimelineView",
+    "ViewArgumentError",
+    "ViewSourceError",
+    "ViewStateError",
     "VoiceView",
     "WaterfallView",
 ]

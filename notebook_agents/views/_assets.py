@@ -16,5 +16,6 @@ def asset(name: str) -> Path:
     """A file of the front end, e.g. ``asset("state_view.js")``; it must exist."""
     path = widgets_dir() / name
     if not path.is_file():
+        # a broken install or build, not a caller's doing
         raise FileNotFoundError(f"front-end file {name} is missing from {widgets_dir()}")
     return path

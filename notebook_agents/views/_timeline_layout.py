@@ -25,6 +25,7 @@ from ..trace import TraceEvent
 from ..trace.marks import TimelineMark
 from ._text import cut
 from .context_table import item_line
+from .errors import ViewArgumentError
 
 SKIPPED_KINDS = ("metrics", "user_state")
 """plentiful and not drawn on the timeline (StateView shows the user's state)"""
@@ -246,7 +247,7 @@ class TimelineLayout:
         laid = []
         for mark in sorted(marks, key=lambda m: m.t):
             if mark.agent not in self.analysis.lanes:
-                raise ValueError(
+                raise ViewArgumentError(
                     f"the race mark {mark.label!r} is for {mark.agent!r}, who has no lane on "
                     f"this timeline (lanes: {', '.join(self.analysis.lanes) or 'none yet'}): "
                     "pass the marks of the run whose trace it shows"

@@ -24,6 +24,7 @@ from ..bench.stats import summary_table
 from ._assets import asset
 from ._text import cut
 from ._throttle import Throttle
+from .errors import ViewStateError
 
 TABLE_HZ = 4.0
 """the table's bootstrap costs ~2 ms per group: a few refreshes a second are plenty"""
@@ -96,7 +97,7 @@ class BenchmarkView(anywidget.AnyWidget):
         A failure is shown in the view and re-raised. Arguments as ``run_benchmark``'s.
         """
         if self._run_active:
-            raise RuntimeError(
+            raise ViewStateError(
                 "this BenchmarkView is already running its benchmark: await the first run() "
                 "before starting another, or give the second run a view of its own"
             )

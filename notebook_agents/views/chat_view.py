@@ -17,6 +17,7 @@ from ..trace import TraceEvent
 from ._assets import asset
 from ._stream import TraceStreamView
 from ._text import call_over, cut
+from .errors import ViewSourceError
 
 
 class ChatView(TraceStreamView):
@@ -39,7 +40,7 @@ class ChatView(TraceStreamView):
 
     def __init__(self, runner: AgentRunner, **kwargs: Any) -> None:
         if not isinstance(runner, AgentRunner):
-            raise TypeError(
+            raise ViewSourceError(
                 f"ChatView takes the runner it types into, ChatView(runner), not a "
                 f"{type(runner).__name__} (the other views take runner.trace)"
             )

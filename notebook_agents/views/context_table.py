@@ -15,6 +15,7 @@ from typing import Any
 
 from ..trace import Trace
 from ..trace.contexts import MARKS, compared
+from .errors import ViewArgumentError
 
 Item = Mapping[str, Any]
 
@@ -61,7 +62,7 @@ class ContextTable:
         parted = trace.divergences_at(t)
         if agent is None:
             if not parted:
-                raise ValueError(
+                raise ViewArgumentError(
                     "no agent's chat context and model's conversation were apart then: "
                     "name the agent to see both sides agree"
                 )

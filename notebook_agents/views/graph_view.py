@@ -18,6 +18,7 @@ from ..trace import Trace, TraceEvent
 from ._assets import asset
 from ._graph_layout import NODE_H, TOOL_CHAR_W, EdgeRoute, GraphLayout, NodeBox, graph_layout
 from ._stream import TraceFedView
+from .errors import ViewArgumentError, ViewSourceError
 
 EMPTY = "no agents yet"
 """what the view says before it knows an agent"""
@@ -83,7 +84,7 @@ class AgentGraphView(TraceFedView):
         super().__init__(colors=dict(GRAPH_COLORS), **kwargs)
         if isinstance(agents, AgentRunner | Trace):
             if trace is not None:
-                raise ValueError(
+                raise ViewArgumentError(
                     "a runner or a Trace is followed as it is: pass trace= only with agents"
                 )
             trace = agents.trace if isinstance(agents, AgentRunner) else agents
@@ -225,7 +226,7 @@ def _as_agents(agents: Sequence[AgentLike] | AgentLike) -> list[AgentLike]:
     items: list[Any] = [agents] if isinstance(agents, Agent | type) else list(agents)
     for item in items:
         if not (isinstance(item, Agent) or (isinstance(item, type) and issubclass(item, Agent))):
-            raise TypeError(
+            raise ViewSourceError(
                 "AgentGraphView takes agents (Agent instances or subclasses), a runner "
                 f"or a Trace, not {item!r}"
             )

@@ -31,6 +31,7 @@ from ._text import cut
 from ._timeline_figure import timeline_figure
 from ._timeline_layout import MARK_STYLES, Extent, TimelineLayout, widest
 from ._timeline_phases import handoff_strips
+from .errors import ViewSourceError
 
 
 class TimelineView(TraceStreamView):
@@ -97,12 +98,12 @@ class TimelineView(TraceStreamView):
         with): shown whole, each fits the most activity and the most idle gaps among them,
         so at the same width the same time is drawn the same length in each."""
         if not isinstance(trace, Trace):
-            raise TypeError(
+            raise ViewSourceError(
                 "TimelineView takes a Trace (runner.trace; Trace.load(path) for a saved one), "
                 f"not {type(trace).__name__}"
             )
         if like is not None and not isinstance(like, TimelineView):
-            raise TypeError(
+            raise ViewSourceError(
                 "like= takes the TimelineView to share a time scale with "
                 f"(TimelineView(trace, like=other)), not {type(like).__name__}"
             )

@@ -19,6 +19,7 @@ from ..speech import SAMPLE_RATE
 from ..trace import TraceEvent
 from ._assets import asset
 from ._text import call_over, cut
+from .errors import ViewSourceError
 
 MODES = ("push_to_talk", "open_mic")
 
@@ -49,7 +50,7 @@ class VoiceView(anywidget.AnyWidget):
     def __init__(self, runner: NotebookRunner, mode: str = "push_to_talk", **kwargs: Any) -> None:
         self._stops: list[Callable[[], None]] = []  # first: a refused view is still closed
         if not isinstance(runner, NotebookRunner):
-            raise TypeError(
+            raise ViewSourceError(
                 f"VoiceView is the microphone and speaker of a NotebookRunner(..., audio=True), "
                 f"not of a {type(runner).__name__}: speak to it with `await "
                 "runner.send_audio(...)`; what the agent said aloud is in its trace (and a "

@@ -22,6 +22,7 @@ from ._assets import asset
 from ._stream import SpanWatch, TraceFedView
 from ._waterfall_figure import waterfall_figure
 from ._waterfall_layout import WATERFALL_COLORS, choice, wait_layout
+from .errors import ViewArgumentError, ViewSourceError
 
 
 class WaterfallView(TraceFedView):
@@ -61,7 +62,7 @@ class WaterfallView(TraceFedView):
         """``latency``: the emulator's network the agents' models asked for (their
         ``base_url``), for each handoff phase's truth (``handoff_phases``)."""
         if not isinstance(source, AgentRunner | Trace):
-            raise TypeError(
+            raise ViewSourceError(
                 "WaterfallView takes a runner (NotebookRunner, AgentProcess) or a Trace "
                 f"(Trace.load(path) for a saved one), not {type(source).__name__}"
             )
@@ -151,7 +152,7 @@ class WaterfallView(TraceFedView):
     def _checked(self, wait: object) -> int:
         count = len(self._breakdowns)
         if not isinstance(wait, int) or isinstance(wait, bool) or not -count <= wait < count:
-            raise ValueError(
+            raise ViewArgumentError(
                 f"no wait {wait!r}: the view has {count} (ids 0 to {count - 1} in time order, "
                 "-1 the newest), or pass wait='all'"
             )

@@ -107,7 +107,9 @@ def test_benchmark_view_follows_a_run(lab: tuple[str, Path], page: Page) -> None
     expect(failing.locator(".na-bench-status")).to_have_text("not started: await view.run()")
     expect(failing.locator(".na-bench-error")).to_be_hidden()
     run_cell(page, "await failing.run()")
-    expect(failing.locator(".na-bench-error")).to_have_text(re.compile(r"^ValueError: .*API key"))
+    expect(failing.locator(".na-bench-error")).to_have_text(
+        re.compile(r"^BenchmarkConfigError: .*API key")
+    )
     expect(failing.locator(".na-bench-status")).to_have_text("")
     failing.scroll_into_view_if_needed()
     screenshot(page, "benchmark_view_error")

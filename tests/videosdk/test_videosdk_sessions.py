@@ -33,6 +33,7 @@ from notebook_agents.speech import synthesize
 from notebook_agents.trace import Trace, TraceEvent
 from notebook_agents.trace.schema import check_event_data
 from notebook_agents.videosdk import VideoSDKRunner
+from tests.runner.test_runner_core import CALLS, never_awaited
 
 from . import videosdk_agents
 
@@ -457,3 +458,10 @@ async def test_a_turn_cancelled_by_a_stop_settles_its_submitted_future() -> None
     # cancelled with the job's loop, or ended by the stop as the session closes under it
     outcomes = [reply.cancelled() or type(reply.exception()).__name__ for reply in replies]
     assert set(outcomes) <= {True, "TurnStopped"}, outcomes
+
+
+@pytest.mark.parametrize("method", CALLS)
+def test_a_forgotten_await_names_the_videosdk_runner(method: str) -> None:
+    runner = VideoSDKRunner(videosdk_agents.entrypoint)
+    warned = never_awaited(lambda: CALLS[method](runner))
+    assert warned == [f"coroutine 'VideoSDKRunner.{method}' was never awaited"]

@@ -148,7 +148,7 @@ async def test_a_failed_run_shows_its_error(monkeypatch: pytest.MonkeyPatch) -> 
     assert view.total == 4  # no RTT grid against a foreign target
     with pytest.raises(ValueError, match="API key"):
         await view.run()
-    assert view.error.startswith("ValueError: ") and "API key" in view.error
+    assert view.error.startswith("BenchmarkConfigError: ") and "API key" in view.error
     assert (view.running, view.done, view.status) == (False, 0, "")  # the error says it
 
 
