@@ -2,7 +2,7 @@
 for offline agents."""
 
 from ._params import ParameterError
-from .errors import EmulatorError, ReplyError, ReplyRuleError
+from .errors import EmulatorError, ReplyError, ReplyRuleError, UnknownRuleError
 from .faults import Faults
 from .gemini_live import GeminiEndpoint
 from .judging import Judgment, VerdictReply
@@ -39,5 +39,6 @@ __all__ = [
     "ToolCallsReply",
     "ToolSpec",
     "Turn",
+    "UnknownRuleError",
     "VerdictReply",
 ]

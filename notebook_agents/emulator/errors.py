@@ -19,6 +19,11 @@ class ReplyError(NotebookAgentsError, ValueError):
     not ``pass``, ``fail`` or ``maybe``, a ``ToolCallsReply`` without calls."""
 
 
+class UnknownRuleError(NotebookAgentsError, ValueError):
+    """``ReplyRules.remove`` given a rule that is not among those added (the defaults cannot
+    be removed, only preceded)."""
+
+
 class ReplyRuleError(NotebookAgentsError, TypeError):
     """A reply rule that answered with a reply of the wrong kind for the request: a
     ``VerdictReply`` to a request that is not a judge's (return one only when

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ..speech.grammar import number_value
-from .errors import ReplyError, ReplyRuleError
+from .errors import ReplyError, ReplyRuleError, UnknownRuleError
 from .judging import UNSCRIPTED, Judgment, VerdictReply, judgment_of
 
 Role = Literal["system", "user", "assistant", "tool_call", "tool_output"]
@@ -271,12 +271,13 @@ class ReplyRules:
 
     def remove(self, rule: Rule) -> None:
         """Take out a rule you added (the function ``add`` returned); the next request is
-        answered without it. ``ValueError`` naming the rules there are if it is not one."""
+        answered without it. ``UnknownRuleError`` (a ``ValueError``) naming the rules there are
+        if it is not one."""
         try:
             self._custom.remove(rule)
         except ValueError:
             there = ", ".join(_name(custom) for custom in self._custom) or "none"
-            raise ValueError(
+            raise UnknownRuleError(
                 f"the rule {_name(rule)} is not among the rules added ({there}); the default "
                 "rules cannot be removed, only preceded"
             ) from None
