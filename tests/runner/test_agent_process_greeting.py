@@ -6,7 +6,10 @@ real subprocesses, against the emulator."""
 
 from __future__ import annotations
 
+import os
 import runpy
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,6 +177,35 @@ async def test_an_agent_that_does_not_greet_takes_turns_without_being_told(
     greeting = await agent.greeting()
     greeting.expect.next_event().is_agent_handoff()  # it entered, and said nothing
     greeting.expect.no_more_events()
+
+
+async def test_an_agent_started_by_hand_that_does_not_greet_takes_turns_after_a_short_settle(
+    emulator: Emulator,
+    processes: list[AgentProcess],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Started from the printed command, it sends no spans: silent for 2 s, it is taken not
+    to greet."""
+    agent_script(tmp_path, on_enter="return None")
+    agent = AgentProcess(emulator=emulator)
+    processes.append(agent)
+    agent.start()
+    command = capsys.readouterr().out.splitlines()[-1].strip()
+    started = subprocess.Popen(  # noqa: ASYNC220
+        command, shell=True, cwd=tmp_path, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        await agent.ready()
+        assert await agent.send_text("hello", timeout=20) == (
+            'You are a helpful assistant. You said: "hello".'
+        )
+        (await agent.greeting()).expect.next_event().is_agent_handoff()
+    finally:
+        agent.stop()
+        os.killpg(started.pid, signal.SIGTERM)
+        started.wait(timeout=10)
 
 
 async def test_a_greeting_after_a_slow_on_enter_is_waited_for(
