@@ -5,9 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
+
+from livekit.agents import inference
 
 from .errors import ServiceError
+
+
+def livekit_catalogue(models: object) -> tuple[str, ...]:
+    """Every model name one of livekit's catalogue types lists, in its order: a ``Literal`` of
+    names, or a union of them (``inference.LLMModels`` is ``OpenAIModels | GoogleModels |
+    ...``)."""
+    names: list[str] = []
+    for part in get_args(models):
+        names.extend([part] if isinstance(part, str) else livekit_catalogue(part))
+    return tuple(names)
+
 
 REALTIME_MODELS = (
     "gpt-realtime",
@@ -26,9 +39,16 @@ CHAT_MODELS = (
     "gpt-5-mini",
     "gpt-5-nano",
 )
-LIVEKIT_INFERENCE_CHAT_MODELS = tuple(f"openai/{name}" for name in CHAT_MODELS)
-"""the same models as LiveKit Inference's LLM names them (livekit-agents 1.8.9
-``inference/llm.py`` ``OpenAIModels``): its gateway speaks Chat Completions"""
+LIVEKIT_INFERENCE_CHAT_MODELS = livekit_catalogue(inference.LLMModels)
+"""LiveKit Inference's LLMs, as the installed livekit lists them (``inference.LLMModels``:
+OpenAI's, Google's Gemini, Kimi, DeepSeek, ...): its gateway speaks Chat Completions for all of
+them, so the emulator answers them as it answers OpenAI's"""
+LIVEKIT_INFERENCE_STT_MODELS = livekit_catalogue(inference.STTModels)
+"""LiveKit Inference's speech recognition (``inference.STTModels``: ``deepgram/nova-3``, ...,
+and ``auto``), heard by the emulator's own recognizer whichever is named"""
+LIVEKIT_INFERENCE_TTS_MODELS = livekit_catalogue(inference.TTSModels)
+"""LiveKit Inference's speech synthesis (``inference.TTSModels``: ``cartesia/sonic-3``, ...,
+and a provider alone, ``cartesia``), spoken by eSpeak NG whichever is named"""
 TRANSCRIPTION_MODELS = (
     "gpt-transcribe",
     "gpt-4o-transcribe",
@@ -56,7 +76,7 @@ SPEECH_VOICES = (
 )
 """the built-in voices OpenAI's speech reference lists (all spoken by eSpeak here)"""
 
-ModelKind = Literal["chat", "realtime", "transcription", "speech"]
+ModelKind = Literal["chat", "realtime", "transcription", "speech", "inference_stt", "inference_tts"]
 
 
 @dataclass
@@ -67,6 +87,8 @@ class ModelCatalog:
     chat: set[str] = field(default_factory=lambda: set(CHAT_MODELS + LIVEKIT_INFERENCE_CHAT_MODELS))
     transcription: set[str] = field(default_factory=lambda: set(TRANSCRIPTION_MODELS))
     speech: set[str] = field(default_factory=lambda: set(SPEECH_MODELS))
+    inference_stt: set[str] = field(default_factory=lambda: set(LIVEKIT_INFERENCE_STT_MODELS))
+    inference_tts: set[str] = field(default_factory=lambda: set(LIVEKIT_INFERENCE_TTS_MODELS))
 
     def add(
         self, names: Iterable[str], *, realtime: bool = False, kind: ModelKind | None = None
@@ -102,5 +124,7 @@ class ModelCatalog:
             "realtime": self.realtime,
             "transcription": self.transcription,
             "speech": self.speech,
+            "inference_stt": self.inference_stt,
+            "inference_tts": self.inference_tts,
         }
         return kinds[chosen]

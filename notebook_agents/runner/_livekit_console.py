@@ -20,10 +20,26 @@ a kernel session's does. So as each agent starts (the spans ``start_agent_activi
 notebook's receiver (``AGENTS_PATH``), once per agent, and the start waits for the answer (on
 127.0.0.1, a millisecond; ``_CLASS_TIMEOUT_S`` at most): the notebook knows the class before
 the handoff's report, which comes after it.
+
+Marks go with the spans, for the notebook to find out whether and when the agent greets, as
+livekit's run of the session's start knows it (the protocol reports nothing while a realtime
+reply is generated): each speech the session creates (``speech_created``) and its end (with
+how many messages it added), and the moments the agent's loop has come round after the session
+started and after an ``on_enter`` returned: a speech either of them started has been created by
+then (synchronously, before the loop took anything else up). They are spans of their own scope
+(``MARKS_SCOPE``), which the notebook reads and does not keep.
+
+The console starts in livekit's own text mode (``AgentsConsole.console_mode``, what the
+console's text toggle sets): the session starts with no audio in or out, as a notebook
+runner's offline session does. The notebook turns audio off as soon as it answers anyway, and
+a session that started with it on generated its first speech as audio: an agent without a TTS
+failed its greeting ("tts_node called but no TTS node is available") or not, by whether that
+speech began before or after the notebook answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -31,8 +47,10 @@ import runpy
 import sys
 from collections.abc import Sequence
 
-from opentelemetry import trace
-from opentelemetry.context import Context
+from livekit.agents import ChatMessage, SpeechCreatedEvent
+from livekit.agents.cli import AgentsConsole
+from livekit.agents.voice import SpeechHandle
+from opentelemetry import context, trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -48,6 +66,16 @@ _CLASS_TIMEOUT_S = 1.0
 _BATCH_DELAY_MS = 100
 """how long a span waits for others to go with it: a turn's phases show right after it"""
 _POST_TIMEOUT_S = 5.0
+MARKS_SCOPE = "notebook-agents-console"
+"""the instrumentation scope of the marks (not livekit's spans)"""
+SPEECH_CREATED = "speech_created"
+"""the session created a speech (attribute ``speech_id``)"""
+SPEECH_DONE = "speech_done"
+"""a speech is done (``speech_id``, and ``messages``: how many it added)"""
+START_OVER = "start_over"
+"""the session has started, and the speeches the entrypoint made right after are created"""
+ON_ENTER_OVER = "on_enter_over"
+"""an ``on_enter`` returned, and the speeches it started are created"""
 
 
 class _SpansToNotebook(SpanExporter):
@@ -79,7 +107,7 @@ class _AgentClassesToNotebook(SpanProcessor):
         self._host, self._port = host, int(port)
         self._sent: set[tuple[str, str]] = set()
 
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+    def on_start(self, span: Span, parent_context: context.Context | None = None) -> None:
         if span.name not in _STARTS_AGENT:
             return
         # imported here, once livekit runs: livekit's tracer reads the global provider as it is
@@ -108,6 +136,50 @@ class _AgentClassesToNotebook(SpanProcessor):
             connection.close()
 
 
+class _GreetingMarks(SpanProcessor):
+    """Marks the session's speeches, its start's end and each ``on_enter``'s, with spans of
+    ``MARKS_SCOPE``: livekit's spans start and end on the agent's loop, so these are made there
+    (the session's events, through livekit's public ``AgentsConsole.io_session``, once it has
+    taken the console's I/O: before its first agent's activity starts)."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self._tracer = provider.get_tracer(MARKS_SCOPE)
+        self._watching = False
+
+    def on_start(self, span: Span, parent_context: context.Context | None = None) -> None:
+        if self._watching:
+            return
+        console = AgentsConsole.get_instance()
+        if console.io_acquired:
+            self._watching = True
+            console.io_session.on("speech_created", self._speech_created)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        over = {"session_start": START_OVER, "on_enter": ON_ENTER_OVER}.get(span.name)
+        if over is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not ended on a loop: nothing it started is still to come
+            self._mark(over)
+        else:
+            loop.call_soon(self._mark, over)
+
+    def _speech_created(self, event: SpeechCreatedEvent) -> None:
+        speech = event.speech_handle
+        self._mark(SPEECH_CREATED, speech_id=speech.id)
+        speech.add_done_callback(self._speech_done)
+
+    def _speech_done(self, speech: SpeechHandle) -> None:
+        said = [
+            i for i in speech.chat_items if isinstance(i, ChatMessage) and i.role == "assistant"
+        ]
+        self._mark(SPEECH_DONE, speech_id=speech.id, messages=len(said))
+
+    def _mark(self, name: str, **attributes: str | int) -> None:
+        self._tracer.start_span(name, context.Context(), attributes=attributes).end()
+
+
 def main() -> None:
     spans_address = sys.argv.pop(1)
     if not getattr(sys.flags, "safe_path", False):
@@ -115,10 +187,12 @@ def main() -> None:
         # not from this file's
         sys.path[0] = os.getcwd()
     provider = TracerProvider()
+    provider.add_span_processor(_GreetingMarks(provider))
     exporter = _SpansToNotebook(spans_address)
     provider.add_span_processor(_AgentClassesToNotebook(spans_address))
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=_BATCH_DELAY_MS))
     trace.set_tracer_provider(provider)
+    AgentsConsole.get_instance().console_mode = "text"
     runpy.run_module("livekit.agents", run_name="__main__", alter_sys=True)
 
 

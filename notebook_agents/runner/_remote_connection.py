@@ -1,7 +1,8 @@
 """An ``AgentProcess``'s connection, on a thread and loop of its own: the agent dials (the
 notebook listens on 127.0.0.1 until it has), answers livekit's ``lk.agent.session`` protocol
 (``RemoteSession``), reports its session (into the trace) and sends livekit's spans; its
-greeting is known from the reports, and its end (a hang-up, its process's exit) says why.
+greeting is found out from both (``_remote_greeting``), and its end (a hang-up, its process's
+exit, an unrecoverable error before it greeted) says why, in livekit's words.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .. import _livekit_internals as livekit
 from ..trace import TraceEvent
 from ..trace.otlp import spans_of_otlp
+from ..trace.remote import RemoteReader, reported_error_text
 from ..trace.remote_items import chat_item
 from ._core import RunnerState, fails_turn
-from ._livekit_console import AGENTS_PATH, SPANS_PATH
+from ._livekit_console import AGENTS_PATH, MARKS_SCOPE, SPANS_PATH
+from ._remote_greeting import GreetingWatch
 from ._script_process import ScriptProcess, _exit_reason
 from .errors import RunnerError
 
@@ -58,19 +61,23 @@ def remote_agent_class() -> type[Agent]:
 class RemoteConnection(ScriptProcess):
     """The connection to the agent, its reports (the greeting among them) and its end."""
 
-    def _init_remote_connection(self, greets: bool) -> None:
+    def _init_remote_connection(self, greets: bool | None) -> None:
         self.session: RemoteSession | None = None
         self.greets = greets
+        """True: wait for a greeting; False: none to wait for; None: found out"""
+        self._agent_classes: dict[str, str] = {}
+        """each agent's class (``module:qualname``) by its id, as the agent's process says"""
+        # attached now: a span may tell of a hook that raised before the agent has dialed
+        self._reader = self.trace.attach_reader(RemoteReader(self._agent_classes))
         self._greeting: RunResult[None] | None = None
         """what the agent said on its own as it started, once it is over"""
-        self._greeting_items: list[llm.ChatItem] = []
-        self._agent_state = "initializing"
+        self._greeting_ended_at = 0.0
+        """when it was over, on the trace's clock"""
+        self._greeting_watch = GreetingWatch(greets, self._greeting_said)
         self._span_receiver: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._agents: dict[str, Agent] = {}
-        self._agent_classes: dict[str, str] = {}
-        """each agent's class (``module:qualname``) by its id, as the agent's process says"""
         self._stopping = False
         self._connecting: asyncio.Task[None] | None = None
         self._exited: asyncio.Future[int] | None = None  # on the connection's loop
@@ -90,21 +97,20 @@ class RemoteConnection(ScriptProcess):
     async def _connect(self) -> None:
         self._connecting = asyncio.current_task()
         self._job_began()
+        self.trace.subscribe(self._on_reported_problem)  # delivered on this loop
         self._exited = self._exit_of_process()
         try:
             reader, writer = await self._dialed(self._exited)
             transport = livekit.accepted_transport(reader, writer, self._hung_up_soon)
             self.session = remote = RemoteSession(transport)
-            # before the first report is read
-            self.trace.attach_remote(remote, agent_classes=self._agent_classes)
-            self.trace.subscribe(self._on_reported_problem)  # delivered on this loop
+            self._reader.attach(remote)  # before the first report is read
             remote.on("conversation_item_added", self._on_greeting_item)
             remote.on("agent_state_changed", self._on_greeting_state)
             await remote.start()
             await self._handshake(remote)
-            if not self.greets:
+            if self.greets is False:
                 # reports arrive in order: the start's (its first handoff) came before these
-                self._greeting_said()
+                self._greeting_watch.end()
         except Exception as e:
             self._fail(e)
             # nothing half-started is left, even if nobody awaits ready()
@@ -131,7 +137,10 @@ class RemoteConnection(ScriptProcess):
         except DecodeError:
             raise web.HTTPBadRequest(text="send an OTLP ExportTraceServiceRequest") from None
         for span in spans:
-            self.trace._add_span(span)
+            if span.scope != MARKS_SCOPE:  # the marks are for the greeting's watch only
+                self.trace._add_span(span)
+                self._reader.span_ended(span)
+            self._greeting_watch.span_ended(span)
         return web.Response(body=_OTLP_ACCEPTED, content_type="application/x-protobuf")
 
     async def _on_agent_class(self, request: web.Request) -> web.Response:
@@ -213,30 +222,19 @@ class RemoteConnection(ScriptProcess):
     # -- the greeting, from the reports -----------------------------------------------------
 
     def _on_greeting_item(self, ev: agent_pb.AgentSessionEvent) -> None:
-        if self._greeting is not None:
-            return
         item = chat_item(ev.conversation_item_added.item)
         if item is not None and not isinstance(item, llm.AgentConfigUpdate):
-            self._greeting_items.append(item)
-        self._greeting_maybe_over()
+            self._greeting_watch.item_added(item)
 
     def _on_greeting_state(self, ev: agent_pb.AgentSessionEvent) -> None:
-        self._agent_state = agent_pb.AgentState.Name(ev.agent_state_changed.new_state)
-        self._greeting_maybe_over()
-
-    def _greeting_maybe_over(self) -> None:
-        """Over once the agent has replied and is listening again (not still speaking, nor
-        thinking: a tool its reply called runs)."""
-        replied = any(
-            isinstance(i, llm.ChatMessage) and i.role == "assistant" for i in self._greeting_items
-        )
-        if self.greets and replied and self._agent_state == "AS_LISTENING":
-            self._greeting_said()
+        state = agent_pb.AgentState.Name(ev.agent_state_changed.new_state)
+        self._greeting_watch.state_changed(state.removeprefix("AS_").lower())
 
     def _greeting_said(self) -> None:
         if self._greeting is None:
-            items = self._greeting_items
+            items = self._greeting_watch.items
             self._greeting = livekit.reported_run_result(None, items, self._agent)
+            self._greeting_ended_at = self.trace.now()
         super()._greeting_said()
 
     # -- its end -----------------------------------------------------------------------------
@@ -267,7 +265,7 @@ class RemoteConnection(ScriptProcess):
     def _on_reported_problem(self, event: TraceEvent) -> None:
         """An unrecoverable error before the greeting: the greeting will not come (livekit
         closes the session at a realtime model's first, and retries no reply), and turns wait
-        for it. The agent's output (quoted) has the error's cause in livekit's words."""
+        for it. Said in livekit's words (the exception's), the agent's output quoted after."""
         data = event.data
         if (
             self._greeting is not None
@@ -277,14 +275,25 @@ class RemoteConnection(ScriptProcess):
         ):
             return
         what = _FAILING_PARTS.get(data["source"], "session")
-        self._gone(f"the agent's {what} failed before it greeted ({data['type']}, not recoverable)")
+        self._gone(
+            f"the agent's {what} failed before it greeted ({data['type']}, not recoverable)",
+            said=reported_error_text(data["message"]),
+        )
 
-    def _gone(self, why: str, *, quote_output: bool = True) -> None:
+    def _gone(self, why: str, *, quote_output: bool = True, said: str = "") -> None:
+        """The call has ended, ``why`` (and what livekit ``said`` of it), the agent's output
+        quoted after."""
         if self._stopping or self.state not in (RunnerState.STARTING, RunnerState.RUNNING):
             return
         tail = self._output_tail() if self.process is not None and quote_output else ""
-        if self.state is RunnerState.STARTING:
-            self._fail(RunnerError(f"{why} before it was ready" + (f":\n{tail}" if tail else "")))
+        starting = self.state is RunnerState.STARTING
+        if starting:
+            why = f"{why} before it was ready"
+        if said:
+            why = f"{why}: {said}"
+        if starting:
+            quoted = (f"\n{tail}" if said else f":\n{tail}") if tail else ""
+            self._fail(RunnerError(why + quoted))
             return
         if self._end(RunnerState.FAILED, why, tail):
             self.trace.record_closed("error", why)

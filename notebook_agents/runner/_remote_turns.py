@@ -62,14 +62,20 @@ class RemoteTurns(RemoteConnection):
     async def greeting(self, timeout: float = 30.0) -> RunResult[Any]:
         """What the agent said on its own as its session started (its ``on_enter`` reply),
         once said: livekit's ``RunResult`` built from what it reported, as ``run``'s are (the
-        first agent's handoff, then its reply), for ``expect``."""
+        first agent's handoff, then its reply), for ``expect``. Raises ``TurnError`` when it
+        went wrong as a turn does (an ``on_enter`` that raised, a model's error: the trace's
+        ``error`` events until it was over), ``RunnerError`` when the call ended instead."""
         if self._greeting is None:
             said = self._in_job(self._greeting_over(), "greeting()")
             late = functools.partial(self._not_greeted, timeout)
             await self._from_job(said, "greeting()", timeout, "the greeting itself goes on", late)
             self._require_turns("greeting()")  # the connection ended instead
-        assert self._greeting is not None
-        return self._greeting
+        greeting = self._greeting
+        assert greeting is not None
+        errors = self._turn_errors(0.0, None, spoken=False)
+        if went_wrong := [e for e in errors if e.t <= self._greeting_ended_at]:
+            raise TurnError(reply_text(greeting), went_wrong, during="the greeting")
+        return greeting
 
     async def history(self) -> list[llm.ChatItem]:
         """The agent's own ``session.history``, as it reports it (``get_chat_history``)."""
@@ -94,8 +100,8 @@ class RemoteTurns(RemoteConnection):
                 raise
 
     def _not_greeted(self, timeout: float) -> str:
+        """Why the greeting a turn waits for is not over, as the reports and spans tell."""
         return (
-            f"the agent did not greet within {timeout:.0f} s, and turns wait for its greeting: "
-            "if it says nothing until spoken to (no reply in its on_enter), make it "
-            "AgentProcess(..., greets=False)"
+            f"the agent's greeting was not over within {timeout:g} s, and turns wait for it: "
+            f"{self._greeting_watch.why_not_over()}"
         )

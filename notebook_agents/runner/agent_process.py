@@ -18,8 +18,10 @@ The greeting (what the agent says on its own as its session starts, its ``on_ent
 is awaited before a turn, as the notebook runner does: livekit's ``run_input`` interrupts only
 speech already playing, so a turn sent while a realtime greeting is still being generated goes
 unanswered. The protocol says nothing while a realtime reply is generated, so the greeting is
-over once the agent has reported a reply and is ``listening`` again; an agent that does not
-greet says so with ``greets=False`` (nothing to wait for).
+over once its speeches are done and their words reported; whether it greets at all is found
+out (``_remote_greeting``), or said with ``greets=``. An error before or during the greeting
+ends it at once: an unrecoverable one fails the call in livekit's words, and ``greeting()``
+raises what went wrong as a turn's ``TurnError`` does.
 """
 
 from __future__ import annotations
@@ -64,8 +66,11 @@ class AgentProcess(RemoteTurns):
     LLM, and ``GOOGLE_GEMINI_BASE_URL``/``SSL_CERT_FILE``/``GOOGLE_API_KEY`` for the google
     plugin's Gemini Live: ``GeminiEndpoint.environment()``). Without a script, ``start()``
     listens and prints the command that attaches an agent started by hand. ``stop()`` ends
-    only the process this started. ``greets=False`` for an agent that says nothing until
-    spoken to (turns wait for its greeting otherwise).
+    only the process this started. Turns wait for the agent's greeting, and whether it greets
+    is found out (from the speeches its session creates; an agent started by hand, which sends
+    no spans, is taken not to greet once it has listened in silence for 2 s): ``greets=True``
+    waits for a greeting however long it takes (within a turn's timeout), ``greets=False`` for
+    none.
     """
 
     agent_base: ClassVar[type[Any]] = Agent
@@ -89,7 +94,7 @@ class AgentProcess(RemoteTurns):
         python: str | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
-        greets: bool = True,
+        greets: bool | None = None,
     ) -> None:
         script_path = Path(script) if script is not None else None
         if script_path is not None and not script_path.is_file():

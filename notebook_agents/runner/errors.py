@@ -58,10 +58,15 @@ class TurnError(RunnerError):
     rejected part of the conversation, or its conversation parted from livekit's chat context.
     ``reply`` is what the agent said anyway (often nothing), ``errors`` the trace's ``error``
     events of the turn and, while the two stay apart, the ``context_diverged`` that parted
-    them."""
+    them. ``during``: what went wrong, when not a user turn (an agent's greeting)."""
 
     def __init__(
-        self, reply: str, errors: list[TraceEvent], raised: BaseException | None = None
+        self,
+        reply: str,
+        errors: list[TraceEvent],
+        raised: BaseException | None = None,
+        *,
+        during: str = "the turn",
     ) -> None:
         self.reply = reply
         self.errors = errors
@@ -69,7 +74,7 @@ class TurnError(RunnerError):
         if raised is not None and str(raised) not in what:
             what.insert(0, f"{type(raised).__name__}: {raised}")
         said = f" (the agent still replied {reply!r})" if reply else " (no reply)"
-        super().__init__(f"the turn went wrong: {'; '.join(what)}{said}")
+        super().__init__(f"{during} went wrong: {'; '.join(what)}{said}")
 
 
 class TurnStopped(TurnError):

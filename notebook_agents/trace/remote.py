@@ -25,7 +25,7 @@ from .describe import label_of, message_metrics, message_text
 from .foreign import ForeignReader
 from .recorder import error_data, given
 from .remote_items import chat_item
-from .schema import ErrorSource, HandoffData, ModelUsageData
+from .schema import ErrorSource, HandoffData, ModelUsageData, TraceSpan
 from .tap import Handler, listen
 
 _ERROR_SOURCES: dict[str, ErrorSource] = {
@@ -39,6 +39,12 @@ _ERROR_SOURCES: dict[str, ErrorSource] = {
 _REPORTED_TYPE = re.compile(r"\btype='(\w+)_error'")
 _REPORTED_RECOVERABLE = re.compile(r"\brecoverable=(True|False)\b")
 _REPORTED_ERROR = re.compile(r"\berror=(\w+)\(")
+_REPORTED_ERROR_TEXT = re.compile(
+    r"""\berror=\w+\((?P<quote>['"])(?P<text>(?:\\.|(?!(?P=quote)).)*)(?P=quote)"""
+)
+"""the first argument of the exception's repr, a string literal: its message"""
+_HOOKS = ("on_enter", "on_exit")
+"""the agent's hooks livekit runs in a span of their name, which records what one raised"""
 
 
 class RemoteReader(ForeignReader):
@@ -177,6 +183,24 @@ class RemoteReader(ForeignReader):
         self._seen.add(("call", call_id))
         self._capture("tool_call", {"name": name, "call_id": call_id, "arguments": arguments})
 
+    def span_ended(self, span: TraceSpan) -> None:
+        """A span of livekit's from the agent's process (``AgentProcess`` receives them): a
+        hook that raised is an ``error``, as the kernel's trace records one. livekit only logs
+        it (in the agent's process) and records it on the hook's span; the protocol reports
+        nothing of it."""
+        if span.name not in _HOOKS or span.status != "error":
+            return
+        raised = next((e["attributes"] for e in span.events if e["name"] == "exception"), None)
+        if raised is None:
+            return
+        type_name = str(raised.get("exception.type", "Exception"))
+        said = str(raised.get("exception.message", ""))
+        agent = span.attributes.get("lk.agent_label") or self.agent
+        # worded as the kernel's trace words it: the agent, the hook, repr() of what it raised
+        message = f"{agent}.{span.name} raised {type_name}({said!r})"
+        data = error_data(message, type_name, "agent")
+        self._recorder.capture_alarm(given, "error", data, agent)
+
     def _on_usage(self, ev: agent_pb.AgentSessionEvent) -> None:
         described = usage_data(ev.session_usage_updated.usage)
         if described != self._usage:
@@ -195,6 +219,21 @@ class RemoteReader(ForeignReader):
             recoverable is not None and recoverable.group(1) == "True",
         )
         self._recorder.capture_alarm(given, "error", data, self.agent)
+
+
+def reported_error_text(message: str) -> str:
+    """What the exception of a reported error says: the protocol's ``error`` carries livekit's
+    error event as text (``type='llm_error' ... error=APIStatusError("Error code: 404 - ...",
+    status_code=404, ...) recoverable=False``), in which the exception's message is its repr's
+    first argument. The whole report where there is none."""
+    literal = _REPORTED_ERROR_TEXT.search(message)
+    if literal is None or not literal["text"]:
+        return message
+    # repr() escapes backslashes, quotes and what is not printable; a character beyond latin-1
+    # kept as it is becomes an escape that unicode_escape reads back. Not ast.literal_eval:
+    # building ASTs in two threads at once can raise SystemError ("AST constructor recursion
+    # depth mismatch", CPython 3.11.7 here), and Python 3.11 parses a traceback as it prints it
+    return literal["text"].encode("latin-1", "backslashreplace").decode("unicode_escape")
 
 
 def _state(name: str) -> str:

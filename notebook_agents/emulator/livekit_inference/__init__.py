@@ -17,6 +17,7 @@ from aiohttp import web
 from .._params import ParameterError
 from .._settings import SETTINGS_KEY
 from ..errors import http_error
+from ..models import ModelKind
 from ._socket import InferenceError, InferenceSocket, Message, accept
 from .stt import SttSession
 from .tts import TtsSession
@@ -41,15 +42,12 @@ async def _serve(
     serve: Callable[[InferenceSocket], Callable[[Message], Awaitable[None]]],
 ) -> web.StreamResponse:
     model = request.query.get("model", "")
-    provider, _, name = model.partition("/")
-    # the clients name every model "provider/model" (their STTModels / TTSModels literals)
-    if not provider or not name:
-        return http_error(
-            400,
-            f"model {model!r} is not a LiveKit Inference model: name one as provider/model, "
-            "e.g. deepgram/nova-3 (STT) or cartesia/sonic-3 (TTS)",
-            param="model",
-        )
+    # the clients name the model in the query (their STTModels / TTSModels literals); one the
+    # catalogue does not know is refused as the chat endpoint refuses one, before the upgrade
+    models = request.app[SETTINGS_KEY].models
+    catalogue: ModelKind = "inference_stt" if kind == "stt" else "inference_tts"
+    if not models.knows(model, kind=catalogue):
+        return models.refusal(model, catalogue).response()
     try:
         log = request.app[SETTINGS_KEY].open_connection(
             f"inference.{kind}", request.path, request.query
