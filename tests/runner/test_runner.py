@@ -505,9 +505,9 @@ async def collected(alive: Callable[[], list[str]], timeout: float = 10.0) -> No
     RunResult until the step ends), and the job's thread handing the future's result to this
     loop (a callback queued here, holding it until it runs): on a loaded machine, later."""
     deadline = asyncio.get_running_loop().time() + timeout
-    while alive() and asyncio.get_running_loop().time() < deadline:
+    while left := alive():
+        assert asyncio.get_running_loop().time() < deadline, f"still alive: {left}"
         await asyncio.sleep(0.05)
-    assert alive() == []
 
 
 async def test_a_stopped_runner_its_session_and_its_loops_are_collectable(
