@@ -1,5 +1,6 @@
 """The notebook runner: an unmodified LiveKit ``AgentServer`` inside a Jupyter kernel."""
 
+from ._caller import SpokenAudio
 from ._core import RunnerState
 from ._interface import AgentRunner
 from ._playback import Recording
@@ -16,6 +17,7 @@ __all__ = [
     "RemoteAgent",
     "RunnerError",
     "RunnerState",
+    "SpokenAudio",
     "TurnError",
     "TurnStopped",
     "run_app",

@@ -3,6 +3,7 @@ an ``AgentServer`` or the runners a function makes (a fresh session each), as a 
 notebook and as tests under pytest."""
 
 from .expectations import Expectation, ExpectationError
+from .recording import to_scenario
 from .results import Outcome, ScenarioResult, SuiteResult
 from .run import run_scenario, run_suite
 from .suite_file import (
@@ -28,4 +29,5 @@ __all__ = [
     "load_suite",
     "run_scenario",
     "run_suite",
+    "to_scenario",
 ]
