@@ -97,7 +97,7 @@ def to_scenario(
             "gave: talk to the agent first (await runner.send_text('...'))"
         )
     for index, turn in enumerate(turns):
-        _refuse_unreplayable(index, turn, trace is not call)
+        _refuse_unreplayable(index, turn, trace is call)
     path = Path(path)
     existing = load_suite(path) if path.exists() else None  # a file unread is refused here
     taken = {s.id for s in existing.scenarios} if existing is not None else set()

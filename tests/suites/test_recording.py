@@ -16,13 +16,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
-from livekit.agents import AgentServer
 
 from notebook_agents import AgentProcess, NotebookRunner, TurnError
 from notebook_agents.emulator import Emulator
-from notebook_agents.speech import synthesize
+from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech.wav import wav_samples
 from notebook_agents.suites import (
     Outcome,
     SuiteFileError,
@@ -427,3 +428,80 @@ def test_a_file_that_does_not_load_is_refused_as_load_suite_refuses_it(tmp_path:
     with pytest.raises(SuiteFileError, match=r":3: scenarios\[0\]\.turn: unknown field `turn`"):
         append_scenario(path, RECORDED)
     assert path.read_text() == "scenarios:\n  - label: a\n    turn: []\n"
+
+
+@pytest.mark.slow
+async def test_a_spoken_call_becomes_a_scenario_with_its_wavs_beside_it_that_passes(
+    emulator: Emulator,
+    runners: list[NotebookRunner],
+    modules: Callable[..., ModuleType],
+    tmp_path: Path,
+) -> None:
+    clinic = modules(tmp_path / "app")
+    hearing = clinic.make_server(emulator.base_url(), API_KEY, hears=True)
+    runner = await started(runners, NotebookRunner(hearing, audio=True))
+    await runner.greeting()
+    await runner.send_audio(synthesize("transfer to billing"))
+    await runner.run("lookup invoice number=A12")  # a typed turn in the same call
+    path = tmp_path / "suite" / "scenarios.yaml"
+    path.parent.mkdir()
+
+    scenario = to_scenario(runner, "pays by voice", path)
+
+    spoken, typed = scenario.turns
+    assert spoken.audio == path.parent / f"{scenario.id}.turn0.wav"  # beside the file
+    assert (typed.audio, typed.user) == (None, "lookup invoice number=A12")
+    written = scenario_data(path, "pays by voice")
+    assert written["turns"][0]["audio"] == f"{scenario.id}.turn0.wav"  # relative to the file
+    assert [turn["expect"] for turn in written["turns"]] == TYPED_EXPECTATIONS[1:]
+    heard, rate = wav_samples(spoken.audio.read_bytes())
+    assert rate == SAMPLE_RATE and np.array_equal(heard, runner.spoken[0].samples)
+
+    result = await run_suite(path, clinic.make_server(emulator.base_url(), API_KEY, hears=True))
+    (ran,) = result
+    assert (ran.outcome, ran.reason) == (Outcome.PASSED, "")
+    assert ran.trace is not None
+    assert [e.data["text"] for e in ran.trace.of_kind("user_transcript") if e.data["final"]] == [
+        "transfer to billing"  # the WAV, heard again
+    ]
+
+    # the trace alone keeps no audio: said, and nothing written
+    before = sorted(path.parent.iterdir()), path.read_text()
+    with pytest.raises(SuiteFileError) as refused:
+        to_scenario(runner.trace, "pays by voice again", path)
+    assert str(refused.value) == (
+        "turn 0 ('transfer to billing') was spoken and its audio was not kept: a Trace keeps "
+        "no audio: pass the runner that spoke it, to_scenario(runner, ...), which keeps what "
+        "send_audio() was given"
+    )
+    assert (sorted(path.parent.iterdir()), path.read_text()) == before
+
+
+AGENT_SCRIPT = CLINIC + "\n\nserver = make_server()  # its model where OPENAI_BASE_URL says\n"
+"""the same agents as a script run with livekit's console (``AgentProcess``)"""
+
+
+@pytest.mark.slow
+async def test_a_call_with_an_agent_in_another_process_becomes_a_scenario_that_passes(
+    emulator: Emulator, no_livekit_env: None, tmp_path: Path
+) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT_SCRIPT)
+    agent = AgentProcess(script, emulator=emulator)
+    try:
+        await agent.start().ready()
+        await agent.greeting()
+        for text in TYPED:
+            await agent.run(text)
+        path = tmp_path / "scenarios.yaml"
+        scenario = to_scenario(agent, "pays an invoice", path)
+    finally:
+        agent.stop()
+
+    # the process reports agents by id, and livekit's RunResult holds a stand-in of no
+    # class of the user's: the handoff is held to being one
+    expected = [list(chain) for chain in TYPED_EXPECTATIONS]
+    expected[1][2] = "next_event().is_agent_handoff()"
+    assert [[e.text for e in turn.expect] for turn in scenario.turns] == expected
+    (ran,) = await run_suite(path, lambda: AgentProcess(script, emulator=emulator))
+    assert (ran.outcome, ran.reason) == (Outcome.PASSED, "")
