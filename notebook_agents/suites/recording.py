@@ -154,22 +154,29 @@ def _turns(events: Sequence[TraceEvent], spoken: Sequence[SpokenAudio]) -> list[
             audio = waiting.pop(0)
             turns.append(_RecordedTurn("", audio, audio.began))
             heard = False
-        current = turns[-1] if turns else None
+        hearing = _spoken_at(turns, event.t)
         if event.kind == "user_message":
-            audio = current.audio if current is not None else None
-            if audio is not None and event.t <= audio.ended:
-                current.said = " ".join(filter(None, [current.said, event.data["text"]]))
+            if hearing is not None:  # the words of the turn being spoken
+                hearing.said = " ".join(filter(None, [hearing.said, event.data["text"]]))
                 continue
             turns.append(_RecordedTurn(event.data["text"], None, event.t, heard_speech=heard))
             heard = False
         elif event.kind == "user_transcript" or (
             event.kind == "user_state" and event.data["new"] == "speaking"
         ):
-            heard = current is None or current.audio is None or event.t > current.audio.ended
-        elif current is not None and (event.kind in _CHECKED or event.kind == "error"):
-            current.events.append(event)
+            heard = hearing is None
+        elif turns and (event.kind in _CHECKED or event.kind == "error"):
+            turns[-1].events.append(event)
     turns += [_RecordedTurn("", audio, audio.began) for audio in waiting]
     return turns
+
+
+def _spoken_at(turns: list[_RecordedTurn], t: float) -> _RecordedTurn | None:
+    """The last turn, if trace time ``t`` falls while its audio was spoken."""
+    last = turns[-1] if turns else None
+    if last is not None and last.audio is not None and t <= last.audio.ended:
+        return last
+    return None
 
 
 def _refuse_unreplayable(index: int, turn: _RecordedTurn, trace_alone: bool) -> None:

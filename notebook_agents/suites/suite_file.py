@@ -253,7 +253,7 @@ def _suite_name(path: Path) -> str:
     return name.strip(".-_ ") or "scenarios"
 
 
-class _IndentedLists(yaml.SafeDumper):
+class _IndentedLists(yaml.SafeDumper):  # type: ignore[misc]
     """Lists indented under their key, as livekit's and these docs' scenarios files are."""
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
