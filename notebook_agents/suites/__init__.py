@@ -1,6 +1,7 @@
 """Scenario suites: scripted conversations with livekit's expectations, run offline against
 an ``AgentServer`` or the runners a function makes (a fresh session each), as a table in a
-notebook and as tests under pytest."""
+notebook and as tests under pytest; a call held in the notebook written as one
+(``to_scenario``)."""
 
 from .expectations import Expectation, ExpectationError
 from .recording import to_scenario

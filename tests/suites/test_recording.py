@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from livekit.agents import AgentServer
+from livekit.plugins import openai
 
 from notebook_agents import AgentProcess, NotebookRunner, TurnError
 from notebook_agents.emulator import Emulator
@@ -34,7 +36,9 @@ from notebook_agents.suites import (
 from notebook_agents.suites.suite_file import append_scenario
 from notebook_agents.trace import Trace
 from tests.conftest import API_KEY, started
+from tests.doc_examples import DOCS, python_block, run
 from tests.suites.test_suites import outcomes_under_pytest
+from tests.upstream import greeter_weather
 
 CLINIC = '''
 """A clinic's front desk: Reception greets and hands billing questions to Billing."""
@@ -126,6 +130,8 @@ CHANGES = {
 }
 """each change a user may make to the agents: (the edit of CLINIC, the turn whose
 expectation then fails, that expectation, livekit's message)"""
+
+CHECKING = DOCS / "guides" / "checking.md"
 
 TYPED = ["hello", "transfer to billing", "lookup invoice number=A12"]
 """the call: a greeting answered, a handoff, a tool with an argument"""
@@ -505,3 +511,35 @@ async def test_a_call_with_an_agent_in_another_process_becomes_a_scenario_that_p
     assert [[e.text for e in turn.expect] for turn in scenario.turns] == expected
     (ran,) = await run_suite(path, lambda: AgentProcess(script, emulator=emulator))
     assert (ran.outcome, ran.reason) == (Outcome.PASSED, "")
+
+
+async def test_the_checking_guides_recording_example_writes_a_scenario_that_passes(
+    emulator: Emulator,
+    runners: list[NotebookRunner],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/guides/checking.md's "From a call to a regression suite", on livekit PR #5229's
+    Greeter/Weather agents: run as written, its scenario passes."""
+    monkeypatch.chdir(tmp_path)
+
+    def fresh_server() -> AgentServer:
+        model = openai.realtime.RealtimeModel(
+            base_url=emulator.base_url(), api_key=API_KEY, modalities=["text"]
+        )
+        return greeter_weather.make_server(model)
+
+    runner = await started(runners, NotebookRunner(fresh_server()))
+    namespace: dict[str, Any] = {"runner": runner}
+    await run(python_block(CHECKING, "to_scenario("), namespace, CHECKING)
+
+    (ran,) = await run_suite("scenarios.yaml", fresh_server)
+    assert (ran.label, ran.outcome) == ("weather in Paris", Outcome.PASSED)
+    written = scenario_data(tmp_path / "scenarios.yaml", "weather in Paris")
+    assert written["id"] == namespace["scenario"].id
+    # the excerpt the guide shows is the turn as written
+    assert written["turns"][0]["expect"] == [
+        line.strip().removeprefix("- ")
+        for line in CHECKING.read_text().split("```text\n", 1)[1].split("```")[0].splitlines()
+        if line.strip().startswith("- ") and "user:" not in line
+    ]
