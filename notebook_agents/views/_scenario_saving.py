@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import traitlets
 
@@ -19,9 +19,6 @@ from ..trace import Trace
 
 class SavesScenarios(traitlets.HasTraits):
     """The traits and the handler of the button; a view says which call it saves."""
-
-    _nothing_to_save: ClassVar[str] = "there is no call to save yet"
-    """what ``scenario_error`` says when the view has no call to save"""
 
     scenario_path = traitlets.Unicode("scenarios.yaml").tag(sync=True)
     """the scenarios file the button writes into (relative to the kernel's working folder)"""
@@ -40,8 +37,8 @@ class SavesScenarios(traitlets.HasTraits):
         self.scenario_saved = ""
         target = Path(path if path is not None else self.scenario_path).expanduser()
         call = self._call_to_save()
-        if call is None:
-            self.scenario_error = self._nothing_to_save
+        if isinstance(call, str):
+            self.scenario_error = call
             return None
         try:
             scenario = to_scenario(call, label.strip(), target)
@@ -52,8 +49,8 @@ class SavesScenarios(traitlets.HasTraits):
         self.scenario_saved = str(target.resolve())
         return scenario
 
-    def _call_to_save(self) -> AgentRunner | Trace | None:
-        """The call the button writes: the view's, None if it has none now."""
+    def _call_to_save(self) -> AgentRunner | Trace | str:
+        """The call the button writes, the view's; or why there is none to write now."""
         raise NotImplementedError
 
     def _on_save_message(self, content: dict[str, Any]) -> bool:

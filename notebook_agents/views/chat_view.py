@@ -91,7 +91,9 @@ class ChatView(TraceStreamView, SavesScenarios):
         elif not self._on_save_message(content):
             super()._on_browser_message(widget, content, buffers)
 
-    def _call_to_save(self) -> AgentRunner:
+    def _call_to_save(self) -> AgentRunner | str:
+        if self.pending:  # its last turn is not over: it would be written in part
+            return "the agent is still answering: save once its reply is in"
         return self.runner
 
     def _turn_finished(self, turn: concurrent.futures.Future[str]) -> None:

@@ -33,8 +33,6 @@ class SuiteTable(anywidget.AnyWidget, SavesScenarios):
     """``ScenarioResult.row()`` of each scenario, in order"""
     selected = traitlets.Unicode("").tag(sync=True)
 
-    _nothing_to_save = "select a scenario that ran: its run is what is saved"
-
     def __init__(self, result: SuiteResult, **kwargs: Any) -> None:
         counts = ", ".join(f"{n} {what}" for what, n in result.counts().items() if n)
         rows = [scenario.row() for scenario in result]
@@ -42,9 +40,10 @@ class SuiteTable(anywidget.AnyWidget, SavesScenarios):
         self.result = result
         self.on_msg(lambda _, content, __: self._on_save_message(content))
 
-    def _call_to_save(self) -> Trace | None:
+    def _call_to_save(self) -> Trace | str:
         labels = [scenario.label for scenario in self.result]
-        return self.result[self.selected].trace if self.selected in labels else None
+        trace = self.result[self.selected].trace if self.selected in labels else None
+        return trace or "select a scenario that ran: its run is what is saved"
 
 
 class SuiteView(ipywidgets.VBox):  # type: ignore[misc]

@@ -3,6 +3,7 @@ call the view shows into a scenarios file, and the file (or why not) comes back 
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,3 +75,22 @@ async def test_suite_views_button_saves_the_selected_scenarios_run_as_a_new_one(
     assert load_suite(path).labels == ["transfers", "transfers as it does"]
     rerun = await run_suite(path, clinic.make_server(emulator.base_url(), API_KEY))
     assert [s.outcome for s in rerun] == [Outcome.FAILED, Outcome.PASSED]
+
+
+async def test_a_save_while_the_agent_answers_waits_for_the_reply(
+    emulator: Emulator, runners: list[NotebookRunner], clinic: ModuleType, tmp_path: Path
+) -> None:
+    """Saved mid-turn, the last turn would be written in part (its reply missing), and fail
+    when run: the button says to wait."""
+    runner = await started(
+        runners, NotebookRunner(clinic.make_server(emulator.base_url(), API_KEY))
+    )
+    view = ChatView(runner)
+    await runner.greeting()
+    turn = view.say("hello")
+    assert turn is not None and view.pending == 1
+    assert view.save_scenario("half a call", tmp_path / "scenarios.yaml") is None
+    assert view.scenario_error == "the agent is still answering: save once its reply is in"
+    assert not (tmp_path / "scenarios.yaml").exists()
+    await asyncio.wrap_future(turn)
+    view.close()
