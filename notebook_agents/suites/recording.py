@@ -99,6 +99,11 @@ def to_scenario(
     for index, turn in enumerate(turns):
         _refuse_unreplayable(index, turn, trace is call)
     path = Path(path)
+    if not path.parent.is_dir():
+        raise SuiteFileError(
+            f"{path}: there is no folder {path.parent} to write the scenarios file in: make "
+            "it first, or give a path in a folder that is there"
+        )
     existing = load_suite(path) if path.exists() else None  # a file unread is refused here
     taken = {s.id for s in existing.scenarios} if existing is not None else set()
     scenario_id = new_id("SCN_", taken)

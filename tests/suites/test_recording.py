@@ -360,6 +360,10 @@ async def test_a_call_with_no_turn_or_a_turn_gone_wrong_is_refused_writing_nothi
         to_scenario(runner, "greets", path)
 
     await runner.run("hello")
+    with pytest.raises(SuiteFileError, match=r"there is no folder .*/missing to write the sc"):
+        to_scenario(runner, "says hello", tmp_path / "missing" / "scenarios.yaml")
+    with pytest.raises(TypeError, match=r"^to_scenario takes the call's runner \(Notebook"):
+        to_scenario(runner.session, "says hello", path)  # type: ignore[arg-type]
     with pytest.raises(TurnError):
         await runner.run("transfer to billing")
     with pytest.raises(SuiteFileError) as refused:
