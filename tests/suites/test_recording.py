@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import re
 import secrets
 import shutil
 import sys
@@ -37,6 +38,7 @@ from notebook_agents.suites.suite_file import append_scenario
 from notebook_agents.trace import Trace
 from tests.conftest import API_KEY, started
 from tests.doc_examples import DOCS, python_block, run
+from tests.runner.test_runner import until
 from tests.suites.test_suites import outcomes_under_pytest
 from tests.upstream import greeter_weather
 
@@ -483,6 +485,23 @@ async def test_a_spoken_call_becomes_a_scenario_with_its_wavs_beside_it_that_pas
         "turn 0 ('transfer to billing') was spoken and its audio was not kept: a Trace keeps "
         "no audio: pass the runner that spoke it, to_scenario(runner, ...), which keeps what "
         "send_audio() was given"
+    )
+    assert (sorted(path.parent.iterdir()), path.read_text()) == before
+
+    # a live microphone's turn (VoiceView's, through hear()): its audio is not kept either
+    messages = len(runner.trace.of_kind("agent_message"))
+    live = np.concatenate([synthesize("lookup invoice"), np.zeros(SAMPLE_RATE, np.int16)])
+    runner.hear(live, SAMPLE_RATE)
+    await until(
+        lambda: len(runner.trace.of_kind("agent_message")) > messages, "the live turn answered"
+    )
+    with pytest.raises(SuiteFileError) as refused:
+        to_scenario(runner, "pays by voice again", path)
+    assert re.fullmatch(
+        r"turn 2 \('.+'\) was spoken and its audio was not kept: the runner keeps the audio "
+        r"of send_audio\(\)/run_audio\(\) turns only, not a live microphone's \(VoiceView, "
+        r"hear\(\), push-to-talk\): speak the turn with send_audio\(\) to record it",
+        str(refused.value),
     )
     assert (sorted(path.parent.iterdir()), path.read_text()) == before
 
