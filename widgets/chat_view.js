@@ -1,4 +1,5 @@
-// ChatView: type as the user; the transcript (from the trace) names who said what.
+// ChatView: type as the user; the transcript (from the trace) names who said what; the call
+// so far saved as a scenario (scenarioForm, from scenario_form.js).
 // Lines arrive in batches ("msg:custom"); the kernel sends each once.
 
 function line(entry) {
@@ -29,6 +30,8 @@ function render({ model, el }) {
       <button class="na-chat-send" type="submit">send</button>
     </form>
     <div class="na-chat-status"></div>`;
+  const saving = scenarioForm(model);
+  root.append(saving.element);
   el.append(root);
   const transcript = root.querySelector(".na-transcript");
   const input = root.querySelector(".na-chat-input");
@@ -81,6 +84,7 @@ function render({ model, el }) {
   model.send({ type: "history" });
   showStatus();
   return () => {
+    saving.dispose();
     model.off("msg:custom", onMessage);
     model.off("change:error", showStatus);
     model.off("change:pending", showStatus);

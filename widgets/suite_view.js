@@ -1,6 +1,6 @@
 // SuiteView's table: a row per scenario (outcome, the first failing expectation and why,
 // time). The kernel sends the rows; a click selects a scenario, whose timeline the kernel
-// shows under the table.
+// shows under the table, and whose run "save as scenario" (scenarioForm) writes as a new one.
 
 function cell(tr, className, text) {
   const td = document.createElement("td");
@@ -53,7 +53,8 @@ function render({ model, el }) {
   const hint = document.createElement("div");
   hint.className = "na-suite-hint";
   hint.textContent = "click a scenario to see its timeline";
-  root.append(summary, table, hint);
+  const saving = scenarioForm(model);
+  root.append(summary, table, hint, saving.element);
   el.append(root);
 
   function draw() {
@@ -76,8 +77,13 @@ function render({ model, el }) {
   }
 
   draw();
-  model.on("change", draw);
-  return () => model.off("change", draw);
+  model.on("change:rows", draw);
+  model.on("change:summary", draw);
+  model.on("change:selected", draw);
+  return () => {
+    saving.dispose();
+    for (const name of ["change:rows", "change:summary", "change:selected"]) model.off(name, draw);
+  };
 }
 
 export default { render };

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from ._caller import SpokenAudio
 from ._core import RunnerState
 from ._interface import AgentRunner
 from ._playback import Recording
@@ -28,6 +29,7 @@ __all__ = [
     "RemoteAgent",
     "RunnerError",
     "RunnerState",
+    "SpokenAudio",
     "TurnError",
     "TurnStopped",
     "run_app",

@@ -14,6 +14,7 @@ import asyncio
 import collections
 import time
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,21 @@ from ..speech.synthesis import _resample_to
 FRAME_S = 0.02
 _FRAME_SAMPLES = int(SAMPLE_RATE * FRAME_S)
 _SILENCE = np.zeros(_FRAME_SAMPLES, np.int16)
+
+
+@dataclass(frozen=True, eq=False)
+class SpokenAudio:
+    """A spoken turn's audio as the caller gave it (``send_audio``, ``run_audio``), and when
+    the turn took place on the trace's clock: what a recorded call's spoken turn is written
+    from (``notebook_agents.suites.to_scenario``)."""
+
+    samples: np.ndarray
+    """int16 mono, as given (before any resampling)"""
+    rate: int
+    began: float
+    """trace time the turn began, before its audio went in"""
+    ended: float
+    """trace time it ended: answered, or given up"""
 
 
 class CallerInput(io.AudioInput):

@@ -15,7 +15,7 @@ import numpy as np
 from livekit.agents import AgentSession, RunResult
 
 from .. import _livekit_internals as livekit
-from ._caller import CallerInput, until_the_agent_is_quiet
+from ._caller import CallerInput, SpokenAudio, until_the_agent_is_quiet
 from ._core import reply_text
 from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
@@ -33,6 +33,9 @@ class Voice(TypedTurns):
         """offline, the session speaks through a real-time speaker into ``recording``"""
         self.recording = Recording()
         """what the agent said aloud (with ``audio=True``); shows as a player in a notebook"""
+        self.spoken: list[SpokenAudio] = []
+        """each spoken turn's audio as given to ``send_audio`` / ``run_audio``, and when it
+        took place: ``to_scenario`` writes them as the scenario's WAV files"""
         self._microphone: CallerInput | None = None
         self._talk: PushToTalk | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
@@ -188,6 +191,8 @@ class Voice(TypedTurns):
                 raise
             finally:
                 turn.end()
+                # kept whatever became of the turn: what the trace holds of it was said so
+                self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now()))
         return self._checked(session, turn.run, started, raised, spoken=True)
 
     async def _give_up(self, turn: SpokenTurn) -> None:

@@ -1,9 +1,11 @@
 """Scenario suites: scripted conversations with livekit's expectations, run offline against
 an ``AgentServer`` or the runners a function makes (a fresh session each), as a table in a
-notebook and as tests under pytest."""
+notebook and as tests under pytest; a call held in the notebook written as one
+(``to_scenario``)."""
 
 from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
+from .recording import to_scenario
 from .results import Outcome, ScenarioResult, SuiteResult
 from .run import SuiteRun, run_scenario, run_suite
 from .suite_file import (
@@ -33,4 +35,5 @@ __all__ = [
     "load_suite",
     "run_scenario",
     "run_suite",
+    "to_scenario",
 ]

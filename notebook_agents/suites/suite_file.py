@@ -174,14 +174,14 @@ def add_missing_ids(path: str | os.PathLike[str]) -> ScenarioSuite:
     edits: dict[int, tuple[int, str]] = {}
     expected = dict(document.data)  # the file as it must read once edited
     if not suite.id:
-        expected["id"] = _new_id("SCNG_", taken)
+        expected["id"] = new_id("SCNG_", taken)
         edits.update(_id_edit(document.text, document.first_keys, document.node, expected["id"]))
     items = next(value for key, value in document.node.value if key.value == "scenarios")
     expected["scenarios"] = []
     read = zip(items.value, suite.scenarios, document.data["scenarios"], strict=True)
     for node, scenario, fields in read:
         if not scenario.id:
-            fields = {**fields, "id": _new_id("SCN_", taken)}
+            fields = {**fields, "id": new_id("SCN_", taken)}
             edits.update(_id_edit(document.text, document.first_keys, node, fields["id"]))
         expected["scenarios"].append(fields)
     if not edits:
@@ -200,14 +200,121 @@ def add_missing_ids(path: str | os.PathLike[str]) -> ScenarioSuite:
             "alias of another value, say): add a line `id: SCN_` and 12 letters and digits to "
             "each scenario by hand; the file is unchanged"
         )
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    temporary.write_bytes(text.encode("utf-8"))
-    shutil.copymode(path, temporary)
-    os.replace(temporary, path)  # whole or not at all: an editor or lk never reads half
+    _write_whole(path, text)
     return load_suite(path)
 
 
-def _new_id(prefix: str, taken: set[str]) -> str:
+def append_scenario(path: str | os.PathLike[str], fields: Mapping[str, Any]) -> ScenarioSuite:
+    """Add a scenario, ``fields`` (its YAML data: ``id``, ``label``, ``turns``, ...), as the
+    last of the scenarios file at ``path``, and return the suite read again; a file not there
+    is made, with a ``name`` and LiveKit's group ``id``.
+
+    The scenario is new text at the end of the file's ``scenarios:`` list, in the list's own
+    indentation and line endings; nothing else in the file changes (comments, order,
+    quoting). A file that cannot be read is refused as ``load_suite`` refuses it, and a label
+    the file has already; a file that would not load with the scenario is left as it was."""
+    path = Path(path)
+    if not path.exists():
+        group = {  # the id first, as lk writes it
+            "id": new_id("SCNG_", {str(fields.get("id", ""))}),
+            "name": _suite_name(path),
+            "scenarios": [dict(fields)],
+        }
+        _write_checked(path, _yaml_text(group), group, None)
+        return _loaded_or_undone(path, None)
+    suite, document = _read(path)
+    label = fields.get("label")
+    if label in suite.labels:
+        at = suite.labels.index(label)
+        line = suite.lines.get(("scenarios", at, "label"), 0)
+        raise SuiteFileError(
+            f"{path}:{line}: the label {label!r} is scenarios[{at}]'s already: labels name "
+            "the results, so give this scenario another label, or delete that one from the "
+            "file first; the file is unchanged"
+        )
+    text = document.text
+    items = next(value for key, value in document.node.value if key.value == "scenarios")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    if items.flow_style:  # `scenarios: [{...}]`: one more entry, as JSON (YAML's flow style)
+        at = items.value[-1].end_mark.index
+        added = ", " + json.dumps(dict(fields), ensure_ascii=False)
+    else:
+        at = items.end_mark.index  # where the next token (or the end) begins
+        line_start = text.rfind("\n", 0, at) + 1
+        if not text[line_start:at].strip():  # the next key's indentation: before it
+            at = line_start
+        indent = " " * items.start_mark.column  # the column of the list's dashes
+        dumped = _yaml_text([dict(fields)]).splitlines()
+        added = "".join(f"{indent}{line}{newline}" for line in dumped)
+        if at > 0 and text[at - 1] != "\n":  # a file whose last line has no line end
+            added = newline + added
+    expected = {**document.data, "scenarios": [*document.data["scenarios"], dict(fields)]}
+    _write_checked(path, text[:at] + added + text[at:], expected, document.text)
+    return _loaded_or_undone(path, document.text)
+
+
+def _suite_name(path: Path) -> str:
+    """A new file's ``name``: its own, less what marks it a scenarios file."""
+    name = path.name
+    for suffix in (".yaml", ".yml", ".scenarios", "scenarios"):
+        name = name.removesuffix(suffix)
+    return name.strip(".-_ ") or "scenarios"
+
+
+class _IndentedLists(yaml.SafeDumper):  # type: ignore[misc]
+    """Lists indented under their key, as livekit's and these docs' scenarios files are."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _yaml_text(data: Any) -> str:
+    """``data`` as block YAML, keys in the order given, each value on one line."""
+    return str(
+        yaml.dump(data, Dumper=_IndentedLists, sort_keys=False, allow_unicode=True, width=2**31 - 1)
+    )
+
+
+def _write_checked(path: Path, text: str, expected: Any, original: str | None) -> None:
+    """Write ``text`` to ``path`` if it reads as ``expected``; else refuse, writing nothing."""
+    try:
+        written = _parse(path, text).data
+    except SuiteFileError:
+        written = None
+    if written != expected:
+        state = "unchanged" if original is not None else "not made"
+        raise SuiteFileError(
+            f"{path}: the scenario would not read back as written here: add it by hand; "
+            f"the file is {state}"
+        )
+    _write_whole(path, text)
+
+
+def _loaded_or_undone(path: Path, original: str | None) -> ScenarioSuite:
+    """The file at ``path`` read again; if it does not load, it is put back as it was
+    (``original``, or no file) and the reason raised."""
+    try:
+        return load_suite(path)
+    except SuiteFileError:
+        if original is None:
+            path.unlink(missing_ok=True)
+        else:
+            _write_whole(path, original)
+        raise
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole or not at all: an editor or lk never reads half."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    temporary.write_bytes(text.encode("utf-8"))
+    if path.exists():
+        shutil.copymode(path, temporary)
+    os.replace(temporary, path)
+
+
+def new_id(prefix: str, taken: set[str]) -> str:
+    """A new LiveKit id (``prefix``: ``SCN_`` for a scenario, ``SCNG_`` for a file) none of
+    ``taken`` is; added to ``taken``."""
     while True:
         new = prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(12))
         if new not in taken:

@@ -23,6 +23,7 @@ from livekit.agents import RunResult
 from typing_extensions import Self
 from videosdk.agents import Agent, AgentSession
 
+from ..runner import SpokenAudio
 from ..runner._core import RunnerState, fails_turn, reply_text
 from ..runner._kernel_loops import close_retired, retire
 from ..runner._samples import spoken_audio
@@ -67,6 +68,9 @@ class VideoSDKRunner(VideoSDKJob):
             )
         super().__init__(start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.trace = Trace()
+        self.spoken: list[SpokenAudio] = []
+        """each spoken turn's audio as given to ``send_audio`` / ``run_audio``, and when it
+        took place: ``to_scenario`` writes them as the scenario's WAV files"""
         self._init_job(entrypoint, emulator)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -197,9 +201,15 @@ class VideoSDKRunner(VideoSDKJob):
             if room is None or self._reader is None:
                 raise RunnerError("send_audio(): the entrypoint has not connected its room")
             heard = self._reader.user_turns
-            await room.speak(pcm, rate)
-            # the recognizer's final transcript comes after the silence: wait for the turn
-            await self._until(lambda: self._reader is not None and self._reader.user_turns > heard)
+            began = self.trace.now()
+            try:
+                await room.speak(pcm, rate)
+                # the recognizer's final transcript comes after the silence: wait for the turn
+                await self._until(
+                    lambda: self._reader is not None and self._reader.user_turns > heard
+                )
+            finally:  # kept whatever became of the turn: what the trace holds of it was said so
+                self.spoken.append(SpokenAudio(samples, rate, began, self.trace.now()))
 
         turn = self._in_job(self._turn(None, speak, busy=("thinking", "speaking")), "send_audio()")
         late = self._late(timeout, self.trace.now())

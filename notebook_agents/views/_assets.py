@@ -19,3 +19,9 @@ def asset(name: str) -> Path:
         # a broken install or build, not a caller's doing
         raise FileNotFoundError(f"front-end file {name} is missing from {widgets_dir()}")
     return path
+
+
+def joined_modules(*names: str) -> str:
+    """Front-end files as one ES module (a view's ``_esm``): parts shared by several views
+    (``scenario_form.js``) first, the view's own module, with its default export, last."""
+    return "\n".join(asset(name).read_text() for name in names)

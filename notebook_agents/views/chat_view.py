@@ -14,21 +14,24 @@ from .._figure_style import INK, static_figure
 from ..analysis import handoff_label
 from ..runner import AgentRunner, RunnerError
 from ..trace import TraceEvent
-from ._assets import asset
+from ._assets import asset, joined_modules
+from ._scenario_saving import SavesScenarios
 from ._stream import TraceStreamView
 from ._text import call_over, cut
 from .errors import ViewSourceError
 
 
-class ChatView(TraceStreamView):
+class ChatView(TraceStreamView, SavesScenarios):
     """A chat box on a runner (``NotebookRunner`` or ``AgentProcess``): each line typed is one
     ``runner.submit_text`` turn.
 
     The transcript comes from the runner's trace, so it also shows turns sent from cells and
-    what agents say on their own (``on_enter``), each under the agent's name.
+    what agents say on their own (``on_enter``), each under the agent's name. "Save as
+    scenario" writes the call so far into ``scenario_path`` (``save_scenario``: the
+    runner's call as ``notebook_agents.suites.to_scenario`` writes it).
     """
 
-    _esm = asset("chat_view.js")
+    _esm = joined_modules("scenario_form.js", "chat_view.js")
     _css = asset("views.css")
 
     pending = traitlets.Int(0).tag(sync=True)
@@ -86,8 +89,13 @@ class ChatView(TraceStreamView):
     def _on_browser_message(self, widget: Any, content: dict[str, Any], buffers: Any) -> None:
         if content.get("type") == "say":
             self.say(str(content.get("text", "")))
-        else:
+        elif not self._on_save_message(content):
             super()._on_browser_message(widget, content, buffers)
+
+    def _call_to_save(self) -> AgentRunner | str:
+        if self.pending:  # its last turn is not over: it would be written in part
+            return "the agent is still answering: save once its reply is in"
+        return self.runner
 
     def _turn_finished(self, turn: concurrent.futures.Future[str]) -> None:
         if self._loop is not None and not self._loop.is_closed():

@@ -3,6 +3,7 @@ and, under it, the timeline of the scenario clicked."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import anywidget
@@ -10,16 +11,20 @@ import ipywidgets
 import traitlets
 from matplotlib.figure import Figure
 
+from ..suites import ScriptedScenario
 from ..suites.results import SuiteResult
-from ._assets import asset
+from ..trace import Trace
+from ._assets import asset, joined_modules
+from ._scenario_saving import SavesScenarios
 from ._suite_figure import suite_figure
 from .timeline_view import TimelineView
 
 
-class SuiteTable(anywidget.AnyWidget):
-    """The table alone: a row per scenario; ``selected`` is the label clicked."""
+class SuiteTable(anywidget.AnyWidget, SavesScenarios):
+    """The table alone: a row per scenario; ``selected`` is the label clicked. "Save as
+    scenario" writes the selected scenario's run, as it went, as a new scenario."""
 
-    _esm = asset("suite_view.js")
+    _esm = joined_modules("scenario_form.js", "suite_view.js")
     _css = asset("views.css")
 
     summary = traitlets.Unicode("").tag(sync=True)
@@ -32,6 +37,13 @@ class SuiteTable(anywidget.AnyWidget):
         counts = ", ".join(f"{n} {what}" for what, n in result.counts().items() if n)
         rows = [scenario.row() for scenario in result]
         super().__init__(summary=f"{result.name}: {counts}", rows=rows, **kwargs)
+        self.result = result
+        self.on_msg(lambda _, content, __: self._on_save_message(content))
+
+    def _call_to_save(self) -> Trace | str:
+        labels = [scenario.label for scenario in self.result]
+        trace = self.result[self.selected].trace if self.selected in labels else None
+        return trace or "select a scenario that ran: its run is what is saved"
 
 
 class SuiteView(ipywidgets.VBox):  # type: ignore[misc]
@@ -48,6 +60,13 @@ class SuiteView(ipywidgets.VBox):  # type: ignore[misc]
     def select(self, label: str) -> None:
         """Show ``label``'s timeline, as a click on its row does."""
         self.table.selected = label
+
+    def save_scenario(
+        self, label: str, path: str | os.PathLike[str] | None = None
+    ) -> ScriptedScenario | None:
+        """Write the selected scenario's run as the new scenario ``label`` of ``path`` (else
+        ``table.scenario_path``), as the table's button does: ``SuiteTable.save_scenario``."""
+        return self.table.save_scenario(label, path)
 
     def to_figure(self) -> Figure:
         """The table as a static picture (outcome, first failing expectation, time), for
