@@ -3,11 +3,10 @@ list them."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, get_args
-
-from livekit.agents import inference
 
 from .errors import ServiceError
 
@@ -39,16 +38,27 @@ CHAT_MODELS = (
     "gpt-5-mini",
     "gpt-5-nano",
 )
-LIVEKIT_INFERENCE_CHAT_MODELS = livekit_catalogue(inference.LLMModels)
-"""LiveKit Inference's LLMs, as the installed livekit lists them (``inference.LLMModels``:
-OpenAI's, Google's Gemini, Kimi, DeepSeek, ...): its gateway speaks Chat Completions for all of
-them, so the emulator answers them as it answers OpenAI's"""
-LIVEKIT_INFERENCE_STT_MODELS = livekit_catalogue(inference.STTModels)
-"""LiveKit Inference's speech recognition (``inference.STTModels``: ``deepgram/nova-3``, ...,
-and ``auto``), heard by the emulator's own recognizer whichever is named"""
-LIVEKIT_INFERENCE_TTS_MODELS = livekit_catalogue(inference.TTSModels)
-"""LiveKit Inference's speech synthesis (``inference.TTSModels``: ``cartesia/sonic-3``, ...,
-and a provider alone, ``cartesia``), spoken by eSpeak NG whichever is named"""
+
+
+@functools.cache
+def livekit_inference_models() -> dict[str, tuple[str, ...]]:
+    """LiveKit Inference's models by kind, as the installed livekit lists them: its LLMs
+    (``inference.LLMModels``: OpenAI's, Google's Gemini, Kimi, DeepSeek, ...; its gateway speaks
+    Chat Completions for all of them, so the emulator answers them as it answers OpenAI's), its
+    speech recognition (``inference.STTModels``: ``deepgram/nova-3``, ..., and ``auto``: heard
+    by the emulator's own recognizer whichever is named) and its speech synthesis
+    (``inference.TTSModels``: ``cartesia/sonic-3``, ..., and a provider alone, ``cartesia``:
+    spoken by eSpeak NG whichever is named). Read when first asked: importing livekit.agents
+    takes seconds, and the emulator's command starts without it."""
+    from livekit.agents import inference
+
+    return {
+        "chat": livekit_catalogue(inference.LLMModels),
+        "inference_stt": livekit_catalogue(inference.STTModels),
+        "inference_tts": livekit_catalogue(inference.TTSModels),
+    }
+
+
 TRANSCRIPTION_MODELS = (
     "gpt-transcribe",
     "gpt-4o-transcribe",
@@ -84,11 +94,13 @@ class ModelCatalog:
     """Known models; a dated snapshot (``gpt-4o-mini-2024-07-18``) counts as its family."""
 
     realtime: set[str] = field(default_factory=lambda: set(REALTIME_MODELS))
-    chat: set[str] = field(default_factory=lambda: set(CHAT_MODELS + LIVEKIT_INFERENCE_CHAT_MODELS))
+    chat: set[str] = field(default_factory=lambda: set(CHAT_MODELS))
     transcription: set[str] = field(default_factory=lambda: set(TRANSCRIPTION_MODELS))
     speech: set[str] = field(default_factory=lambda: set(SPEECH_MODELS))
-    inference_stt: set[str] = field(default_factory=lambda: set(LIVEKIT_INFERENCE_STT_MODELS))
-    inference_tts: set[str] = field(default_factory=lambda: set(LIVEKIT_INFERENCE_TTS_MODELS))
+    inference_stt: set[str] = field(default_factory=set)
+    inference_tts: set[str] = field(default_factory=set)
+    _with_livekit: bool = field(default=False, repr=False)
+    """whether livekit's catalogue (``livekit_inference_models``) is in the sets yet"""
 
     def add(
         self, names: Iterable[str], *, realtime: bool = False, kind: ModelKind | None = None
@@ -104,7 +116,7 @@ class ModelCatalog:
     def all(self) -> list[str]:
         """What ``GET /v1/models`` lists: the chat and realtime models (the ones
         ``GET /v1/models/{id}`` retrieves)."""
-        return sorted(self.realtime | self.chat)
+        return sorted(self.realtime | self._names(False, "chat"))
 
     def refusal(self, model: str, kind: ModelKind) -> ServiceError:
         """The 404 a request for ``model``, unknown as a ``kind`` model, is answered with."""
@@ -119,6 +131,11 @@ class ModelCatalog:
 
     def _names(self, realtime: bool, kind: ModelKind | None) -> set[str]:
         chosen: ModelKind = kind or ("realtime" if realtime else "chat")
+        if not self._with_livekit and chosen in ("chat", "inference_stt", "inference_tts"):
+            self._with_livekit = True
+            self.chat.update(livekit_inference_models()["chat"])
+            self.inference_stt.update(livekit_inference_models()["inference_stt"])
+            self.inference_tts.update(livekit_inference_models()["inference_tts"])
         kinds = {
             "chat": self.chat,
             "realtime": self.realtime,

@@ -5,7 +5,7 @@ notebook and as tests under pytest; a call held in the notebook written as one
 
 from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
-from .recording import to_scenario
+from .recording import ScenarioSourceError, to_scenario
 from .results import Outcome, ScenarioResult, SuiteResult
 from .run import SuiteRun, run_scenario, run_suite
 from .suite_file import (
@@ -24,6 +24,7 @@ __all__ = [
     "ExpectationError",
     "Outcome",
     "ScenarioResult",
+    "ScenarioSourceError",
     "ScenarioSuite",
     "ScriptedScenario",
     "SuiteFileError",

@@ -2,7 +2,8 @@
 
 A bare name (``Billing``) is the class of that name the scenario's server ran (the agents its
 turns so far handed between, and the classes they derive from), else the one the modules
-already imported hold (the user's server's and notebook's: ``sys.modules``). The package's own
+already imported hold (the user's server's and notebook's: ``sys.modules``), the module of the
+agents that ran first. The package's own
 classes are never candidates. A dotted name (``clinic.Billing``) is looked up in the module
 already imported (``sys.modules``): a scenarios file is data, and naming a module never runs
 its code. Two candidates neither of which ran, a module not imported, a name nothing defines:
@@ -80,8 +81,12 @@ class AgentNames:
                 f"new_agent_type={_example(ran_named)}",
             )
         imported = [cls for cls in self._users() if cls.__name__ == name and _reachable(cls)]
-        if len(imported) == 1:
-            return imported[0]
+        # several: the one the module of the agents that ran holds (the server's own module,
+        # beside another version of it still imported) is the one meant
+        homes = {cls.__module__ for cls in ran}
+        at_home = [cls for cls in imported if cls.__module__ in homes]
+        if len(imported) == 1 or len(at_home) == 1:
+            return imported[0] if len(imported) == 1 else at_home[0]
         if imported:
             raise self.suite.error(
                 at,

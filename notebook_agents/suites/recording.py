@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import NotebookAgentsError
 from ..runner import AgentRunner, SpokenAudio
 from ..runner._core import fails_turn
 from ..speech.wav import wav_bytes
@@ -61,6 +62,10 @@ class _RecordedTurn:
     events: list[TraceEvent] = field(default_factory=list)
     heard_speech: bool = False
     """speech was heard where no audio was kept (a live microphone, or a trace alone)"""
+
+
+class ScenarioSourceError(NotebookAgentsError, TypeError):
+    """``to_scenario`` given something that is not a call: a runner or its ``Trace``."""
 
 
 def to_scenario(
@@ -141,7 +146,7 @@ def _call(call: object) -> tuple[Trace, list[SpokenAudio]]:
         return call, []
     if isinstance(call, AgentRunner):
         return call.trace, list(getattr(call, "spoken", []))
-    raise TypeError(
+    raise ScenarioSourceError(
         f"to_scenario takes the call's runner (NotebookRunner, AgentProcess, VideoSDKRunner) "
         f"or its Trace, not {type(call).__name__}"
     )
