@@ -5,16 +5,12 @@ no conftest.py of the user's. pytest runs as a subprocess, on a test file in a f
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tests.doc_examples import DOCS, python_block
-from tests.kernel import REPO
+from tests.plugin_run import pytest_in_subprocess
 
 CHECKING = DOCS / "guides" / "checking.md"
 
@@ -125,33 +121,10 @@ def test_the_checking_guides_eval_runs_as_written(tmp_path: Path) -> None:
 def pytest_on(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     """pytest run on ``folder`` in a subprocess, offline, with no conftest.py above it: each
     test's outcome, and each failure's message, by name."""
-    report = folder / "report.xml"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    }
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LIVEKIT_URL"):
-        env.pop(name, None)  # offline: nothing but the emulator to reach
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
-            *("-p", "no:cacheprovider", "--rootdir", str(folder), "-q"),
-            *(f"--junitxml={report}", "--confcutdir", str(folder), str(folder)),
-        ],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert report.exists(), done.stdout + done.stderr
-    outcomes, failures = {}, {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        name, failure = case.attrib["name"], case.find("failure")
-        assert case.find("error") is None and case.find("skipped") is None, (
-            done.stdout + done.stderr
-        )
-        outcomes[name] = "passed" if failure is None else "failed"
-        if failure is not None:
-            failures[name] = failure.attrib["message"]
+    # offline: nothing but the emulator to reach
+    unset = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LIVEKIT_URL")
+    reported, printed = pytest_in_subprocess(folder, unset=unset, timeout=120)
+    assert all(r.outcome in ("passed", "failed") for r in reported.values()), printed
+    outcomes = {name: r.outcome for name, r in reported.items()}
+    failures = {name: r.message for name, r in reported.items() if r.outcome == "failed"}
     return outcomes, failures

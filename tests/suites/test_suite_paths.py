@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +18,8 @@ import pytest
 
 from notebook_agents.emulator import Emulator
 from notebook_agents.suites import run_suite
-from tests.kernel import REPO, Kernel
+from tests.kernel import Kernel
+from tests.plugin_run import pytest_in_subprocess
 
 AGENT = '''
 import json
@@ -172,33 +169,12 @@ def by_suite_view(project: Path, emulator: Emulator) -> Verdicts:
 
 
 def by_pytest(project: Path, emulator: Emulator) -> Verdicts:
-    report = project / "report.xml"
-    env = {**os.environ, **emulator.openai_environment()}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
-        env.pop(name, None)
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
-            *("-p", "no:cacheprovider", "--rootdir", str(project), "-q"),
-            *(f"--junitxml={report}", "--confcutdir", str(project), str(project)),
-        ],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert report.exists(), done.stdout + done.stderr
+    reported, _ = pytest_in_subprocess(project, env=emulator.openai_environment())
     verdicts = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        failure = case.find("failure")
-        if failure is None:
-            verdicts[case.attrib["name"]] = ("passed", "")
-        else:  # pytest's "Failed: ", then the plugin's "outcome: reason"
-            message = failure.attrib["message"].removeprefix("Failed: ")
-            outcome, _, reason = message.partition(": ")
-            verdicts[case.attrib["name"]] = (outcome, reason)
+    for name, r in reported.items():
+        # pytest's "Failed: ", then the plugin's "outcome: reason"
+        outcome, _, reason = r.message.removeprefix("Failed: ").partition(": ")
+        verdicts[name] = ("passed", "") if r.outcome == "passed" else (outcome, reason)
     return verdicts
 
 

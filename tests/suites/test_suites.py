@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from notebook_agents.suites import Outcome, SuiteFileError, load_suite, run_suit
 from notebook_agents.views.suite_view import SuiteView
 from notebook_agents.views.timeline_view import TimelineView
 from tests.conftest import API_KEY
+from tests.plugin_run import pytest_in_subprocess
 from tests.runner.test_runner import StuckTool, agent_threads, stuck_tool_server, until
 from tests.upstream import greeter_weather
 
@@ -380,34 +380,9 @@ def test_the_pytest_plugin_imports_nothing_heavy_until_a_scenarios_file(tmp_path
 
 def outcomes_under_pytest(directory: Path, suite: Path) -> dict[str, str]:
     """pytest run on ``suite`` in a subprocess (its conftest in ``directory``): each test's
-    outcome by name, from its JUnit report."""
-    report = directory / "report.xml"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"):
-        env.pop(name, None)
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
-            *("-p", "no:cacheprovider", "--rootdir", str(directory), "-q"),
-            *(f"--junitxml={report}", "--confcutdir", str(directory)),
-            *(str(directory), str(suite)),
-        ],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert report.exists(), done.stdout + done.stderr
-    outcomes = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        kinds = {child.tag for child in case}
-        outcome = "failed" if kinds & {"failure", "error"} else "skipped" if kinds else "passed"
-        outcomes[case.attrib["name"]] = outcome
-    return outcomes
+    outcome by name (an error counts as failed)."""
+    reported, _ = pytest_in_subprocess(directory, directory, suite, timeout=120)
+    return {name: "failed" if r.outcome == "error" else r.outcome for name, r in reported.items()}
 
 
 class Booking(Agent):
