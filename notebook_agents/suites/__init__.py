@@ -4,8 +4,9 @@ notebook and as tests under pytest."""
 
 from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
-from .results import Outcome, ScenarioResult, SuiteResult
+from .results import CallEnd, Outcome, ScenarioResult, SimulatedCall, SuiteResult
 from .run import SuiteRun, run_scenario, run_suite
+from .simulated_caller import CallerError
 from .suite_file import (
     ScenarioSuite,
     ScriptedScenario,
@@ -18,12 +19,15 @@ from .suite_file import (
 
 __all__ = [
     "AgentNames",
+    "CallEnd",
+    "CallerError",
     "Expectation",
     "ExpectationError",
     "Outcome",
     "ScenarioResult",
     "ScenarioSuite",
     "ScriptedScenario",
+    "SimulatedCall",
     "SuiteFileError",
     "SuiteResult",
     "SuiteRun",

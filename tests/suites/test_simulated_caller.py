@@ -1,0 +1,339 @@
+"""A scenario with only ``instructions`` (LiveKit's persona format) played by a simulated caller:
+a model of the user's (here the emulator, its lines scripted by a reply rule that recognises
+the caller's prompt) speaks to the agent turn by turn until it ends the call or ``max_turns``,
+then the scenario's ``agent_expectations`` are judged over the whole call by ``judge_llm`` (a
+scripted verdict that reads the call). The agents are a clinic written here as a user writes
+one: a receptionist who hands off to an appointments desk that books."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext, RunContext, function_tool
+from livekit.plugins import openai
+
+from notebook_agents.emulator import Emulator, ReplyContext, TextReply, ToolCallReply, VerdictReply
+from notebook_agents.suites import CallEnd, CallerError, Outcome, load_suite, run_suite
+from notebook_agents.suites.simulated_caller import END_CALL
+from tests.conftest import API_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Reception(Agent):
+    def __init__(self) -> None:
+        super().__init__(
+            instructions="You are the clinic's receptionist. Send callers who want an "
+            "appointment to the appointments desk."
+        )
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+    @function_tool
+    async def transfer_to_appointments(self, context: RunContext) -> Agent:
+        """Transfer the caller to the appointments desk."""
+        return Appointments()
+
+
+class Appointments(Agent):
+    def __init__(self) -> None:
+        super().__init__(instructions="You are the appointments desk. Book check-ups.")
+
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+    @function_tool
+    async def book_appointment(self, context: RunContext, day: str) -> str:
+        """Book a check-up.
+
+        Args:
+            day: The day of the check-up.
+        """
+        return f"Booked for {day}."
+
+
+def clinic_server(base_url: str, started: list[str] | None = None) -> AgentServer:
+    """The clinic's server, its model on ``base_url``; ``started`` gets each job's scenario."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        if started is not None:
+            simulation = ctx.simulation_context()
+            started.append(simulation.scenario.label if simulation else "")
+        model = openai.realtime.RealtimeModel(
+            base_url=base_url, api_key=API_KEY, modalities=["text"]
+        )
+        await AgentSession(llm=model).start(agent=Reception(), room=ctx.room)
+
+    return server
+
+
+SUITE = """
+name: Clinic
+scenarios:
+  - label: books a check-up
+    instructions: A patient who wants a check-up on Monday.
+    agent_expectations: The agent books the caller's check-up on Monday.
+  - label: cancels an appointment
+    instructions: A patient who wants to cancel an appointment.
+    agent_expectations: The agent cancels the caller's appointment.
+"""
+"""LiveKit's persona scenarios: no `turns:`, a simulated caller plays them"""
+
+CALLERS = {
+    "A patient who wants a check-up on Monday.": [
+        "I'd like a check-up, please transfer me to appointments.",
+        "book appointment day=Monday",
+    ],
+    "A patient who wants to cancel an appointment.": ["Please cancel my appointment."],
+    "A patient who never hangs up.": ["Are you still there?"] * 100,
+}
+"""each persona's lines, said in turn; then it ends the call"""
+SOUGHT = {
+    "The agent books the caller's check-up on Monday.": "[function output: Booked for Monday.]",
+    "The agent cancels the caller's appointment.": "[function call: cancel_appointment",
+    "The agent answers the caller.": "\nassistant: ",
+}
+"""what the scripted judge looks for in the call, by the expectations it is to judge"""
+
+
+def scripted_caller(ctx: ReplyContext) -> TextReply | ToolCallReply | None:
+    """The caller model's reply: a request with the caller's prompt (the persona in it, the
+    ``end_call`` tool offered) gets the persona's next line, then the end of the call."""
+    persona = next((p for p in CALLERS if p in ctx.instructions), None)
+    if persona is None or END_CALL not in {tool.name for tool in ctx.tools}:
+        return None  # the agent's request, or a judge's
+    said = sum(turn.role == "assistant" for turn in ctx.history)
+    lines = CALLERS[persona]
+    return TextReply(lines[said]) if said < len(lines) else ToolCallReply(END_CALL, {})
+
+
+def scripted_judge(ctx: ReplyContext) -> VerdictReply | None:
+    """A judge's verdict from the call it is given: a pass if what the expectations want is
+    in it."""
+    if ctx.judgment is None:
+        return None
+    sought = SOUGHT[ctx.judgment.intent]
+    met = sought in ctx.judgment.transcript
+    return VerdictReply("pass" if met else "fail", f"{sought!r} {'is' if met else 'is not'} there")
+
+
+@pytest.fixture
+def scripted(emulator: Emulator, no_livekit_env: None) -> Emulator:
+    emulator.settings.rules.add(scripted_caller)
+    emulator.settings.rules.add(scripted_judge)
+    return emulator
+
+
+@pytest.fixture
+async def chat_model(emulator: Emulator) -> AsyncIterator[Callable[[], openai.LLM]]:
+    """Makes livekit's OpenAI LLMs on the emulator (a caller's, a judge's); closes them after."""
+    made: list[openai.LLM] = []
+
+    def make() -> openai.LLM:
+        made.append(openai.LLM(base_url=emulator.base_url(), api_key=API_KEY))
+        return made[-1]
+
+    yield make
+    for model in made:
+        await model.aclose()
+
+
+async def test_a_persona_scenario_is_played_by_the_caller_and_judged_over_the_call(
+    scripted: Emulator, chat_model: Callable[[], openai.LLM], tmp_path: Path
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(SUITE)
+    started: list[str] = []
+    suite = await run_suite(
+        path,
+        lambda: clinic_server(scripted.base_url(), started),
+        caller_llm=chat_model(),
+        judge_llm=chat_model(),
+    )
+
+    booked, cancelled = suite
+    assert started == ["books a check-up", "cancels an appointment"]  # a simulation job each
+    assert booked.outcome is Outcome.PASSED, booked.reason
+    assert booked.call is not None and booked.call.ended is CallEnd.SCENARIO_COMPLETED
+    assert booked.call.judgment is not None and booked.call.judgment.verdict == "pass"
+    # the emulator's caller speaks as the emulator does: the prompt's first sentence first
+    monday = CALLERS["A patient who wants a check-up on Monday."]
+    assert [text for who, text in booked.call.lines if who == "caller"] == [
+        f"You are the caller. {line}" for line in monday
+    ]
+    # the agent greeted, handed off, booked: its tool and handoff ran on the caller's turns
+    greeting = "You are the clinic's receptionist. How can I help you?"
+    assert booked.call.lines[0] == ("agent", greeting)
+    assert len(booked.results) == 2
+    booked.results[0].expect.contains_agent_handoff(new_agent_type=Appointments)
+    booked.results[1].expect.contains_function_call(
+        name="book_appointment", arguments={"day": "Monday"}
+    )
+    # the transcript is the trace's: every line said, as the session had it
+    assert booked.trace is not None
+    said = [
+        ("caller" if e.kind == "user_message" else "agent", e.data["text"])
+        for e in booked.trace.events
+        if e.kind in ("user_message", "agent_message")
+    ]
+    assert said == booked.call.lines
+    assert [e.data["to"] for e in booked.trace.events if e.kind == "handoff"] == [
+        "Reception",
+        "Appointments",
+    ]
+
+    # the same caller, a goal the agent cannot meet: the judge's fail, with its reason
+    assert cancelled.outcome is Outcome.FAILED
+    assert cancelled.expectation == "The agent cancels the caller's appointment."
+    assert cancelled.reason == (
+        "agent_expectations judged fail: '[function call: cancel_appointment' is not there"
+    )
+    assert cancelled.call is not None and cancelled.call.ended is CallEnd.SCENARIO_COMPLETED
+    assert len(cancelled.results) == 1 and cancelled.simulator_verdict is not None
+    assert not cancelled.simulator_verdict.success  # on_simulation_end's verdict is the judge's
+
+
+async def test_a_caller_that_does_not_hang_up_stops_at_max_turns_and_is_judged(
+    scripted: Emulator, chat_model: Callable[[], openai.LLM], tmp_path: Path
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(
+        "scenarios:\n  - label: chatty\n    instructions: A patient who never hangs up.\n"
+        "    agent_expectations: The agent answers the caller.\n"
+    )
+    (chatty,) = await run_suite(
+        path,
+        lambda: clinic_server(scripted.base_url()),
+        caller_llm=chat_model(),
+        judge_llm=chat_model(),
+        max_turns=3,
+    )
+    assert chatty.call is not None and chatty.call.ended is CallEnd.TURN_LIMIT
+    assert len(chatty.results) == 3
+    assert [who for who, _ in chatty.call.lines] == ["agent", *["caller", "agent"] * 3]
+    assert chatty.outcome is Outcome.PASSED  # judged as it stands
+
+
+async def test_without_a_caller_or_a_judge_a_persona_scenario_is_not_runnable(
+    scripted: Emulator, chat_model: Callable[[], openai.LLM], tmp_path: Path
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(SUITE)
+    started: list[str] = []
+
+    def server() -> AgentServer:
+        return clinic_server(scripted.base_url(), started)
+
+    without_caller = await run_suite(path, server, judge_llm=chat_model())
+    assert [s.outcome for s in without_caller] == [Outcome.NOT_RUNNABLE] * 2
+    assert "simulated user" in without_caller.scenarios[0].reason
+    assert "caller_llm=" in without_caller.scenarios[0].reason
+    without_judge = await run_suite(path, server, caller_llm=chat_model())
+    assert [s.outcome for s in without_judge] == [Outcome.NOT_RUNNABLE] * 2
+    assert "judge_llm=" in without_judge.scenarios[0].reason
+    unexpecting = load_suite({"scenarios": [{"label": "a", "instructions": "A patient."}]})
+    models = {"caller_llm": chat_model(), "judge_llm": chat_model()}
+    (nothing,) = await run_suite(unexpecting, server, **models)
+    assert nothing.outcome is Outcome.NOT_RUNNABLE and "agent_expectations:" in nothing.reason
+    assert started == []  # nothing ran, nothing passed
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"caller_llm": "gpt-4o-mini"}, "is not a livekit LLM"),
+        ({"max_turns": 0}, "max_turns=0: give the caller's turns at most"),
+    ],
+)
+async def test_a_caller_asked_for_wrongly_is_refused_before_anything_runs(
+    scripted: Emulator, tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(SUITE)
+    started: list[str] = []
+    with pytest.raises(CallerError, match=message):
+        await run_suite(path, lambda: clinic_server(scripted.base_url(), started), **options)
+    assert started == []
+
+
+CONFTEST = """
+import os
+
+import pytest
+from livekit.plugins import openai
+
+from tests.suites.test_simulated_caller import clinic_server
+
+
+@pytest.fixture
+def agent_server():
+    return lambda: clinic_server(os.environ["CLINIC_MODEL_URL"])
+
+
+@pytest.fixture
+def judge_llm():
+    return openai.LLM(base_url=os.environ["CLINIC_MODEL_URL"])
+"""
+"""a project's conftest.py: its agent, and its judge, on the model service the test gives"""
+
+
+@pytest.mark.slow
+def test_pytest_plays_the_caller_of_its_option_with_the_same_verdicts(
+    scripted: Emulator, tmp_path: Path
+) -> None:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    suite = tmp_path / "scenarios.yaml"
+    suite.write_text(SUITE)
+    caller = ("--caller-model", "gpt-4o-mini", "--caller-base-url", scripted.base_url())
+    assert outcomes_under_pytest(tmp_path, scripted, *caller) == {
+        "books a check-up": "passed",
+        "cancels an appointment": "failed",
+    }
+    assert outcomes_under_pytest(tmp_path, scripted) == {
+        "books a check-up": "skipped",
+        "cancels an appointment": "skipped",
+    }
+
+
+def outcomes_under_pytest(directory: Path, emulator: Emulator, *options: str) -> dict[str, str]:
+    """pytest run on ``directory`` in a subprocess, its models on ``emulator``: each test's
+    outcome by name, from its JUnit report."""
+    report = directory / "report.xml"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "CLINIC_MODEL_URL": emulator.base_url(),
+        "OPENAI_API_KEY": API_KEY,
+    }
+    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "OPENAI_BASE_URL"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
+            *("-p", "no:cacheprovider", "--rootdir", str(directory), "-q"),
+            *(f"--junitxml={report}", "--confcutdir", str(directory), *options),
+            str(directory),
+        ],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.exists(), done.stdout + done.stderr
+    outcomes = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        kinds = {child.tag for child in case}
+        outcome = "failed" if kinds & {"failure", "error"} else "skipped" if kinds else "passed"
+        outcomes[case.attrib["name"]] = outcome
+    return outcomes
