@@ -270,7 +270,6 @@ CONFTEST = """
 import os
 
 import pytest
-from livekit.plugins import openai
 
 from tests.suites.test_simulated_caller import clinic_server
 
@@ -281,28 +280,40 @@ def agent_server():
 
 
 @pytest.fixture
-def judge_llm():
-    return openai.LLM(base_url=os.environ["CLINIC_MODEL_URL"])
+def judge_llm(caller_llm):  # the caller's model judges too
+    return caller_llm
 """
-"""a project's conftest.py: its agent, and its judge, on the model service the test gives"""
+"""a project's conftest.py: its agent on the model service the test gives; its judge, the
+caller's model (``--caller-model``)"""
 
 
 @pytest.mark.slow
-def test_pytest_plays_the_caller_of_its_option_with_the_same_verdicts(
-    scripted: Emulator, tmp_path: Path
+async def test_pytest_plays_the_caller_of_its_option_with_run_suites_verdicts(
+    scripted: Emulator, chat_model: Callable[[], openai.LLM], tmp_path: Path
 ) -> None:
     (tmp_path / "conftest.py").write_text(CONFTEST)
     suite = tmp_path / "scenarios.yaml"
     suite.write_text(SUITE)
     caller = ("--caller-model", "gpt-4o-mini", "--caller-base-url", scripted.base_url())
-    assert outcomes_under_pytest(tmp_path, scripted, *caller) == {
-        "books a check-up": "passed",
-        "cancels an appointment": "failed",
-    }
-    assert outcomes_under_pytest(tmp_path, scripted) == {
-        "books a check-up": "skipped",
-        "cancels an appointment": "skipped",
-    }
+    verdicts = []
+    for max_turns in (None, 1):
+        model = chat_model()  # judging too, as the conftest's judge is pytest's caller model
+        limit = {} if max_turns is None else {"max_turns": max_turns}
+        ran = await run_suite(
+            suite,
+            lambda: clinic_server(scripted.base_url()),
+            caller_llm=model,
+            judge_llm=model,
+            **limit,
+        )
+        verdicts.append({s.label: s.outcome.value for s in ran})
+        option = () if max_turns is None else ("--caller-max-turns", str(max_turns))
+        assert outcomes_under_pytest(tmp_path, scripted, *caller, *option) == verdicts[-1]
+    assert verdicts == [
+        {"books a check-up": "passed", "cancels an appointment": "failed"},
+        # one turn cuts the booking call short, before the booking: judged a fail
+        {"books a check-up": "failed", "cancels an appointment": "failed"},
+    ]
 
 
 def outcomes_under_pytest(directory: Path, emulator: Emulator, *options: str) -> dict[str, str]:
