@@ -21,7 +21,7 @@ from livekit.plugins import openai
 
 from notebook_agents.emulator import Emulator, ReplyContext, TextReply, ToolCallReply, VerdictReply
 from notebook_agents.suites import CallEnd, CallerError, Outcome, load_suite, run_suite
-from notebook_agents.suites.simulated_caller import END_CALL
+from notebook_agents.suites.simulated_caller import END_CALL, MAX_TURNS
 from tests.conftest import API_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ class Reception(Agent):
         self.session.generate_reply()
 
     @function_tool
-    async def transfer_to_appointments(self, context: RunContext) -> Agent:
+    async def transfer_to_appointments(self, context: RunContext[None]) -> Agent:
         """Transfer the caller to the appointments desk."""
         return Appointments()
 
@@ -51,7 +51,7 @@ class Appointments(Agent):
         self.session.generate_reply()
 
     @function_tool
-    async def book_appointment(self, context: RunContext, day: str) -> str:
+    async def book_appointment(self, context: RunContext[None], day: str) -> str:
         """Book a check-up.
 
         Args:
@@ -242,8 +242,9 @@ async def test_without_a_caller_or_a_judge_a_persona_scenario_is_not_runnable(
     assert [s.outcome for s in without_judge] == [Outcome.NOT_RUNNABLE] * 2
     assert "judge_llm=" in without_judge.scenarios[0].reason
     unexpecting = load_suite({"scenarios": [{"label": "a", "instructions": "A patient."}]})
-    models = {"caller_llm": chat_model(), "judge_llm": chat_model()}
-    (nothing,) = await run_suite(unexpecting, server, **models)
+    (nothing,) = await run_suite(
+        unexpecting, server, caller_llm=chat_model(), judge_llm=chat_model()
+    )
     assert nothing.outcome is Outcome.NOT_RUNNABLE and "agent_expectations:" in nothing.reason
     assert started == []  # nothing ran, nothing passed
 
@@ -298,13 +299,12 @@ async def test_pytest_plays_the_caller_of_its_option_with_run_suites_verdicts(
     verdicts = []
     for max_turns in (None, 1):
         model = chat_model()  # judging too, as the conftest's judge is pytest's caller model
-        limit = {} if max_turns is None else {"max_turns": max_turns}
         ran = await run_suite(
             suite,
             lambda: clinic_server(scripted.base_url()),
             caller_llm=model,
             judge_llm=model,
-            **limit,
+            max_turns=max_turns or MAX_TURNS,  # pytest's default is run_suite's
         )
         verdicts.append({s.label: s.outcome.value for s in ran})
         option = () if max_turns is None else ("--caller-max-turns", str(max_turns))
