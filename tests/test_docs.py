@@ -178,7 +178,7 @@ async def test_the_checking_example_expects_mocks_and_replies_as_written(
 async def test_the_judges_example_gives_the_scripted_verdicts(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    block = python_block(CHECKING, "VerdictReply(")
+    block = python_block(CHECKING, "says_hello(")
     runner = NotebookRunner(concierge(emulator)).start()
     runners.append(runner)
     await runner.ready()
