@@ -37,6 +37,8 @@ class CallEnd(str, enum.Enum):
 
     SCENARIO_COMPLETED = "scenario completed"
     """the caller ended it (``end_call``): the conversation reached its natural end"""
+    AGENT_ENDED = "agent ended"
+    """the agent ended it: its session closed on its own (livekit's ``EndCallTool``)"""
     TURN_LIMIT = "turn limit"
     """the caller had spoken ``max_turns`` times and would have gone on"""
 

@@ -17,7 +17,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast, runtime_checkable
 
 from google.protobuf import json_format
@@ -354,9 +354,22 @@ class _ScenarioRunner(NotebookRunner):
         ctx = self._ctx
         if ctx is None or livekit.simulation_end_callback(ctx) is None:
             return
-        ended = self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
+        ended: Awaitable[SimulationVerdict | None]
         try:
-            vetoed = await asyncio.wait_for(asyncio.wrap_future(ended), _SIMULATION_END_S)
+            ended = asyncio.wrap_future(
+                self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
+            )
+        except RunnerError:
+            if self.state is not RunnerState.ENDED:
+                raise
+            # the agent hung up (livekit's EndCallTool): in its job while that still runs
+            ending = _simulation_ended(ctx, verdict)
+            try:
+                ended = asyncio.wrap_future(self._carry(ending))
+            except RuntimeError:  # the job ended with the call: the veto is read here
+                ended = ending
+        try:
+            vetoed = await asyncio.wait_for(ended, _SIMULATION_END_S)
         except asyncio.TimeoutError:
             raise RunnerError(
                 f"on_simulation_end did not return within {_SIMULATION_END_S:.0f} s"
@@ -372,8 +385,9 @@ class _ScenarioRunner(NotebookRunner):
 async def _simulation_ended(
     ctx: JobContext, verdict: SimulationVerdict
 ) -> SimulationVerdict | None:
-    """In the job, as livekit's ``SessionHost`` finalizes a simulation: the callback reads the
-    verdict from the job's ``SimulationContext``; returns its veto."""
+    """In the job, as livekit's ``SessionHost`` finalizes a simulation (or here, once the job
+    ended with a call the agent hung up): the callback reads the verdict from the job's
+    ``SimulationContext``; returns its veto."""
     simulation: SimulationContext | None = ctx.simulation_context()
     callback = livekit.simulation_end_callback(ctx)
     if simulation is None or callback is None:

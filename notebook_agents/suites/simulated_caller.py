@@ -23,7 +23,7 @@ from livekit.agents.llm import LLM, ChatContext, ChatItem, ChatMessage, function
 
 from .. import _livekit_internals as livekit
 from ..errors import NotebookAgentsError
-from ..runner import AgentRunner, RunnerError
+from ..runner import AgentRunner, RunnerError, RunnerState
 from ..runner._core import reply_text
 from .results import CallEnd, Outcome, ScenarioResult, SimulatedCall
 from .suite_file import ScriptedScenario, Turn
@@ -126,6 +126,9 @@ async def play_call(
             try:
                 run = await runner.run(line, timeout=Turn.timeout)
             except RunnerError as e:
+                if runner.state is RunnerState.ENDED:  # it hung up before this line
+                    call.ended = CallEnd.AGENT_ENDED
+                    break
                 result.outcome, result.turn = Outcome.ERROR, len(result.results)
                 result.reason = f"turn {result.turn} ({line}): {e}"
                 return
@@ -136,6 +139,8 @@ async def play_call(
             _heard(call, caller, run)
         if hangs_up:
             call.ended = CallEnd.SCENARIO_COMPLETED
+        elif runner.state is RunnerState.ENDED:
+            call.ended = CallEnd.AGENT_ENDED
     await _judge(result, call, conversation, scenario.scenario.agent_expectations, judge_llm)
 
 

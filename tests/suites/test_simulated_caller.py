@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext, RunContext, function_tool
+from livekit.agents import (
+    Agent,
+    AgentServer,
+    AgentSession,
+    JobContext,
+    RunContext,
+    SimulationContext,
+    function_tool,
+)
+from livekit.agents.beta.tools import EndCallTool
 from livekit.plugins import openai
 
 from notebook_agents.emulator import Emulator, ReplyContext, TextReply, ToolCallReply, VerdictReply
@@ -31,7 +40,8 @@ class Reception(Agent):
     def __init__(self) -> None:
         super().__init__(
             instructions="You are the clinic's receptionist. Send callers who want an "
-            "appointment to the appointments desk."
+            "appointment to the appointments desk; end the call when they are done.",
+            tools=[EndCallTool()],
         )
 
     async def on_enter(self) -> None:
@@ -60,15 +70,24 @@ class Appointments(Agent):
         return f"Booked for {day}."
 
 
-def clinic_server(base_url: str, started: list[str] | None = None) -> AgentServer:
-    """The clinic's server, its model on ``base_url``; ``started`` gets each job's scenario."""
+def clinic_server(base_url: str, seen: list[str] | None = None) -> AgentServer:
+    """The clinic's server, its model on ``base_url``; ``seen`` gets each job's scenario as it
+    starts and its verdict as it ends, when ``on_simulation_end`` vetoes as its ``userdata``
+    says."""
+
+    async def on_simulation_end(simulation: SimulationContext) -> None:
+        if seen is not None:
+            seen.append(f"ended: {simulation.simulator_verdict.success}")
+        if veto := simulation.userdata().get("veto"):
+            simulation.fail(str(veto))
+
     server = AgentServer()
 
-    @server.rtc_session()
+    @server.rtc_session(on_simulation_end=on_simulation_end)
     async def entrypoint(ctx: JobContext) -> None:
-        if started is not None:
+        if seen is not None:
             simulation = ctx.simulation_context()
-            started.append(simulation.scenario.label if simulation else "")
+            seen.append(f"started: {simulation.scenario.label if simulation else ''}")
         model = openai.realtime.RealtimeModel(
             base_url=base_url, api_key=API_KEY, modalities=["text"]
         )
@@ -96,12 +115,14 @@ CALLERS = {
     ],
     "A patient who wants to cancel an appointment.": ["Please cancel my appointment."],
     "A patient who never hangs up.": ["Are you still there?"] * 100,
+    "A patient who is done.": ["That's all, thank you, end call.", "Hello? Are you there?"],
 }
 """each persona's lines, said in turn; then it ends the call"""
 SOUGHT = {
     "The agent books the caller's check-up on Monday.": "[function output: Booked for Monday.]",
     "The agent cancels the caller's appointment.": "[function call: cancel_appointment",
     "The agent answers the caller.": "\nassistant: ",
+    "The agent ends the call when the caller is done.": "[function call: end_call(",
 }
 """what the scripted judge looks for in the call, by the expectations it is to judge"""
 
@@ -153,16 +174,21 @@ async def test_a_persona_scenario_is_played_by_the_caller_and_judged_over_the_ca
 ) -> None:
     path = tmp_path / "scenarios.yaml"
     path.write_text(SUITE)
-    started: list[str] = []
+    seen: list[str] = []
     suite = await run_suite(
         path,
-        lambda: clinic_server(scripted.base_url(), started),
+        lambda: clinic_server(scripted.base_url(), seen),
         caller_llm=chat_model(),
         judge_llm=chat_model(),
     )
 
     booked, cancelled = suite
-    assert started == ["books a check-up", "cancels an appointment"]  # a simulation job each
+    assert seen == [  # a simulation job each; on_simulation_end has the judge's verdict
+        "started: books a check-up",
+        "ended: True",
+        "started: cancels an appointment",
+        "ended: False",
+    ]
     assert booked.outcome is Outcome.PASSED, booked.reason
     assert booked.call is not None and booked.call.ended is CallEnd.SCENARIO_COMPLETED
     assert booked.call.judgment is not None and booked.call.judgment.verdict == "pass"
@@ -199,8 +225,7 @@ async def test_a_persona_scenario_is_played_by_the_caller_and_judged_over_the_ca
         "agent_expectations judged fail: '[function call: cancel_appointment' is not there"
     )
     assert cancelled.call is not None and cancelled.call.ended is CallEnd.SCENARIO_COMPLETED
-    assert len(cancelled.results) == 1 and cancelled.simulator_verdict is not None
-    assert not cancelled.simulator_verdict.success  # on_simulation_end's verdict is the judge's
+    assert len(cancelled.results) == 1
 
 
 async def test_a_caller_that_does_not_hang_up_stops_at_max_turns_and_is_judged(
@@ -224,15 +249,59 @@ async def test_a_caller_that_does_not_hang_up_stops_at_max_turns_and_is_judged(
     assert chatty.outcome is Outcome.PASSED  # judged as it stands
 
 
+HUNG_UP = """
+scenarios:
+  - label: the agent hangs up
+    instructions: A patient who is done.
+    agent_expectations: The agent ends the call when the caller is done.
+    userdata: {veto: the receptionist hung up}
+  - label: a scripted call the agent hangs up
+    userdata: {veto: the receptionist hung up}
+    turns:
+      - user: That's all, thank you, end call.
+        expect: ['contains_function_call(name="end_call")']
+"""
+"""calls livekit's EndCallTool ends: on_simulation_end still has its say (here, a veto)"""
+
+
+async def test_a_call_the_agent_hangs_up_ends_there_and_on_simulation_end_has_its_say(
+    scripted: Emulator, chat_model: Callable[[], openai.LLM], tmp_path: Path
+) -> None:
+    """Before, the caller's next line found the session ended: an error, not a call's end;
+    and on_simulation_end could not run once the agent's job had ended with the call."""
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(HUNG_UP)
+    seen: list[str] = []
+    simulated, scripted_call = await run_suite(
+        path,
+        lambda: clinic_server(scripted.base_url(), seen),
+        caller_llm=chat_model(),
+        judge_llm=chat_model(),
+    )
+    assert simulated.call is not None and simulated.call.ended is CallEnd.AGENT_ENDED
+    assert [who for who, _ in simulated.call.lines] == ["agent", "caller", "agent"]
+    assert simulated.call.judgment is not None and simulated.call.judgment.verdict == "pass"
+    for hung_up in (simulated, scripted_call):  # the judge's pass, then the server's veto
+        assert hung_up.simulator_verdict is not None and hung_up.simulator_verdict.success
+        assert hung_up.outcome is Outcome.FAILED, hung_up.reason
+        assert hung_up.reason == "on_simulation_end: the receptionist hung up"
+    assert seen == [
+        "started: the agent hangs up",
+        "ended: True",
+        "started: a scripted call the agent hangs up",
+        "ended: True",
+    ]
+
+
 async def test_without_a_caller_or_a_judge_a_persona_scenario_is_not_runnable(
     scripted: Emulator, chat_model: Callable[[], openai.LLM], tmp_path: Path
 ) -> None:
     path = tmp_path / "scenarios.yaml"
     path.write_text(SUITE)
-    started: list[str] = []
+    seen: list[str] = []
 
     def server() -> AgentServer:
-        return clinic_server(scripted.base_url(), started)
+        return clinic_server(scripted.base_url(), seen)
 
     without_caller = await run_suite(path, server, judge_llm=chat_model())
     assert [s.outcome for s in without_caller] == [Outcome.NOT_RUNNABLE] * 2
@@ -246,7 +315,7 @@ async def test_without_a_caller_or_a_judge_a_persona_scenario_is_not_runnable(
         unexpecting, server, caller_llm=chat_model(), judge_llm=chat_model()
     )
     assert nothing.outcome is Outcome.NOT_RUNNABLE and "agent_expectations:" in nothing.reason
-    assert started == []  # nothing ran, nothing passed
+    assert seen == []  # nothing ran, nothing passed
 
 
 @pytest.mark.parametrize(
@@ -261,10 +330,10 @@ async def test_a_caller_asked_for_wrongly_is_refused_before_anything_runs(
 ) -> None:
     path = tmp_path / "scenarios.yaml"
     path.write_text(SUITE)
-    started: list[str] = []
+    seen: list[str] = []
     with pytest.raises(CallerError, match=message):
-        await run_suite(path, lambda: clinic_server(scripted.base_url(), started), **options)
-    assert started == []
+        await run_suite(path, lambda: clinic_server(scripted.base_url(), seen), **options)
+    assert seen == []
 
 
 CONFTEST = """
