@@ -116,7 +116,10 @@ async def play_call(
     while call.ended is None:
         try:
             line, hangs_up = await _next_line(caller_llm, caller)
-        except (APIError, CallerError) as e:
+        except APIError as e:
+            result.outcome, result.reason = Outcome.ERROR, f"the caller model: {e.message}"
+            return
+        except CallerError as e:
             result.outcome, result.reason = Outcome.ERROR, f"the caller model: {e}"
             return
         if line and len(result.results) == max_turns:  # a line past the limit is not said
@@ -180,7 +183,10 @@ async def _judge(
     judge = livekit.criteria_judge(expectations, name="agent_expectations")
     try:
         judged = await judge.evaluate(chat_ctx=ChatContext(conversation), llm=judge_llm)
-    except (APIError, ValueError) as e:  # livekit's: no verdict given, or the model failed
+    except APIError as e:
+        result.outcome, result.reason = Outcome.ERROR, f"judging agent_expectations: {e.message}"
+        return
+    except ValueError as e:  # livekit's: the judge model gave no verdict
         result.outcome, result.reason = Outcome.ERROR, f"judging agent_expectations: {e}"
         return
     call.judgment = judged

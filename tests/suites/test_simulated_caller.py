@@ -293,6 +293,94 @@ async def test_a_call_the_agent_hangs_up_ends_there_and_on_simulation_end_has_it
     ]
 
 
+def mute_caller(ctx: ReplyContext) -> ToolCallReply | None:
+    """A caller model that answers with a tool it was not offered, saying nothing."""
+    if "A patient who says nothing." not in ctx.instructions:
+        return None
+    return ToolCallReply("hold_music", {})
+
+
+@pytest.mark.parametrize(
+    ("model", "rule", "reason"),
+    [
+        (
+            "no-such-model",
+            None,
+            "the caller model: Error code: 404 - The model `no-such-model` does not exist",
+        ),
+        (
+            "gpt-4o-mini",
+            mute_caller,
+            "the caller model: it answered with neither a line nor a call of end_call "
+            "(tool calls: ['hold_music'])",
+        ),
+    ],
+)
+async def test_a_caller_model_that_fails_or_says_nothing_is_the_scenarios_error(
+    scripted: Emulator,
+    chat_model: Callable[[], openai.LLM],
+    model: str,
+    rule: Callable[[ReplyContext], ToolCallReply | None] | None,
+    reason: str,
+) -> None:
+    if rule is not None:
+        scripted.settings.rules.add(rule)
+    caller = openai.LLM(base_url=scripted.base_url(), api_key=API_KEY, model=model)
+    suite = load_suite(
+        {
+            "scenarios": [
+                {
+                    "label": "done",
+                    "instructions": "A patient who says nothing.",
+                    "agent_expectations": "The agent ends the call when the caller is done.",
+                }
+            ]
+        }
+    )
+    try:
+        (done,) = await run_suite(
+            suite,
+            lambda: clinic_server(scripted.base_url()),
+            caller_llm=caller,
+            judge_llm=chat_model(),
+        )
+    finally:
+        await caller.aclose()
+    assert done.outcome is Outcome.ERROR
+    assert done.reason.startswith(reason), done.reason
+    assert done.call is not None and done.call.ended is None and done.call.judgment is None
+
+
+async def test_a_judge_model_that_fails_is_the_scenarios_error_never_a_verdict(
+    scripted: Emulator, chat_model: Callable[[], openai.LLM]
+) -> None:
+    judge = openai.LLM(base_url=scripted.base_url(), api_key=API_KEY, model="no-such-judge")
+    suite = load_suite(
+        {
+            "scenarios": [
+                {
+                    "label": "done",
+                    "instructions": "A patient who is done.",
+                    "agent_expectations": "The agent ends the call when the caller is done.",
+                }
+            ]
+        }
+    )
+    try:
+        (done,) = await run_suite(
+            suite,
+            lambda: clinic_server(scripted.base_url()),
+            caller_llm=chat_model(),
+            judge_llm=judge,
+        )
+    finally:
+        await judge.aclose()
+    assert done.outcome is Outcome.ERROR
+    assert done.reason.startswith("judging agent_expectations: Error code: 404 - The model")
+    assert done.call is not None and done.call.ended is CallEnd.AGENT_ENDED
+    assert done.call.judgment is None
+
+
 async def test_without_a_caller_or_a_judge_a_persona_scenario_is_not_runnable(
     scripted: Emulator, chat_model: Callable[[], openai.LLM], tmp_path: Path
 ) -> None:
