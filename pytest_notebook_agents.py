@@ -9,13 +9,17 @@ in every run of an environment that has notebook-agents, and the package (liveki
 is imported only once a scenarios file is collected, not seconds into each unrelated run.
 The agent comes from a fixture the project defines, ``agent_server`` (an ``AgentServer``, or a
 function making one, or a runner such as a ``VideoSDKRunner``, for each scenario); ``judge_llm``
-gives ``judge(llm, ...)`` expectations their model. A project's own fixture of any of these
-names (in a conftest.py) overrides the plugin's.
+gives ``judge(llm, ...)`` expectations and ``agent_expectations`` their model; ``caller_llm``
+plays the caller of a scenario with only ``instructions``: by default the OpenAI-compatible
+model ``--caller-model`` names (at ``--caller-base-url``, with the key in ``OPENAI_API_KEY``), at
+most ``--caller-max-turns`` turns. A project's own fixture of any of these names (in a
+conftest.py) overrides the plugin's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
     from livekit.plugins import openai
 
     from notebook_agents.emulator import Emulator
+    from notebook_agents.suites.results import ScenarioResult
     from notebook_agents.suites.run import ServerSource, SuiteRun
     from notebook_agents.suites.suite_file import ScriptedScenario
 
@@ -36,6 +41,31 @@ except ImportError:  # another async plugin (anyio's) takes plain ones
 
 FILE_NAMES = ("scenarios.yaml", "scenarios.yml")
 """the files collected: these names, or ending in ``.`` and one of them"""
+_MADE_CALLER = pytest.StashKey["openai.LLM"]()
+"""the caller model the plugin made for a test: closed on the loop the test used it on (an
+HTTP client's connections belong to one loop)"""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("notebook-agents", "scenarios files (notebook-agents)")
+    group.addoption(
+        "--caller-model",
+        metavar="MODEL",
+        help="an OpenAI-compatible model to play the caller of scenarios with only "
+        "`instructions` (its key in OPENAI_API_KEY); without one they are skipped as not runnable",
+    )
+    group.addoption(
+        "--caller-base-url",
+        metavar="URL",
+        help="the caller model's service (default: OPENAI_BASE_URL, else OpenAI's)",
+    )
+    group.addoption(
+        "--caller-max-turns",
+        type=int,
+        metavar="N",
+        help="the caller's turns at most: a call it has not ended stops there (default: "
+        "run_suite's max_turns)",
+    )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -71,11 +101,24 @@ class ScenarioItem(pytest.Function):
 
 
 def _scenario_test(run: SuiteRun, scenario: ScriptedScenario) -> Callable[..., None]:
-    def scenario_test(agent_server: ServerSource, judge_llm: Any) -> None:
+    def scenario_test(
+        agent_server: ServerSource, judge_llm: Any, caller_llm: Any, request: pytest.FixtureRequest
+    ) -> None:
         from notebook_agents.suites.results import Outcome
 
-        # run_suite's own way through a scenario: the same job, hooks and verdict
-        result = asyncio.run(run.scenario(scenario, agent_server, judge_llm=judge_llm))
+        max_turns = request.config.getoption("caller_max_turns")
+        limit = {} if max_turns is None else {"max_turns": max_turns}
+
+        async def played() -> ScenarioResult:
+            try:  # run_suite's own way through a scenario: the same job, hooks and verdict
+                return await run.scenario(
+                    scenario, agent_server, judge_llm=judge_llm, caller_llm=caller_llm, **limit
+                )
+            finally:
+                if made := request.node.stash.get(_MADE_CALLER, None):
+                    await made.aclose()
+
+        result = asyncio.run(played())
         if result.outcome is Outcome.NOT_RUNNABLE:
             pytest.skip(f"not runnable: {result.reason}")
         if not result.passed:
@@ -101,6 +144,30 @@ def judge_llm() -> Any:
     """The model ``judge(llm, intent=...)`` expectations use: override it in conftest.py
     (none by default: such a scenario is skipped as not runnable)."""
     return None
+
+
+@pytest.fixture
+def caller_llm(request: pytest.FixtureRequest) -> Any:
+    """The model playing the caller of a scenario with only ``instructions``: livekit's OpenAI
+    ``LLM`` for ``--caller-model`` (at ``--caller-base-url``), or None (such a scenario is
+    skipped as not runnable). Override it in conftest.py to give any livekit ``LLM``."""
+    model, base_url = (request.config.getoption(o) for o in ("caller_model", "caller_base_url"))
+    if model is None:
+        if base_url is not None:
+            raise pytest.UsageError(
+                "--caller-base-url names a service: give the model too, --caller-model MODEL"
+            )
+        return None
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise pytest.UsageError(
+            f"--caller-model {model} needs its service's key in OPENAI_API_KEY (any value for "
+            "a local service that takes none)"
+        )
+    from livekit.plugins import openai
+
+    made = openai.LLM(model=model, base_url=base_url)
+    request.node.stash[_MADE_CALLER] = made
+    return made
 
 
 @pytest.fixture

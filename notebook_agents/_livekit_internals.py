@@ -31,6 +31,8 @@ from livekit.agents import (
     UserStateChangedEvent,
     llm,
 )
+from livekit.agents.evals import Evaluator
+from livekit.agents.evals import judge as evals_judge
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import JobContext, get_job_context
 from livekit.agents.simulation import SimulationContext, SimulationRun, SimulationVerdict
@@ -79,6 +81,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     tool_executor._RunningTask: ("exe_task", "ctx"),
     JobContext: ("_simulation_end_fnc",),
     SimulationContext: ("_begin_finalize", "_dispatch"),
+    evals_judge: ("_LLMJudge",),
     telemetry_traces._DynamicTracer: ("_tracer_provider",),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
@@ -170,6 +173,15 @@ def finalize_simulation(simulation: SimulationContext, verdict: SimulationVerdic
     a suite's verdict is its simulator's."""
     run = SimulationRun(id=simulation._dispatch.simulation_run_id)
     simulation._begin_finalize(simulator_verdict=verdict, run=run)
+
+
+def criteria_judge(criteria: str, *, name: str) -> Evaluator:
+    """livekit's LLM judge of a whole conversation against ``criteria``: what LiveKit's
+    simulator does with a scenario's ``agent_expectations``. livekit's public judges
+    (``accuracy_judge``, ``tool_use_judge``, ...) are this class, each with criteria of its
+    own; the class taking criteria one writes is private."""
+    judge: Evaluator = evals_judge._LLMJudge(instructions=criteria, name=name)
+    return judge
 
 
 # -- the session ---------------------------------------------------------------------------

@@ -178,7 +178,7 @@ async def test_the_checking_example_expects_mocks_and_replies_as_written(
 async def test_the_judges_example_gives_the_scripted_verdicts(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    block = python_block(CHECKING, "VerdictReply(")
+    block = python_block(CHECKING, "says_hello(")
     runner = NotebookRunner(concierge(emulator)).start()
     runners.append(runner)
     await runner.ready()
@@ -202,22 +202,39 @@ async def test_the_suite_example_gives_the_verdicts_its_file_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_livekit_env: None
 ) -> None:
     """The checking guide's scenarios file and the cell running it: one scenario passes, one
-    fails."""
+    fails, the persona scenario is not runnable; then the simulated caller's cell plays that
+    one, as its rule scripts the caller, and its verdict is the scripted judge's."""
     (scenarios,) = re.findall(r"^```yaml\n(.*?)^```$", CHECKING.read_text(), re.S | re.M)
     (tmp_path / "scenarios.yaml").write_text(scenarios)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "agent", greeter_weather)
     namespace: dict[str, Any] = {}
     try:
-        await run(python_block(CHECKING, "run_suite("), namespace, CHECKING)
+        await run(python_block(CHECKING, "fresh_server():"), namespace, CHECKING)
+        suite: SuiteResult = namespace["suite"]
+        assert [(s.label, s.outcome.value) for s in suite] == [
+            ("hands off to weather", "passed"),
+            ("greeter looks up the weather", "failed"),
+            ("caller asks about the weather", "not runnable"),
+        ]
+        await run(python_block(CHECKING, "caller_llm="), namespace, CHECKING)
+        suite = namespace["suite"]
+        assert [s.outcome.value for s in suite] == ["passed", "failed", "passed"]
+        call = namespace["call"]
+        assert call.transcript.splitlines() == [
+            "agent: You are a friendly greeter. How can I help you?",
+            "caller: You are the caller. transfer to weather",
+            # the weather agent's on_enter reply, on the greeter's context it copied
+            'agent: You are a weather agent. You said: "You are the caller. transfer to weather".',
+            "caller: You are the caller. lookup weather location=Paris",
+            "agent: You are a weather agent. The tool returned: It is sunny in Paris.",
+        ]
+        assert call.judgment.reasoning == "looked for the forecast"
     finally:
+        if "model" in namespace:
+            await namespace["model"].aclose()
         if "emulator" in namespace:
             namespace["emulator"].stop()
-    suite: SuiteResult = namespace["suite"]
-    assert [(s.label, s.outcome.value) for s in suite] == [
-        ("hands off to weather", "passed"),
-        ("greeter looks up the weather", "failed"),
-    ]
 
 
 def test_the_checking_guide_says_where_it_runs_and_whose_names_are_yours() -> None:

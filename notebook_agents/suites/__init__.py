@@ -6,8 +6,9 @@ notebook and as tests under pytest; a call held in the notebook written as one
 from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
 from .recording import ScenarioSourceError, to_scenario
-from .results import Outcome, ScenarioResult, SuiteResult
+from .results import CallEnd, Outcome, ScenarioResult, SimulatedCall, SuiteResult
 from .run import SuiteRun, run_scenario, run_suite
+from .simulated_caller import CallerError
 from .suite_file import (
     ScenarioSuite,
     ScriptedScenario,
@@ -20,6 +21,8 @@ from .suite_file import (
 
 __all__ = [
     "AgentNames",
+    "CallEnd",
+    "CallerError",
     "Expectation",
     "ExpectationError",
     "Outcome",
@@ -27,6 +30,7 @@ __all__ = [
     "ScenarioSourceError",
     "ScenarioSuite",
     "ScriptedScenario",
+    "SimulatedCall",
     "SuiteFileError",
     "SuiteResult",
     "SuiteRun",

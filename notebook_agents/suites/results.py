@@ -7,9 +7,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from livekit.agents import RunResult
+from livekit.agents.evals import JudgmentResult
 from livekit.agents.simulation import SimulationVerdict
 
 from .._displays import mimebundle_of, view_of
@@ -28,6 +29,36 @@ class Outcome(str, enum.Enum):
     NOT_RUNNABLE = "not runnable"
     """nothing here can play or judge it (a simulated user, a judge model, spoken turns in a
     real room): ``reason`` says"""
+
+
+class CallEnd(str, enum.Enum):
+    """How a simulated call ended: LiveKit's simulator's end reasons (its
+    ``SimulationRun.JobMetrics.EndReason``) that a call played here can have."""
+
+    SCENARIO_COMPLETED = "scenario completed"
+    """the caller ended it (``end_call``): the conversation reached its natural end"""
+    AGENT_ENDED = "agent ended"
+    """the agent ended it: its session closed on its own (livekit's ``EndCallTool``)"""
+    TURN_LIMIT = "turn limit"
+    """the caller had spoken ``max_turns`` times and would have gone on"""
+
+
+@dataclass
+class SimulatedCall:
+    """A scenario with only ``instructions`` played by a simulated caller: what was said, how
+    it ended, and the judge's verdict on its ``agent_expectations``."""
+
+    lines: list[tuple[Literal["agent", "caller"], str]] = field(default_factory=list)
+    """who said what, in order (the agent's greeting first, if it greets)"""
+    ended: CallEnd | None = None
+    """how it ended (None: it did not, the call went wrong)"""
+    judgment: JudgmentResult | None = None
+    """livekit's judgment of the whole call against ``agent_expectations``"""
+
+    @property
+    def transcript(self) -> str:
+        """The call as text, a line per turn: ``caller: ...`` / ``agent: ...``."""
+        return "\n".join(f"{who}: {text}" for who, text in self.lines)
 
 
 @dataclass
@@ -53,6 +84,8 @@ class ScenarioResult:
     """the suite's verdict, given to the server's ``on_simulation_end`` as the simulator's"""
     user_verdict: SimulationVerdict | None = None
     """the veto ``on_simulation_end`` set with ``ctx.fail``, if it did"""
+    call: SimulatedCall | None = None
+    """the simulated caller's call, for a scenario with only ``instructions``"""
 
     @property
     def passed(self) -> bool:

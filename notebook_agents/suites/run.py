@@ -17,7 +17,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast, runtime_checkable
 
 from google.protobuf import json_format
@@ -37,6 +37,7 @@ from ..runner.notebook_runner import Entrypoint
 from .agent_names import AgentNames
 from .expectations import JUDGE_MODEL, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
+from .simulated_caller import MAX_TURNS, checked_caller, checked_max_turns, not_simulated, play_call
 from .suite_file import ScenarioSuite, ScriptedScenario, Turn, load_suite
 
 _SIMULATION_END_S = 30.0
@@ -67,6 +68,8 @@ async def run_suite(
     server: ServerSource,
     *,
     judge_llm: LLM[Any] | None = None,
+    caller_llm: LLM[Any] | None = None,
+    max_turns: int = MAX_TURNS,
     on_result: Callable[[ScenarioResult], object] | None = None,
 ) -> SuiteResult:
     """Run each scenario of ``suite`` (a scenarios file, or ``load_suite``'s) on a fresh
@@ -79,15 +82,20 @@ async def run_suite(
     its framework's agents (``agent_base``), and livekit's simulator hooks (the simulation
     dispatch, ``on_simulation_end``) do not apply.
 
-    ``judge_llm`` is the model ``judge(llm, intent=...)`` expectations use; a scenario that
-    needs one it was not given, or a simulated user (``instructions`` without ``turns``), is
-    ``not runnable``, never a pass. ``on_result`` is called with each result as it comes.
+    ``judge_llm`` is the model ``judge(llm, intent=...)`` expectations and
+    ``agent_expectations`` are judged by. ``caller_llm`` plays the caller of a scenario with
+    only ``instructions`` (LiveKit's simulated user; any livekit ``LLM``, e.g. ``openai.LLM(
+    model=..., base_url=...)``), at most ``max_turns`` turns of its own, until it ends the call
+    (``simulated_caller``). A scenario that needs a model it was not given is ``not
+    runnable``, never a pass. ``on_result`` is called with each result as it comes.
     """
     loaded = suite if isinstance(suite, ScenarioSuite) else load_suite(suite)
     run = SuiteRun(loaded)
     result = SuiteResult(loaded.name)
     for scenario in loaded.scenarios:
-        outcome = await run.scenario(scenario, server, judge_llm=judge_llm)
+        outcome = await run.scenario(
+            scenario, server, judge_llm=judge_llm, caller_llm=caller_llm, max_turns=max_turns
+        )
         result.scenarios.append(outcome)
         if on_result is not None:
             on_result(outcome)
@@ -112,13 +120,23 @@ class SuiteRun:
         server: ServerSource,
         *,
         judge_llm: LLM[Any] | None = None,
+        caller_llm: LLM[Any] | None = None,
+        max_turns: int = MAX_TURNS,
     ) -> ScenarioResult:
-        """``scenario`` on what ``server`` makes for it (see ``run_suite``)."""
+        """``scenario`` on what ``server`` makes for it (see ``run_suite``); a ``caller_llm`` or
+        ``max_turns`` that cannot be is a ``CallerError`` before anything runs."""
+        caller_llm, max_turns = checked_caller(caller_llm), checked_max_turns(max_turns)
         made = _made(server)
         if self._agents is None:  # before anything runs: the first one made says whose agents
             self._agents = _agents_named(self.suite, made)
         return await run_scenario(
-            scenario, made, agents=self._agents, judge_llm=judge_llm, run_id=self.run_id
+            scenario,
+            made,
+            agents=self._agents,
+            judge_llm=judge_llm,
+            caller_llm=caller_llm,
+            max_turns=max_turns,
+            run_id=self.run_id,
         )
 
 
@@ -128,15 +146,18 @@ async def run_scenario(
     *,
     agents: AgentNames,
     judge_llm: LLM[Any] | None = None,
+    caller_llm: LLM[Any] | None = None,
+    max_turns: int = MAX_TURNS,
     run_id: str = "",
 ) -> ScenarioResult:
     """One scenario on a fresh runner of ``server`` (or on ``server``, a runner not started
-    yet): started, its turns run and checked, a server's ``on_simulation_end`` called,
-    stopped. ``agents`` says what its ``new_agent_type=`` names mean (``_agents_named``); its
-    job is a simulation job of the run ``run_id`` (of one of its own if "")."""
+    yet): started, its turns run and checked (or, with only ``instructions``, its call played
+    by ``caller_llm`` and judged), a server's ``on_simulation_end`` called, stopped.
+    ``agents`` says what its ``new_agent_type=`` names mean (``_agents_named``); its job is a
+    simulation job of the run ``run_id`` (of one of its own if "")."""
     began = time.perf_counter()
     result = ScenarioResult(scenario.label, Outcome.PASSED)
-    why_not = _not_runnable(scenario, judge_llm)
+    why_not = _not_runnable(scenario, judge_llm, caller_llm)
     if why_not:
         result.outcome, result.reason = Outcome.NOT_RUNNABLE, why_not
         return result
@@ -154,7 +175,18 @@ async def run_scenario(
     try:
         runner.start()
         await runner.ready()
-        await _play(runner, scenario, result, agents, judge_llm)
+        if scenario.turns:
+            await _play(runner, scenario, result, agents, judge_llm)
+        else:  # only `instructions`: checked runnable above, so both models are given
+            assert caller_llm is not None and judge_llm is not None
+            await play_call(
+                runner,
+                scenario,
+                result,
+                caller_llm=caller_llm,
+                judge_llm=judge_llm,
+                max_turns=max_turns,
+            )
         if isinstance(runner, _ScenarioRunner):
             await runner.simulation_end(result)
     except (RunnerError, ExpectationError) as e:
@@ -207,14 +239,13 @@ async def _take(runner: AgentRunner, turn: Turn) -> RunResult[Any]:
     return await runner.run(turn.user, timeout=turn.timeout)
 
 
-def _not_runnable(scenario: ScriptedScenario, judge_llm: LLM[Any] | None) -> str:
+def _not_runnable(
+    scenario: ScriptedScenario, judge_llm: LLM[Any] | None, caller_llm: LLM[Any] | None
+) -> str:
     """Why this scenario cannot run here, or ""."""
     if not scenario.turns:
         if scenario.scenario.instructions:
-            return (
-                "a simulated user plays it (`instructions`, an LLM in LiveKit Cloud's "
-                "simulator): script its `turns:` to run it here"
-            )
+            return not_simulated(scenario, caller_llm, judge_llm)
         return "it has no `turns:`: script what the user says and `expect:` of each turn"
     if not scenario.expectations:
         return "nothing to check: give its turns an `expect:` list"
@@ -323,9 +354,22 @@ class _ScenarioRunner(NotebookRunner):
         ctx = self._ctx
         if ctx is None or livekit.simulation_end_callback(ctx) is None:
             return
-        ended = self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
+        ended: Awaitable[SimulationVerdict | None]
         try:
-            vetoed = await asyncio.wait_for(asyncio.wrap_future(ended), _SIMULATION_END_S)
+            ended = asyncio.wrap_future(
+                self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
+            )
+        except RunnerError:
+            if self.state is not RunnerState.ENDED:
+                raise
+            # the agent hung up (livekit's EndCallTool): in its job while that still runs
+            ending = _simulation_ended(ctx, verdict)
+            try:
+                ended = asyncio.wrap_future(self._carry(ending))
+            except RuntimeError:  # the job ended with the call: the veto is read here
+                ended = ending
+        try:
+            vetoed = await asyncio.wait_for(ended, _SIMULATION_END_S)
         except asyncio.TimeoutError:
             raise RunnerError(
                 f"on_simulation_end did not return within {_SIMULATION_END_S:.0f} s"
@@ -341,8 +385,9 @@ class _ScenarioRunner(NotebookRunner):
 async def _simulation_ended(
     ctx: JobContext, verdict: SimulationVerdict
 ) -> SimulationVerdict | None:
-    """In the job, as livekit's ``SessionHost`` finalizes a simulation: the callback reads the
-    verdict from the job's ``SimulationContext``; returns its veto."""
+    """In the job, as livekit's ``SessionHost`` finalizes a simulation (or here, once the job
+    ended with a call the agent hung up): the callback reads the verdict from the job's
+    ``SimulationContext``; returns its veto."""
     simulation: SimulationContext | None = ctx.simulation_context()
     callback = livekit.simulation_end_callback(ctx)
     if simulation is None or callback is None:
