@@ -290,6 +290,7 @@ async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_inst
     assert trial.reason is not None and "mutable_instructions is False" in trial.reason
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_the_bench_pair_asked_reused_is_labelled_fresh_when_instructions_cannot_change(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -305,6 +306,7 @@ async def test_the_bench_pair_asked_reused_is_labelled_fresh_when_instructions_c
     assert trial.truth_handoff_ms is not None and trial.truth_handoff_ms >= 3 * 20.0
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_the_bench_pair_asked_reused_empty_on_gemini_is_labelled_copied() -> None:
     """Gemini Live keeps a reused session's turns: livekit's context for B is empty, the
     model's is A's whole conversation; the trial says what the model had, and why."""
