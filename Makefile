@@ -31,7 +31,7 @@ APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-instal
 # Jupyter refuses to run as root unless told; containers and CI machines often are root
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab workspace videosdk-beside test lint typecheck docs pytest pytest-browser pytest-others \
+.PHONY: lab workspace videosdk-beside test quick lint typecheck docs pytest pytest-browser pytest-others \
   pytest-browser-then-kernel pytest-kernel pytest-videosdk chromium audio-devices viewers clean
 
 # uv installs what pip would, from PyPI, in a fifth of the time (downloads in parallel; pip
@@ -113,6 +113,12 @@ typecheck: $(INSTALLED)
 # the banner material prints about its successor is silenced
 docs: $(INSTALLED)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The inner loop (docs/contributing.md): the tests that need no kernel, browser or VideoSDK
+# and are not slow, spread over the machine's cores by pytest-xdist
+INNER_LOOP := not slow and not browser and not kernel and not videosdk
+quick: $(INSTALLED) audio-devices
+	$(BIN)/pytest -q -n auto -m "$(INNER_LOOP)" $(PYTEST_ARGS)
 
 pytest: $(INSTALLED) chromium audio-devices viewers
 	$(BIN)/pytest -q $(PYTEST_ARGS)

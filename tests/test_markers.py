@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 MARKERS = ("kernel", "browser", "slow", "voice", "videosdk")
 INNER_LOOP_LEAVES_OUT = ("slow", "browser", "kernel", "videosdk")
+MAKEFILE = REPO / "Makefile"
+CONTRIBUTING = REPO / "docs" / "contributing.md"
 
 # pytest's collection of tests/ in another process, each test's node id with its markers
 COLLECT = """
@@ -49,6 +52,14 @@ def test_the_markers_are_registered_and_a_typo_fails_the_run(pytestconfig: pytes
     registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
     assert set(MARKERS) <= registered
     assert pytestconfig.option.strict_markers
+
+
+def test_the_inner_loop_is_one_selection_in_the_makefile_the_docs_and_here() -> None:
+    """``make quick``'s markers are those the contributing page gives and this module checks."""
+    (expression,) = re.findall(r"^INNER_LOOP := (.+)$", MAKEFILE.read_text(), re.MULTILINE)
+    assert expression == " and ".join(f"not {marker}" for marker in INNER_LOOP_LEAVES_OUT)
+    page = CONTRIBUTING.read_text()
+    assert "make quick" in page and f'-m "{expression}"' in page
 
 
 @pytest.mark.slow  # it collects the whole suite, in a process of its own

@@ -143,6 +143,7 @@ exit 1
 the test releases it, then fails"""
 
 
+@pytest.mark.slow  # make's 5 s poll for the build
 def test_make_lab_opens_jupyterlab_while_the_videosdk_environment_builds_beside_it(
     tmp_path: Path,
 ) -> None:

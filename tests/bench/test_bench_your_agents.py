@@ -290,6 +290,7 @@ async def test_asked_reused_is_labelled_fresh_when_the_model_cannot_take_bs_inst
     assert trial.reason is not None and "mutable_instructions is False" in trial.reason
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_the_bench_pair_asked_reused_is_labelled_fresh_when_instructions_cannot_change(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -305,6 +306,7 @@ async def test_the_bench_pair_asked_reused_is_labelled_fresh_when_instructions_c
     assert trial.truth_handoff_ms is not None and trial.truth_handoff_ms >= 3 * 20.0
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_the_bench_pair_asked_reused_empty_on_gemini_is_labelled_copied() -> None:
     """Gemini Live keeps a reused session's turns: livekit's context for B is empty, the
     model's is A's whole conversation; the trial says what the model had, and why."""
@@ -317,6 +319,7 @@ async def test_the_bench_pair_asked_reused_empty_on_gemini_is_labelled_copied() 
     assert trial.truth_reply_ms == 20.0  # the reused session's truth: nothing to connect
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_on_gemini_a_reused_trial_says_the_plugins_warnings_instead_of_logging_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -344,6 +347,7 @@ async def test_on_gemini_a_reused_trial_says_the_plugins_warnings_instead_of_log
     assert "a warning of its own" in err  # what the bench does not keep goes where it went
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_a_trigger_that_does_not_hand_off_fails_naming_as_tools() -> None:
     agents = YourAgents(FrontDesk, "Hello there.")
     result = await run_benchmark(config(agents=agents, modes=["reused+copied"]))
@@ -368,6 +372,7 @@ def desk_server() -> AgentServer:
     return server
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_a_user_agent_server_runs_in_all_four_modes() -> None:
     ENTERED.clear()
     agents = YourServer(desk_server, TRIGGER, handoff_to=Pharmacy)
@@ -565,6 +570,7 @@ def test_reuse_needs_the_same_tool_objects_when_the_model_cannot_change_tools() 
     assert reuse_blockers(openai.realtime.RealtimeModel(api_key="k"), a, other, None) == []
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_benchmark_view_runs_your_agents_and_shows_what_ran() -> None:
     view = BenchmarkView(config(modes=["fresh+copied"]))
     result = await view.run()
@@ -572,6 +578,7 @@ async def test_benchmark_view_runs_your_agents_and_shows_what_ran() -> None:
     assert view.done == 1 and view.last_trial.startswith("openai agent fresh+copied rtt 20 #0: ")
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_on_gemini_a_user_pair_with_other_tools_runs_fresh_and_says_why() -> None:
     """Gemini Live cannot change a live session's tools: livekit keeps it only when B has
     A's tool objects, and the pharmacy has its own tools."""
@@ -586,6 +593,7 @@ async def test_on_gemini_a_user_pair_with_other_tools_runs_fresh_and_says_why() 
         assert trial.reply_ms >= trial.truth_reply_ms
 
 
+@pytest.mark.slow  # the emulator process, then the trials
 async def test_the_bench_pair_runs_on_both_providers_each_with_its_truth() -> None:
     config = BenchmarkConfig(
         providers=["openai", "gemini"], rtts_ms=[20.0], history_turns=[2], trials=1, warmup=0

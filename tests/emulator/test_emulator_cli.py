@@ -15,10 +15,20 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from notebook_agents.__main__ import main
 from notebook_agents.emulator import Emulator, EmulatorError
 from tests.conftest import API_KEY
 
 EMULATOR = [sys.executable, "-m", "notebook_agents", "emulator"]
+
+
+def command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``notebook-agents emulator ARGS`` in this process, as far as it refuses them: its exit
+    status, standard output and error. A process would take seconds to import the package
+    for what ``main`` decides alone (the tests above and below start the real process)."""
+    status = main(["emulator", *args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
 
 
 @pytest.fixture
@@ -70,39 +80,33 @@ def test_process_exits_when_its_parent_dies() -> None:
         pytest.fail("the orphaned emulator kept running")
 
 
-def test_taken_port_is_a_clear_error(taken_port: int) -> None:
+def test_taken_port_is_a_clear_error(taken_port: int, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(EmulatorError, match=f"port {taken_port} on 127.0.0.1 is in use.*port=0"):
         Emulator(port=taken_port).start()
 
-    proc = subprocess.run(
-        [*EMULATOR, "--port", str(taken_port)], capture_output=True, text=True, timeout=30
-    )
-    assert proc.returncode == 1
-    assert f"port {taken_port} on 127.0.0.1 is in use" in proc.stderr
-    assert proc.stdout == ""
+    status, out, err = command(capsys, "--port", str(taken_port))
+    assert status == 1
+    assert f"port {taken_port} on 127.0.0.1 is in use" in err
+    assert out == ""
 
 
-@pytest.mark.slow
-def test_bad_arguments_name_the_fix() -> None:
-    proc = subprocess.run(
-        [*EMULATOR, "--fault", "explode=1"], capture_output=True, text=True, timeout=30
-    )
-    assert proc.returncode == 2
-    assert "NAME=VALUE" in proc.stderr and "drop_after" in proc.stderr
+def test_bad_arguments_name_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = command(capsys, "--fault", "explode=1")
+    assert status == 2
+    assert "NAME=VALUE" in err and "drop_after" in err
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("value", "shown"), [("inf", "inf"), ("1e12", "1e+12"), ("-1", "-1")])
-def test_a_delay_out_of_range_is_refused_at_once(value: str, shown: str) -> None:
+def test_a_delay_out_of_range_is_refused_at_once(
+    capsys: pytest.CaptureFixture[str], value: str, shown: str
+) -> None:
     # before: inf and 1e12 were accepted, and every connection then hung
-    proc = subprocess.run(
-        [*EMULATOR, "--port", "0", f"--rtt-ms={value}"], capture_output=True, text=True, timeout=30
-    )
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == (
+    status, out, err = command(capsys, "--port", "0", f"--rtt-ms={value}")
+    assert status == 2
+    assert err.strip() == (
         f"notebook-agents emulator: rtt_ms={shown} must be between 0 and 60000 ms (e.g. rtt_ms=20)"
     )
-    assert proc.stdout == ""
+    assert out == ""
 
 
 def open_connections(port: int, count: int = 3) -> list[socket.socket]:
@@ -183,16 +187,13 @@ def test_stop_returns_only_when_the_server_thread_is_gone() -> None:
 
 
 @pytest.mark.parametrize("port", [70000, -1])
-def test_a_port_outside_the_tcp_range_is_a_clear_error(port: int) -> None:
+def test_a_port_outside_the_tcp_range_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], port: int
+) -> None:
     message = f"port {port} is not a TCP port: use 0 to 65535 (0 picks a free port)"
     with pytest.raises(EmulatorError, match=re.escape(message)):
         Emulator(port=port)
-    proc = subprocess.run(
-        [*EMULATOR, "--port", str(port)], capture_output=True, text=True, timeout=30
-    )
-    assert proc.returncode == 2
-    assert proc.stderr == f"notebook-agents emulator: {message}\n"
-    assert proc.stdout == ""
+    assert command(capsys, "--port", str(port)) == (2, "", f"notebook-agents emulator: {message}\n")
 
 
 def test_emulator_binds_loopback_only_and_stops_twice() -> None:

@@ -106,6 +106,7 @@ async def test_error_on_response_create_fails_generate_reply_at_once(emulator: E
         assert await healthy_reply(emulator) == "How can I help you?"
 
 
+@pytest.mark.slow  # livekit's 5 s ack wait runs out
 async def test_delayed_acks_time_out_update_chat_ctx(emulator: Emulator) -> None:
     async with realtime_session(emulator, ack_delay_ms=6000) as sess:
         ctx = llm.ChatContext()
@@ -116,6 +117,7 @@ async def test_delayed_acks_time_out_update_chat_ctx(emulator: Emulator) -> None
         assert await reply == "How can I help you?"
 
 
+@pytest.mark.slow  # livekit's 5 s ack wait runs out
 async def test_ack_delay_can_hold_back_only_tool_results(emulator: Emulator) -> None:
     held = "function_call_output"
     async with realtime_session(emulator, ack_delay_ms=6000, ack_delay_items=held) as sess:

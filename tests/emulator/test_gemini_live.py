@@ -392,6 +392,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow  # two processes, each importing the package
 def test_the_emulator_process_leaves_no_ca_file_where_interrupts_are_ignored(
     tmp_path: Path,
 ) -> None:
@@ -427,6 +428,7 @@ async def test_the_tls_site_refuses_a_client_that_does_not_trust_its_authority(
     await writer.wait_closed()
 
 
+@pytest.mark.slow  # the emulator process
 async def test_the_emulator_process_tells_its_gemini_endpoint() -> None:
     from notebook_agents.emulator.process import emulator_process
 

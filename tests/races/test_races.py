@@ -53,8 +53,22 @@ MARKED = {
 """each triggered run's marks on its timeline: the lane and the chip's words (a race that
 1.8.9 no longer has marks what shows it went right)"""
 
-RUNS = [(case, "openai") for case in RACES.values()] + [
-    (case, "gemini") for case in RACES.values() if "gemini" in case.providers
+WAITS_OUT_LIVEKIT = {
+    ("late_tool_ack", "openai"),
+    ("tool_reply_race", "gemini"),
+    ("parallel_batch", "gemini"),
+    ("paused_handback", "gemini"),
+}
+"""runs in which one of livekit's own 5 s waits runs out (an ack, a tool's reply): 5-11 s
+alone, so ``slow``"""
+
+RUNS = [
+    pytest.param(
+        case, provider, marks=pytest.mark.slow if (name, provider) in WAITS_OUT_LIVEKIT else ()
+    )
+    for provider in ("openai", "gemini")
+    for name, case in RACES.items()
+    if provider == "openai" or "gemini" in case.providers
 ]
 
 

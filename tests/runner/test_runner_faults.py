@@ -259,6 +259,7 @@ class Forecaster(Agent):
         return f"sunny in {city}"
 
 
+@pytest.mark.slow  # livekit's 5 s ack wait runs out
 async def test_a_turn_after_which_the_plugin_lacks_what_livekit_holds_raises(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
@@ -327,6 +328,7 @@ async def test_a_tool_that_raises_is_an_error_event_and_the_conversation_goes_on
     assert await runner.send_text("hello") == 'You are Shop. You said: "hello".'
 
 
+@pytest.mark.slow  # livekit's 5 s ack wait runs out
 async def test_a_turn_answered_while_the_model_holds_another_conversation_raises(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:

@@ -166,6 +166,7 @@ async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(
     )
 
 
+@pytest.mark.slow  # real-time speech in and out
 @pytest.mark.parametrize("samples", ["int16 mono", "float stereo"])
 async def test_a_live_microphone_is_heard_and_the_reply_reaches_a_listener(
     voice_runner: NotebookRunner, samples: str

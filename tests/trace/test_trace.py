@@ -884,6 +884,7 @@ async def test_a_response_livekit_cancels_itself_is_no_error(emulator: Emulator)
 # -- 10. detach ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # livekit's 5 s ack wait runs out
 async def test_a_realtime_sync_that_times_out_is_recorded_as_an_error(
     emulator: Emulator,
 ) -> None:
@@ -1000,6 +1001,7 @@ class Greeting(Bob):
         self.session.generate_reply()
 
 
+@pytest.mark.slow  # livekit's 5 s ack wait runs out
 async def test_a_tool_result_acked_after_the_handoff_parts_the_models_conversation(
     emulator: Emulator,
 ) -> None:
@@ -1053,6 +1055,7 @@ async def test_a_tool_result_acked_after_the_handoff_parts_the_models_conversati
         assert not trace.of_kind("context_converged")
 
 
+@pytest.mark.slow  # livekit's 5 s ack wait runs out
 async def test_a_late_ack_parts_the_two_sides_until_it_comes_and_each_parting_is_recorded_once(
     emulator: Emulator,
 ) -> None:

@@ -328,6 +328,7 @@ def test_the_export_command_writes_both_formats_beside_a_saved_trace(
     assert "cannot write" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the export command's process
 def test_export_to_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
     """``--out - | head -c 1``: a BrokenPipeError traceback before."""
     trace = Trace()
@@ -375,6 +376,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_global_provider_set_later_gets_livekits_spans_and_we_still_capture() -> None:
     """OpenTelemetry's global provider can be set once per process: in a process of its own."""
     root = Path(__file__).parents[2]

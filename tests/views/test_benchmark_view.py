@@ -94,6 +94,7 @@ def test_the_timing_can_be_switched() -> None:
         view.timing = "lunch_ms"
 
 
+@pytest.mark.slow  # a benchmark run: the emulator process, then the trials
 async def test_a_config_runs_live_against_the_emulator() -> None:
     config = BenchmarkConfig(levels=["agent"], rtts_ms=[0.0], history_turns=[1], trials=2, warmup=0)
     view = BenchmarkView(config)
@@ -159,6 +160,7 @@ async def running(view: BenchmarkView) -> None:
     await started.wait()
 
 
+@pytest.mark.slow  # a benchmark run: the emulator process, then the trials
 async def test_a_second_concurrent_run_is_refused() -> None:
     view = BenchmarkView(ONE_TRIAL)
     first = asyncio.create_task(view.run())
