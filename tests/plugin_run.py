@@ -30,10 +30,11 @@ def pytest_in_subprocess(
     *paths: Path,
     env: Mapping[str, str] | None = None,
     unset: Iterable[str] = LIVEKIT_SERVER,
+    options: Iterable[str] = (),
     timeout: float = 180,
 ) -> tuple[dict[str, Reported], str]:
-    """pytest on ``folder`` (or ``paths`` in it), its rootdir and the conftest.py it may hold
-    the only ones: each test by name, and what pytest printed."""
+    """pytest on ``folder`` (or ``paths`` in it), with ``options``, its rootdir and the
+    conftest.py it may hold the only ones: each test by name, and what pytest printed."""
     report = folder / "report.xml"
     environment = {**os.environ, **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(
@@ -45,7 +46,7 @@ def pytest_in_subprocess(
         [
             *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
             *("-p", "no:cacheprovider", "--rootdir", str(folder), "-q"),
-            *(f"--junitxml={report}", "--confcutdir", str(folder)),
+            *(f"--junitxml={report}", "--confcutdir", str(folder), *options),
             *(str(path) for path in (paths or (folder,))),
         ],
         cwd=folder,

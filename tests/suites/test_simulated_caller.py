@@ -7,10 +7,6 @@ one: a receptionist who hands off to an appointments desk that books."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +28,7 @@ from notebook_agents.emulator import Emulator, ReplyContext, TextReply, ToolCall
 from notebook_agents.suites import CallEnd, CallerError, Outcome, load_suite, run_suite
 from notebook_agents.suites.simulated_caller import END_CALL, MAX_TURNS
 from tests.conftest import API_KEY
+from tests.plugin_run import LIVEKIT_SERVER, pytest_in_subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -475,33 +472,12 @@ async def test_pytest_plays_the_caller_of_its_option_with_run_suites_verdicts(
 
 def outcomes_under_pytest(directory: Path, emulator: Emulator, *options: str) -> dict[str, str]:
     """pytest run on ``directory`` in a subprocess, its models on ``emulator``: each test's
-    outcome by name, from its JUnit report."""
-    report = directory / "report.xml"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "CLINIC_MODEL_URL": emulator.base_url(),
-        "OPENAI_API_KEY": API_KEY,
-    }
-    for name in ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "OPENAI_BASE_URL"):
-        env.pop(name, None)
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-p", "pytest_notebook_agents"),
-            *("-p", "no:cacheprovider", "--rootdir", str(directory), "-q"),
-            *(f"--junitxml={report}", "--confcutdir", str(directory), *options),
-            str(directory),
-        ],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
+    outcome by name (an error counts as failed)."""
+    reported, _ = pytest_in_subprocess(
+        directory,
+        env={"CLINIC_MODEL_URL": emulator.base_url(), "OPENAI_API_KEY": API_KEY},
+        unset=(*LIVEKIT_SERVER, "OPENAI_BASE_URL"),
+        options=options,
         timeout=120,
     )
-    assert report.exists(), done.stdout + done.stderr
-    outcomes = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        kinds = {child.tag for child in case}
-        outcome = "failed" if kinds & {"failure", "error"} else "skipped" if kinds else "passed"
-        outcomes[case.attrib["name"]] = outcome
-    return outcomes
+    return {name: "failed" if r.outcome == "error" else r.outcome for name, r in reported.items()}
