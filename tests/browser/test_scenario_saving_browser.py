@@ -10,10 +10,10 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from notebook_agents.suites import load_suite
-from tests.suites.test_suites import GREETER_SUITE
 
 from .cells import AGENTS
 from .conftest import run_cell, run_notebook
+from .test_suite_view_browser import CELLS as SUITE_VIEW_CELLS
 from .themes import in_both_themes
 
 CELLS = [
@@ -65,22 +65,7 @@ def test_the_chats_button_saves_the_call_as_a_scenario(lab: tuple[str, Path], pa
     run_cell(page, "runner.stop()\nemulator.stop()")
 
 
-SUITE_CELLS = [
-    """from livekit.plugins import openai
-from notebook_agents import Emulator, run_suite
-from tests.upstream.greeter_weather import make_server
-
-emulator = Emulator().start()
-
-
-def make():
-    model = openai.realtime.RealtimeModel(
-        base_url=emulator.base_url(), api_key="offline", modalities=["text"]
-    )
-    return make_server(model)""",
-    f"""suite = await run_suite({str(GREETER_SUITE)!r}, make)
-suite""",
-]
+SUITE_CELLS = SUITE_VIEW_CELLS  # the suite view's own test's notebook: a suite run and shown
 
 
 def test_the_suites_button_saves_the_selected_run_as_a_new_scenario(
