@@ -274,6 +274,16 @@ PROTOTYPED = CLINIC_SUITE.split("  - label: billing is no appointment")[0]
 AMBIGUOUS = """
 name: Clinic
 scenarios:
+  - label: greeting
+    turns:
+      - user: hello
+        expect: ['contains_agent_handoff(new_agent_type=Appointments)']
+"""
+"""a file naming ``Appointments`` before any agent has handed off: the notebook's and the
+module's are both candidates"""
+AFTER_BILLING = """
+name: Clinic
+scenarios:
   - label: billing
     turns:
       - user: transfer to billing
@@ -282,8 +292,8 @@ scenarios:
       - user: hello
         expect: ['contains_agent_handoff(new_agent_type=Appointments)']
 """
-"""a file naming ``Appointments`` where no Appointments runs: the notebook's and the module's
-are both candidates"""
+"""``Appointments`` where no Appointments runs, after clinic's Billing ran: clinic's is meant
+(the module of the agents that ran), and the expectation fails as livekit says"""
 MAIN_NAMED = """
 name: Clinic
 scenarios:
@@ -305,6 +315,7 @@ def test_a_class_prototyped_in_a_cell_is_never_picked_for_the_one_that_ran(
     (tmp_path / "prototyped.scenarios.yaml").write_text(PROTOTYPED)
     (tmp_path / "ambiguous.scenarios.yaml").write_text(AMBIGUOUS)
     (tmp_path / "main_named.scenarios.yaml").write_text(MAIN_NAMED)
+    (tmp_path / "after_billing.scenarios.yaml").write_text(AFTER_BILLING)
     with Kernel(cwd=str(tmp_path)) as kernel:
         kernel.run_ok(
             textwrap.dedent(
@@ -340,11 +351,15 @@ def test_a_class_prototyped_in_a_cell_is_never_picked_for_the_one_that_ran(
         ambiguous = kernel.run("await run_suite('ambiguous.scenarios.yaml', fresh_server)", 120)
         assert ambiguous.error is not None and ambiguous.error["ename"] == "SuiteFileError"
         assert ambiguous.error["evalue"] == (
-            "ambiguous.scenarios.yaml:10: scenarios[0].turns[1].expect[0]: "
+            "ambiguous.scenarios.yaml:7: scenarios[0].turns[0].expect[0]: "
             "new_agent_type=Appointments names 2 classes and none of them ran in this "
             "scenario: __main__.Appointments, clinic.Appointments; write the one you mean "
             "with its module, e.g. new_agent_type=clinic.Appointments"
         )
+
+        kernel.run_ok("after = await run_suite('after_billing.scenarios.yaml', fresh_server)", 120)
+        after = kernel.eval("[after['billing'].outcome.value, after['billing'].reason]")
+        assert after[0] == "failed" and "__main__" not in after[1], after
 
         kernel.run_ok("named = await run_suite('main_named.scenarios.yaml', fresh_server)", 120)
         reason = kernel.eval("named['appointments'].reason")
