@@ -395,8 +395,13 @@ def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn_not_the_model
     # then livekit scheduled the reply, ran the tool, and the model answered its output
     critical = [p for p in spoken.phases if p.critical]
     names = [p.name for p in critical]
-    scheduled = critical[names.index("tool") - 1]
-    assert scheduled.name == "reply_start" and "preemptive" in scheduled.note
+    # (livekit's on_user_turn_completed hook may sit between them, on a loaded machine)
+    scheduled = next(
+        p for p in reversed(critical[: names.index("tool")]) if p.name == "reply_start"
+    )
+    assert "preemptive" in scheduled.note
+    between = names[critical.index(scheduled) + 1 : names.index("tool")]
+    assert between in ([], ["on_user_turn_completed"])
     assert phase(spoken, "tool").note == "refill_prescription()"
     answer = names[names.index("tool") + 1 :]  # the tool's output to the model, its answer
     assert answer[:2] == ["tool_output", "llm_first_token"]
