@@ -25,9 +25,11 @@ import contextlib
 import json
 import math
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ..errors import NotebookAgentsError
@@ -225,13 +227,28 @@ def _expectations(events: Iterable[TraceEvent], classes: dict[str, str]) -> list
         elif event.kind == "tool_output":
             chain.append(f"next_event().is_function_call_output(is_error={data['is_error']})")
         elif event.kind == "handoff" and data["from"] is not None:
-            # an agent in another process is reported by its id alone, and livekit's
-            # RunResult then holds a stand-in of no class of the user's: no class to name
+            # a class this process does not hold (an agent in another process: livekit's
+            # RunResult then holds a stand-in of no class of the user's) cannot be named
             to_class = data.get("to_class")
-            named = f"new_agent_type={classes[to_class]}" if to_class else ""
+            named = ""
+            if isinstance(to_class, str) and _held_here(to_class):
+                named = f"new_agent_type={classes[to_class]}"
             chain.append(f"next_event().is_agent_handoff({named})")
     chain.append("no_more_events()")
     return chain
+
+
+def _held_here(to_class: str) -> bool:
+    """Whether the class ``module:qualname`` is one an imported module of this process holds,
+    or one made in a function of such a module (read from the modules' dicts: nothing is
+    imported)."""
+    module, _, qualname = to_class.partition(":")
+    held: Any = sys.modules.get(module)
+    if held is not None and "<locals>" in qualname:
+        return True
+    for part in qualname.split("."):
+        held = vars(held).get(part) if isinstance(held, ModuleType | type) else None
+    return isinstance(held, type)
 
 
 def _class_names(events: Iterable[TraceEvent]) -> dict[str, str]:

@@ -527,8 +527,9 @@ async def test_a_call_with_an_agent_in_another_process_becomes_a_scenario_that_p
     finally:
         agent.stop()
 
-    # the process reports agents by id, and livekit's RunResult holds a stand-in of no
-    # class of the user's: the handoff is held to being one
+    # the process says each agent's class, but the class lives there, not here, and
+    # livekit's RunResult holds a stand-in of no class of the user's: the handoff is held
+    # to being one
     expected = [list(chain) for chain in TYPED_EXPECTATIONS]
     expected[1][2] = "next_event().is_agent_handoff()"
     assert [[e.text for e in turn.expect] for turn in scenario.turns] == expected
