@@ -38,6 +38,17 @@ FILE_NAMES = ("scenarios.yaml", "scenarios.yml")
 """the files collected: these names, or ending in ``.`` and one of them"""
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("notebook-agents").addoption(
+        "--repeat-scenarios",
+        type=int,
+        metavar="K",
+        help="run each scenario of a scenarios file K times (a scenario's own `repeat:` "
+        "otherwise), as run_suite(..., repeat=K): a test passes if every run did, and a "
+        "failure says how many did and whether the scenario is flaky",
+    )
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     name = file_path.name
     named = name in FILE_NAMES or name.endswith(tuple("." + n for n in FILE_NAMES))
@@ -48,14 +59,19 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 class ScenariosFile(pytest.File):
-    """A scenarios file: a test per scenario, named by its label."""
+    """A scenarios file: a test per scenario, named by its label. A scenario run k times
+    (``repeat:``) is still one test, which runs it k times and passes if every run did: the
+    verdict ``run_suite`` gives it, with how many runs passed and whether it is flaky, which
+    a test per run could not say. pytest-xdist (``-n 2``) spreads the scenarios over its
+    workers, each process running its own agents (and the emulator your fixture starts)."""
 
     def collect(self) -> Iterator[pytest.Item]:
         from notebook_agents.suites.run import SuiteRun
         from notebook_agents.suites.suite_file import load_suite
 
         suite = load_suite(self.path)  # a SuiteFileError names the line and the fix
-        run = SuiteRun(suite)  # one simulation run of the file, as run_suite's
+        # one simulation run of the file, as run_suite's (each xdist worker its own)
+        run = SuiteRun(suite, repeat=self.config.getoption("repeat_scenarios"))
         for scenario in suite.scenarios:
             yield ScenarioItem.from_parent(
                 self, name=scenario.label, callobj=_scenario_test(run, scenario)
@@ -74,12 +90,13 @@ def _scenario_test(run: SuiteRun, scenario: ScriptedScenario) -> Callable[..., N
     def scenario_test(agent_server: ServerSource, judge_llm: Any) -> None:
         from notebook_agents.suites.results import Outcome
 
-        # run_suite's own way through a scenario: the same job, hooks and verdict
+        # run_suite's own way through a scenario: the same job, hooks, runs and verdict
         result = asyncio.run(run.scenario(scenario, agent_server, judge_llm=judge_llm))
         if result.outcome is Outcome.NOT_RUNNABLE:
             pytest.skip(f"not runnable: {result.reason}")
         if not result.passed:
-            pytest.fail(f"{result.outcome.value}: {result.reason}", pytrace=False)
+            runs = f" ({result.repetition}; its first run that did not pass)" if result.runs else ""
+            pytest.fail(f"{result.outcome.value}{runs}: {result.reason}", pytrace=False)
 
     scenario_test.__doc__ = f"{run.suite.name}: {scenario.label}"
     scenario_test.scenario = scenario  # type: ignore[attr-defined]

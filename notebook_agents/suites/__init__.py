@@ -5,7 +5,7 @@ notebook and as tests under pytest."""
 from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
-from .run import SuiteRun, run_scenario, run_suite
+from .run import SuiteArgumentError, SuiteRun, run_scenario, run_suite
 from .suite_file import (
     ScenarioSuite,
     ScriptedScenario,
@@ -24,6 +24,7 @@ __all__ = [
     "ScenarioResult",
     "ScenarioSuite",
     "ScriptedScenario",
+    "SuiteArgumentError",
     "SuiteFileError",
     "SuiteResult",
     "SuiteRun",

@@ -329,7 +329,8 @@ class LiveConnection:
     def _fails(self) -> bool:
         self._generations += 1
         in_turn = self.settings.fails_in_turn(self.faults)  # counted whatever else fails it
-        return self.faults.fail_responses or self._generations <= self.faults.fail_first or in_turn
+        first = self._generations <= self.faults.fail_first
+        return self.faults.fail_responses or first or in_turn
 
     async def _generation_run(self) -> None:
         assert self.setup is not None

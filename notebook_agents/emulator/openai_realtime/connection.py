@@ -157,7 +157,8 @@ class RealtimeConnection:
         ``fail_every`` of the emulator's."""
         self._responses_run += 1
         in_turn = self.settings.fails_in_turn(self.faults)  # counted whatever else fails it
-        return self.faults.fail_responses or self._responses_run <= self.faults.fail_first or in_turn
+        first = self._responses_run <= self.faults.fail_first
+        return self.faults.fail_responses or first or in_turn
 
     # -- receiving -------------------------------------------------------------------------
 
