@@ -26,6 +26,7 @@ from notebook_agents.suites import (
 )
 from notebook_agents.views.suite_view import SuiteView
 from tests.conftest import API_KEY
+from tests.kernel import Kernel
 from tests.runner.test_runner import agent_threads, stuck_tool_server, until
 from tests.suites.test_suites import STUCK_SUITE, pytest_report
 
@@ -238,6 +239,55 @@ async def test_a_repeat_or_concurrency_that_is_no_count_is_refused(
     with pytest.raises(SuiteArgumentError, match=message):
         await run_suite(path, make, **options)
     assert made == []
+
+
+STUCK_TWICE = """
+name: Two at once
+scenarios:
+  - label: first
+    turns:
+      - user: wait forever
+        expect: ['contains_function_call(name="wait_forever")']
+  - label: second
+    turns:
+      - user: wait forever
+        expect: ['contains_function_call(name="wait_forever")']
+"""
+
+
+@pytest.mark.slow
+def test_an_interrupted_cell_stops_every_scenario_running_at_once(tmp_path: Path) -> None:
+    """In a real kernel: two scenarios' runners at once, started from tasks of the cell's
+    ``run_suite``; an interrupt cancels the cell and stops both (nothing left but the emulator
+    the notebook started), the kernel lives, and the next run goes on."""
+    (tmp_path / "stuck.yaml").write_text(STUCK_TWICE)
+    with Kernel(cwd=str(tmp_path)) as kernel:
+        kernel.run_ok(
+            "import asyncio\n"
+            "from notebook_agents import Emulator, _cells\n"
+            "from notebook_agents.suites import run_suite\n"
+            "from tests.runner.test_runner import agent_threads, stuck_tool_server, until\n"
+            "emulator = Emulator().start()\n"
+            "async def two_running():\n"
+            "    while agent_threads().count('job_thread_runner') < 2:\n"
+            "        await asyncio.sleep(0.01)\n"
+            "    print('two running', flush=True)\n",
+            timeout=60,
+        )
+        cell = kernel.submit(
+            "watch = asyncio.ensure_future(two_running())\n"
+            "await run_suite('stuck.yaml', lambda: stuck_tool_server(emulator), concurrency=2)"
+        )
+        kernel.wait_output(cell, "two running", timeout=60)
+        kernel.interrupt()
+        kernel.wait(cell, timeout=30)
+        assert cell.error is not None and cell.error["ename"] == "CancelledError"
+        kernel.run_ok("await until(lambda: agent_threads() == [], 'agent_threads() == []')")
+        assert kernel.eval("[type(started).__name__ for started in _cells._started]") == [
+            "Emulator"
+        ]
+        assert kernel.is_alive()
+        kernel.run_ok("emulator.stop()")
 
 
 XDIST_AGENT = '''
