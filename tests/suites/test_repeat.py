@@ -27,8 +27,9 @@ from notebook_agents.suites import (
 from notebook_agents.views.suite_view import SuiteView
 from tests.conftest import API_KEY
 from tests.kernel import Kernel
+from tests.plugin_run import Reported, pytest_in_subprocess
 from tests.runner.test_runner import agent_threads, stuck_tool_server, until
-from tests.suites.test_suites import STUCK_SUITE, pytest_report
+from tests.suites.test_suites import STUCK_SUITE
 
 
 class FrontDesk(Agent):
@@ -352,8 +353,8 @@ XDIST_SUITE = FRONT_DESK + textwrap.dedent(
 """the front desk's suite and two more scenarios, so two workers each get some"""
 
 
-def first_lines(report: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
-    return {name: (outcome, said.split("\n")[0]) for name, (outcome, said) in report.items()}
+def first_lines(reported: dict[str, Reported]) -> dict[str, tuple[str, str]]:
+    return {name: (test.outcome, test.message.split("\n")[0]) for name, test in reported.items()}
 
 
 @pytest.mark.slow
@@ -365,27 +366,28 @@ def test_pytest_under_xdist_gives_the_outcomes_it_gives_in_one_process(tmp_path:
     assert len(load_suite(suite).scenarios) == 5
     workers = tmp_path / "workers.txt"
 
-    one_process = pytest_report(tmp_path, suite)
+    one_process, _ = pytest_in_subprocess(tmp_path, suite)
     assert set(workers.read_text().split("\n")[:-1]) == {"one process"}
     workers.unlink()
-    two_workers = pytest_report(tmp_path, suite, "-n", "2")
+    two_workers, _ = pytest_in_subprocess(tmp_path, suite, options=["-n", "2"])
     assert set(workers.read_text().split("\n")[:-1]) == {"gw0", "gw1"}
 
     # the same outcome and message (its head: livekit's context after it holds times and ids)
     assert first_lines(two_workers) == first_lines(one_process)
-    assert {name: outcome for name, (outcome, _) in one_process.items()} == {
+    assert {name: test.outcome for name, test in one_process.items()} == {
         "answers every time": "passed",
         "answers 4 times in 5": "failed",
         "never books": "failed",
         "a caller plays it": "skipped",
         "answers again": "passed",
     }
-    assert one_process["answers 4 times in 5"][1].startswith(
+    assert one_process["answers 4 times in 5"].message.startswith(
         "Failed: error (4/5 passed · flaky; its first run that did not pass): turn 0 (hello): "
         "the turn went wrong: "
     )
 
     # --repeat-scenarios=2: run_suite(..., repeat=2), the fault's fifth response never comes
-    repeated = pytest_report(tmp_path, suite, "-n", "2", "--repeat-scenarios=2")
-    assert repeated["answers 4 times in 5"][0] == "passed"
-    assert repeated["never books"][1].startswith("Failed: failed (0/2 passed; its first run")
+    options = ["-n", "2", "--repeat-scenarios=2"]
+    repeated, _ = pytest_in_subprocess(tmp_path, suite, options=options)
+    assert repeated["answers 4 times in 5"].outcome == "passed"
+    assert repeated["never books"].message.startswith("Failed: failed (0/2 passed; its first run")
