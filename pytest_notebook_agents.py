@@ -66,6 +66,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the caller's turns at most: a call it has not ended stops there (default: "
         "run_suite's max_turns)",
     )
+    group.addoption(
+        "--repeat-scenarios",
+        type=int,
+        metavar="K",
+        help="run each scenario of a scenarios file K times (a scenario's own `repeat:` "
+        "otherwise), as run_suite(..., repeat=K): a test passes if every run did, and a "
+        "failure says how many did and whether the scenario is flaky",
+    )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -78,14 +86,19 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 class ScenariosFile(pytest.File):
-    """A scenarios file: a test per scenario, named by its label."""
+    """A scenarios file: a test per scenario, named by its label. A scenario run k times
+    (``repeat:``) is still one test, which runs it k times and passes if every run did: the
+    verdict ``run_suite`` gives it, with how many runs passed and whether it is flaky, which
+    a test per run could not say. pytest-xdist (``-n 2``) spreads the scenarios over its
+    workers, each process running its own agents (and the emulator your fixture starts)."""
 
     def collect(self) -> Iterator[pytest.Item]:
         from notebook_agents.suites.run import SuiteRun
         from notebook_agents.suites.suite_file import load_suite
 
         suite = load_suite(self.path)  # a SuiteFileError names the line and the fix
-        run = SuiteRun(suite)  # one simulation run of the file, as run_suite's
+        # one simulation run of the file, as run_suite's (each xdist worker its own)
+        run = SuiteRun(suite, repeat=self.config.getoption("repeat_scenarios"))
         for scenario in suite.scenarios:
             yield ScenarioItem.from_parent(
                 self, name=scenario.label, callobj=_scenario_test(run, scenario)
@@ -110,7 +123,7 @@ def _scenario_test(run: SuiteRun, scenario: ScriptedScenario) -> Callable[..., N
         limit = {} if max_turns is None else {"max_turns": max_turns}
 
         async def played() -> ScenarioResult:
-            try:  # run_suite's own way through a scenario: the same job, hooks and verdict
+            try:  # run_suite's own way through a scenario: the same job, hooks, runs and verdict
                 return await run.scenario(
                     scenario, agent_server, judge_llm=judge_llm, caller_llm=caller_llm, **limit
                 )
@@ -122,7 +135,8 @@ def _scenario_test(run: SuiteRun, scenario: ScriptedScenario) -> Callable[..., N
         if result.outcome is Outcome.NOT_RUNNABLE:
             pytest.skip(f"not runnable: {result.reason}")
         if not result.passed:
-            pytest.fail(f"{result.outcome.value}: {result.reason}", pytrace=False)
+            runs = f" ({result.repetition}; its first run that did not pass)" if result.runs else ""
+            pytest.fail(f"{result.outcome.value}{runs}: {result.reason}", pytrace=False)
 
     scenario_test.__doc__ = f"{run.suite.name}: {scenario.label}"
     scenario_test.scenario = scenario  # type: ignore[attr-defined]

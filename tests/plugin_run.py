@@ -15,6 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 LIVEKIT_SERVER = ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET")
 """a LiveKit server's settings: a test's agents run offline, without them"""
 _OUTCOMES = {"failure": "failed", "error": "error", "skipped": "skipped"}
+_XDIST_WORKER = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+"""what pytest-xdist tells a worker: a user's run started from one (``make quick``) is not"""
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ def pytest_in_subprocess(
     environment["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(REPO), environment.get("PYTHONPATH")])
     )
-    for name in unset:
+    for name in (*unset, *_XDIST_WORKER):
         environment.pop(name, None)
     done = subprocess.run(
         [

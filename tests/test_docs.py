@@ -203,12 +203,14 @@ async def test_the_suite_example_gives_the_verdicts_its_file_says(
 ) -> None:
     """The checking guide's scenarios file and the cell running it: one scenario passes, one
     fails, the persona scenario is not runnable; then the simulated caller's cell plays that
-    one, as its rule scripts the caller, and its verdict is the scripted judge's."""
+    one, as its rule scripts the caller, and its verdict is the scripted judge's; run 5 times
+    on a model failing 1 response in 7, the first is flaky as it says."""
     (scenarios,) = re.findall(r"^```yaml\n(.*?)^```$", CHECKING.read_text(), re.S | re.M)
     (tmp_path / "scenarios.yaml").write_text(scenarios)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "agent", greeter_weather)
     namespace: dict[str, Any] = {}
+    repeated = python_block(CHECKING, "now_and_then_failing")
     try:
         await run(python_block(CHECKING, "fresh_server():"), namespace, CHECKING)
         suite: SuiteResult = namespace["suite"]
@@ -230,11 +232,16 @@ async def test_the_suite_example_gives_the_verdicts_its_file_says(
             "agent: You are a weather agent. The tool returned: It is sunny in Paris.",
         ]
         assert call.judgment.reasoning == "looked for the forecast"
+        await run(repeated, namespace, CHECKING)
     finally:
         if "model" in namespace:
             await namespace["model"].aclose()
         if "emulator" in namespace:
             namespace["emulator"].stop()
+    suite = namespace["suite"]
+    assert [s.label for s in suite.flaky] == ["hands off to weather"]
+    assert suite["hands off to weather"].repetition == "3/5 passed · flaky"
+    assert "# '3/5 passed · flaky'" in repeated
 
 
 def test_the_checking_guide_says_where_it_runs_and_whose_names_are_yours() -> None:

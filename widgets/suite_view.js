@@ -1,6 +1,8 @@
-// SuiteView's table: a row per scenario (outcome, the first failing expectation and why,
-// time). The kernel sends the rows; a click selects a scenario, whose timeline the kernel
-// shows under the table, and whose run "save as scenario" (scenarioForm) writes as a new one.
+// SuiteView's table: a row per scenario (outcome, how its runs did when the suite repeated
+// scenarios, the first failing expectation and why, time). The kernel sends the rows, each
+// repetition's text ("4/5 passed · flaky") included; a click selects a scenario, whose
+// timeline the kernel shows under the table, and whose run "save as scenario" (scenarioForm)
+// writes as a new one.
 
 function cell(tr, className, text) {
   const td = document.createElement("td");
@@ -45,11 +47,9 @@ function render({ model, el }) {
   const summary = document.createElement("div");
   summary.className = "na-suite-summary";
   const table = document.createElement("table");
-  table.innerHTML =
-    "<thead><tr><th>scenario</th><th>outcome</th><th>first failing expectation</th>" +
-    "<th>time</th></tr></thead>";
+  const head = document.createElement("thead");
   const body = document.createElement("tbody");
-  table.append(body);
+  table.append(head, body);
   const hint = document.createElement("div");
   hint.className = "na-suite-hint";
   hint.textContent = "click a scenario to see its timeline";
@@ -58,7 +58,17 @@ function render({ model, el }) {
   el.append(root);
 
   function draw() {
+    const repeated = model.get("repeated");
     summary.textContent = model.get("summary");
+    const titles = ["scenario", "outcome", ...(repeated ? ["runs"] : [])];
+    head.textContent = "";
+    const titled = document.createElement("tr");
+    for (const title of [...titles, "first failing expectation", "time"]) {
+      const th = document.createElement("th");
+      th.textContent = title;
+      titled.append(th);
+    }
+    head.append(titled);
     body.textContent = "";
     for (const row of model.get("rows")) {
       const tr = document.createElement("tr");
@@ -66,6 +76,9 @@ function render({ model, el }) {
       tr.classList.toggle("na-selected", row.label === model.get("selected"));
       cell(tr, "na-suite-label", row.label);
       cell(tr, "na-suite-outcome", row.outcome).dataset.outcome = row.outcome;
+      if (repeated) {
+        cell(tr, "na-suite-runs", row.runs).classList.toggle("na-flaky", row.flaky);
+      }
       why(cell(tr, "na-suite-why", ""), row);
       cell(tr, "na-suite-seconds", `${row.seconds.toFixed(2)} s`);
       tr.addEventListener("click", () => {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import sys
 import time
@@ -97,6 +98,18 @@ class EmulatorSettings:
     offered: OfferedWords = field(default_factory=OfferedWords)
     """the tools and instructions offered to models here: what speech recognition listens
     for (a cascaded session's STT request names neither its LLM's tools nor instructions)"""
+    _under_fail_every: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(1), repr=False
+    )
+    """numbers the responses answered under ``fail_every``, on every connection"""
+
+    def fails_in_turn(self, faults: Faults) -> bool:
+        """Whether the response about to run is one ``faults.fail_every`` fails: every Nth of
+        those answered under it here, whichever connection asks (one event loop serves them
+        all; ``next`` on a count is atomic besides)."""
+        if faults.fail_every <= 0:
+            return False
+        return next(self._under_fail_every) % faults.fail_every == 0
 
     def open_connection(self, kind: str, path: str, query: Mapping[str, str]) -> ConnectionLog:
         """Resolve a connection's latency and faults (raises ParameterError) and log it."""

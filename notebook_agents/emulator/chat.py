@@ -25,7 +25,8 @@ a ``connect`` event), the round trip, ``created_ms`` and ``first_token_ms``; the
 between deltas. A non-streamed
 body waits for all its deltas. An error costs the round trip (and connect) only.
 
-Faults: ``fail_responses`` answers 500 ``server_error``; ``error_on=chat.completions`` answers
+Faults: ``fail_responses`` answers 500 ``server_error``, as ``fail_every=N`` answers 1 request
+in N (livekit's LLM retries a 5xx, so a turn outlives it); ``error_on=chat.completions`` answers
 400; ``drop_after=N`` closes the connection after N streamed chunks (no ``[DONE]``; a
 non-streamed body counts as one chunk, so ``drop_after=0`` drops it unanswered);
 ``cancel_responses`` ends the reply before any content: no deltas, no tool call,
@@ -227,6 +228,14 @@ def _check_request(settings: EmulatorSettings, log: ConnectionLog, chat: _ChatRe
     if log.faults.fail_responses:
         raise ServiceError(
             "Injected failure: fail_responses is set, so every response fails.",
+            code="server_error",
+            type="server_error",
+            status=500,
+        )
+    if settings.fails_in_turn(log.faults):
+        raise ServiceError(
+            f"Injected failure: fail_every={log.faults.fail_every} fails 1 response in "
+            f"{log.faults.fail_every}, this one among them.",
             code="server_error",
             type="server_error",
             status=500,

@@ -29,6 +29,10 @@ class Faults:
     """end every response with status ``failed`` (HTTP: a 500 error)"""
     fail_first: int = 0
     """end the first N responses of a realtime connection ``failed``, then answer normally"""
+    fail_every: int = 0
+    """fail every Nth response (the Nth, the 2Nth, ...) counted across the emulator's
+    connections with this fault, however many: a model that fails 1 response in N, whichever
+    session asks (0: none)"""
     cancel_responses: bool = False
     """end every response with status ``cancelled`` before any content"""
 
@@ -36,6 +40,7 @@ class Faults:
         if self.drop_after is not None:
             parse_count("drop_after", self.drop_after)
         parse_count("fail_first", self.fail_first)
+        parse_count("fail_every", self.fail_every)
         parse_number("ack_delay_ms", self.ack_delay_ms, DELAY)
 
     @classmethod
@@ -59,8 +64,9 @@ class Faults:
                     "ack_delay_items= needs item types (e.g. ack_delay_items=function_call_output)"
                 )
             overrides["ack_delay_items"] = types
-        if "fail_first" in query:
-            overrides["fail_first"] = parse_count("fail_first", query["fail_first"])
+        for count in ("fail_first", "fail_every"):
+            if count in query:
+                overrides[count] = parse_count(count, query[count])
         for flag in ("fail_responses", "cancel_responses"):
             if flag in query:
                 overrides[flag] = parse_flag(flag, query[flag])

@@ -7,7 +7,7 @@ from .agent_names import AgentNames
 from .expectations import Expectation, ExpectationError
 from .recording import ScenarioSourceError, to_scenario
 from .results import CallEnd, Outcome, ScenarioResult, SimulatedCall, SuiteResult
-from .run import SuiteRun, run_scenario, run_suite
+from .run import SuiteArgumentError, SuiteRun, run_scenario, run_suite
 from .simulated_caller import CallerError
 from .suite_file import (
     ScenarioSuite,
@@ -31,6 +31,7 @@ __all__ = [
     "ScenarioSuite",
     "ScriptedScenario",
     "SimulatedCall",
+    "SuiteArgumentError",
     "SuiteFileError",
     "SuiteResult",
     "SuiteRun",

@@ -1,9 +1,15 @@
 """What a suite run gives: a verdict per scenario (livekit's ``SimulationVerdict``), the first
 failing expectation, the time it took and its ``Trace``: plain data, shown as a table in a
-notebook by the view named for it (``SuiteView``, in ``_displays``)."""
+notebook by the view named for it (``SuiteView``, in ``_displays``).
+
+A scenario run k times (``repeat``) is one result holding its k runs: it passed if every run
+passed (pass^k), it passed at k (``pass_at_k``) if one did, and it is flaky if some did and
+some did not.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -86,10 +92,51 @@ class ScenarioResult:
     """the veto ``on_simulation_end`` set with ``ctx.fail``, if it did"""
     call: SimulatedCall | None = None
     """the simulated caller's call, for a scenario with only ``instructions``"""
+    runs: list[ScenarioResult] = field(default_factory=list)
+    """each run of a scenario run more than once (``repeat``), in the order they began; this
+    result is then the first of them that did not pass (its outcome, reason, turn, trace),
+    else the first, and its ``seconds`` theirs in all. [] for a scenario run once"""
+
+    @classmethod
+    def of_runs(cls, runs: list[ScenarioResult]) -> ScenarioResult:
+        """One scenario's result from its ``runs`` (see ``runs``): a single run is its own,
+        and runs that could not run are one not runnable (nothing was repeated)."""
+        if len(runs) == 1 or all(run.outcome is Outcome.NOT_RUNNABLE for run in runs):
+            return runs[0]
+        shown = next((run for run in runs if not run.passed), runs[0])
+        return dataclasses.replace(shown, runs=list(runs), seconds=sum(run.seconds for run in runs))
 
     @property
     def passed(self) -> bool:
+        """It passed, every run of it when it ran more than once (pass^k)."""
         return self.outcome is Outcome.PASSED
+
+    @property
+    def repeats(self) -> int:
+        """How many times it ran (k)."""
+        return len(self.runs) or 1
+
+    @property
+    def passes(self) -> int:
+        """How many of its runs passed."""
+        return sum(run.passed for run in self.runs) if self.runs else int(self.passed)
+
+    @property
+    def pass_at_k(self) -> bool:
+        """At least one of its k runs passed (pass@k; with k = 1, that it passed)."""
+        return self.passes > 0
+
+    @property
+    def flaky(self) -> bool:
+        """Some of its runs passed and some did not: the same scenario, two verdicts."""
+        return 0 < self.passes < self.repeats
+
+    @property
+    def repetition(self) -> str:
+        """Its runs as the table says them, ``"4/5 passed · flaky"``; "" when it ran once."""
+        if not self.runs:
+            return ""
+        return f"{self.passes}/{self.repeats} passed" + (" · flaky" if self.flaky else "")
 
     @property
     def verdict(self) -> SimulationVerdict:
@@ -105,6 +152,8 @@ class ScenarioResult:
             "expectation": self.expectation,
             "turn": self.turn,
             "seconds": round(self.seconds, 3),
+            "runs": self.repetition,
+            "flaky": self.flaky,
         }
 
 
@@ -130,8 +179,19 @@ class SuiteResult:
 
     @property
     def passed(self) -> bool:
-        """Every scenario passed (a scenario that could not run is no pass)."""
+        """Every scenario passed, each of its runs (a scenario that could not run is no
+        pass)."""
         return bool(self.scenarios) and all(s.passed for s in self.scenarios)
+
+    @property
+    def flaky(self) -> list[ScenarioResult]:
+        """The scenarios some runs of which passed and some did not, in the file's order."""
+        return [s for s in self.scenarios if s.flaky]
+
+    @property
+    def repeated(self) -> bool:
+        """Whether any scenario ran more than once (the table then says how each did)."""
+        return any(s.runs for s in self.scenarios)
 
     def counts(self) -> dict[str, int]:
         """How many scenarios came out each way."""
@@ -139,6 +199,13 @@ class SuiteResult:
         for scenario in self.scenarios:
             counts[scenario.outcome.value] += 1
         return counts
+
+    def summary(self) -> str:
+        """Its name and how many scenarios came out each way (and were flaky), as the table,
+        its picture and its text head it: ``"Booking: 1 passed, 1 error (1 flaky)"``."""
+        counts = ", ".join(f"{n} {what}" for what, n in self.counts().items() if n)
+        flaky = f" ({len(self.flaky)} flaky)" if self.flaky else ""
+        return f"{self.name}: {counts or 'no scenarios'}{flaky}"
 
     def view(self) -> Any:
         """The table widget, a row per scenario; clicking a row shows its timeline
@@ -149,9 +216,9 @@ class SuiteResult:
         return mimebundle_of(self, **kwargs)
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{n} {what}" for what, n in self.counts().items() if n)
-        lines = [f"{self.name}: {counts or 'no scenarios'}"]
+        lines = [self.summary()]
         for s in self.scenarios:
+            runs = f", {s.repetition}" if s.runs else ""
             why = f": {s.reason.splitlines()[0]}" if s.reason else ""
-            lines.append(f"  {s.outcome.value:<12} {s.label} ({s.seconds:.2f} s){why}")
+            lines.append(f"  {s.outcome.value:<12} {s.label} ({s.seconds:.2f} s{runs}){why}")
         return "\n".join(lines)

@@ -17,8 +17,9 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast, runtime_checkable
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from google.protobuf import json_format
 from livekit.agents import Agent, AgentServer, JobContext, RunResult
@@ -32,13 +33,14 @@ from livekit.agents.simulation import (
 from livekit.agents.types import ATTRIBUTE_SIMULATOR_DISPATCH
 
 from .. import _livekit_internals as livekit
+from ..errors import NotebookAgentsError
 from ..runner import AgentRunner, NotebookRunner, RunnerError, RunnerState
 from ..runner.notebook_runner import Entrypoint
 from .agent_names import AgentNames
 from .expectations import JUDGE_MODEL, ExpectationError
 from .results import Outcome, ScenarioResult, SuiteResult
 from .simulated_caller import MAX_TURNS, checked_caller, checked_max_turns, not_simulated, play_call
-from .suite_file import ScenarioSuite, ScriptedScenario, Turn, load_suite
+from .suite_file import ScenarioSuite, ScriptedScenario, Turn, load_suite, repeat_refused
 
 _SIMULATION_END_S = 30.0
 """``on_simulation_end`` gets this long, as a turn does by default"""
@@ -71,9 +73,11 @@ async def run_suite(
     caller_llm: LLM[Any] | None = None,
     max_turns: int = MAX_TURNS,
     on_result: Callable[[ScenarioResult], object] | None = None,
+    repeat: int | None = None,
+    concurrency: int = 1,
 ) -> SuiteResult:
     """Run each scenario of ``suite`` (a scenarios file, or ``load_suite``'s) on a fresh
-    session of ``server``, in order; returns their results (shown as a table).
+    session of ``server``; returns their results in the file's order (shown as a table).
 
     A model made once outside the entrypoint serves one job only (livekit keeps the first
     job's HTTP session in it): pass a function making the server, ``make_server``, and each
@@ -82,37 +86,70 @@ async def run_suite(
     its framework's agents (``agent_base``), and livekit's simulator hooks (the simulation
     dispatch, ``on_simulation_end``) do not apply.
 
+    ``repeat`` runs every scenario that many times (else each its own ``repeat:``, once by
+    default), each run on a fresh agent: a scenario passes if every run did, and says how
+    many did and whether it is flaky (``ScenarioResult.passes``, ``.flaky``, ``.pass_at_k``).
+    ``concurrency`` runs up to that many at once, each on its own runner and job in this
+    process (one at a time by default); it needs a function making the server (or a runner,
+    or the entrypoint), since one ``AgentServer`` runs one job here. A scenario's own error
+    is its result and the others go on; a mistake of the suite's (a name in the file, what
+    ``server`` made) stops the run, as it would one at a time.
+
     ``judge_llm`` is the model ``judge(llm, intent=...)`` expectations and
     ``agent_expectations`` are judged by. ``caller_llm`` plays the caller of a scenario with
     only ``instructions`` (LiveKit's simulated user; any livekit ``LLM``, e.g. ``openai.LLM(
     model=..., base_url=...)``), at most ``max_turns`` turns of its own, until it ends the call
     (``simulated_caller``). A scenario that needs a model it was not given is ``not
-    runnable``, never a pass. ``on_result`` is called with each result as it comes.
+    runnable``, never a pass. ``on_result`` is called with each scenario's result (all its
+    runs) as it comes. A ``caller_llm`` or ``max_turns`` that cannot be is a ``CallerError``
+    before anything runs.
     """
     loaded = suite if isinstance(suite, ScenarioSuite) else load_suite(suite)
-    run = SuiteRun(loaded)
-    result = SuiteResult(loaded.name)
-    for scenario in loaded.scenarios:
-        outcome = await run.scenario(
-            scenario, server, judge_llm=judge_llm, caller_llm=caller_llm, max_turns=max_turns
-        )
-        result.scenarios.append(outcome)
-        if on_result is not None:
-            on_result(outcome)
-    return result
+    run = SuiteRun(loaded, repeat=repeat, concurrency=concurrency)
+    return await run.every_scenario(
+        server,
+        judge_llm=judge_llm,
+        caller_llm=caller_llm,
+        max_turns=max_turns,
+        on_result=on_result,
+    )
+
+
+class SuiteArgumentError(NotebookAgentsError, ValueError):
+    """``run_suite`` (or ``SuiteRun``) given a ``repeat=`` or ``concurrency=`` it cannot use:
+    the message gives the range."""
 
 
 class SuiteRun:
-    """One run of ``suite``, a scenario at a time: how ``run_suite`` and the pytest plugin
-    both run a scenario, so each gives it the same verdict (a simulation job of this run, its
-    ``userdata``, the server's ``on_simulation_end``)."""
+    """One run of ``suite``: how ``run_suite`` and the pytest plugin both run a scenario, so
+    each gives it the same verdict (a simulation job of this run, its ``userdata``, the
+    server's ``on_simulation_end``), and the same runs of it (``repeat``) at once
+    (``concurrency``)."""
 
-    def __init__(self, suite: ScenarioSuite) -> None:
+    def __init__(
+        self, suite: ScenarioSuite, *, repeat: int | None = None, concurrency: int = 1
+    ) -> None:
+        if repeat is not None and (why := repeat_refused(repeat)):
+            raise SuiteArgumentError(f"repeat= {why}")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise SuiteArgumentError(
+                f"concurrency= is how many scenarios run at once, a whole number from 1 (e.g. "
+                f"2, one per core), not {concurrency!r}"
+            )
         self.suite = suite
+        self.repeat = repeat
+        """runs of every scenario, over each one's ``repeat:`` (None: each its own)"""
+        self.concurrency = concurrency
         self.run_id = _new_run_id()
         """the simulation run every scenario's job is dispatched in, as LiveKit's simulator
         names one"""
         self._agents: AgentNames | None = None
+        self._serving: set[AgentServer] = set()
+        """the servers running a scenario now: one runs one job here"""
+
+    def repeats(self, scenario: ScriptedScenario) -> int:
+        """How many times ``scenario`` runs."""
+        return self.repeat or scenario.repeat
 
     async def scenario(
         self,
@@ -123,21 +160,125 @@ class SuiteRun:
         caller_llm: LLM[Any] | None = None,
         max_turns: int = MAX_TURNS,
     ) -> ScenarioResult:
-        """``scenario`` on what ``server`` makes for it (see ``run_suite``); a ``caller_llm`` or
-        ``max_turns`` that cannot be is a ``CallerError`` before anything runs."""
-        caller_llm, max_turns = checked_caller(caller_llm), checked_max_turns(max_turns)
+        """``scenario``, each of its runs on what ``server`` makes for it (see
+        ``run_suite``), up to ``concurrency`` at once; a ``caller_llm`` or ``max_turns`` that
+        cannot be is a ``CallerError`` before anything runs."""
+        self._check_source(server)
+        calls = _Calls(judge_llm, checked_caller(caller_llm), checked_max_turns(max_turns))
+        slots = asyncio.Semaphore(self.concurrency)
+        return await self._repeated(scenario, server, calls, slots)
+
+    async def every_scenario(
+        self,
+        server: ServerSource,
+        *,
+        judge_llm: LLM[Any] | None = None,
+        caller_llm: LLM[Any] | None = None,
+        max_turns: int = MAX_TURNS,
+        on_result: Callable[[ScenarioResult], object] | None = None,
+    ) -> SuiteResult:
+        """Every scenario of the suite (see ``run_suite``), up to ``concurrency`` runs at once
+        across them, begun in the file's order; their results in that order."""
+        self._check_source(server)
+        calls = _Calls(judge_llm, checked_caller(caller_llm), checked_max_turns(max_turns))
+        slots = asyncio.Semaphore(self.concurrency)  # of this loop: made on it, per call
+
+        async def reported(scenario: ScriptedScenario) -> ScenarioResult:
+            result = await self._repeated(scenario, server, calls, slots)
+            if on_result is not None:
+                on_result(result)
+            return result
+
+        done = await _together([reported(scenario) for scenario in self.suite.scenarios])
+        return SuiteResult(self.suite.name, done)
+
+    def _check_source(self, server: ServerSource) -> None:
+        if isinstance(server, AgentServer) and self.concurrency > 1:
+            raise RunnerError(
+                f"concurrency={self.concurrency} needs a fresh AgentServer for each scenario "
+                "(one server runs one job here): pass the function making it, "
+                "run_suite(..., make_server, concurrency=2)"
+            )
+
+    async def _repeated(
+        self,
+        scenario: ScriptedScenario,
+        server: ServerSource,
+        calls: _Calls,
+        slots: asyncio.Semaphore,
+    ) -> ScenarioResult:
+        async def once() -> ScenarioResult:
+            async with slots:  # waiters are woken first come first served: the file's order
+                return await self._once(scenario, server, calls)
+
+        runs = await _together([once() for _ in range(self.repeats(scenario))])
+        return ScenarioResult.of_runs(runs)
+
+    async def _once(
+        self, scenario: ScriptedScenario, server: ServerSource, calls: _Calls
+    ) -> ScenarioResult:
         made = _made(server)
         if self._agents is None:  # before anything runs: the first one made says whose agents
             self._agents = _agents_named(self.suite, made)
-        return await run_scenario(
-            scenario,
-            made,
-            agents=self._agents,
-            judge_llm=judge_llm,
-            caller_llm=caller_llm,
-            max_turns=max_turns,
-            run_id=self.run_id,
-        )
+        if not isinstance(made, AgentServer):
+            return await run_scenario(
+                scenario,
+                made,
+                agents=self._agents,
+                judge_llm=calls.judge_llm,
+                caller_llm=calls.caller_llm,
+                max_turns=calls.max_turns,
+                run_id=self.run_id,
+            )
+        if made in self._serving:
+            raise RunnerError(
+                "the function given as the server returned a server already running another "
+                "scenario (one server runs one job here): make a new AgentServer in each call"
+            )
+        self._serving.add(made)
+        try:
+            return await run_scenario(
+                scenario,
+                made,
+                agents=self._agents,
+                judge_llm=calls.judge_llm,
+                caller_llm=calls.caller_llm,
+                max_turns=calls.max_turns,
+                run_id=self.run_id,
+            )
+        finally:
+            self._serving.discard(made)
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """The models a scenario's run is given, checked once for all its runs."""
+
+    judge_llm: LLM[Any] | None
+    caller_llm: LLM[Any] | None
+    max_turns: int
+
+
+_Done = TypeVar("_Done")
+
+
+async def _together(runs: list[Coroutine[Any, Any, _Done]]) -> list[_Done]:
+    """Each of ``runs`` as a task of this loop; their results in order. The first to raise
+    cancels the others (each stops what it started) and its error is raised, as it would have
+    been one after another; so does a cancel of the caller."""
+    tasks = [asyncio.ensure_future(run) for run in runs]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()  # none if all are done
+        await asyncio.gather(*tasks, return_exceptions=True)
+    raised = [task for task in tasks if not task.cancelled() and task.exception() is not None]
+    if raised:
+        raise cast(BaseException, raised[0].exception())
+    return [task.result() for task in tasks]
 
 
 async def run_scenario(

@@ -6,6 +6,7 @@
     scenarios:
       - label: hands off to weather
         userdata: {city: Paris}
+        repeat: 5                     # runs 5 times, each on a fresh agent: pass@k, flaky
         turns:
           - user: transfer to weather
             expect:
@@ -48,7 +49,13 @@ from ._bounded_yaml import BoundedLoader, YamlRefusal
 from .expectations import Expectation, ExpectationError, parse
 
 _SUITE_KEYS = {"name", "id", "scenarios"}
-_SCENARIO_KEYS = {"label", "instructions", "agent_expectations", "tags", "userdata", "id", "turns"}
+_SCENARIO_KEYS = {
+    *("label", "instructions", "agent_expectations", "tags", "userdata", "id", "turns"),
+    "repeat",
+}
+MOST_REPEATS = 100
+"""the most runs a scenario's ``repeat:`` (or ``run_suite(..., repeat=)``) asks for: each is a
+fresh agent (~0.1-0.5 s offline), so 100 is minutes, past what pass@k is read at (k of 3-10)"""
 _TURN_KEYS = {"user", "audio", "expect", "timeout"}
 _LINE = re.compile(r"(?P<lead>\s*(?:-\s+)?(?:(?P<key>[A-Za-z_][\w-]*):\s+)?)(?P<value>.*?)\s*$")
 """a line of a scenarios file: its indent, list dash and key; then its value"""
@@ -100,6 +107,8 @@ class ScriptedScenario:
     turns: tuple[Turn, ...] = ()
     line: int = 0
     """where it starts in its file (1-based; 0 when not from a file)"""
+    repeat: int = 1
+    """how many times it runs (``repeat:``), each on a fresh agent: pass@k and flakiness"""
 
     @property
     def label(self) -> str:
@@ -524,6 +533,9 @@ class _Reader:
             raise self.fail((*at, "userdata"), "`userdata:` is a mapping (your scenario's data)")
         if userdata and (unfit := _not_json(userdata, (*at, "userdata"))):
             raise self.fail(*unfit)
+        repeat = data.get("repeat", 1)
+        if why := repeat_refused(repeat):
+            raise self.fail((*at, "repeat"), f"`repeat:` {why}")
         turns = data.get("turns") or []
         if not isinstance(turns, list):
             raise self.fail((*at, "turns"), f"`turns:` is a list of turns, e.g.\n{_EXAMPLE_TURN}")
@@ -536,7 +548,7 @@ class _Reader:
             id=scenario_id,
         )
         read = tuple(self.turn(turn, (*at, "turns", i)) for i, turn in enumerate(turns))
-        return ScriptedScenario(scenario, read, self.lines.get(at, 0))
+        return ScriptedScenario(scenario, read, self.lines.get(at, 0), repeat)
 
     def turn(self, data: Any, at: tuple[Any, ...]) -> Turn:
         if not isinstance(data, Mapping):
@@ -611,6 +623,17 @@ class _Reader:
                 raise self.fail(
                     (*at, key), f"unknown field `{key}`: the fields are {', '.join(sorted(known))}"
                 )
+
+
+def repeat_refused(repeat: object) -> str:
+    """Why ``repeat`` is no count of runs (a file's ``repeat:``, ``run_suite(..., repeat=)``),
+    or ""."""
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 0 < repeat <= MOST_REPEATS:
+        return (
+            f"is how many times to run the scenario, a whole number from 1 to {MOST_REPEATS} "
+            f"(e.g. 5), not {repeat!r}"
+        )
+    return ""
 
 
 def _not_json(value: Any, at: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:

@@ -1,6 +1,6 @@
 """A suite's results as a static table (``SuiteView.to_figure()``): a row per scenario with its
-outcome, the first failing expectation and livekit's message for it (or why it did not run),
-and its time, as the widget shows them."""
+outcome (and under it how its runs did, when repeated), the first failing expectation and
+livekit's message for it (or why it did not run), and its time, as the widget shows them."""
 
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ def _figure(result: SuiteResult) -> Figure:
     ax.set_axis_off()
     ax.set_xlim(0, 1)
     ax.set_ylim(height, 0)  # inches from the top
-    counts = ", ".join(f"{n} {what}" for what, n in result.counts().items() if n)
-    ax.text(0.01, 0.25, f"{result.name}: {counts or 'no scenarios'}", weight="bold", va="center")
+    ax.text(0.01, 0.25, result.summary(), weight="bold", va="center")
     heading = HEAD_IN - 0.2
     for title, x in (*COLUMNS, ("time", 0.99)):
         ha = "right" if title == "time" else "left"
@@ -55,9 +54,11 @@ def _row(ax: Axes, scenario: ScenarioResult, top: float) -> None:
     middle, first, second = top + ROW_IN / 2, top + 0.17, top + 0.36
     ax.text(0.01, middle, _short(scenario.label, _LABEL_CHARS), fontsize=9, va="center")
     badge = {"boxstyle": "round,pad=0.3", "edgecolor": "none"}
+    if scenario.runs:  # the badge, and under it how its runs did
+        ax.text(COLUMNS[1][1], second, scenario.repetition, fontsize=8, va="center")
     ax.text(
         COLUMNS[1][1],
-        middle,
+        first if scenario.runs else middle,
         scenario.outcome.value,
         fontsize=9,
         color="white",

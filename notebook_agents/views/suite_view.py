@@ -1,5 +1,6 @@
-"""SuiteView: a scenario suite's results as a table (outcome, first failing expectation, time)
-and, under it, the timeline of the scenario clicked."""
+"""SuiteView: a scenario suite's results as a table (outcome, how its runs did when it was
+repeated, first failing expectation, time) and, under it, the timeline of the scenario clicked
+(of its first run that did not pass, when repeated)."""
 
 from __future__ import annotations
 
@@ -28,15 +29,16 @@ class SuiteTable(anywidget.AnyWidget, SavesScenarios):
     _css = asset("views.css")
 
     summary = traitlets.Unicode("").tag(sync=True)
-    """the suite's name and how many scenarios came out each way"""
+    """the suite's name and how many scenarios came out each way (``SuiteResult.summary``)"""
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``ScenarioResult.row()`` of each scenario, in order"""
+    repeated = traitlets.Bool(False).tag(sync=True)
+    """a scenario ran more than once: a column says how each one's runs did"""
     selected = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, result: SuiteResult, **kwargs: Any) -> None:
-        counts = ", ".join(f"{n} {what}" for what, n in result.counts().items() if n)
         rows = [scenario.row() for scenario in result]
-        super().__init__(summary=f"{result.name}: {counts}", rows=rows, **kwargs)
+        super().__init__(summary=result.summary(), rows=rows, repeated=result.repeated, **kwargs)
         self.result = result
         self.on_msg(lambda _, content, __: self._on_save_message(content))
 

@@ -462,6 +462,15 @@ async def test_fail_responses_is_500(emulator: Emulator) -> None:
     assert info.value.status_code == 500
 
 
+async def test_fail_every_is_a_500_for_one_request_in_n(emulator: Emulator) -> None:
+    async with sdk(emulator, fail_every=2) as client:
+        answered = await client.chat.completions.create(model=MODEL, messages=messages("Hi"))
+        with pytest.raises(openai.InternalServerError, match="fail_every=2 fails 1 response in 2"):
+            await client.chat.completions.create(model=MODEL, messages=messages("Hi"))
+        await client.chat.completions.create(model=MODEL, messages=messages("Hi"))
+    assert answered.choices[0].message.content
+
+
 async def test_error_on_chat_completions_is_400(emulator: Emulator) -> None:
     async with sdk(emulator, error_on="chat.completions") as client:
         with pytest.raises(openai.BadRequestError) as info:

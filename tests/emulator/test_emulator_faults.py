@@ -145,6 +145,18 @@ async def test_fail_first_fails_only_the_first_responses(emulator: Emulator) -> 
         assert len(errors) == 1 and "response failed" in str(errors[0].error)
 
 
+async def test_fail_every_fails_one_response_in_n_across_connections(emulator: Emulator) -> None:
+    """A model that fails now and then: every third response the emulator answers under the
+    fault fails, on whichever connection asks, each new connection counted on."""
+    replies = []
+    for _ in range(3):  # a session of its own each time, as each repetition of a scenario has
+        async with realtime_session(emulator, fail_every=3) as sess:
+            replies += [await reply_text(await sess.generate_reply()) for _ in range(2)]
+    assert replies == ["How can I help you?", "How can I help you?", ""] * 2
+    async with realtime_session(emulator) as sess:  # a connection without it is not counted
+        assert await reply_text(await sess.generate_reply()) == "How can I help you?"
+
+
 async def test_failed_responses_surface_as_errors(emulator: Emulator) -> None:
     async with realtime_session(emulator, fail_responses=1) as sess:
         errors: list[llm.RealtimeModelError] = []
@@ -175,6 +187,7 @@ BAD_CONNECTIONS = [
     ("model=gpt-realtime&drop_after=1.5", 400, "invalid_parameter", "drop_after"),
     ("model=gpt-realtime&ack_delay_items=", 400, "invalid_parameter", "ack_delay_items"),
     ("model=gpt-realtime&fail_first=-", 400, "invalid_parameter", "fail_first"),
+    ("model=gpt-realtime&fail_every=0.5", 400, "invalid_parameter", "fail_every"),
 ]
 
 

@@ -226,6 +226,24 @@ def test_userdata_json_cannot_carry_names_its_line(
     assert refusal(tmp_path, text).startswith(f":5: {message}")
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "5.0", ".nan", ".inf", "true", "five", "101"])
+def test_a_repeat_that_is_no_count_of_runs_is_refused_at_its_line(
+    tmp_path: Path, value: str
+) -> None:
+    text = f"scenarios:\n  - label: a\n    repeat: {value}\n    turns:\n      - user: hi\n"
+    assert re.fullmatch(
+        r":3: scenarios\[0\]\.repeat: `repeat:` is how many times to run the scenario, a whole "
+        r"number from 1 to 100 \(e\.g\. 5\), not .+",
+        refusal(tmp_path, text),
+    )
+
+
+def test_repeat_is_read_per_scenario_once_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(ONE_TURN + "  - label: b\n    repeat: 5\n    turns:\n      - user: hi\n")
+    assert [s.repeat for s in load_suite(path).scenarios] == [1, 5]
+
+
 # ----------------------------------------------------------------- lines of mistakes
 
 

@@ -232,7 +232,7 @@ class LiveConnection:
                 raise Closing(
                     INVALID_ARGUMENT,
                     f"the fault {name} has no meaning on Gemini Live (it acknowledges no "
-                    "item); use drop_after, error_on, fail_first or fail_responses",
+                    "item); use drop_after, error_on, fail_first, fail_every or fail_responses",
                 )
         self.setup = setup
         self.settings.offered.offer(instructions_of(setup), tool_specs(setup))
@@ -328,7 +328,9 @@ class LiveConnection:
 
     def _fails(self) -> bool:
         self._generations += 1
-        return self.faults.fail_responses or self._generations <= self.faults.fail_first
+        in_turn = self.settings.fails_in_turn(self.faults)  # counted whatever else fails it
+        first = self._generations <= self.faults.fail_first
+        return self.faults.fail_responses or first or in_turn
 
     async def _generation_run(self) -> None:
         assert self.setup is not None

@@ -153,9 +153,12 @@ class RealtimeConnection:
         self.send(event, extra_delay_s=self.faults.ack_delay_ms / 1000.0 if delayed else 0.0)
 
     def fails_next_response(self) -> bool:
-        """``fail_responses``, or one of the first ``fail_first`` responses."""
+        """``fail_responses``, one of the first ``fail_first`` responses, or one in
+        ``fail_every`` of the emulator's."""
         self._responses_run += 1
-        return self.faults.fail_responses or self._responses_run <= self.faults.fail_first
+        in_turn = self.settings.fails_in_turn(self.faults)  # counted whatever else fails it
+        first = self._responses_run <= self.faults.fail_first
+        return self.faults.fail_responses or first or in_turn
 
     # -- receiving -------------------------------------------------------------------------
 
