@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -134,8 +135,13 @@ async def until_the_agent_is_quiet(session: AgentSession[Any]) -> None:
         while session.agent_state not in _QUIET or session.current_speech is not None:
             changed.clear()
             speech = session.current_speech
-            if speech is not None:
+            if speech is not None and not speech.done():
                 await speech.wait_for_playout()
+            elif speech is not None:
+                # done (cut) but not yet cleared: livekit's scheduling task, on this loop,
+                # clears it when it next runs. Awaiting the done handle would not yield to it.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(changed.wait(), _CLEARED_CHECK_S)
             else:
                 await changed.wait()
     finally:
@@ -160,3 +166,6 @@ async def until_the_caller_is_heard_out(session: AgentSession[Any]) -> None:
 
 
 _QUIET = ("listening", "idle")
+_CLEARED_CHECK_S = 0.01
+"""how often a done speech the session still holds is looked at again: livekit clears it
+with no event of its own (the agent's state need not change)"""

@@ -5,8 +5,9 @@ real cascaded pipeline: silero's VAD, livekit's ``openai.STT``, ``openai.LLM`` a
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -20,11 +21,14 @@ from livekit.agents import (
     NotGivenOr,
     TurnHandlingOptions,
 )
+from livekit.agents.voice import SpeechHandle
 from livekit.plugins import openai, silero
+from livekit.rtc import EventEmitter
 
 from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner import TurnStopped
+from notebook_agents.runner._caller import until_the_agent_is_quiet
 from notebook_agents.runner._spoken_turn import why_unanswered
 from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
@@ -558,3 +562,45 @@ async def test_stopping_while_the_caller_speaks_keeps_livekits_wait_for_their_wo
         await turn
     # livekit transcribed what the caller had said as the session closed
     assert [e.data["final"] for e in voice_runner.trace.of_kind("user_transcript")] == [True]
+
+
+class SessionClearingADoneSpeech(EventEmitter[str]):
+    """The moment after a speech is cut, as livekit has it: the handle is done, yet the
+    session still holds it as its current speech and says "speaking" until livekit's
+    scheduling task, on the same loop, next runs and clears both."""
+
+    def __init__(self, speech: SpeechHandle) -> None:
+        super().__init__()
+        self.agent_state = "speaking"
+        self.current_speech: SpeechHandle | None = speech
+        asyncio.get_running_loop().call_soon(self._scheduled)
+
+    def _scheduled(self) -> None:
+        self.current_speech = None
+        self.agent_state = "listening"
+        self.emit("agent_state_changed", None)
+
+
+def test_waiting_for_quiet_lets_livekit_clear_a_speech_that_is_done() -> None:
+    """A cut reply's handle is done before livekit clears it from the session: the wait for
+    the agent to be quiet yields to the loop meanwhile (it once spun on the done handle without
+    yielding, so livekit never cleared it and the job's loop hung: seen as a kernel interrupt
+    that never ended while two scenarios ran at once)."""
+    sessions: list[SessionClearingADoneSpeech] = []
+    returned = threading.Event()
+
+    async def quiet_after_a_cut() -> None:
+        speech = SpeechHandle.create()
+        speech._mark_done()
+        sessions.append(SessionClearingADoneSpeech(speech))
+        await until_the_agent_is_quiet(cast(AgentSession[Any], sessions[0]))
+        returned.set()
+
+    waiting = threading.Thread(target=asyncio.run, args=(quiet_after_a_cut(),), daemon=True)
+    waiting.start()
+    waiting.join(timeout=30)  # a bound for a hang, not a sync: it returns in a loop step or two
+    spun = not returned.is_set()
+    if spun:  # end the spin from here, as livekit could not
+        sessions[0].current_speech, sessions[0].agent_state = None, "listening"
+        waiting.join()
+    assert not spun, "until_the_agent_is_quiet spun on a done speech without yielding"
