@@ -8,6 +8,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 from livekit.agents import AgentSession, RunResult
 
 from .. import _livekit_internals as livekit
+from ..speech.line import Line, LineLike, LineStream, as_line
 from ._caller import CallerInput, SpokenAudio, until_the_agent_is_quiet
 from ._core import reply_text
 from ._playback import RealTimeSpeaker, Recording
@@ -39,6 +41,26 @@ class Voice(TypedTurns):
         self._microphone: CallerInput | None = None
         self._talk: PushToTalk | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
+        self._conditions = Line()
+        self._live_line: LineStream | None = None
+        """the line live audio crosses (``hear``), with its state; made at its first chunk"""
+        self._live_lock = threading.Lock()  # hear() is called from any thread
+
+    @property
+    def conditions(self) -> Line:
+        """The line conditions the caller's audio crosses before the session hears it: live
+        audio (``hear``: ``VoiceView``, a device), and spoken turns given none of their own
+        (``send_audio``). Set a ``Line``, one condition, or a list of them
+        (``runner.conditions = [Noise(10, "babble"), Telephone()]``); ``None`` or ``[]`` is
+        a clean line, the default. The trace records them with each user message heard."""
+        return self._conditions
+
+    @conditions.setter
+    def conditions(self, conditions: LineLike) -> None:
+        line = as_line(conditions)
+        with self._live_lock:
+            self._conditions, self._live_line = line, None
+        self.trace.caller_conditions = line.to_records()
 
     def _attach_voice(self, session: AgentSession[Any]) -> None:
         if self.audio and self.text_only:
@@ -53,6 +75,7 @@ class Voice(TypedTurns):
         audio: str | os.PathLike[str] | np.ndarray,
         rate: int | None = None,
         timeout: float = 30.0,
+        conditions: LineLike = None,
     ) -> str:
         """One spoken user turn: once the agent has finished speaking, ``audio`` (a WAV file, or
         samples at ``rate``, 24 kHz unless given) goes through the session's audio input at
@@ -65,6 +88,11 @@ class Voice(TypedTurns):
         down. Audio that cannot be spoken (NaN, a bad rate or shape) is an ``AudioError``
         (a ``ValueError``) naming the fix, raised before anything starts.
 
+        ``conditions``: the line the audio crosses first (``notebook_agents.speech.Line``,
+        one condition, or a list: ``[Noise(10, "babble"), Telephone()]``), ``runner.conditions``
+        if not given, ``[]`` a clean line; the trace's user message records them. A condition
+        given wrong is a ``LineError`` (a ``ValueError``).
+
         Needs ``NotebookRunner(..., audio=True)`` offline. Raises ``TurnError`` when the turn
         went wrong (at once when a model reports an error during it), ``TurnStopped`` when the
         runner was stopped during it, ``RunnerError`` when no reply came within ``timeout``
@@ -72,42 +100,53 @@ class Voice(TypedTurns):
         interrupted) is withdrawn: the microphone, the session and the model are ready for
         the next one.
         """
-        return reply_text(await self._run_audio(audio, rate, timeout, "send_audio()"))
+        return reply_text(await self._run_audio(audio, rate, timeout, conditions, "send_audio()"))
 
     async def run_audio(
         self,
         audio: str | os.PathLike[str] | np.ndarray,
         rate: int | None = None,
         timeout: float = 30.0,
+        conditions: LineLike = None,
     ) -> RunResult[Any]:
         """``send_audio``, returning livekit's ``RunResult`` of the turn (its events, and
         ``expect`` to check them) instead of the reply text; the same errors."""
-        return await self._run_audio(audio, rate, timeout, "run_audio()")
+        return await self._run_audio(audio, rate, timeout, conditions, "run_audio()")
 
     async def _run_audio(
         self,
         audio: str | os.PathLike[str] | np.ndarray,
         rate: int | None,
         timeout: float,
+        conditions: LineLike,
         what: str,
     ) -> RunResult[Any]:
         samples, rate = spoken_audio(audio, rate)
+        line = self._conditions if conditions is None else as_line(conditions)
         self.require_microphone(what)
         self._require_turns(what)
-        turn = self._in_job(self._spoken_turn(self._ready.result(), samples, rate, timeout), what)
+        # here, not on the job's loop: making a noise (babble is synthesized) takes a while
+        heard = line.apply(samples, rate)
+        spoken = self._spoken_turn(self._ready.result(), samples, heard, rate, line, timeout)
+        turn = self._in_job(spoken, what)
         # the turn times itself out in the job, where it knows how far it got
         return await self._from_job(turn, what, None, _SPOKEN_TURN_WITHDRAWN)
 
     def hear(self, samples: np.ndarray, rate: int) -> None:
         """Live microphone audio into the session as it arrives, from any thread: a browser's
         microphone (``VoiceView``) or a device's. Samples at ``rate`` as ``send_audio`` takes
-        them (an ``AudioError`` names what is wrong). Needs ``audio=True`` offline and a ready
-        session."""
+        them (an ``AudioError`` names what is wrong), through ``runner.conditions``. Needs
+        ``audio=True`` offline and a ready session."""
         audio, rate = mono_int16(samples), checked_rate(rate)
         self.require_microphone("hear()")
         self._require_turns("hear()")
         loop, microphone = self._job_loop, self._microphone
         assert loop is not None and microphone is not None
+        with self._live_lock:  # chunk after chunk through one line: its noise and losses go on
+            if self._conditions:
+                if self._live_line is None or self._live_line.rate != rate:
+                    self._live_line = self._conditions.stream(rate)
+                audio = self._live_line.process(audio)
         with contextlib.suppress(RuntimeError):  # the job's loop closed under us: the call ended
             loop.call_soon_threadsafe(microphone.stream, audio, rate)
 
@@ -164,8 +203,15 @@ class Voice(TypedTurns):
             )
 
     async def _spoken_turn(
-        self, session: AgentSession[Any], samples: np.ndarray, rate: int, timeout: float
+        self,
+        session: AgentSession[Any],
+        samples: np.ndarray,
+        heard: np.ndarray,
+        rate: int,
+        line: Line,
+        timeout: float,
     ) -> RunResult[Any]:
+        """The caller says ``samples``; the session hears them through ``line``: ``heard``."""
         assert self._turn_lock is not None and self._microphone is not None
         async with self._turn_lock:
             await self._greeting_over()
@@ -176,8 +222,9 @@ class Voice(TypedTurns):
             except asyncio.TimeoutError:
                 raise RunnerError(f"the agent was still speaking after {timeout:.0f} s") from None
             turn = SpokenTurn(session, self._microphone)
+            self.trace.caller_conditions = line.to_records()
             try:
-                turn.speak(samples, rate)
+                turn.speak(heard, rate)
                 raised = await turn.outcome(_settled(turn.run), timeout)
                 if turn.failed.done():  # a model failed: the turn goes no further
                     await self._give_up(turn)
@@ -191,6 +238,7 @@ class Voice(TypedTurns):
                 raise
             finally:
                 turn.end()
+                self.trace.caller_conditions = self._conditions.to_records()
                 # kept whatever became of the turn: what the trace holds of it was said so
                 self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now()))
         return self._checked(session, turn.run, started, raised, spoken=True)

@@ -30,6 +30,7 @@ from livekit.agents import (
     ToolError,
     ToolExecutionUpdatedEvent,
     UserInputTranscribedEvent,
+    UserStateChangedEvent,
     llm,
     metrics,
 )
@@ -112,6 +113,10 @@ class SessionReader:
         # where the events are made
         self._seen_calls: set[tuple[str, str]] = set()
         self._usage: list[ModelUsageData] = []
+        self.caller_conditions: list[dict[str, Any]] = []
+        """the line conditions the caller's audio crosses now (the runner's)"""
+        # those in force when the caller last began to speak: their words come later
+        self._spoken_under: list[dict[str, Any]] | None = None
 
     def attach(self, session: AgentSession[Any]) -> None:
         if self._session is not None:
@@ -123,7 +128,7 @@ class SessionReader:
         )
         self._handlers = {
             "agent_state_changed": capturing(_make_state, ("agent_state",)),
-            "user_state_changed": capturing(_make_state, ("user_state",)),
+            "user_state_changed": self._on_user_state,
             "user_input_transcribed": capturing(_make_transcript, ()),
             "session_usage_updated": capturing(self._make_usage, ()),
             "error": self._on_error,
@@ -140,6 +145,7 @@ class SessionReader:
             # each response's own metrics: the only place a server-side cancel shows
             "metrics_collected": self._on_model_metrics,
         }
+        self._capture_user_state = capturing(_make_state, ("user_state",))
         self._stop_listening = listen(session, self._handlers, self.failed)
         running = livekit.current_activity(session)
         if running is not None:  # attached after start: watch what is running
@@ -182,6 +188,11 @@ class SessionReader:
         session = self._session
         return livekit.current_activity(session) if session is not None else None
 
+    def _on_user_state(self, ev: UserStateChangedEvent) -> None:
+        if ev.new_state == "speaking":
+            self._spoken_under = self.caller_conditions
+        self._capture_user_state(ev)
+
     def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
         # during a handoff the old agent may still speak (on_exit) after the session moved
         # on: the emitting task's activity says whose speech this is
@@ -207,7 +218,11 @@ class SessionReader:
             activity = livekit.current_activity(self._session)  # type: ignore[arg-type]
             if item.role == "user":
                 self.model.leaving = None  # a new turn: whatever handoff was coming did not
-                self._recorder.capture(_make_user_message, activity, item)
+                conditions = None
+                if item.transcript_confidence is not None:  # heard, not typed (livekit's mark)
+                    spoken_under, self._spoken_under = self._spoken_under, None
+                    conditions = self.caller_conditions if spoken_under is None else spoken_under
+                self._recorder.capture(_make_user_message, activity, item, conditions)
             elif item.role == "assistant":
                 # the speech it belongs to, and how many items that speech had before it
                 handle = livekit.speech_of_this_task()
@@ -420,13 +435,19 @@ def _make_transcript(
     yield "user_transcript", data, activity_label(activity)
 
 
-def _make_user_message(activity: AgentActivity | None, item: llm.ChatMessage) -> Iterable[Record]:
-    data = {
+def _make_user_message(
+    activity: AgentActivity | None,
+    item: llm.ChatMessage,
+    conditions: list[dict[str, Any]] | None,
+) -> Iterable[Record]:
+    data: dict[str, Any] = {
         "text": message_text(item),
         "item_id": item.id,
         "metrics": message_metrics(item),
         "created_at": item.created_at,
     }
+    if conditions:
+        data["conditions"] = conditions
     yield "user_message", data, activity_label(activity)
 
 

@@ -85,12 +85,17 @@ class UserMessageData(TypedDict):
     item_id: str
     metrics: dict[str, float]
     created_at: NotRequired[float]
+    conditions: NotRequired[list[dict[str, dict[str, Any]]]]
 
 
 """``metrics``: the numbers of livekit's ``ChatMessage.metrics`` (per-turn latency such as
 ``end_of_turn_delay``, ``transcription_delay``; seconds, or Unix times for ``*_at``);
 ``created_at``: livekit's ``ChatMessage.created_at`` (Unix seconds): for typed text, when it
-reached the session, where a typed turn's wait begins"""
+reached the session, where a typed turn's wait begins; ``conditions``: for words heard from
+speech that crossed line conditions on the way (``notebook_agents.speech.Line``), those
+conditions in their written form (``Line.to_records()``: ``[{"noise": {"snr_db": 10.0,
+"kind": "babble", "seed": 0}}, {"telephone": {}}]``, ``Line.read`` reads it back), in the order
+applied; absent for a clean line, typed text, and traces saved before it was kept"""
 
 
 class UserTranscriptData(TypedDict):

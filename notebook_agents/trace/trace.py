@@ -274,6 +274,18 @@ class Trace:
         else:
             self._reader.model.compare()
 
+    @property
+    def caller_conditions(self) -> list[dict[str, Any]]:
+        """The line conditions the caller's audio crosses now, in their written form
+        (``Line.to_records()``; [] a clean line), as the runner sets them: each user message
+        heard from speech keeps those in force when the caller began to speak (its
+        ``conditions``)."""
+        return self._reader.caller_conditions
+
+    @caller_conditions.setter
+    def caller_conditions(self, conditions: list[dict[str, Any]]) -> None:
+        self._reader.caller_conditions = conditions
+
     def record_failure(self, message: str) -> None:
         """Record why the session cannot go on (an ``error``, not recoverable); the
         ``closed`` that follows carries it as its error, with reason ``error``."""
