@@ -562,7 +562,10 @@ def _condition(item: object, index: int) -> Condition:
         if key not in known:
             given = ", ".join(known) or "none"
             raise LineError(f"condition {index + 1}: {name} has no field {key!r} ({given})")
-    return kind(**fields)
+    try:
+        return kind(**fields)
+    except LineError as e:
+        raise LineError(f"condition {index + 1}: {e}") from None
 
 
 def _first_field(kind: type[Condition]) -> str:

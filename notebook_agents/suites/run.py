@@ -308,7 +308,7 @@ async def run_scenario(
         if isinstance(server, AgentServer)
         else server
     )
-    why_not = _unspoken(runner) if spoken else ""
+    why_not = _unspoken(runner, scenario) if spoken else ""
     if why_not:
         result.outcome, result.reason = Outcome.NOT_RUNNABLE, why_not
         return result
@@ -375,6 +375,11 @@ async def _play(
 async def _take(runner: AgentRunner, turn: Turn) -> RunResult[Any]:
     if turn.audio is not None:
         assert isinstance(runner, _TakesSpeech)  # else the scenario is not runnable
+        if turn.conditions is not None:
+            assert isinstance(runner, NotebookRunner)  # else the scenario is not runnable
+            return await runner.run_audio(
+                turn.audio, timeout=turn.timeout, conditions=turn.conditions
+            )
         return await runner.run_audio(turn.audio, timeout=turn.timeout)
     assert turn.user is not None
     return await runner.run(turn.user, timeout=turn.timeout)
@@ -400,8 +405,14 @@ def _not_runnable(
     return ""
 
 
-def _unspoken(runner: AgentRunner) -> str:
+def _unspoken(runner: AgentRunner, scenario: ScriptedScenario) -> str:
     """Why ``runner`` cannot take the scenario's spoken turns, or ""."""
+    if not isinstance(runner, NotebookRunner) and any(t.conditions for t in scenario.turns):
+        return (
+            "its spoken turns cross line conditions (`conditions:`), which a NotebookRunner "
+            f"applies; a {type(runner).__name__} does not: run it on a NotebookRunner, or "
+            "take `conditions:` off"
+        )
     if isinstance(runner, NotebookRunner) and runner.credentials is not None:
         # run_audio's microphone is offline only
         return (

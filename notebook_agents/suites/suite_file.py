@@ -14,6 +14,9 @@
               - skip_next_event_if(type="function_call_output")
               - next_event().is_agent_handoff(new_agent_type=WeatherAgent)
           - audio: paris.wav          # a spoken turn (a WAV, relative to this file)
+            conditions:               # the line it crosses (else the scenario's, if any)
+              - noise: {kind: babble, snr_db: 10}
+              - telephone
             expect:
               - contains_function_call(name="lookup_weather")
 
@@ -45,6 +48,7 @@ from livekit.agents.simulation import Scenario
 from ..errors import NotebookAgentsError
 from ..runner._samples import spoken_audio
 from ..runner.errors import AudioError
+from ..speech.line import NOISE_KINDS, Line, LineError
 from ._bounded_yaml import BoundedLoader, YamlRefusal
 from .expectations import Expectation, ExpectationError, parse
 
@@ -52,17 +56,22 @@ _SUITE_KEYS = {"name", "id", "scenarios"}
 _SCENARIO_KEYS = {
     *("label", "instructions", "agent_expectations", "tags", "userdata", "id", "turns"),
     "repeat",
+    "conditions",
 }
 MOST_REPEATS = 100
 """the most runs a scenario's ``repeat:`` (or ``run_suite(..., repeat=)``) asks for: each is a
 fresh agent (~0.1-0.5 s offline), so 100 is minutes, past what pass@k is read at (k of 3-10)"""
-_TURN_KEYS = {"user", "audio", "expect", "timeout"}
+_TURN_KEYS = {"user", "audio", "expect", "timeout", "conditions"}
 _LINE = re.compile(r"(?P<lead>\s*(?:-\s+)?(?:(?P<key>[A-Za-z_][\w-]*):\s+)?)(?P<value>.*?)\s*$")
 """a line of a scenarios file: its indent, list dash and key; then its value"""
 _SYNTAX = re.compile(r"[{\[]|:(\s|$)")
 """what YAML reads as its own syntax in an unquoted value (a mapping, a list, a key)"""
 _YAML_SYNTAX = "`{`, `[` and `: ` are YAML's own syntax outside quotes, so"
 _EXAMPLE_TURN = "- user: transfer to weather\n  expect: ['next_event().is_function_call()']"
+_CONDITIONS_EXAMPLE = (
+    ", e.g.\nconditions:\n  - noise: {kind: babble, snr_db: 10}\n  - telephone\n"
+    "  - packet_loss: {rate: 0.05, conceal: repeat}"
+)
 _ID_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 """livekit's ids: a prefix and 12 of shortuuid's characters (livekit/protocol utils/guid:
 ``Size = 12``, ``IDAlphabet = shortuuid.DefaultAlphabet``)"""
@@ -88,6 +97,9 @@ class Turn:
     audio: Path | None = None
     expect: tuple[Expectation, ...] = ()
     timeout: float = 30.0
+    conditions: Line | None = None
+    """the line a spoken turn crosses (``conditions:``, its own or its scenario's); None:
+    the runner's (``runner.conditions``)"""
 
     @property
     def spoken(self) -> bool:
@@ -547,10 +559,11 @@ class _Reader:
             userdata=json.dumps(userdata, allow_nan=False) if userdata else "",
             id=scenario_id,
         )
-        read = tuple(self.turn(turn, (*at, "turns", i)) for i, turn in enumerate(turns))
+        line = self.line(data, at) if "conditions" in data else None
+        read = tuple(self.turn(turn, (*at, "turns", i), line) for i, turn in enumerate(turns))
         return ScriptedScenario(scenario, read, self.lines.get(at, 0), repeat)
 
-    def turn(self, data: Any, at: tuple[Any, ...]) -> Turn:
+    def turn(self, data: Any, at: tuple[Any, ...], line: Line | None = None) -> Turn:
         if not isinstance(data, Mapping):
             raise self.fail(at, f"a turn is a mapping, e.g.\n{_EXAMPLE_TURN}")
         self.unknown(data, at, _TURN_KEYS)
@@ -586,6 +599,14 @@ class _Reader:
             or timeout <= 0
         ):
             raise self.fail((*at, "timeout"), "`timeout:` is seconds, a positive number")
+        if "conditions" in data:
+            if path is None:
+                raise self.fail(
+                    (*at, "conditions"),
+                    "`conditions:` is the line a spoken turn's audio crosses: give the turn "
+                    "`audio:` (a WAV file), or take `conditions:` off this typed turn",
+                )
+            line = self.line(data, at)
         expect = data.get("expect") or []
         if isinstance(expect, str):
             expect = [expect]
@@ -599,7 +620,27 @@ class _Reader:
                 checks.append(parse(text))
             except ExpectationError as e:
                 raise self.fail((*at, "expect", index), str(e)) from None
-        return Turn(user, path, tuple(checks), float(timeout))
+        return Turn(user, path, tuple(checks), float(timeout), line if path is not None else None)
+
+    def line(self, data: Mapping[str, Any], at: tuple[Any, ...]) -> Line:
+        """A ``conditions:`` list as a ``Line`` (a noise file relative to this file)."""
+        written = data["conditions"]
+        if self.path is not None and isinstance(written, list):
+            written = [self.noise_file(item) for item in written]
+        try:
+            return Line.read([] if written is None else written)
+        except LineError as e:
+            raise self.fail((*at, "conditions"), f"{e}{_CONDITIONS_EXAMPLE}") from None
+
+    def noise_file(self, item: Any) -> Any:
+        """A ``noise:`` whose ``kind`` is a file, with its path made relative to this file."""
+        fields = item.get("noise") if isinstance(item, Mapping) and len(item) == 1 else None
+        if self.path is None or not isinstance(fields, Mapping):
+            return item
+        kind = fields.get("kind")
+        if not isinstance(kind, str) or kind in NOISE_KINDS:
+            return item
+        return {"noise": {**fields, "kind": str(self.path.parent / kind)}}
 
     def text_field(self, data: Mapping[str, Any], at: tuple[Any, ...], key: str) -> str:
         """A field that is text, "" when absent or empty (`id:` left blank)."""

@@ -487,7 +487,8 @@ async def test_a_judge_without_a_model_is_not_runnable_and_starts_nothing(
         ("scenarios:\n  - turns: []\n", ":2: scenarios[0]: a scenario needs a `label:`"),
         (
             "scenarios:\n  - label: a\n    turn: []\n",
-            ":3: scenarios[0].turn: unknown field `turn`: the fields are agent_expectations, id,",
+            ":3: scenarios[0].turn: unknown field `turn`: the fields are agent_expectations, "
+            "conditions, id,",
         ),
         (
             "scenarios:\n  - label: a\n  - label: a\n",
