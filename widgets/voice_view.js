@@ -105,6 +105,11 @@ function render({ model, el }) {
   for (const [value, text] of [["push_to_talk", "push to talk"], ["open_mic", "open mic"]]) {
     mode.append(new Option(text, value));
   }
+  // the line your voice crosses: the kernel names the choices, this only draws them
+  const line = document.createElement("select");
+  line.className = "na-voice-conditions jp-mod-styled";
+  line.title = "the line your voice crosses to the agent";
+  line.setAttribute("aria-label", "line conditions");
   const you = meter("you", "na-voice-you");
   const agentMeter = meter("agent", "na-voice-agent");
   const lines = document.createElement("div");
@@ -114,7 +119,7 @@ function render({ model, el }) {
   note.setAttribute("role", "status");
   const controls = document.createElement("div");
   controls.className = "na-voice-controls";
-  controls.append(button, mode, you.el, agentMeter.el);
+  controls.append(button, mode, line, you.el, agentMeter.el);
   root.append(controls, lines, note);
   el.append(root);
 
@@ -234,6 +239,10 @@ function render({ model, el }) {
     if (wanted) openMicrophone();
     else closeMicrophone();
   });
+  line.addEventListener("change", () => {
+    model.set("line", line.value);
+    model.save_changes();
+  });
   mode.addEventListener("change", () => {
     closeMicrophone();
     model.set("mode", mode.value);
@@ -249,6 +258,12 @@ function render({ model, el }) {
     for (const label of labels.children) label.classList.toggle("na-shown", label.dataset.key === key);
     mode.value = model.get("mode");
     mode.disabled = Boolean(ended);
+    const names = model.get("lines");
+    if ([...line.options].map((o) => o.value).join("\n") !== names.join("\n")) {
+      line.replaceChildren(...names.map((name) => new Option(name, name)));
+    }
+    line.value = model.get("line");
+    line.disabled = Boolean(ended);
     lines.replaceChildren(
       ...[
         ["agent", model.get("agent")],
@@ -276,7 +291,7 @@ function render({ model, el }) {
   }
   frame = requestAnimationFrame(meters);
 
-  for (const name of ["agent", "heard", "said", "ended", "error", "mode"]) {
+  for (const name of ["agent", "heard", "said", "ended", "error", "mode", "line", "lines"]) {
     model.on(`change:${name}`, draw);
   }
   model.on("change:ended", () => {

@@ -7,7 +7,7 @@ sound card hears it; the agent's reply comes back the same way and plays with We
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anywidget
@@ -16,6 +16,7 @@ import traitlets
 
 from ..runner import NotebookRunner, RunnerError
 from ..speech import SAMPLE_RATE
+from ..speech.line import PRESETS, Line, LineLike, as_line
 from ..trace import TraceEvent
 from ._assets import asset
 from ._text import call_over, cut
@@ -25,8 +26,9 @@ MODES = ("push_to_talk", "open_mic")
 
 
 class VoiceView(anywidget.AnyWidget):
-    """A microphone button (push-to-talk or open mic), your level and the agent's, and what
-    was last heard and said, on a ``NotebookRunner(..., audio=True)``."""
+    """A microphone button (push-to-talk or open mic), your level and the agent's, the line
+    your voice crosses (``lines``: a choice of line conditions, ``runner.conditions``), and
+    what was last heard and said, on a ``NotebookRunner(..., audio=True)``."""
 
     _esm = asset("voice_view.js")
     _css = asset("views.css")
@@ -46,8 +48,21 @@ class VoiceView(anywidget.AnyWidget):
     microphone is then disabled"""
     error = traitlets.Unicode("").tag(sync=True)
     """why the microphone cannot be used (refused in the browser, the runner stopped)"""
+    lines = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """the names of the lines to choose from"""
+    line = traitlets.Unicode("").tag(sync=True)
+    """the name of the line chosen: the runner's ``conditions``"""
 
-    def __init__(self, runner: NotebookRunner, mode: str = "push_to_talk", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        runner: NotebookRunner,
+        mode: str = "push_to_talk",
+        lines: Mapping[str, LineLike] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """``lines``: the line conditions to choose from, by name (``PRESETS`` of
+        ``notebook_agents.speech.line`` unless given: clean, a café, a street, a telephone,
+        a lossy network...); the runner's own ``conditions`` are among them, chosen."""
         self._stops: list[Callable[[], None]] = []  # first: a refused view is still closed
         if not isinstance(runner, NotebookRunner):
             raise ViewSourceError(
@@ -57,11 +72,20 @@ class VoiceView(anywidget.AnyWidget):
                 "VideoSDKRunner's in `runner.room.played`)"
             )
         runner.require_microphone("VoiceView")
-        super().__init__(mode=mode, **kwargs)
+        choices = {
+            name: as_line(line) for name, line in (PRESETS if lines is None else lines).items()
+        }
+        chosen = next((name for name, line in choices.items() if line == runner.conditions), None)
+        if chosen is None:  # the runner's own line, named as it reads
+            chosen = str(runner.conditions)
+            choices = {chosen: runner.conditions, **choices}
+        self._lines: dict[str, Line] = choices
+        super().__init__(mode=mode, lines=list(choices), line=chosen, **kwargs)
         self.runner = runner
         self._stretches: list[str] = []
         """the final transcripts of the turn going on, each a stretch of speech"""
         self.on_msg(self._on_front_end)
+        self.observe(self._on_line, names="line")
         self._stops += [runner.on_agent_audio(self._play), runner.trace.subscribe(self._follow)]
         for event in runner.trace.events:
             self._follow(event)
@@ -86,6 +110,14 @@ class VoiceView(anywidget.AnyWidget):
                 self.runner.end_turn()
         except RunnerError as e:
             self.error = str(e)
+
+    def _on_line(self, change: dict[str, Any]) -> None:
+        """A line chosen in the browser: the caller's audio crosses it from now on."""
+        line = self._lines.get(change["new"])
+        if line is None:
+            self.error = f"no line {change['new']!r}: the lines are {', '.join(self._lines)}"
+            return
+        self.runner.conditions = line
 
     def _play(self, samples: np.ndarray | None) -> None:
         """The agent's reply, as it is given (on the session's thread), to the browser."""

@@ -12,7 +12,8 @@ import pytest
 
 from notebook_agents import NotebookRunner, RunnerError
 from notebook_agents.emulator import Emulator
-from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech import SAMPLE_RATE, Line, Noise, Telephone, synthesize
+from notebook_agents.speech.line import PRESETS
 from notebook_agents.trace import Trace, TraceEvent
 from notebook_agents.views import ChatView, VoiceView
 from tests.conftest import started
@@ -133,3 +134,26 @@ async def test_push_to_talk_on_a_realtime_model_that_ends_turns_itself_names_the
     view._on_front_end(view, {"kind": "pressed"}, [])
     assert 'turn_detection="manual"' in view.error and "open microphone" in view.error
     view.close()
+
+
+def test_the_lines_to_choose_are_named_by_the_kernel_and_the_choice_is_the_runners(
+    emulator: Emulator,
+) -> None:
+    runner = NotebookRunner(voice_server(emulator), audio=True)
+    view = VoiceView(runner)
+    assert view.lines == list(PRESETS) and view.line == "clean"
+    view.line = "telephone (8 kHz mu-law)"  # as the browser sets it
+    assert runner.conditions == Line(Telephone())
+    assert runner.trace.caller_conditions == [{"telephone": {}}]
+    view.line = "no such line"
+    assert view.error.startswith("no line 'no such line': the lines are clean, café")
+    assert runner.conditions == Line(Telephone())
+    view.close()
+    # a runner's own line is the first choice, named as it reads; lines given are the others
+    runner.conditions = Noise(5, "white")
+    own = VoiceView(runner, lines={"quiet": [], "phone": Telephone()})
+    assert own.lines == ["white noise at 5 dB SNR", "quiet", "phone"]
+    assert own.line == "white noise at 5 dB SNR"
+    own.line = "quiet"
+    assert runner.conditions == Line()
+    own.close()
