@@ -9,7 +9,13 @@ weather tool's location, their instructions and descriptions, a few cities as ke
 phrase class counts the phrases heard word for word, heard as nothing, and heard wrong
 (another phrase, which the emulator would answer as if said).
 
+With ``--conditions`` (once per line: a preset's name or its start, or the written form as
+YAML) the phrases are heard through each line too (``notebook_agents.speech.line``), and the
+counts are given per line.
+
     .venv/bin/python benchmarks/speech.py
+    .venv/bin/python benchmarks/speech.py --repeats 1 --conditions clean --conditions café \
+        --conditions telephone --conditions "[{packet_loss: {rate: 0.1, conceal: repeat}}]"
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from notebook_agents.speech import (
     transcribe,
 )
 from notebook_agents.speech.grammar import digits
+from notebook_agents.speech.line import Line, named_line
 
 CITIES = ("Paris", "London", "Tokyo", "Berlin", "New York")
 TOOLS = Vocabulary(
@@ -93,44 +100,61 @@ VOICES = ("en-us", "en", "en-us+f3")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--conditions",
+        action="append",
+        type=named_line,
+        help="a line to hear the phrases through (repeat for several): a preset's name or "
+        "its start (clean, café, street, telephone, ...), or YAML, '[telephone, {noise: "
+        "{kind: babble, snr_db: 10}}]'",
+    )
     args = parser.parse_args()
+    lines: dict[str, Line] = dict(args.conditions or [("clean", Line())])
     synthesize("warm up")
     transcribe(synthesize("hello"), SAMPLE_RATE, TOOLS)
     synthesis: list[float] = []
     recognition: list[float] = []
-    outcomes: dict[str, Counter[str]] = {name: Counter() for name in CLASSES}
+    outcomes = {line: {name: Counter[str]() for name in CLASSES} for line in lines}
     misheard: dict[str, Counter[str]] = {}
     for _ in range(args.repeats):
         for voice in VOICES:
             for name, phrases in CLASSES.items():
                 for phrase in phrases:
                     started = time.perf_counter()
-                    samples = synthesize(phrase, voice=voice)
+                    said = synthesize(phrase, voice=voice)
                     synthesized = time.perf_counter()
-                    try:
-                        heard = transcribe(samples, SAMPLE_RATE, TOOLS)
-                    except Exception as e:  # a failure is counted, not fatal
-                        heard = f"<{type(e).__name__}: {e}>"
-                    heard_at = time.perf_counter()
-                    seconds = samples.size / SAMPLE_RATE
+                    seconds = said.size / SAMPLE_RATE
                     synthesis.append((synthesized - started) / seconds)
-                    recognition.append((heard_at - synthesized) / seconds)
-                    outcome = _outcome(heard, _transcript(phrase))
-                    outcomes[name][outcome] += 1
-                    if outcome != "word for word":
-                        misheard.setdefault(f"{phrase} ({voice})", Counter())[heard] += 1
+                    for line_name, line in lines.items():
+                        samples = line.apply(said, SAMPLE_RATE)
+                        heard_from = time.perf_counter()
+                        try:
+                            heard = transcribe(samples, SAMPLE_RATE, TOOLS)
+                        except Exception as e:  # a failure is counted, not fatal
+                            heard = f"<{type(e).__name__}: {e}>"
+                        recognition.append((time.perf_counter() - heard_from) / seconds)
+                        outcome = _outcome(heard, _transcript(phrase))
+                        outcomes[line_name][name][outcome] += 1
+                        if outcome != "word for word":
+                            where = f"{phrase} ({voice}, {line_name})"
+                            misheard.setdefault(where, Counter())[heard] += 1
     print(_line("synthesis (eSpeak NG, 24 kHz)", synthesis))
     print(_line("recognition (pocketsphinx, caller grammar)", recognition))
-    total = sum(c["word for word"] for c in outcomes.values())
-    trials = sum(sum(c.values()) for c in outcomes.values())
-    print(f"recognition accuracy: {total}/{trials} heard word for word")
-    for name, counts in outcomes.items():
+    for line_name, by_class in outcomes.items():
+        total = sum(c["word for word"] for c in by_class.values())
+        trials = sum(sum(c.values()) for c in by_class.values())
+        wrong = sum(c["wrong"] for c in by_class.values())
         print(
-            f"  {name}: {counts['word for word']}/{sum(counts.values())} word for word, "
-            f"{counts['nothing']} nothing, {counts['wrong']} wrong"
+            f"recognition accuracy, {line_name}: {total}/{trials} heard word for word, "
+            f"{wrong} wrong"
         )
-    for said, heard_as in misheard.items():
-        print(f"  {said!r} heard as {dict(heard_as)}")
+        for name, counts in by_class.items():
+            print(
+                f"  {name}: {counts['word for word']}/{sum(counts.values())} word for word, "
+                f"{counts['nothing']} nothing, {counts['wrong']} wrong"
+            )
+    for where, heard_as in misheard.items():
+        print(f"  {where!r} heard as {dict(heard_as)}")
 
 
 def _transcript(phrase: str) -> str:

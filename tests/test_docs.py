@@ -205,7 +205,8 @@ async def test_the_suite_example_gives_the_verdicts_its_file_says(
     fails, the persona scenario is not runnable; then the simulated caller's cell plays that
     one, as its rule scripts the caller, and its verdict is the scripted judge's; run 5 times
     on a model failing 1 response in 7, the first is flaky as it says."""
-    (scenarios,) = re.findall(r"^```yaml\n(.*?)^```$", CHECKING.read_text(), re.S | re.M)
+    # the first: the suite (the others show one field each)
+    scenarios = re.findall(r"^```yaml\n(.*?)^```$", CHECKING.read_text(), re.S | re.M)[0]
     (tmp_path / "scenarios.yaml").write_text(scenarios)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "agent", greeter_weather)

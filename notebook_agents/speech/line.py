@@ -626,6 +626,31 @@ def _joined(frames: Iterable[Any]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.int16)
 
 
+def named_line(text: str) -> tuple[str, Line]:
+    """A line given as text (``--conditions``), and its name: a preset's name or the start of
+    one (``telephone``, ``café``), else the written form as YAML (``"[telephone, {noise:
+    {kind: babble, snr_db: 10}}]"``); ``LineError`` says which names there are."""
+    import yaml
+
+    starting = [name for name in PRESETS if name.casefold().startswith(text.strip().casefold())]
+    if text.strip() and len(starting) == 1:
+        return starting[0], PRESETS[starting[0]]
+    if text.strip() in PRESETS:
+        return text.strip(), PRESETS[text.strip()]
+    try:
+        written = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise LineError(f"{text!r} is no line's written form ({e})") from None
+    if not isinstance(written, list):
+        which = f"starts {len(starting)} of them" if starting else "names none of them"
+        raise LineError(
+            f"{text!r} {which}: name one of {', '.join(map(repr, PRESETS))} (or its start), "
+            f"or write the conditions as a YAML list, e.g. '[{_EXAMPLE}]'"
+        )
+    line = Line.read(written)
+    return str(line), line
+
+
 PRESETS: dict[str, Line] = {
     "clean": Line(),
     "café (babble, 10 dB SNR)": Line(Noise(10, "babble")),

@@ -22,6 +22,7 @@ from notebook_agents.speech.line import (
     Telephone,
     as_line,
     mu_law,
+    named_line,
     speech_power,
 )
 from notebook_agents.speech.wav import wav_bytes
@@ -241,3 +242,18 @@ def test_the_written_form_reads_back() -> None:
 def test_a_condition_written_wrong_says_how_to_write_it(written: object, says: str) -> None:
     with pytest.raises(LineError, match=says):
         Line.read(written)
+
+
+def test_a_line_is_named_by_a_preset_or_written_as_yaml() -> None:
+    assert named_line("telephone") == ("telephone (8 kHz mu-law)", Line(Telephone()))
+    assert named_line("CAFÉ") == ("café (babble, 10 dB SNR)", Line(Noise(10, "babble")))
+    assert named_line("clean") == ("clean", Line())
+    written = "[telephone, {noise: {kind: road, snr_db: 5}}]"
+    assert named_line(written) == (
+        "road noise at 5 dB SNR, telephone (8 kHz mu-law)",
+        Line(Noise(5, "road"), Telephone()),
+    )
+    with pytest.raises(LineError, match=r"'phone' names none of them: name one of 'clean', "):
+        named_line("phone")
+    with pytest.raises(LineError, match=r"'c' starts 2 of them"):  # clean, café
+        named_line("c")

@@ -3,6 +3,7 @@ cross, read with the file's other fields, run by ``run_suite`` and under pytest.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,3 +160,18 @@ def test_a_scenario_with_conditions_runs_under_pytest(tmp_path: Path) -> None:
         "asks for the weather on the phone in a cafe": "passed",
         "a line that loses every frame is heard as nothing": "failed",
     }
+
+
+def test_the_checking_guides_example_reads_as_it_says(tmp_path: Path) -> None:
+    guide = Path(__file__).parents[2] / "docs" / "guides" / "checking.md"
+    (example,) = [
+        block
+        for block in re.findall(r"^```yaml\n(.*?)^```$", guide.read_text(), re.S | re.M)
+        if "conditions:" in block
+    ]
+    (tmp_path / "thanks.wav").write_bytes(wav_bytes(synthesize("thank you"), SAMPLE_RATE))
+    (scenario,) = load_suite(_suite(tmp_path, example)).scenarios
+    assert [turn.conditions for turn in scenario.turns] == [
+        Line(Noise(10, "babble"), Telephone()),
+        Line(PacketLoss(0.1, "repeat", seed=1)),
+    ]
