@@ -21,6 +21,7 @@ Its written form, for a suite's ``conditions:``, the trace and the benchmark's
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import math
@@ -31,17 +32,17 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from livekit.agents.voice.room_io import AudioInputOptions
 
 from ..errors import NotebookAgentsError
 from .synthesis import SAMPLE_RATE, _resample_to, synthesize
 from .wav import wav_samples
 
-FRAME_MS = AudioInputOptions().frame_size_ms
+FRAME_MS = 50
 """livekit's frame of a caller's audio: ``RoomIO`` reads a participant's track in frames of
-``AudioInputOptions.frame_size_ms`` (50 ms in livekit-agents 1.8.9,
-livekit/agents/voice/room_io/types.py), so a frame lost or late is this long. WebRTC's Opus
-packets are 20 ms: ``PacketLoss(frame_ms=20)`` loses those instead."""
+``AudioInputOptions.frame_size_ms``, 50 ms (livekit-agents 1.8.9,
+livekit/agents/voice/room_io/types.py; a test holds this to it: not imported, the package and
+the emulator start without livekit.agents), so a frame lost or late is this long. WebRTC's
+Opus packets are 20 ms: ``PacketLoss(frame_ms=20)`` loses those instead."""
 TELEPHONE_RATE = 8_000
 """G.711's sampling rate: the telephone line carries 0-4 kHz"""
 NOMINAL_SPEECH_DBFS = -26.0
@@ -329,11 +330,12 @@ _MU_CLIP = 32635
 # -- the stages ------------------------------------------------------------------------------
 
 
-class _Stage:
+class _Stage(abc.ABC):
     condition: Condition
 
+    @abc.abstractmethod
     def process(self, audio: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The next chunk (float, int16's scale) through this stage."""
 
     def flush(self) -> np.ndarray:
         return np.zeros(0)
