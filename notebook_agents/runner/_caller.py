@@ -15,7 +15,7 @@ import collections
 import contextlib
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from livekit.agents import AgentSession
 from livekit.agents.voice import io
 
 from ..speech import SAMPLE_RATE
+from ..speech.line import Line
 from ..speech.synthesis import _resample_to
 
 FRAME_S = 0.02
@@ -44,6 +45,8 @@ class SpokenAudio:
     """trace time the turn began, before its audio went in"""
     ended: float
     """trace time it ended: answered, or given up"""
+    line: Line = field(default_factory=Line)
+    """the line conditions it crossed on its way to the session"""
 
 
 class CallerInput(io.AudioInput):

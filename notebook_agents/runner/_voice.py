@@ -240,7 +240,7 @@ class Voice(TypedTurns):
                 turn.end()
                 self.trace.caller_conditions = self._conditions.to_records()
                 # kept whatever became of the turn: what the trace holds of it was said so
-                self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now()))
+                self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now(), line))
         return self._checked(session, turn.run, started, raised, spoken=True)
 
     async def _give_up(self, turn: SpokenTurn) -> None:

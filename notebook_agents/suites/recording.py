@@ -16,7 +16,8 @@ arguments, or says more or less, breaks it at that event. What the agent said is
 its words (a model words the same answer differently): that is a judge's work.
 
 A spoken turn's audio is the runner's (``runner.spoken``: the samples ``send_audio`` was
-given), written as a WAV file beside the scenarios file; the trace alone keeps no audio.
+given), written as a WAV file beside the scenarios file, with the line conditions it crossed
+(``conditions:``); the trace alone keeps no audio.
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ def to_scenario(
                     written.append(wav)
                     file.write(wav_bytes(turn.audio.samples, turn.audio.rate))
                 said["audio"] = wav.name
+                if turn.audio.line:  # played again through the line it was spoken through
+                    said["conditions"] = turn.audio.line.to_records()
             else:
                 said["user"] = turn.said
             said["expect"] = _expectations(turn.events, classes)

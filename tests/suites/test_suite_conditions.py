@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 from livekit.agents import AgentServer
 
+from notebook_agents import NotebookRunner
+from notebook_agents.emulator import Emulator
 from notebook_agents.speech import (
     SAMPLE_RATE,
     Gain,
@@ -21,7 +24,9 @@ from notebook_agents.speech import (
     synthesize,
 )
 from notebook_agents.speech.wav import wav_bytes
-from notebook_agents.suites import Outcome, SuiteFileError, load_suite, run_suite
+from notebook_agents.suites import Outcome, SuiteFileError, load_suite, run_suite, to_scenario
+from tests.conftest import API_KEY, started
+from tests.suites.test_recording import modules, scenario_data  # noqa: F401  (a fixture)
 from tests.suites.test_suites import (
     HEARING_CONFTEST,
     make_hearing_greeter,  # noqa: F401  (a fixture)
@@ -174,4 +179,30 @@ def test_the_checking_guides_example_reads_as_it_says(tmp_path: Path) -> None:
     assert [turn.conditions for turn in scenario.turns] == [
         Line(Noise(10, "babble"), Telephone()),
         Line(PacketLoss(0.1, "repeat", seed=1)),
+    ]
+
+
+@pytest.mark.slow  # a real-time spoken turn
+async def test_a_call_spoken_through_a_line_is_recorded_with_it(
+    emulator: Emulator,
+    runners: list[NotebookRunner],
+    modules: Callable[..., ModuleType],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """``to_scenario`` writes a spoken turn's line beside its WAV (the audio as given): played
+    again, the agent hears it through the same line."""
+    clinic = modules(tmp_path / "app")
+    runner = await started(
+        runners,
+        NotebookRunner(clinic.make_server(emulator.base_url(), API_KEY, hears=True), audio=True),
+    )
+    await runner.greeting()
+    line = Line(Noise(20, "road", seed=3), Telephone())
+    await runner.send_audio(synthesize("transfer to billing"), conditions=line)
+    path = tmp_path / "scenarios.yaml"
+    (spoken,) = to_scenario(runner, "pays by voice on the phone", path).turns
+    assert spoken.conditions == line
+    assert scenario_data(path, "pays by voice on the phone")["turns"][0]["conditions"] == [
+        {"noise": {"snr_db": 20, "kind": "road", "seed": 3}},
+        {"telephone": {}},
     ]
