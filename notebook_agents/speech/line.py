@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+from livekit import rtc
 
 from ..errors import NotebookAgentsError
 from .synthesis import SAMPLE_RATE, _resample_to, synthesize
@@ -80,7 +81,7 @@ class Noise:
     def __post_init__(self) -> None:
         _require_number(self, "snr_db", -30.0, 60.0)
         _require_seed(self)
-        if self.kind not in NOISE_KINDS and not Path(self.kind).suffix.lower() == ".wav":
+        if self.kind not in NOISE_KINDS and Path(self.kind).suffix.lower() != ".wav":
             raise LineError(
                 f"Noise(kind={self.kind!r}): give one of {', '.join(NOISE_KINDS)}, or a WAV "
                 "file's path (ending .wav)"
@@ -307,13 +308,14 @@ def speech_power(samples: np.ndarray, rate: int = SAMPLE_RATE) -> float | None:
     audio = np.asarray(samples, np.float64)
     usable = audio[: audio.size - audio.size % size].reshape(-1, size)
     powers = (usable**2).mean(axis=1) if usable.size else np.zeros(0)
-    active = powers[powers > (_FULL_SCALE * 10 ** (_ACTIVE_FLOOR_DBFS / 20)) ** 2]
+    active = powers[powers > _dbfs_power(_ACTIVE_FLOOR_DBFS)]
     return float(active.mean()) if active.size else None
 
 
 def mu_law(samples: np.ndarray) -> np.ndarray:
     """int16 samples through G.711 mu-law (encoded to its 8 bits and decoded): the classic
-    segmented encoder (bias 0x84, clip 32635; ITU-T G.711 Table 2a)."""
+    segmented encoder of ITU-T G.711's mu-law tables, as Sun's reference g711.c writes it
+    (bias 0x84, clip 32635): 255 levels, steps of 8 near zero to 1024 at full scale."""
     x = np.asarray(samples, np.int32)
     magnitude = np.minimum(np.abs(x), _MU_CLIP) + _MU_BIAS
     exponent = np.clip(np.floor(np.log2(magnitude)).astype(np.int32) - 7, 0, 7)
@@ -379,16 +381,13 @@ class _Gained(_Stage):
 
 class _Telephoned(_Stage):
     def __init__(self, condition: Telephone, rate: int) -> None:
-        from livekit import rtc  # the resampler's streaming form: its state spans chunks
-
+        # livekit's resampler in its streaming form: its filter's state spans the chunks
         self.condition = condition
         self.rate = rate
         self.down = rtc.AudioResampler(rate, TELEPHONE_RATE) if rate != TELEPHONE_RATE else None
         self.up = rtc.AudioResampler(TELEPHONE_RATE, rate) if rate != TELEPHONE_RATE else None
 
     def process(self, audio: np.ndarray) -> np.ndarray:
-        from livekit import rtc
-
         pcm = _to_int16(audio)
         if self.down is None or self.up is None:
             return mu_law(pcm).astype(np.float64)
@@ -404,8 +403,6 @@ class _Telephoned(_Stage):
         return np.concatenate([self._widen(narrow), _joined(self.up.flush()).astype(np.float64)])
 
     def _widen(self, narrow: np.ndarray) -> np.ndarray:
-        from livekit import rtc
-
         assert self.up is not None
         if not narrow.size:
             return np.zeros(0)
