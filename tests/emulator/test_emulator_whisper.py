@@ -26,6 +26,7 @@ from notebook_agents.emulator import Emulator, ParameterError
 from notebook_agents.errors import MissingExtraError
 from notebook_agents.speech import SAMPLE_RATE, WHISPER_EXTRA, synthesize, word_error_rate
 from tests.conftest import API_KEY, started
+from tests.emulator.test_emulator_cli import command
 from tests.emulator.test_emulator_livekit_inference import KEY, SECRET
 from tests.handoff_agents import Concierge
 from tests.speech.free_speech import CORPUS, MAX_WORD_ERROR_RATE, corpus_error_rate, spoken
@@ -61,7 +62,7 @@ def test_grammar_is_the_default_and_a_connection_may_ask_for_whisper(emulator: E
 
 
 def test_whisper_without_its_extra_names_the_install(
-    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """As in an environment without the extra: its packages cannot be imported. In Python it
     is the package's MissingExtraError; a client asking the server is refused with it."""
@@ -85,6 +86,8 @@ def test_whisper_without_its_extra_names_the_install(
 
     status, body = asyncio.run(post())
     assert status == 400 and "notebook-agents[whisper]" in body
+    status, out, err = command(capsys, "--port", "0", "--hearing", "whisper")
+    assert (status, out) == (2, "") and "notebook-agents[whisper]" in err
 
 
 @pytest.mark.slow
