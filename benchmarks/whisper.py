@@ -78,8 +78,8 @@ def main() -> None:
                 text = transcribe(samples, SAMPLE_RATE, words, hearing=hearing)
                 factors[name].append((time.perf_counter() - began) / seconds)
                 heard[name].append((said, text))
-    words = sum(len(s.split()) for s, _ in clips)
-    print(f"corpus: {len(SENTENCES)} sentences x {len(VOICES)} voices ({words} words)")
+    said_words = sum(len(s.split()) for s, _ in clips)
+    print(f"corpus: {len(SENTENCES)} sentences x {len(VOICES)} voices ({said_words} words)")
     for name in factors:
         print(
             f"{name}: word error rate {wer(heard[name]):.1%}; "

@@ -5,7 +5,7 @@ emulator can answer, rather nothing than a wrong phrase), or ``whisper``, free E
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Literal
 
 from ..errors import NotebookAgentsError
 from .whisper import require_whisper
@@ -29,4 +29,4 @@ def check_hearing(hearing: str) -> Hearing:
         )
     if hearing == "whisper":
         require_whisper()
-    return cast(Hearing, hearing)
+    return hearing

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Literal
 
 import numpy as np
 from livekit import rtc
@@ -26,7 +27,7 @@ from .recognition import transcribe
 from .whisper import require_whisper
 
 
-class LocalWhisperSTT(stt.STT):
+class LocalWhisperSTT(stt.STT[Literal["metrics_collected", "error"]]):
     """Whisper tiny.en on this machine's CPU as a livekit STT (the ``whisper`` extra; without
     it, making one raises ``MissingExtraError`` naming the install).
 
