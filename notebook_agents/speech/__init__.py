@@ -4,7 +4,7 @@ notebooks and tests make a caller's voice; ``LocalWhisperSTT``, local ears for a
 
 from typing import TYPE_CHECKING, Any
 
-from .accuracy import word_error_rate
+from .accuracy import NothingSaidError, word_error_rate
 from .grammar import Parameter, Request, Vocabulary, VocabularyError
 from .hearing import HEARINGS, Hearing, HearingError
 from .recognition import RecognitionError, SampleRateError, transcribe
@@ -32,6 +32,7 @@ __all__ = [
     "Hearing",
     "HearingError",
     "LocalWhisperSTT",
+    "NothingSaidError",
     "Parameter",
     "RecognitionError",
     "Request",

@@ -6,7 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..errors import NotebookAgentsError
 from .grammar import digits
+
+
+class NothingSaidError(NotebookAgentsError, ValueError):
+    """A word error rate asked of pairs in which nothing was said: it counts errors per word
+    said, so give at least one pair whose ``said`` has words."""
+
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -27,7 +34,9 @@ def word_error_rate(pairs: Iterable[tuple[str, str]]) -> float:
         errors += _edits(reference, hypothesis)
         said_words += len(reference)
     if said_words == 0:
-        raise ValueError("nothing was said: give at least one (said, heard) pair with words")
+        raise NothingSaidError(
+            "nothing was said: give at least one (said, heard) pair whose said has words"
+        )
     return errors / said_words
 
 

@@ -15,6 +15,7 @@ from notebook_agents.speech import (
     SAMPLE_RATE,
     WHISPER_EXTRA,
     HearingError,
+    NothingSaidError,
     Parameter,
     Request,
     Vocabulary,
@@ -37,7 +38,7 @@ def test_the_word_error_rate_counts_substitutions_deletions_and_insertions() -> 
     assert word_error_rate([("a b c", "a b c"), ("d", "e")]) == pytest.approx(1 / 4)
     # numbers written either way are the same words
     assert word_error_rate([("what is two plus three", "What is 2 plus 3?")]) == 0.0
-    with pytest.raises(ValueError, match="nothing was said"):
+    with pytest.raises(NothingSaidError, match="nothing was said"):
         word_error_rate([("", "hello")])
 
 
