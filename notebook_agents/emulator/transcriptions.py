@@ -70,7 +70,7 @@ async def audio_transcriptions(request: web.Request) -> web.StreamResponse:
         return reject.response()
     heard_in = settings.offered.vocabulary([asked.prompt], keywords=asked.keywords)
     try:
-        # pocketsphinx runs on a worker thread: the emulator's loop keeps serving meanwhile
+        # the recognizer runs on a worker thread: the emulator's loop keeps serving meanwhile
         text = await asyncio.to_thread(transcribe, asked.samples, asked.rate, heard_in, log.hearing)
     except RecognitionError as e:
         log.record("out", "error")

@@ -15,8 +15,9 @@ Google's reference decides the rest:
   interrupt any current model generation"; ``turnComplete`` starts a generation;
 - ``realtimeInput`` audio (16 kHz PCM) is heard by the automatic activity detection (a
   loudness VAD, ``listening.ServerVad``) unless the setup disabled it, when ``activityStart``
-  and ``activityEnd`` bound the turn; the turn's words (pocketsphinx, in the session's
-  vocabulary) come back as ``inputTranscription`` when asked for, then the model answers;
+  and ``activityEnd`` bound the turn; the turn's words (heard in the session's vocabulary
+  as the connection's ``hearing`` says: pocketsphinx's grammar, or Whisper) come back as
+  ``inputTranscription`` when asked for, then the model answers;
 - a ``toolCall`` holds the generation until every call has its ``toolResponse``; the model
   then answers the results by itself (``BLOCKING``, the default behaviour), unless every
   response's ``scheduling`` is ``SILENT``;
