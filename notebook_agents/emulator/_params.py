@@ -1,12 +1,14 @@
-"""Checking of the emulator's latency and fault parameters, wherever they enter: the query
-string, ``LatencyModel`` / ``Faults`` built in Python, ``base_url()`` and the command line.
-Errors name the parameter, the allowed range and an example."""
+"""Checking of the emulator's latency, fault and hearing parameters, wherever they enter: the
+query string, ``LatencyModel`` / ``Faults`` built in Python, ``Emulator(hearing=)``,
+``base_url()`` and the command line. Errors name the parameter, the allowed range and an
+example."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..errors import NotebookAgentsError
+from ..speech.hearing import Hearing, HearingError, check_hearing
 
 
 class ParameterError(NotebookAgentsError, ValueError):
@@ -60,6 +62,15 @@ def parse_flag(name: str, raw: str | bool) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ParameterError(f"{name}={raw!r} must be true or false (e.g. {name}=1)")
+
+
+def parse_hearing(raw: str) -> Hearing:
+    """``hearing=``: ``grammar`` or ``whisper`` (ParameterError for another; whisper without
+    its extra is the ``MissingExtraError`` naming the install)."""
+    try:
+        return check_hearing(raw)
+    except HearingError as e:
+        raise ParameterError(str(e)) from None
 
 
 def _shown(raw: str | float) -> str:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from ._params import ParameterError
+from ..errors import MissingExtraError
+from ..speech.hearing import DEFAULT_HEARING, Hearing
+from ._params import ParameterError, parse_hearing
 from .conversation import Conversation
 from .faults import Faults
 from .latency import LatencyModel
@@ -60,6 +62,8 @@ class ConnectionLog:
     path: str
     latency: LatencyModel
     faults: Faults
+    hearing: Hearing = DEFAULT_HEARING
+    """how the emulator hears this connection's caller (``HEARING_PARAMETER``)"""
     events: deque[tuple[float, str, str]] = field(default_factory=lambda: deque(maxlen=10_000))
     """(perf_counter, "in" | "out", event type) as seen by the server; the latest 10,000"""
     conversation: Conversation | None = None
@@ -91,6 +95,8 @@ class EmulatorSettings:
     models: ModelCatalog = field(default_factory=ModelCatalog)
     validate: bool = True
     """check every event both ways against the ``openai`` package's realtime types"""
+    hearing: Hearing = DEFAULT_HEARING
+    """how callers are heard, unless a connection asks otherwise (``?hearing=whisper``)"""
     connections: deque[ConnectionLog] = field(
         default_factory=lambda: deque(maxlen=CONNECTIONS_KEPT)
     )
@@ -112,12 +118,18 @@ class EmulatorSettings:
         return next(self._under_fail_every) % faults.fail_every == 0
 
     def open_connection(self, kind: str, path: str, query: Mapping[str, str]) -> ConnectionLog:
-        """Resolve a connection's latency and faults (raises ParameterError) and log it."""
+        """Resolve a connection's latency, faults and hearing (raises ParameterError) and log
+        it."""
+        try:
+            hearing = parse_hearing(query.get(HEARING_PARAMETER, self.hearing))
+        except MissingExtraError as e:  # the client's to fix: it asked for what is not here
+            raise ParameterError(str(e)) from None
         log = ConnectionLog(
             kind=kind,
             path=path,
             latency=LatencyModel.from_query(query, self.latency),
             faults=Faults.from_query(query, self.faults),
+            hearing=hearing,
         )
         self.connections.append(log)
         return log
@@ -127,16 +139,22 @@ SETTINGS_KEY = web.AppKey("settings", EmulatorSettings)
 
 LATENCY_PARAMETERS = tuple(f.name for f in dataclasses.fields(LatencyModel))
 FAULT_PARAMETERS = tuple(f.name for f in dataclasses.fields(Faults))
+HEARING_PARAMETER = "hearing"
+"""how the emulator hears a connection's caller: ``grammar`` (the default: the nearest phrase
+of the session's grammar, deterministic) or ``whisper`` (free speech; the ``whisper`` extra)"""
 
 
 def check_query(query: Mapping[str, str]) -> None:
     """Raise ParameterError for whatever a connection with this query would be refused for,
     and for names the server would ignore (a typo like ``rtt=20`` would go unnoticed)."""
     for name in query:
-        if name not in LATENCY_PARAMETERS + FAULT_PARAMETERS:
+        if name not in (*LATENCY_PARAMETERS, *FAULT_PARAMETERS, HEARING_PARAMETER):
             raise ParameterError(
                 f"unknown parameter {name!r}: latency parameters are "
-                f"{', '.join(LATENCY_PARAMETERS)}; faults are {', '.join(FAULT_PARAMETERS)}"
+                f"{', '.join(LATENCY_PARAMETERS)}; faults are {', '.join(FAULT_PARAMETERS)}; "
+                f"and {HEARING_PARAMETER} (grammar or whisper)"
             )
     LatencyModel.from_query(query)
     Faults.from_query(query)
+    if HEARING_PARAMETER in query:
+        parse_hearing(query[HEARING_PARAMETER])

@@ -9,7 +9,9 @@ import dataclasses
 import os
 import sys
 
-from ._params import ParameterError
+from ..errors import MissingExtraError
+from ..speech.hearing import DEFAULT_HEARING, HEARINGS
+from ._params import ParameterError, parse_hearing
 from ._settings import FAULT_PARAMETERS, EmulatorSettings
 from .errors import EmulatorError
 from .faults import Faults
@@ -49,6 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a fault for every connection, e.g. --fault drop_after=5; repeatable (default: none)",
     )
     parser.add_argument(
+        "--hearing",
+        choices=HEARINGS,
+        default=DEFAULT_HEARING,
+        help="how callers are heard: the nearest phrase of the session's grammar, or free "
+        "speech (whisper: the whisper extra); ?hearing= in a base_url overrides it "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--no-validate",
         action="store_true",
         help="skip checking every realtime event against the openai package's types "
@@ -71,10 +81,13 @@ def run(args: argparse.Namespace) -> int:
             **{f.name: getattr(args, f.name) for f in dataclasses.fields(LatencyModel)}
         )
         faults = Faults.from_query(dict(_split_fault(f) for f in args.fault))
-    except (ParameterError, EmulatorError) as e:
+        hearing = parse_hearing(args.hearing)
+    except (ParameterError, EmulatorError, MissingExtraError) as e:
         print(f"notebook-agents emulator: {e}", file=sys.stderr)
         return 2
-    settings = EmulatorSettings(latency=latency, faults=faults, validate=not args.no_validate)
+    settings = EmulatorSettings(
+        latency=latency, faults=faults, validate=not args.no_validate, hearing=hearing
+    )
     try:
         asyncio.run(_serve(settings, port, until_stdin_closes=args.until_stdin_closes))
     except EmulatorError as e:

@@ -18,9 +18,11 @@ from yarl import URL
 
 from .. import _cells
 from .._lifecycle import StartStop
+from ..speech.hearing import DEFAULT_HEARING, Hearing
 from . import _replaced
 from ._http import MAX_BODY_BYTES
 from ._open_connections import OPEN_CONNECTIONS_KEY, OpenConnections, close_open_connections
+from ._params import parse_hearing
 from ._settings import SETTINGS_KEY, ConnectionLog, EmulatorSettings, check_query
 from .chat import chat_completions, list_models, retrieve_model
 from .conversation import Conversation
@@ -230,6 +232,12 @@ class Emulator(StartStop):
 
         with Emulator(latency=LatencyModel(rtt_ms=20)) as emu:
             model = openai.realtime.RealtimeModel(base_url=emu.base_url(), api_key="x")
+
+    ``hearing`` is how it hears callers wherever they speak (transcriptions, the Realtime
+    socket's input audio, LiveKit Inference STT, Gemini Live): ``"grammar"``, the nearest
+    phrase of the session's grammar (the default, deterministic), or ``"whisper"``, free
+    speech (the ``whisper`` extra; without it a ``MissingExtraError`` names the install). One
+    connection may ask otherwise: ``emu.base_url(hearing="whisper")``.
     """
 
     def __init__(
@@ -241,6 +249,7 @@ class Emulator(StartStop):
         rules: ReplyRules | None = None,
         models: ModelCatalog | None = None,
         validate: bool = True,
+        hearing: Hearing = DEFAULT_HEARING,
     ) -> None:
         self.settings = EmulatorSettings(
             latency=latency or LatencyModel(),
@@ -248,6 +257,7 @@ class Emulator(StartStop):
             rules=rules or ReplyRules(),
             models=models or ModelCatalog(),
             validate=validate,
+            hearing=parse_hearing(hearing),
         )
         self._requested_port = check_port(port)
         self._port: int | None = None
@@ -276,7 +286,8 @@ class Emulator(StartStop):
         """The ``base_url`` to give a client, with per-connection latency and faults.
 
         ``emu.base_url(rtt_ms=20, drop_after=5)`` -> ``http://127.0.0.1:PORT/v1?rtt_ms=20&drop_after=5``;
-        a value the server would refuse raises ParameterError naming the allowed range.
+        ``emu.base_url(hearing="whisper")``: that client's caller heard as free speech. A value
+        the server would refuse raises ParameterError naming the allowed range.
         """
         return base_url(self.url, **overrides)
 
@@ -503,4 +514,6 @@ class Emulator(StartStop):
         where = self.url if self._port is not None else "stopped"
         if self.replaced and self.running:
             where += f", replaced: serving its {self.open_connections} open connection(s)"
-        return f"Emulator({where}, latency={self.settings.latency})"
+        hearing = self.settings.hearing
+        heard = "" if hearing == DEFAULT_HEARING else f", hearing={hearing!r}"
+        return f"Emulator({where}, latency={self.settings.latency}{heard})"

@@ -1,18 +1,21 @@
-"""Speech to text (``POST /v1/audio/transcriptions``), heard offline by pocketsphinx.
+"""Speech to text (``POST /v1/audio/transcriptions``), heard offline: by pocketsphinx in a
+grammar, or as free speech by Whisper (the connection's ``hearing``).
 
 What ``livekit.plugins.openai.STT`` sends, as a multipart form: ``file`` (a WAV of the user's
 turn), ``model``, ``language``, ``prompt``, ``keywords`` and ``response_format`` (``json``, or
-``verbose_json`` for ``whisper-1``). The emulator hears the caller as the nearest phrase of a
-grammar of what the models on this emulator were offered (a cascaded session's LLM requests
-name its tools and instructions; the STT request does not), the request's ``keywords`` and the
-words of its ``prompt`` (``vocabulary.py``). Files are PCM16 WAV; other encodings are refused
-as OpenAI refuses a file it cannot decode; one cut short mid-sample is read as its whole
-samples, as a decoder reads a truncated stream. A file over OpenAI's 25 MB, or a body over it
-and the form around it, is refused with OpenAI's 413. A failure of the recognizer fails that
-request only, with a 500 naming the cause.
+``verbose_json`` for ``whisper-1``). The emulator hears the caller (``hearing="grammar"``, the
+default) as the nearest phrase of a grammar of what the models on this emulator were offered
+(a cascaded session's LLM requests name its tools and instructions; the STT request does not),
+the request's ``keywords`` and the words of its ``prompt`` (``vocabulary.py``); with
+``hearing="whisper"`` as free speech, those words its prompt. Files are PCM16 WAV; other
+encodings are refused as OpenAI refuses a file it cannot decode; one cut short mid-sample is
+read as its whole samples, as a decoder reads a truncated stream. A file over OpenAI's 25 MB,
+or a body over it and the form around it, is refused with OpenAI's 413. A failure of the
+recognizer fails that request only, with a 500 naming the cause.
 
 Timing: the text leaves ``LatencyModel.http_first_byte_s`` after the request arrived, as a chat
-completion's first byte would; an error costs the round trip (and connect) only.
+completion's first byte would, or once the recognizer is done if it took longer (its time is
+real, and shows in the turn's phases); an error costs the round trip (and connect) only.
 """
 
 from __future__ import annotations
@@ -67,8 +70,8 @@ async def audio_transcriptions(request: web.Request) -> web.StreamResponse:
         return reject.response()
     heard_in = settings.offered.vocabulary([asked.prompt], keywords=asked.keywords)
     try:
-        # pocketsphinx runs on a worker thread: the emulator's loop keeps serving meanwhile
-        text = await asyncio.to_thread(transcribe, asked.samples, asked.rate, heard_in)
+        # the recognizer runs on a worker thread: the emulator's loop keeps serving meanwhile
+        text = await asyncio.to_thread(transcribe, asked.samples, asked.rate, heard_in, log.hearing)
     except RecognitionError as e:
         log.record("out", "error")
         await sleep_until(clock.error())

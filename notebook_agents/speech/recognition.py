@@ -31,8 +31,10 @@ import numpy as np
 
 from ..errors import NotebookAgentsError
 from .grammar import Grammar, Vocabulary, grammar
+from .hearing import DEFAULT_HEARING, Hearing, check_hearing
 from .pronunciation import pronunciation
 from .synthesis import _resample_to
+from .whisper import WHISPER_RATE, hear_freely, prompt_of
 
 RECOGNITION_RATE = 16_000
 """the rate pocketsphinx's en-US model hears at"""
@@ -58,18 +60,35 @@ class SampleRateError(NotebookAgentsError, ValueError):
     """Audio given with a rate that is none (0 Hz or less): give the samples' rate in Hz."""
 
 
-def transcribe(samples: np.ndarray, rate: int, heard_in: Vocabulary | Iterable[str] = ()) -> str:
+def transcribe(
+    samples: np.ndarray,
+    rate: int,
+    heard_in: Vocabulary | Iterable[str] = (),
+    hearing: Hearing = DEFAULT_HEARING,
+) -> str:
     """What a caller said in int16 mono ``samples`` at ``rate``, heard as the nearest phrase a
     caller of a session with this vocabulary (or these tool names) may say; "" when nothing
     was heard. A failure of the recognizer is a ``RecognitionError`` naming its cause; the
-    next call is heard afresh."""
+    next call is heard afresh.
+
+    ``hearing="whisper"`` hears free speech instead (Whisper, the ``whisper`` extra; without
+    it a ``MissingExtraError`` names the install), the vocabulary its prompt, written as
+    Whisper writes it ("Please remind me to water the plants.")."""
     if rate <= 0:
         raise SampleRateError(f"the audio's rate is {rate} Hz: give its sample rate, e.g. 24000")
+    check_hearing(hearing)
     vocabulary = Vocabulary.of(heard_in)
     heard = _resample_to(np.asarray(samples, np.int16), rate, RECOGNITION_RATE)
-    audio = _without_silence_around(heard).tobytes()
-    if not audio:
+    trimmed = _without_silence_around(heard)
+    if not trimmed.size:
         return ""
+    if hearing == "whisper":
+        try:
+            audio16k = _resample_to(trimmed, RECOGNITION_RATE, WHISPER_RATE)
+            return hear_freely(audio16k, prompt_of(vocabulary))
+        except Exception as e:
+            raise RecognitionError(f"Whisper could not hear the audio: {e!r}") from e
+    audio = trimmed.tobytes()
     try:
         with _ears.borrow() as ear:
             return ear.hear(audio, vocabulary)

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
+from ...errors import MissingExtraError
 from .._open_connections import OPEN_CONNECTIONS_KEY, serve
 from .._params import ParameterError
 from .._settings import SETTINGS_KEY, check_query
@@ -80,7 +81,7 @@ async def bidi_generate_content(request: web.Request) -> web.StreamResponse:
     try:
         check_query(query)  # a name the server would ignore is refused, as in a base_url
         log = settings.open_connection("gemini_live", request.path, query)
-    except ParameterError as e:
+    except (ParameterError, MissingExtraError) as e:  # hearing=whisper without its extra
         return await refuse(request, e)
     # TCP + TLS + upgrade: the client's connect returns after this many round trips
     await precise_sleep(log.latency.connect_s())

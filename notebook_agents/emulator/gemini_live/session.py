@@ -15,8 +15,9 @@ Google's reference decides the rest:
   interrupt any current model generation"; ``turnComplete`` starts a generation;
 - ``realtimeInput`` audio (16 kHz PCM) is heard by the automatic activity detection (a
   loudness VAD, ``listening.ServerVad``) unless the setup disabled it, when ``activityStart``
-  and ``activityEnd`` bound the turn; the turn's words (pocketsphinx, in the session's
-  vocabulary) come back as ``inputTranscription`` when asked for, then the model answers;
+  and ``activityEnd`` bound the turn; the turn's words (heard in the session's vocabulary
+  as the connection's ``hearing`` says: pocketsphinx's grammar, or Whisper) come back as
+  ``inputTranscription`` when asked for, then the model answers;
 - a ``toolCall`` holds the generation until every call has its ``toolResponse``; the model
   then answers the results by itself (``BLOCKING``, the default behaviour), unless every
   response's ``scheduling`` is ``SILENT``;
@@ -42,6 +43,7 @@ from typing import Any
 import numpy as np
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from ...errors import MissingExtraError
 from ...speech import synthesize, transcribe
 from ...speech.tokens import tokens
 from .._http import lose_connection
@@ -288,7 +290,11 @@ class LiveConnection:
         self._audio.clear()
         assert self.setup is not None
         words = vocabulary(instructions_of(self.setup), tool_specs(self.setup))
-        heard = await asyncio.to_thread(transcribe, audio, INPUT_RATE, words) if audio.size else ""
+        heard = (
+            await asyncio.to_thread(transcribe, audio, INPUT_RATE, words, self._log.hearing)
+            if audio.size
+            else ""
+        )
         self.conversation.insert(
             {
                 "type": "message",
@@ -470,7 +476,9 @@ _REFUSAL_WAIT_S = 5.0
 """how long a refused connection waits for the client's setup before closing anyway"""
 
 
-async def refuse(request: web.Request, reason: ParameterError) -> web.StreamResponse:
+async def refuse(
+    request: web.Request, reason: ParameterError | MissingExtraError
+) -> web.StreamResponse:
     """Refuse bad per-connection settings as the service refuses a bad setup: the websocket
     opens and closes with 1007 and the reason, which google-genai raises as ``APIError``."""
     ws = web.WebSocketResponse()

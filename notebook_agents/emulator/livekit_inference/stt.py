@@ -1,4 +1,5 @@
-"""LiveKit Inference speech to text (``/v1/stt?model=...``), heard offline by pocketsphinx.
+"""LiveKit Inference speech to text (``/v1/stt?model=...``), heard offline by pocketsphinx (or
+Whisper: the connection's ``hearing``).
 
 What ``livekit.agents.inference.STT`` (livekit-agents 1.8.9 ``inference/stt.py``) sends:
 ``session.create`` (``_connect_ws``: ``settings.sample_rate`` as a string, ``settings.encoding``
@@ -134,8 +135,10 @@ class SttSession:
         ]
         vocabulary = self._settings.offered.vocabulary(keywords=self._keyterms)
         try:
-            # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
-            text = await asyncio.to_thread(transcribe, turn, self._rate, vocabulary)
+            # the recognizer on a worker thread: the emulator's loop keeps serving meanwhile
+            text = await asyncio.to_thread(
+                transcribe, turn, self._rate, vocabulary, self._socket.log.hearing
+            )
         except RecognitionError as e:
             raise InferenceError(f"The emulator's speech recognition failed: {e}", 500) from e
         latency = self._socket.latency

@@ -4,7 +4,8 @@ the recognizer.
 Appended audio goes through a loudness VAD (``listening.ServerVad``) when the session has
 turn detection (``semantic_vad`` is heard as server VAD): speech_started (a barge-in cancels
 the running response, ``turn_detected``), speech_stopped, then the turn is committed and
-added without words, heard by pocketsphinx in the words of the session's tools, and its
+added without words, heard in the words of the session's tools (the connection's ``hearing``:
+pocketsphinx's grammar of them, or Whisper prompted with them), and its
 transcript sent (``input_audio_transcription.completed`` if asked, and
 ``conversation.item.done``); the connection answers the transcript as the caller's text (a
 turn the recognizer fails on is not answered: its error is sent instead). Silence before the
@@ -180,9 +181,11 @@ class AudioInput:
             {"type": added, "item": public(stored), "previous_item_id": previous},
             stored["type"],
         )
-        # pocketsphinx on a worker thread: the emulator's loop keeps serving meanwhile
+        # the recognizer on a worker thread: the emulator's loop keeps serving meanwhile
         try:
-            transcript = await asyncio.to_thread(transcribe, audio, SAMPLE_RATE, self._vocabulary())
+            transcript = await asyncio.to_thread(
+                transcribe, audio, SAMPLE_RATE, self._vocabulary(), self._conn.hearing
+            )
         except Exception as e:
             self._not_heard(stored, previous, e, event_id)
             return False

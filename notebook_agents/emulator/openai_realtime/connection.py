@@ -64,6 +64,7 @@ class RealtimeConnection:
         self._log = log
         self.latency = log.latency
         self.faults = log.faults
+        self.hearing = log.hearing
         self.session = default_session(model)
         if transcription:
             self._transcription_update(TRANSCRIPTION_DEFAULTS)
