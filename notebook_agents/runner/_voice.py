@@ -15,6 +15,8 @@ import numpy as np
 from livekit.agents import AgentSession, RunResult
 
 from .. import _livekit_internals as livekit
+from ..trace import agent_label
+from ._barge_in import BargeIn, Cue, cue_seconds
 from ._caller import CallerInput, SpokenAudio, until_the_agent_is_quiet
 from ._core import reply_text
 from ._playback import RealTimeSpeaker, Recording
@@ -37,12 +39,13 @@ class Voice(TypedTurns):
         """each spoken turn's audio as given to ``send_audio`` / ``run_audio``, and when it
         took place: ``to_scenario`` writes them as the scenario's WAV files"""
         self._microphone: CallerInput | None = None
+        self._speaker: RealTimeSpeaker | None = None
         self._talk: PushToTalk | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
 
     def _attach_voice(self, session: AgentSession[Any]) -> None:
         if self.audio and self.text_only:
-            speaker = RealTimeSpeaker(self.recording)
+            speaker = self._speaker = RealTimeSpeaker(self.recording)
             speaker.listeners = self._agent_audio_listeners
             session.output.audio = speaker
             self._microphone = CallerInput()
@@ -53,6 +56,8 @@ class Voice(TypedTurns):
         audio: str | os.PathLike[str] | np.ndarray,
         rate: int | None = None,
         timeout: float = 30.0,
+        *,
+        at: Cue | None = None,
     ) -> str:
         """One spoken user turn: once the agent has finished speaking, ``audio`` (a WAV file, or
         samples at ``rate``, 24 kHz unless given) goes through the session's audio input at
@@ -71,18 +76,30 @@ class Voice(TypedTurns):
         seconds, saying where the turn stood. A turn given up (timed out, failed or
         interrupted) is withdrawn: the microphone, the session and the model are ready for
         the next one.
+
+        ``at`` makes the turn a barge-in: it does not wait for the agent to finish, but starts
+        ``at`` seconds into the agent's reply (the one playing, else the next to begin; or
+        ``at="first_audio"``), and livekit's interruption handling decides what becomes of the
+        reply. It ends once its own reply has played, or once livekit calls the interruption
+        false (no turn came of the sound: the reply is empty). Start the turn whose reply it
+        speaks over first, ``first = asyncio.ensure_future(runner.send_audio(question))``;
+        the trace's ``barge_in`` event says whether livekit cut the reply, how much of it was
+        heard and how long the agent took to stop speaking. A cue that is not a moment of a
+        reply is a ``CueError`` (a ``ValueError``).
         """
-        return reply_text(await self._run_audio(audio, rate, timeout, "send_audio()"))
+        return reply_text(await self._run_audio(audio, rate, timeout, "send_audio()", at))
 
     async def run_audio(
         self,
         audio: str | os.PathLike[str] | np.ndarray,
         rate: int | None = None,
         timeout: float = 30.0,
+        *,
+        at: Cue | None = None,
     ) -> RunResult[Any]:
         """``send_audio``, returning livekit's ``RunResult`` of the turn (its events, and
         ``expect`` to check them) instead of the reply text; the same errors."""
-        return await self._run_audio(audio, rate, timeout, "run_audio()")
+        return await self._run_audio(audio, rate, timeout, "run_audio()", at)
 
     async def _run_audio(
         self,
@@ -90,11 +107,19 @@ class Voice(TypedTurns):
         rate: int | None,
         timeout: float,
         what: str,
+        at: Cue | None = None,
     ) -> RunResult[Any]:
+        cue = None if at is None else cue_seconds(at)
         samples, rate = spoken_audio(audio, rate)
         self.require_microphone(what)
         self._require_turns(what)
-        turn = self._in_job(self._spoken_turn(self._ready.result(), samples, rate, timeout), what)
+        session = self._ready.result()
+        turn = self._in_job(
+            self._spoken_turn(session, samples, rate, timeout)
+            if cue is None
+            else self._barge_in(session, samples, rate, timeout, cue),
+            what,
+        )
         # the turn times itself out in the job, where it knows how far it got
         return await self._from_job(turn, what, None, _SPOKEN_TURN_WITHDRAWN)
 
@@ -195,12 +220,72 @@ class Voice(TypedTurns):
                 self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now()))
         return self._checked(session, turn.run, started, raised, spoken=True)
 
+    async def _barge_in(
+        self, session: AgentSession[Any], samples: np.ndarray, rate: int, timeout: float, at: float
+    ) -> RunResult[Any]:
+        """A spoken turn over the agent's reply, ``at`` seconds into it: it does not wait for
+        the turn whose reply it speaks over, which ends as livekit has its reply end (cut, or
+        played out), nor for the agent to be quiet."""
+        assert self._turn_lock is not None and self._microphone is not None
+        assert self._speaker is not None
+        require_hearing(session)
+        started = self.trace.now()
+        try:
+            playout, position = await asyncio.wait_for(self._speaker.until_played(at), timeout)
+        except asyncio.TimeoutError:
+            raise RunnerError(
+                f"no reply of the agent's played {at:g} s within timeout={timeout:g} s: a "
+                "barge-in speaks over a reply, so start the turn it answers first, e.g. "
+                "`first = asyncio.ensure_future(runner.send_audio(question))`, then "
+                f"`await runner.run_audio(words, at={at:g})`"
+            ) from None
+        over = BargeIn(session, at, playout, position, session.current_speech)
+        turn = SpokenTurn(session, self._microphone)
+        try:
+            over.spoken(turn.speak(samples, rate))
+            # the turn whose reply is spoken over ends first, as livekit cuts or finishes it
+            async with self._turn_lock:
+                answered = _answered_or_dismissed(turn.run, over.dismissed)
+                raised = await turn.outcome(answered, timeout)
+                await asyncio.wait_for(over.reply_ended(), timeout)
+            if over.dismissed.done() and not turn.run.done():
+                livekit.end_unanswered_run(turn.run)
+        except asyncio.TimeoutError:
+            events = [e for e in self.trace.events if e.t >= started]
+            why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
+            await self._give_up(turn)
+            raise RunnerError(why) from None
+        except asyncio.CancelledError:
+            await self._give_up(turn)
+            raise
+        finally:
+            over.end()
+            turn.end()
+            self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now()))
+        self.trace.record_barge_in(over.data(self.trace.now()), agent_label(session.current_agent))
+        return self._checked(session, turn.run, started, raised, spoken=True)
+
     async def _give_up(self, turn: SpokenTurn) -> None:
         """Withdraw a turn gone wrong, unless the runner is stopping (the session closes)."""
         if not self._stop_requested.is_set():
             await turn.withdraw()
             if self._pending_words is not None:
                 self._pending_words.forget()
+
+
+async def _answered_or_dismissed(
+    run: RunResult[Any], dismissed: asyncio.Future[bool]
+) -> Exception | None:
+    """Wait for a barge-in's ``run`` (what it raised, as ``_settled``), or for livekit to call
+    its interruption false (``dismissed``): no turn came of it, and nothing will answer."""
+    answered = asyncio.ensure_future(_settled(run))
+    either: set[asyncio.Future[Any]] = {answered, dismissed}
+    try:
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not answered.done():
+            answered.cancel()
+    return answered.result() if answered.done() and not answered.cancelled() else None
 
 
 _SPOKEN_TURN_WITHDRAWN = (
