@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from livekit.agents import AgentFalseInterruptionEvent, AgentSession, llm
+from livekit.agents.telemetry import trace_types
 from livekit.agents.voice import SpeechHandle
 
-from ..trace import BargeInData
+from ..trace import BargeInData, TraceSpan
 from ._playback import Playout
 from .errors import CueError
 
@@ -73,9 +75,10 @@ class BargeIn:
         if self.speech is not None:
             await self.speech
 
-    def data(self, trace_now: float) -> BargeInData:
+    def data(self, trace_now: float, spans: Iterable[TraceSpan]) -> BargeInData:
         """The ``barge_in`` event, once the reply has ended; ``trace_now`` is the trace's
-        time now (``Trace.now()``), to put the speaker's clock on it."""
+        time now (``Trace.now()``), to put the speaker's clock on it, ``spans`` livekit's
+        (``Trace.spans``), where the reply's whole text is."""
         offset = trace_now - time.perf_counter()
         stops = [t for t in self.playout.stops if t >= self.began]
         stopped = stops[0] + offset if stops else None
@@ -96,8 +99,31 @@ class BargeIn:
             "stop_s": None if stopped is None else stopped - began,
             "played_s": self.playout.played if self.playout.played is not None else 0.0,
             "heard": " ".join(m.text_content or "" for m in replies),
+            "text": None if self.speech is None else generated_text(self.speech.id, spans),
             "item_id": replies[-1].id if replies else None,
         }
 
     def end(self) -> None:
         self.session.off("agent_false_interruption", self._on_false_interruption)
+
+
+def generated_text(speech_id: str, spans: Iterable[TraceSpan]) -> str | None:
+    """The whole text the LLM generated for the speech ``speech_id``: livekit's ``llm_node``
+    spans inside the speech's ``agent_turn`` record it (``lk.pii.response.text``), where the
+    message of a cut reply holds only what was heard. None when they do not (a realtime model,
+    or a tracer provider that drops content)."""
+    spans = list(spans)
+    turns = {
+        span.span_id
+        for span in spans
+        if span.name == "agent_turn"
+        and span.attributes.get(trace_types.ATTR_SPEECH_ID) == speech_id
+    }
+    generated = [
+        str(span.attributes[trace_types.ATTR_RESPONSE_TEXT])
+        for span in spans
+        if span.name == "llm_node"
+        and span.parent_id in turns
+        and trace_types.ATTR_RESPONSE_TEXT in span.attributes
+    ]
+    return " ".join(generated) if generated else None

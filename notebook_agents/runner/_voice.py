@@ -262,7 +262,8 @@ class Voice(TypedTurns):
             over.end()
             turn.end()
             self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now()))
-        self.trace.record_barge_in(over.data(self.trace.now()), agent_label(session.current_agent))
+        data = over.data(self.trace.now(), self.trace.spans)
+        self.trace.record_barge_in(data, agent_label(session.current_agent))
         return self._checked(session, turn.run, started, raised, spoken=True)
 
     async def _give_up(self, turn: SpokenTurn) -> None:

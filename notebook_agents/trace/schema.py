@@ -194,6 +194,7 @@ class BargeInData(TypedDict):
     stop_s: float | None
     played_s: float
     heard: str
+    text: str | None
     item_id: str | None
 
 
@@ -205,8 +206,9 @@ began, ``position`` seconds into the reply; ``interrupted``: livekit cut the rep
 false interruption); ``stopped``: trace time the agent's audio stopped (paused or cut),
 ``stop_s`` the time it took from ``began`` (both null when it played on); ``played_s``:
 seconds of the reply played in all; ``heard``: the reply as far as it was heard (livekit's
-played-out transcript: the ``agent_message``'s text), ``item_id`` that message's (null when
-none was heard)."""
+played-out transcript: the ``agent_message``'s text), ``text`` all of it as the model
+generated it (livekit's ``llm_node`` span; null when no span has it), ``item_id`` the
+message's (null when none was heard)."""
 
 
 class ModelUsageData(TypedDict):

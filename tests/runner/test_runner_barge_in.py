@@ -15,7 +15,9 @@ from livekit.plugins import openai, silero
 from notebook_agents import NotebookRunner, RunnerError
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner import CueError
+from notebook_agents.runner._barge_in import generated_text
 from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.trace import TraceSpan
 from tests.conftest import API_KEY, started
 
 STORY = (
@@ -73,6 +75,8 @@ async def test_a_barge_in_half_a_second_into_a_reply_cuts_it_and_the_trace_says_
     assert first.data["interrupted"] and barge_in["item_id"] == first.data["item_id"]
     assert barge_in["heard"] == first.data["text"]
     assert [e.item.text_content for e in cut.events if e.type == "message"] == [first.data["text"]]
+    # what was heard of it, against all the model said (livekit's llm_node span)
+    assert barge_in["text"] == whole
     assert 0 < len(barge_in["heard"]) < len(whole) and whole.startswith(barge_in["heard"])
     # the agent stopped speaking once livekit's VAD heard the caller: after they began, and
     # before the caller's words were answered
@@ -103,7 +107,7 @@ async def test_a_backchannel_over_the_reply_is_a_false_interruption_and_the_repl
     assert answer.events == []  # nothing answered it
     (barge_in,) = [e.data for e in storyteller.trace.of_kind("barge_in")]
     assert not barge_in["interrupted"] and barge_in["resumed"]
-    assert barge_in["heard"] == whole
+    assert barge_in["heard"] == barge_in["text"] == whole
     # livekit paused the reply on the sound, then resumed it
     assert barge_in["stop_s"] is not None and barge_in["stop_s"] > 0
     (message,) = storyteller.trace.of_kind("agent_message")
@@ -128,3 +132,24 @@ async def test_a_barge_in_with_no_reply_to_speak_over_says_to_start_one_first(
     assert await storyteller.send_audio(synthesize("hello there")) == (
         f'{STORY} You said: "hello there".'
     )
+
+
+def span(name: str, span_id: str, parent: str | None, **attributes: str) -> TraceSpan:
+    return TraceSpan(
+        name, "1" * 32, span_id, parent, 0.0, 1.0, "livekit-agents", "internal", "unset", None,
+        attributes, [],
+    )  # fmt: skip
+
+
+def test_the_whole_text_is_the_llm_nodes_of_the_speechs_own_turn() -> None:
+    spans = [
+        span("agent_turn", "a" * 16, None, **{"lk.speech_id": "speech_1"}),
+        span("llm_node", "b" * 16, "a" * 16, **{"lk.pii.response.text": "all of it"}),
+        span("agent_turn", "c" * 16, None, **{"lk.speech_id": "speech_2"}),
+        span("llm_node", "d" * 16, "c" * 16, **{"lk.pii.response.text": "another reply"}),
+        span("llm_node", "e" * 16, "c" * 16),  # content dropped by a tracer provider
+    ]
+    assert generated_text("speech_1", spans) == "all of it"
+    assert generated_text("speech_2", spans) == "another reply"
+    assert generated_text("speech_3", spans) is None
+    assert generated_text("speech_2", spans[2:3] + spans[4:]) is None
