@@ -9,7 +9,14 @@ import asyncio
 import math
 
 import pytest
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.agents import (
+    NOT_GIVEN,
+    Agent,
+    AgentServer,
+    AgentSession,
+    InterruptionOptions,
+    JobContext,
+)
 from livekit.plugins import openai, silero
 
 from notebook_agents import NotebookRunner, RunnerError
@@ -33,10 +40,12 @@ class Storyteller(Agent):
         super().__init__(instructions=f"{STORY} Tell one.")
 
 
-def storyteller_server(emulator: Emulator) -> AgentServer:
+def storyteller_server(
+    emulator: Emulator, interruption: InterruptionOptions | None = None
+) -> AgentServer:
     """A cascaded voice agent whose replies are long, every model the emulator; livekit's
-    default turn handling but for its echo warm-up (which would ignore the caller for the
-    first 3 s of the agent's speech)."""
+    default turn handling (its ``interruption`` options if given) but for its echo warm-up
+    (which would ignore the caller for the first 3 s of the agent's speech)."""
     server = AgentServer()
 
     @server.rtc_session()
@@ -47,6 +56,7 @@ def storyteller_server(emulator: Emulator) -> AgentServer:
             llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
             tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
             aec_warmup_duration=None,
+            turn_handling={"interruption": interruption} if interruption else NOT_GIVEN,
         )
         await session.start(agent=Storyteller(), room=ctx.room)
 
@@ -134,6 +144,28 @@ async def test_a_barge_in_with_no_reply_to_speak_over_says_to_start_one_first(
     assert await storyteller.send_audio(synthesize("hello there")) == (
         f'{STORY} You said: "hello there".'
     )
+
+
+@pytest.mark.slow  # real-time speech in and out
+async def test_the_time_to_stop_speaking_is_livekits_min_interruption_duration_and_vad(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """The agent stops once livekit's VAD has heard ``min_duration`` of the caller's speech:
+    the trace measures livekit's own handling, whose options move it."""
+    stop_s = {}
+    for min_duration in (0.2, 1.0):
+        server = storyteller_server(emulator, {"min_duration": min_duration})
+        runner = await started(runners, NotebookRunner(server, audio=True))
+        question = asyncio.ensure_future(runner.send_audio(synthesize("hello there")))
+        # a long sentence: longer than either duration, with no pause in it
+        await runner.send_audio(synthesize("hello there, how are you doing today"), at=0.5)
+        await question
+        (barge_in,) = [e.data for e in runner.trace.of_kind("barge_in")]
+        assert barge_in["interrupted"] and barge_in["stop_s"] is not None
+        assert barge_in["stop_s"] > min_duration
+        stop_s[min_duration] = barge_in["stop_s"]
+        runner.stop()
+    assert stop_s[1.0] - stop_s[0.2] == pytest.approx(0.8, abs=0.2)
 
 
 def span(name: str, span_id: str, parent: str | None, **attributes: str) -> TraceSpan:
