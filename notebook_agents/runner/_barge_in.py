@@ -70,6 +70,17 @@ class BargeIn:
         """The caller's audio went out from ``first_frame`` on (``time.perf_counter()``)."""
         self.began = first_frame
 
+    @property
+    def reply_over(self) -> bool:
+        """The reply spoken over has ended (cut, or played out) on the speaker."""
+        return self.playout.played is not None
+
+    @property
+    def unheeded(self) -> bool:
+        """The reply played out as if the caller had said nothing: never cut nor paused."""
+        stopped = any(t >= self.began for t in self.playout.stops)
+        return self.reply_over and not stopped and not self.dismissed.done()
+
     async def reply_ended(self) -> None:
         """Wait until the reply spoken over has ended: cut, or played out (resumed or not)."""
         if self.speech is not None:

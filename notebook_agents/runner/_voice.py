@@ -253,6 +253,8 @@ class Voice(TypedTurns):
         except asyncio.TimeoutError:
             events = [e for e in self.trace.events if e.t >= started]
             why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
+            if over.unheeded and not turn.run.events:
+                why = _UNHEEDED.format(timeout=timeout)
             await self._give_up(turn)
             raise RunnerError(why) from None
         except asyncio.CancelledError:
@@ -262,8 +264,9 @@ class Voice(TypedTurns):
             over.end()
             turn.end()
             self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now()))
-        data = over.data(self.trace.now(), self.trace.spans)
-        self.trace.record_barge_in(data, agent_label(session.current_agent))
+            if over.reply_over:  # what became of the reply is known, whatever became of the turn
+                data = over.data(self.trace.now(), self.trace.spans)
+                self.trace.record_barge_in(data, agent_label(session.current_agent))
         return self._checked(session, turn.run, started, raised, spoken=True)
 
     async def _give_up(self, turn: SpokenTurn) -> None:
@@ -289,6 +292,14 @@ async def _answered_or_dismissed(
     return answered.result() if answered.done() and not answered.cancelled() else None
 
 
+_UNHEEDED = (
+    "the spoken turn got no reply within timeout={timeout:g} s: livekit neither stopped the "
+    "reply it was spoken over nor took a turn from it. livekit ignores the caller during the "
+    "first seconds of the agent's first speech (the session's aec_warmup_duration, 3 s by "
+    "default: AgentSession(..., aec_warmup_duration=None) hears a barge-in at once) and "
+    "interrupts only for speech of at least its min_interruption_duration (0.5 s by default); "
+    "the trace's barge_in event says what became of the reply"
+)
 _SPOKEN_TURN_WITHDRAWN = (
     "the turn is withdrawn (the rest of its audio dropped, what was heard of it cleared, any "
     "reply cut) and the runner is ready for the next turn"

@@ -41,11 +41,14 @@ class Storyteller(Agent):
 
 
 def storyteller_server(
-    emulator: Emulator, interruption: InterruptionOptions | None = None
+    emulator: Emulator,
+    interruption: InterruptionOptions | None = None,
+    aec_warmup_duration: float | None = None,
 ) -> AgentServer:
     """A cascaded voice agent whose replies are long, every model the emulator; livekit's
-    default turn handling (its ``interruption`` options if given) but for its echo warm-up
-    (which would ignore the caller for the first 3 s of the agent's speech)."""
+    default turn handling (its ``interruption`` options if given) but for its echo warm-up,
+    off unless given (livekit's default ignores the caller for the first 3 s of the agent's
+    speech)."""
     server = AgentServer()
 
     @server.rtc_session()
@@ -55,7 +58,7 @@ def storyteller_server(
             stt=openai.STT(base_url=emulator.base_url(), api_key=API_KEY),
             llm=openai.LLM(base_url=emulator.base_url(), api_key=API_KEY),
             tts=openai.TTS(base_url=emulator.base_url(), api_key=API_KEY),
-            aec_warmup_duration=None,
+            aec_warmup_duration=aec_warmup_duration,
             turn_handling={"interruption": interruption} if interruption else NOT_GIVEN,
         )
         await session.start(agent=Storyteller(), room=ctx.room)
@@ -124,6 +127,29 @@ async def test_a_backchannel_over_the_reply_is_a_false_interruption_and_the_repl
     assert barge_in["stop_s"] is not None and barge_in["stop_s"] > 0
     (message,) = storyteller.trace.of_kind("agent_message")
     assert not message.data["interrupted"]
+
+
+@pytest.mark.slow  # real-time speech in and out
+async def test_a_barge_in_livekit_ignores_says_why_and_the_trace_says_the_reply_played_on(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """livekit's default echo warm-up: the caller is not heard over the agent's first 3 s."""
+    server = storyteller_server(emulator, aec_warmup_duration=3.0)
+    runner = await started(runners, NotebookRunner(server, audio=True))
+    question = asyncio.ensure_future(runner.send_audio(synthesize("hello there")))
+    with pytest.raises(RunnerError) as unheeded:
+        await runner.send_audio(synthesize("thank you"), at=0.5, timeout=8)
+    # before: "the agent's reply was still playing; pass a longer timeout"
+    assert "livekit neither stopped the reply it was spoken over nor took a turn" in str(
+        unheeded.value
+    )
+    assert "AgentSession(..., aec_warmup_duration=None)" in str(unheeded.value)
+    whole = f'{STORY} You said: "hello there".'
+    assert await question == whole
+    (barge_in,) = [e.data for e in runner.trace.of_kind("barge_in")]
+    assert not barge_in["interrupted"] and not barge_in["resumed"]
+    assert (barge_in["stopped"], barge_in["stop_s"]) == (None, None)
+    assert barge_in["heard"] == barge_in["text"] == whole
 
 
 @pytest.mark.parametrize("at", [-0.5, math.nan, math.inf, "soon", True])
