@@ -161,6 +161,7 @@ async def test_a_cue_that_is_no_moment_of_a_reply_names_the_fix_before_anything_
         await runner.run_audio(synthesize("hi"), at=at)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # the spoken turn after it, and its reply, in real time
 async def test_a_barge_in_with_no_reply_to_speak_over_says_to_start_one_first(
     storyteller: NotebookRunner,
 ) -> None:
