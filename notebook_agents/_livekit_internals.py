@@ -238,6 +238,13 @@ def release_run(session: AgentSession[Any], run: RunResult[Any]) -> None:
         session._global_run_state = None
 
 
+def end_unanswered_run(run: RunResult[Any]) -> None:
+    """End a spoken turn's ``run`` that nothing will answer: livekit called the caller's
+    barge-in a false interruption, so no reply joins it. livekit ends a run only when a speech
+    it watches ends; this one watches none, and awaited it would never end."""
+    run._mark_done()
+
+
 def failed_expectation(tb: TracebackType | None) -> tuple[list[RunEvent], int | None] | None:
     """The events an ``expect`` chain checked and the index it failed at, if ``tb`` is of
     an ``AssertionError`` livekit's ``RunAssert`` raised: the error carries them only as text
@@ -269,7 +276,8 @@ def capture_spoken_turn(session: AgentSession[Any]) -> SpokenTurnCapture:
     run is registered as the session's current one (tool replies and handoffs then join it, as
     in a text run) and each speech created meanwhile is watched by it. Only once the caller is
     heard in this turn (the user starts speaking, or their words arrive): a reply still coming
-    for an earlier turn that was given up is not this turn's.
+    for an earlier turn that was given up is not this turn's; nor, once a later turn's capture
+    has begun (a caller speaking over this one's reply), is a reply to that one.
     """
     run: RunResult[Any] = RunResult(output_type=None, session=session)
     speeches: list[SpeechHandle] = []
@@ -290,7 +298,8 @@ def capture_spoken_turn(session: AgentSession[Any]) -> SpokenTurnCapture:
             begin()
 
     def watch(event: SpeechCreatedEvent) -> None:
-        if heard:
+        # a later turn's capture took the session over (a barge-in over this one's reply)
+        if heard and session._global_run_state is run:
             run._watch_handle(event.speech_handle)
             speeches.append(event.speech_handle)
 

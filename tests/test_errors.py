@@ -393,6 +393,11 @@ CASES: dict[str, tuple[Callable[[Path], object], str, type[Exception]]] = {
         "AudioError",
         ValueError,
     ),
+    "a barge-in cue that is no moment of a reply": (
+        lambda _: NotebookRunner(_server()).send_audio(np.zeros(160, np.int16), at=-1),
+        "CueError",
+        ValueError,
+    ),
     "something a runner cannot run": (
         lambda _: NotebookRunner(AgentServer()),
         "RunnerError",

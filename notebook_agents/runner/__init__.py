@@ -7,7 +7,14 @@ from ._core import RunnerState
 from ._interface import AgentRunner
 from ._playback import Recording
 from .agent_process import AgentProcess
-from .errors import AudioError, EntrypointError, RunnerError, TurnError, TurnStopped
+from .errors import (
+    AudioError,
+    CueError,
+    EntrypointError,
+    RunnerError,
+    TurnError,
+    TurnStopped,
+)
 from .notebook_runner import NotebookRunner, run_app
 
 
@@ -23,6 +30,7 @@ __all__ = [
     "AgentProcess",
     "AgentRunner",
     "AudioError",
+    "CueError",
     "EntrypointError",
     "NotebookRunner",
     "Recording",

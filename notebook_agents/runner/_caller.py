@@ -59,19 +59,27 @@ class CallerInput(io.AudioInput):
         self._due = 0.0
         self._live: collections.deque[np.ndarray] = collections.deque()
         self._arrived = asyncio.Event()
+        self._speaker: object = None
 
-    def speak(self, samples: np.ndarray, rate: int) -> None:
-        """Queue a spoken turn and open the microphone: it streams the turn, then silence."""
+    def speak(self, samples: np.ndarray, rate: int, speaker: object) -> float:
+        """Queue a spoken turn and open the microphone: it streams the turn, then silence.
+        ``speaker`` (the turn) holds the microphone until another speaks into it (a barge-in
+        over its reply): only the one holding it withdraws or closes it. Returns when the
+        turn's first frame goes out (``time.perf_counter()``)."""
+        self._speaker = speaker
         audio = _resample_to(np.asarray(samples, np.int16), rate, SAMPLE_RATE)
         padded = np.concatenate([audio, np.zeros(-audio.size % _FRAME_SAMPLES, np.int16)])
+        queued = len(self._frames)
         self._frames.extend(padded.reshape(-1, _FRAME_SAMPLES))
         self._open_now()
+        return max(self._due, time.perf_counter()) + queued * FRAME_S
 
-    def withdraw(self) -> None:
+    def withdraw(self, speaker: object) -> None:
         """Stop the turn mid-word, as a caller who breaks off: what is left of it is dropped
         and silence follows, so a VAD hears the speech end."""
-        self._frames.clear()
-        self._open_now()
+        if speaker is self._speaker:
+            self._frames.clear()
+            self._open_now()
 
     def _open_now(self) -> None:
         if not self._open.is_set():
@@ -84,10 +92,11 @@ class CallerInput(io.AudioInput):
         self._live.append(audio)
         self._arrived.set()
 
-    def close(self) -> None:
+    def close(self, speaker: object) -> None:
         """Mute: what is left of the turn is dropped and no silence follows."""
-        self._frames.clear()
-        self._open.clear()
+        if speaker is self._speaker:
+            self._frames.clear()
+            self._open.clear()
 
     @property
     def unspoken_s(self) -> float:

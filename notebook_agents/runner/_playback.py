@@ -27,6 +27,19 @@ SAMPLE_RATE = 24_000
 
 
 @dataclass
+class Playout:
+    """One reply on the speaker: when it began, when it stopped short, how much of it played
+    (``time.perf_counter()`` times)."""
+
+    began: float
+    stops: list[float] = field(default_factory=list)
+    """each time it stopped short while playing: paused (a possible false interruption) or
+    cut"""
+    played: float | None = None
+    """seconds of it played, once it has ended"""
+
+
+@dataclass
 class Recording:
     """What the agent said aloud, reply by reply: int16 mono samples at ``rate``."""
 
@@ -64,11 +77,13 @@ class RealTimeSpeaker(io.AudioOutput):
         self.recording = recording
         self._frames: list[np.ndarray] = []
         self._pushed = 0.0  # seconds of the reply so far
-        self._began = 0.0  # time.monotonic() of its first frame
+        self._began = 0.0  # time.perf_counter() of its first frame
+        self.playing: Playout | None = None
+        """the reply playing now, from its first frame to its end"""
         self._interrupted = False
         self._paused_at: float | None = None
         self._paused_for = 0.0  # seconds the reply playing now spent paused
-        self._changed = asyncio.Event()  # interrupted, paused or resumed
+        self._changed = asyncio.Event()  # begun, interrupted, paused, resumed or ended
         self._playing: asyncio.Task[None] | None = None
         self.listeners: list[Callable[[np.ndarray | None], object]] = []
         """called with each reply's samples as they are given, and None when it is cut: a
@@ -79,8 +94,10 @@ class RealTimeSpeaker(io.AudioOutput):
         if self._playing is not None and not self._playing.done():
             await self._playing  # the previous reply plays out first
         if not self._pushed:
-            self._began = time.monotonic()
+            self._began = time.perf_counter()
+            self.playing = Playout(self._began)
             self._interrupted, self._paused_at, self._paused_for = False, None, 0.0
+            self._changed.set()
             self.on_playback_started(created_at=time.time())
         samples = np.frombuffer(frame.data, np.int16).copy()
         self._frames.append(samples)
@@ -96,6 +113,8 @@ class RealTimeSpeaker(io.AudioOutput):
             self._playing = asyncio.create_task(self._play_out(frames, pushed, began))
 
     def clear_buffer(self) -> None:
+        if self.playing is not None and not self._interrupted and self._paused_at is None:
+            self.playing.stops.append(time.perf_counter())
         self._interrupted = True
         self._changed.set()
         for listener in self.listeners:
@@ -103,12 +122,14 @@ class RealTimeSpeaker(io.AudioOutput):
 
     def pause(self) -> None:
         if self._paused_at is None:
-            self._paused_at = time.monotonic()
+            self._paused_at = time.perf_counter()
+            if self.playing is not None and not self._interrupted:
+                self.playing.stops.append(self._paused_at)
             self._changed.set()
 
     def resume(self) -> None:
         if self._paused_at is not None:
-            self._paused_for += time.monotonic() - self._paused_at
+            self._paused_for += time.perf_counter() - self._paused_at
             self._paused_at = None
             self._changed.set()
 
@@ -116,8 +137,24 @@ class RealTimeSpeaker(io.AudioOutput):
         """Seconds of the reply played so far: time since its start, less time paused."""
         paused = self._paused_for
         if self._paused_at is not None:
-            paused += time.monotonic() - self._paused_at
-        return time.monotonic() - began - paused
+            paused += time.perf_counter() - self._paused_at
+        return time.perf_counter() - began - paused
+
+    async def until_played(self, seconds: float) -> tuple[Playout, float]:
+        """Wait until the reply playing now, else the next one to begin, has played
+        ``seconds`` (its playout position: time since its first frame, less time paused);
+        returns it and its position then. A reply cut before it gets there is waited past."""
+        while True:
+            self._changed.clear()
+            left = None
+            playing = self.playing
+            if playing is not None and not self._interrupted and self._paused_at is None:
+                position = self._position(playing.began)
+                if position >= seconds:
+                    return playing, position
+                left = seconds - position
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
 
     async def _play_out(self, frames: list[np.ndarray], pushed: float, began: float) -> None:
         while not self._interrupted:
@@ -130,4 +167,8 @@ class RealTimeSpeaker(io.AudioOutput):
         played = min(max(self._position(began), 0.0), pushed)
         heard = np.concatenate(frames)[: round(played * SAMPLE_RATE)]
         self.recording.replies.append(heard)
+        if self.playing is not None:
+            self.playing.played = played
+            self.playing = None
+        self._changed.set()
         self.on_playback_finished(playback_position=played, interrupted=self._interrupted)

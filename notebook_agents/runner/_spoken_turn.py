@@ -49,10 +49,11 @@ class SpokenTurn:
         # are the session's for the turn
         self._held_mocks = _mock_for_session(session, livekit.scoped_tool_mocks())
 
-    def speak(self, samples: np.ndarray, rate: int) -> None:
-        """The caller says ``samples`` (int16 mono at ``rate``)."""
+    def speak(self, samples: np.ndarray, rate: int) -> float:
+        """The caller says ``samples`` (int16 mono at ``rate``); returns when their first
+        frame goes out (``time.perf_counter()``)."""
         self.seconds = samples.size / rate
-        self.microphone.speak(samples, rate)
+        return self.microphone.speak(samples, rate, self)
 
     @property
     def run(self) -> RunResult[Any]:
@@ -85,7 +86,7 @@ class SpokenTurn:
         and transcript, or the realtime model's input buffer), silence follows until the
         session's VAD (or the model's) has heard the speech end, and any reply is cut
         (``cut_replies``)."""
-        self.microphone.withdraw()
+        self.microphone.withdraw(self)
         with contextlib.suppress(RuntimeError):  # the session is closing
             self.session.clear_user_turn()
         with contextlib.suppress(asyncio.TimeoutError):
@@ -94,7 +95,7 @@ class SpokenTurn:
 
     def end(self) -> None:
         """Mute the microphone and stop watching the session."""
-        self.microphone.close()
+        self.microphone.close(self)
         self._capture.stop()
         self.session.off("error", self._on_error)
         for agent, mocks in self._held_mocks.items():

@@ -17,6 +17,8 @@ from livekit.agents import AgentSession, RunResult
 
 from .. import _livekit_internals as livekit
 from ..speech.line import Line, LineLike, LineStream, as_line
+from ..trace import agent_label
+from ._barge_in import BargeIn, Cue, cue_seconds
 from ._caller import CallerInput, SpokenAudio, until_the_agent_is_quiet
 from ._core import reply_text
 from ._playback import RealTimeSpeaker, Recording
@@ -39,6 +41,7 @@ class Voice(TypedTurns):
         """each spoken turn's audio as given to ``send_audio`` / ``run_audio``, and when it
         took place: ``to_scenario`` writes them as the scenario's WAV files"""
         self._microphone: CallerInput | None = None
+        self._speaker: RealTimeSpeaker | None = None
         self._talk: PushToTalk | None = None
         self._agent_audio_listeners: list[Callable[[np.ndarray | None], object]] = []
         self._conditions = Line()
@@ -64,7 +67,7 @@ class Voice(TypedTurns):
 
     def _attach_voice(self, session: AgentSession[Any]) -> None:
         if self.audio and self.text_only:
-            speaker = RealTimeSpeaker(self.recording)
+            speaker = self._speaker = RealTimeSpeaker(self.recording)
             speaker.listeners = self._agent_audio_listeners
             session.output.audio = speaker
             self._microphone = CallerInput()
@@ -76,6 +79,8 @@ class Voice(TypedTurns):
         rate: int | None = None,
         timeout: float = 30.0,
         conditions: LineLike = None,
+        *,
+        at: Cue | None = None,
     ) -> str:
         """One spoken user turn: once the agent has finished speaking, ``audio`` (a WAV file, or
         samples at ``rate``, 24 kHz unless given) goes through the session's audio input at
@@ -99,8 +104,20 @@ class Voice(TypedTurns):
         seconds, saying where the turn stood. A turn given up (timed out, failed or
         interrupted) is withdrawn: the microphone, the session and the model are ready for
         the next one.
+
+        ``at`` makes the turn a barge-in: it does not wait for the agent to finish, but starts
+        ``at`` seconds into the agent's reply (the one playing, else the next to begin; or
+        ``at="first_audio"``), and livekit's interruption handling decides what becomes of the
+        reply. It ends once its own reply has played, or once livekit calls the interruption
+        false (no turn came of the sound: the reply is empty). Start the turn whose reply it
+        speaks over first, ``first = asyncio.ensure_future(runner.send_audio(question))``;
+        the trace's ``barge_in`` event says whether livekit cut the reply, how much of it was
+        heard and how long the agent took to stop speaking. A cue that is not a moment of a
+        reply is a ``CueError`` (a ``ValueError``).
         """
-        return reply_text(await self._run_audio(audio, rate, timeout, conditions, "send_audio()"))
+        return reply_text(
+            await self._run_audio(audio, rate, timeout, conditions, "send_audio()", at)
+        )
 
     async def run_audio(
         self,
@@ -108,10 +125,12 @@ class Voice(TypedTurns):
         rate: int | None = None,
         timeout: float = 30.0,
         conditions: LineLike = None,
+        *,
+        at: Cue | None = None,
     ) -> RunResult[Any]:
         """``send_audio``, returning livekit's ``RunResult`` of the turn (its events, and
         ``expect`` to check them) instead of the reply text; the same errors."""
-        return await self._run_audio(audio, rate, timeout, conditions, "run_audio()")
+        return await self._run_audio(audio, rate, timeout, conditions, "run_audio()", at)
 
     async def _run_audio(
         self,
@@ -120,15 +139,22 @@ class Voice(TypedTurns):
         timeout: float,
         conditions: LineLike,
         what: str,
+        at: Cue | None = None,
     ) -> RunResult[Any]:
+        cue = None if at is None else cue_seconds(at)
         samples, rate = spoken_audio(audio, rate)
         line = self._conditions if conditions is None else as_line(conditions)
         self.require_microphone(what)
         self._require_turns(what)
+        session = self._ready.result()
         # here, not on the job's loop: making a noise (babble is synthesized) takes a while
         heard = line.apply(samples, rate)
-        spoken = self._spoken_turn(self._ready.result(), samples, heard, rate, line, timeout)
-        turn = self._in_job(spoken, what)
+        turn = self._in_job(
+            self._spoken_turn(session, samples, heard, rate, line, timeout)
+            if cue is None
+            else self._barge_in(session, samples, heard, rate, line, timeout, cue),
+            what,
+        )
         # the turn times itself out in the job, where it knows how far it got
         return await self._from_job(turn, what, None, _SPOKEN_TURN_WITHDRAWN)
 
@@ -243,6 +269,65 @@ class Voice(TypedTurns):
                 self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now(), line))
         return self._checked(session, turn.run, started, raised, spoken=True)
 
+    async def _barge_in(
+        self,
+        session: AgentSession[Any],
+        samples: np.ndarray,
+        heard: np.ndarray,
+        rate: int,
+        line: Line,
+        timeout: float,
+        at: float,
+    ) -> RunResult[Any]:
+        """A spoken turn over the agent's reply, ``at`` seconds into it: it does not wait for
+        the turn whose reply it speaks over, which ends as livekit has its reply end (cut, or
+        played out), nor for the agent to be quiet. The session hears ``samples`` through
+        ``line``: ``heard``."""
+        assert self._turn_lock is not None and self._microphone is not None
+        assert self._speaker is not None
+        require_hearing(session)
+        started = self.trace.now()
+        try:
+            playout, position = await asyncio.wait_for(self._speaker.until_played(at), timeout)
+        except asyncio.TimeoutError:
+            raise RunnerError(
+                f"no reply of the agent's played {at:g} s within timeout={timeout:g} s: a "
+                "barge-in speaks over a reply, so start the turn it answers first, e.g. "
+                "`first = asyncio.ensure_future(runner.send_audio(question))`, then "
+                f"`await runner.run_audio(words, at={at:g})`"
+            ) from None
+        over = BargeIn(session, at, playout, position, session.current_speech)
+        turn = SpokenTurn(session, self._microphone)
+        self.trace.caller_conditions = line.to_records()
+        try:
+            over.spoken(turn.speak(heard, rate))
+            # the turn whose reply is spoken over ends first, as livekit cuts or finishes it
+            async with self._turn_lock:
+                answered = _answered_or_dismissed(turn.run, over.dismissed)
+                raised = await turn.outcome(answered, timeout)
+                await asyncio.wait_for(over.reply_ended(), timeout)
+            if over.dismissed.done() and not turn.run.done():
+                livekit.end_unanswered_run(turn.run)
+        except asyncio.TimeoutError:
+            events = [e for e in self.trace.events if e.t >= started]
+            why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
+            if over.unheeded and not turn.run.events:
+                why = _UNHEEDED.format(timeout=timeout)
+            await self._give_up(turn)
+            raise RunnerError(why) from None
+        except asyncio.CancelledError:
+            await self._give_up(turn)
+            raise
+        finally:
+            over.end()
+            turn.end()
+            self.trace.caller_conditions = self._conditions.to_records()
+            self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now(), line))
+            if over.reply_over:  # what became of the reply is known, whatever became of the turn
+                data = over.data(self.trace.now(), self.trace.spans)
+                self.trace.record_barge_in(data, agent_label(session.current_agent))
+        return self._checked(session, turn.run, started, raised, spoken=True)
+
     async def _give_up(self, turn: SpokenTurn) -> None:
         """Withdraw a turn gone wrong, unless the runner is stopping (the session closes)."""
         if not self._stop_requested.is_set():
@@ -251,6 +336,29 @@ class Voice(TypedTurns):
                 self._pending_words.forget()
 
 
+async def _answered_or_dismissed(
+    run: RunResult[Any], dismissed: asyncio.Future[bool]
+) -> Exception | None:
+    """Wait for a barge-in's ``run`` (what it raised, as ``_settled``), or for livekit to call
+    its interruption false (``dismissed``): no turn came of it, and nothing will answer."""
+    answered = asyncio.ensure_future(_settled(run))
+    either: set[asyncio.Future[Any]] = {answered, dismissed}
+    try:
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not answered.done():
+            answered.cancel()
+    return answered.result() if answered.done() and not answered.cancelled() else None
+
+
+_UNHEEDED = (
+    "the spoken turn got no reply within timeout={timeout:g} s: livekit neither stopped the "
+    "reply it was spoken over nor took a turn from it. livekit ignores the caller during the "
+    "first seconds of the agent's first speech (the session's aec_warmup_duration, 3 s by "
+    "default: AgentSession(..., aec_warmup_duration=None) hears a barge-in at once) and "
+    "interrupts only for speech of at least its min_interruption_duration (0.5 s by default); "
+    "the trace's barge_in event says what became of the reply"
+)
 _SPOKEN_TURN_WITHDRAWN = (
     "the turn is withdrawn (the rest of its audio dropped, what was heard of it cleared, any "
     "reply cut) and the runner is ready for the next turn"

@@ -90,3 +90,8 @@ class TurnStopped(TurnError):
 class AudioError(NotebookAgentsError, ValueError):
     """Audio the runner cannot take (``send_audio``, ``hear``); the message says what is wrong
     and how to fix it. Raised before anything starts: the runner is ready for the next turn."""
+
+
+class CueError(NotebookAgentsError, ValueError):
+    """A barge-in cue (``send_audio(..., at=)``, a scenario turn's ``at:``) that is not a
+    moment of a reply; the message says what it takes. Raised before anything starts."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import os
 import time
 import uuid
@@ -54,6 +55,20 @@ _SHAPES = (
     "pass the server, its entrypoint, or a function making the server or a fresh runner "
     "(e.g. lambda: VideoSDKRunner(entrypoint)) per scenario"
 )
+
+
+class _TakesBargeIn(Protocol):
+    """A runner that takes spoken turns over the agent's reply (``NotebookRunner``): its
+    ``run_audio`` takes ``at=`` (``_unspoken`` checks)."""
+
+    async def run_audio(
+        self,
+        audio: os.PathLike[str],
+        rate: int | None = None,
+        timeout: float = 30.0,
+        *,
+        at: float | None = None,
+    ) -> RunResult[Any]: ...
 
 
 @runtime_checkable
@@ -350,36 +365,70 @@ async def _play(
     judge_llm: LLM[Any] | None,
 ) -> None:
     """The turns in order, each checked as it ends; the first failure ends the scenario (a
-    failed assert ends a livekit eval)."""
-    for index, turn in enumerate(scenario.turns):
-        try:
-            run = await _take(runner, turn)
-        except RunnerError as e:
-            result.outcome, result.turn = Outcome.ERROR, index
-            result.reason = f"turn {index} ({turn.said}): {e}"
-            return
-        result.results.append(run)
-        for number, expectation in enumerate(turn.expect):
-            # what its names mean once the turn has run: the classes the scenario ran first
-            at = agents.at(scenario, index, number)
-            classes = agents.classes(expectation, at, result.results)
-            try:
-                await expectation.check(run, classes, judge_llm)
-            except AssertionError as e:
-                result.outcome, result.turn = Outcome.FAILED, index
-                result.expectation = expectation.text
-                result.reason = f"turn {index} ({turn.said}): {expectation.text}\n{e}"
+    failed assert ends a livekit eval). A turn the next one speaks over (its ``at:``) runs
+    alongside it, once any greeting is over: the barge-in waits for its reply."""
+    turns = scenario.turns
+    taking: list[asyncio.Future[RunResult[Any]]] = []  # each turn's, as started
+    try:
+        for index, turn in enumerate(turns):
+            spoken_over = index + 1 < len(turns) and turns[index + 1].at is not None
+            if index == len(taking):  # not started beside the turn before
+                if spoken_over:
+                    await runner.greeting()  # the reply spoken over is this turn's
+                taking.append(asyncio.ensure_future(_take(runner, turn)))
+            if spoken_over:
+                taking.append(asyncio.ensure_future(_take(runner, turns[index + 1])))
+            if not await _checked_turn(scenario, index, taking[index], result, agents, judge_llm):
                 return
+    finally:
+        for left in taking:
+            left.cancel()
+        await asyncio.gather(*taking, return_exceptions=True)
+
+
+async def _checked_turn(
+    scenario: ScriptedScenario,
+    index: int,
+    taking: asyncio.Future[RunResult[Any]],
+    result: ScenarioResult,
+    agents: AgentNames,
+    judge_llm: LLM[Any] | None,
+) -> bool:
+    """Turn ``index``'s run (``taking``) checked: whether the scenario goes on."""
+    turn = scenario.turns[index]
+    try:
+        run = await taking
+    except RunnerError as e:
+        result.outcome, result.turn = Outcome.ERROR, index
+        result.reason = f"turn {index} ({turn.said}): {e}"
+        return False
+    result.results.append(run)
+    for number, expectation in enumerate(turn.expect):
+        # what its names mean once the turn has run: the classes the scenario ran first
+        at = agents.at(scenario, index, number)
+        classes = agents.classes(expectation, at, result.results)
+        try:
+            await expectation.check(run, classes, judge_llm)
+        except AssertionError as e:
+            result.outcome, result.turn = Outcome.FAILED, index
+            result.expectation = expectation.text
+            result.reason = f"turn {index} ({turn.said}): {expectation.text}\n{e}"
+            return False
+    return True
 
 
 async def _take(runner: AgentRunner, turn: Turn) -> RunResult[Any]:
+    if turn.audio is not None and turn.conditions is not None:
+        assert isinstance(runner, NotebookRunner)  # else the scenario is not runnable
+        return await runner.run_audio(
+            turn.audio, timeout=turn.timeout, conditions=turn.conditions, at=turn.at
+        )
+    if turn.at is not None:
+        assert turn.audio is not None  # the file's reader refuses `at:` without `audio:`
+        taker = cast(_TakesBargeIn, runner)  # else the scenario is not runnable
+        return await taker.run_audio(turn.audio, timeout=turn.timeout, at=turn.at)
     if turn.audio is not None:
         assert isinstance(runner, _TakesSpeech)  # else the scenario is not runnable
-        if turn.conditions is not None:
-            assert isinstance(runner, NotebookRunner)  # else the scenario is not runnable
-            return await runner.run_audio(
-                turn.audio, timeout=turn.timeout, conditions=turn.conditions
-            )
         return await runner.run_audio(turn.audio, timeout=turn.timeout)
     assert turn.user is not None
     return await runner.run(turn.user, timeout=turn.timeout)
@@ -424,6 +473,13 @@ def _unspoken(runner: AgentRunner, scenario: ScriptedScenario) -> str:
         return (
             "its spoken turns need a runner that takes them (run_audio): "
             f"{type(runner).__name__} takes typed turns only"
+        )
+    barge_in = any(turn.at is not None for turn in scenario.turns)
+    if barge_in and "at" not in inspect.signature(runner.run_audio).parameters:
+        return (
+            "its `at:` turns speak over the agent's reply, which a NotebookRunner(..., "
+            f"audio=True) does: {type(runner).__name__} takes spoken turns only once the "
+            "agent is quiet"
         )
     return ""
 

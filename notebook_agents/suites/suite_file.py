@@ -19,6 +19,10 @@
               - telephone
             expect:
               - contains_function_call(name="lookup_weather")
+          - audio: stop.wav
+            at: 0.5                   # spoken over the reply above, 0.5 s into it
+            expect:
+              - next_event().is_message(role="assistant")
 
 A mistake is a ``SuiteFileError`` naming the file, line and field, and the fix; a file is read
 within bounds (``_bounded_yaml``), so any file is read or refused at once.
@@ -46,8 +50,9 @@ import yaml
 from livekit.agents.simulation import Scenario
 
 from ..errors import NotebookAgentsError
+from ..runner._barge_in import FIRST_AUDIO, cue_seconds
 from ..runner._samples import spoken_audio
-from ..runner.errors import AudioError
+from ..runner.errors import AudioError, CueError
 from ..speech.line import NOISE_KINDS, Line, LineError
 from ._bounded_yaml import BoundedLoader, YamlRefusal
 from .expectations import Expectation, ExpectationError, parse
@@ -61,7 +66,7 @@ _SCENARIO_KEYS = {
 MOST_REPEATS = 100
 """the most runs a scenario's ``repeat:`` (or ``run_suite(..., repeat=)``) asks for: each is a
 fresh agent (~0.1-0.5 s offline), so 100 is minutes, past what pass@k is read at (k of 3-10)"""
-_TURN_KEYS = {"user", "audio", "expect", "timeout", "conditions"}
+_TURN_KEYS = {"user", "audio", "expect", "timeout", "conditions", "at"}
 _LINE = re.compile(r"(?P<lead>\s*(?:-\s+)?(?:(?P<key>[A-Za-z_][\w-]*):\s+)?)(?P<value>.*?)\s*$")
 """a line of a scenarios file: its indent, list dash and key; then its value"""
 _SYNTAX = re.compile(r"[{\[]|:(\s|$)")
@@ -100,6 +105,9 @@ class Turn:
     conditions: Line | None = None
     """the line a spoken turn crosses (``conditions:``, its own or its scenario's); None:
     the runner's (``runner.conditions``)"""
+    at: float | None = None
+    """a barge-in (``at:``): spoken this many seconds into the reply to the turn before (0:
+    at its first audio), over it, rather than once the agent is quiet"""
 
     @property
     def spoken(self) -> bool:
@@ -620,7 +628,8 @@ class _Reader:
                 checks.append(parse(text))
             except ExpectationError as e:
                 raise self.fail((*at, "expect", index), str(e)) from None
-        return Turn(user, path, tuple(checks), float(timeout), line if path is not None else None)
+        conditions = line if path is not None else None
+        return Turn(user, path, tuple(checks), float(timeout), conditions, self.cue(data, at))
 
     def line(self, data: Mapping[str, Any], at: tuple[Any, ...]) -> Line:
         """A ``conditions:`` list as a ``Line`` (a noise file relative to this file)."""
@@ -641,6 +650,26 @@ class _Reader:
         if not isinstance(kind, str) or kind in NOISE_KINDS:
             return item
         return {"noise": {**fields, "kind": str(self.path.parent / kind)}}
+
+    def cue(self, data: Mapping[str, Any], at: tuple[Any, ...]) -> float | None:
+        """A spoken turn's ``at:`` (a barge-in) as seconds into the reply, None without."""
+        if "at" not in data:
+            return None
+        if "audio" not in data:
+            raise self.fail(
+                (*at, "at"),
+                "`at:` makes a spoken turn speak over the agent's reply: give the turn an "
+                "`audio:` (a WAV), or remove `at:`",
+            )
+        try:
+            return cue_seconds(data["at"])
+        except CueError:
+            raise self.fail(
+                (*at, "at"),
+                f"`at:` is when the caller starts speaking over the reply to the turn before: "
+                f"seconds into it (a number from 0, e.g. `at: 0.5`) or `at: {FIRST_AUDIO}`, "
+                f"not {data['at']!r}",
+            ) from None
 
     def text_field(self, data: Mapping[str, Any], at: tuple[Any, ...], key: str) -> str:
         """A field that is text, "" when absent or empty (`id:` left blank)."""

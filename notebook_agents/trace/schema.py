@@ -35,6 +35,7 @@ EventKind = Literal[
     "context_changed",
     "context_diverged",
     "context_converged",
+    "barge_in",
     "metrics",
     "error",
     "closed",
@@ -188,6 +189,33 @@ class ContextConvergedData(TypedDict):
     items: int
 
 
+class BargeInData(TypedDict):
+    at: float
+    began: float
+    position: float
+    interrupted: bool
+    resumed: bool
+    stopped: float | None
+    stop_s: float | None
+    played_s: float
+    heard: str
+    text: str | None
+    item_id: str | None
+
+
+"""A caller who spoke over the agent's reply on cue (``run_audio(..., at=)``), and what
+livekit's interruption handling made of it; recorded once the reply has ended. ``at``: the
+cue, seconds into the reply (0 for its first audio); ``began``: trace time the caller's audio
+began, ``position`` seconds into the reply; ``interrupted``: livekit cut the reply;
+``resumed``: livekit paused it on the caller's sound, heard no turn in it and resumed it (a
+false interruption); ``stopped``: trace time the agent's audio stopped (paused or cut),
+``stop_s`` the time it took from ``began`` (both null when it played on); ``played_s``:
+seconds of the reply played in all; ``heard``: the reply as far as it was heard (livekit's
+played-out transcript: the ``agent_message``'s text), ``text`` all of it as the model
+generated it (livekit's ``llm_node`` span; null when no span has it), ``item_id`` the
+message's (null when none was heard)."""
+
+
 class ModelUsageData(TypedDict):
     type: str
     provider: str
@@ -239,6 +267,7 @@ EVENT_DATA: dict[EventKind, Any] = {
     "context_changed": ContextChangedData,
     "context_diverged": ContextDivergedData,
     "context_converged": ContextConvergedData,
+    "barge_in": BargeInData,
     "metrics": MetricsData,
     "error": ErrorData,
     "closed": ClosedData,

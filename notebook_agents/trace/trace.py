@@ -27,7 +27,7 @@ from .model_server import ModelServer
 from .reading import SessionReader
 from .recorder import Recorder, given
 from .remote import RemoteReader
-from .schema import EventKind, TraceSpan
+from .schema import BargeInData, EventKind, TraceSpan
 from .store import EventLog, TraceEvent, TraceEvents
 
 Reader = TypeVar("Reader", bound=ForeignReader)
@@ -295,6 +295,11 @@ class Trace:
         """Record ``closed`` once: from livekit's close event, or from the runner when
         livekit closes a session without one (a close that raised)."""
         (self._foreign or self._reader).record_closed(reason, error)
+
+    def record_barge_in(self, data: BargeInData, agent: str | None) -> None:
+        """Record a caller's speech over ``agent``'s reply and what became of the reply
+        (``barge_in``), once the reply has ended."""
+        self._recorder.capture(given, "barge_in", data, agent)
 
     def _record(self, kind: EventKind, data: dict[str, Any], agent: str | None = None) -> None:
         """Record an event made already, as a session's would be (a benchmark's replay)."""

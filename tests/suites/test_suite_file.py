@@ -250,8 +250,8 @@ def test_repeat_is_read_per_scenario_once_by_default(tmp_path: Path) -> None:
 def test_a_misspelt_key_is_reported_on_its_own_line(tmp_path: Path) -> None:
     text = ONE_TURN + "        expct:\n          - no_more_events()\n"
     assert refusal(tmp_path, text) == (
-        ":5: scenarios[0].turns[0].expct: unknown field `expct`: the fields are audio, conditions, "
-        "expect, timeout, user"
+        ":5: scenarios[0].turns[0].expct: unknown field `expct`: the fields are at, audio, "
+        "conditions, expect, timeout, user"
     )
 
 

@@ -3,6 +3,7 @@ schema: every kind, every field."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import re
@@ -80,12 +81,15 @@ async def test_every_kind_real_sessions_record_holds_to_its_schema(
         traces.append(parted)
         await session.run(user_input="get weather city=Oslo")
         await recorded(parted, "context_converged", count=1)
-    # a spoken turn to a realtime model that hears and speaks: what recognition heard
-    spoken = NotebookRunner(realtime_voice_server(emulator), audio=True)
+    # a spoken turn to a realtime model that hears and speaks: what recognition heard; and
+    # the caller speaking over its reply (no echo warm-up, which would not hear them)
+    spoken = NotebookRunner(realtime_voice_server(emulator, aec_warmup_duration=None), audio=True)
     runners.append(spoken)
     spoken.start()
     await spoken.ready()
-    await spoken.send_audio(synthesize("hello there"))
+    question = asyncio.ensure_future(spoken.send_audio(synthesize("hello there")))
+    await spoken.send_audio(synthesize("thank you"), at=0.5)
+    await question
     traces.append(spoken.trace)
 
     events = [event for trace in traces for event in trace.events]
