@@ -23,7 +23,7 @@ from notebook_agents import NotebookRunner, RunnerError
 from notebook_agents.emulator import Emulator
 from notebook_agents.runner import CueError
 from notebook_agents.runner._barge_in import generated_text
-from notebook_agents.speech import SAMPLE_RATE, synthesize
+from notebook_agents.speech import SAMPLE_RATE, Line, Telephone, synthesize
 from notebook_agents.trace import TraceSpan
 from tests.conftest import API_KEY, started
 
@@ -214,3 +214,28 @@ def test_the_whole_text_is_the_llm_nodes_of_the_speechs_own_turn() -> None:
     assert generated_text("speech_2", spans) == "another reply"
     assert generated_text("speech_3", spans) is None
     assert generated_text("speech_2", spans[2:3] + spans[4:]) is None
+
+
+@pytest.mark.slow  # real-time speech in and out
+async def test_a_barge_in_crosses_its_line_and_the_trace_says_which(
+    storyteller: NotebookRunner,
+) -> None:
+    """``conditions=`` and ``at=`` together: the words spoken over the reply reach the session
+    through the turn's line, and its user message records that line beside the barge-in."""
+    line = [Telephone()]
+    question = asyncio.ensure_future(storyteller.send_audio(synthesize("hello there")))
+    answer = await storyteller.run_audio(
+        synthesize("thank you"), at=0.5, timeout=40, conditions=line
+    )
+    await question
+
+    (barge_in,) = [e.data for e in storyteller.trace.of_kind("barge_in")]
+    assert barge_in["interrupted"]
+    first, second = storyteller.trace.of_kind("user_message")
+    assert "conditions" not in first.data  # the question: a clean line
+    assert second.data["text"] == "thank you"
+    assert second.data["conditions"] == Line(*line).to_records()
+    assert storyteller.spoken[-1].line.to_records() == Line(*line).to_records()
+    assert [e.item.text_content for e in answer.events if e.type == "message"] == [
+        f'{STORY} You said: "thank you".'
+    ]
