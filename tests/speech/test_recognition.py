@@ -5,6 +5,7 @@ one voice, and rather hears nothing than a wrong phrase."""
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 
 import numpy as np
 import pytest
@@ -158,3 +159,42 @@ def test_any_rate_is_heard_and_silence_is_nothing() -> None:
     at_48k = np.repeat(spoken, 2)  # the same speech at twice the rate
     assert transcribe(at_48k, 48_000) == "hello there"
     assert transcribe(np.zeros(SAMPLE_RATE, np.int16), SAMPLE_RATE) == ""
+
+
+WEATHER = Vocabulary(
+    requests=(Request("lookup_weather", (Parameter("location"),)),),
+    texts=(
+        "You are a weather agent. Say done when you are finished and keep answers short.",
+        "The city to look up.",
+        "London",
+        "New York",
+    ),
+)
+"""a weather agent's vocabulary: its words hold two cities, and words a city is not"""
+
+
+@pytest.mark.parametrize(
+    ("city", "voice"),
+    [
+        pytest.param(
+            *said,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="a measured limit of the value check (VALUE_FIT_MARGIN's figures): "
+                "eSpeak's British Madrid fits 'look' (with 'please') too well to be told apart",
+            ),
+        )
+        if said == ("Madrid", "en")
+        else said
+        for said in itertools.product(["Paris", "Madrid", "Seattle", "Cairo", "Moscow"], VOICES)
+    ],
+)
+def test_a_value_outside_the_vocabulary_is_left_out_never_heard_as_another_word(
+    city: str, voice: str
+) -> None:
+    """ "lookup weather location Paris", Paris in no text of the session, was heard as
+    ``lookup weather location: done please``, and the tool ran with ``location: done``."""
+    heard = transcribe(
+        synthesize(f"lookup weather location {city}", voice=voice), SAMPLE_RATE, WEATHER
+    )
+    assert heard == "" or (heard.startswith("lookup weather") and "location:" not in heard), heard
