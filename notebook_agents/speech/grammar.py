@@ -7,6 +7,9 @@ billing"), with "can you" / "please" around them, each naming its arguments by v
 A text argument's value is a name of the session's vocabulary ("Paris", "New York": a
 keyword, a short text) or, less likely, a word of its longer texts (its instructions); an
 enum's value is one of its members, a number's a number word, a boolean's yes/no/true/false.
+A value said outside the vocabulary is heard as its nearest one: ``recognition.py`` checks a
+text value against the audio and leaves out one it is not sure of (``Grammar.transcript``'s
+``unheard``).
 Numbers come back as digits, as the cloud APIs write them ("what is 2 plus 3"); arguments as
 the reply rules read a typed one (``lookup weather location: Paris``).
 """
