@@ -154,10 +154,15 @@ class Grammar:
 
     def transcript(self, hypothesis: str, unheard: Collection[int] = ()) -> str:
         """A decoder's hypothesis written as a transcript (arguments as ``name: value``),
-        without the arguments whose value is at an ``unheard`` position of it."""
+        without the arguments whose value is at an ``unheard`` position of it, nor a "please"
+        right after one (the end of an unknown word: "Paris" was "done please")."""
         words: list[str] = []
         tokens = re.sub(r"\(\d+\)", "", hypothesis).split()  # alternates' marks
-        left_out = {*unheard, *(i - 1 for i in unheard if tokens[i - 1].startswith(_ARG))}
+        left_out = {
+            *unheard,
+            *(i - 1 for i in unheard if tokens[i - 1].startswith(_ARG)),
+            *(i + 1 for i in unheard if tokens[i + 1 : i + 2] == ["please"]),
+        }
         for token in (t for i, t in enumerate(tokens) if i not in left_out):
             if token.startswith(_ARG):
                 words.append(f"{self.written[token]}:")

@@ -198,3 +198,10 @@ def test_a_value_outside_the_vocabulary_is_left_out_never_heard_as_another_word(
         synthesize(f"lookup weather location {city}", voice=voice), SAMPLE_RATE, WEATHER
     )
     assert heard == "" or (heard.startswith("lookup weather") and "location:" not in heard), heard
+
+
+def test_an_unheard_value_leaves_out_its_argument_and_the_please_it_ran_into() -> None:
+    rules = grammar(WEATHER, _pronounce)
+    hypothesis = "lookup weather arg~location val~done please"
+    assert rules.transcript(hypothesis) == "lookup weather location: done please"
+    assert rules.transcript(hypothesis, [3]) == "lookup weather"
