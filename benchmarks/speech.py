@@ -133,7 +133,8 @@ def main() -> None:
     for name, counts in outcomes.items():
         print(
             f"  {name}: {counts['word for word']}/{sum(counts.values())} word for word, "
-            f"{counts['nothing']} nothing, {counts['wrong']} wrong"
+            f"{counts['nothing']} nothing, {counts['argument left out']} argument left out, "
+            f"{counts['wrong']} wrong"
         )
     for said, heard_as in misheard.items():
         print(f"  {said!r} heard as {dict(heard_as)}")
@@ -155,7 +156,9 @@ def _transcript(phrase: str) -> str:
 def _outcome(heard: str, said: str) -> str:
     if heard == said:
         return "word for word"
-    return "nothing" if heard == "" else "wrong"
+    if heard == "":
+        return "nothing"
+    return "argument left out" if heard == said.split(" location:")[0] else "wrong"
 
 
 def _line(what: str, factors: Sequence[float]) -> str:
