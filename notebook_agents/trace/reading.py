@@ -126,9 +126,16 @@ class SessionReader:
         capturing = functools.partial(
             self._recorder.capturing, read=livekit.current_activity, source=session
         )
+        capture_user_state = capturing(_make_state, ("user_state",))
+
+        def on_user_state(ev: UserStateChangedEvent) -> None:
+            if ev.new_state == "speaking":  # the caller's words come later, heard under these
+                self._spoken_under = self.caller_conditions
+            capture_user_state(ev)
+
         self._handlers = {
             "agent_state_changed": capturing(_make_state, ("agent_state",)),
-            "user_state_changed": self._on_user_state,
+            "user_state_changed": on_user_state,
             "user_input_transcribed": capturing(_make_transcript, ()),
             "session_usage_updated": capturing(self._make_usage, ()),
             "error": self._on_error,
@@ -145,7 +152,6 @@ class SessionReader:
             # each response's own metrics: the only place a server-side cancel shows
             "metrics_collected": self._on_model_metrics,
         }
-        self._capture_user_state = capturing(_make_state, ("user_state",))
         self._stop_listening = listen(session, self._handlers, self.failed)
         running = livekit.current_activity(session)
         if running is not None:  # attached after start: watch what is running
@@ -187,11 +193,6 @@ class SessionReader:
     def _activity(self) -> AgentActivity | None:
         session = self._session
         return livekit.current_activity(session) if session is not None else None
-
-    def _on_user_state(self, ev: UserStateChangedEvent) -> None:
-        if ev.new_state == "speaking":
-            self._spoken_under = self.caller_conditions
-        self._capture_user_state(ev)
 
     def _on_speech_created(self, ev: SpeechCreatedEvent) -> None:
         # during a handoff the old agent may still speak (on_exit) after the session moved
