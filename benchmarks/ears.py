@@ -2,9 +2,9 @@
 recogniser (``hearing="grammar"``, pocketsphinx, or ``"whisper"``, Whisper tiny.en).
 
 - heard word for word, word error rate: the corpus (``CORPUS``, three phrases of the grammar
-  and three free sentences, in eSpeak's voices ``VOICES``) through the line, heard as the
-  emulator hears it (``transcribe``, the session's words ``SESSION``; the grammar hears no
-  free sentence, by design: nothing rather than a wrong phrase);
+  and three free sentences, given apart, in eSpeak's voices ``VOICES``) through the line,
+  heard as the emulator hears it (``transcribe``, the session's words ``SESSION``; the
+  grammar hears no free sentence, by design: nothing rather than a wrong phrase);
 - end of turn -> first audio: the caller's wait in a cascaded ``NotebookRunner(audio=True)``
   session on the emulator (livekit's silero VAD and end-of-turn delay, ``openai.STT`` hearing
   as the column says), measured as ``benchmarks/voice.py`` does: from the end of the caller's
@@ -12,17 +12,19 @@ recogniser (``hearing="grammar"``, pocketsphinx, or ``"whisper"``, Whisper tiny.
   (``TraceAnalysis.of(trace).speech``), the session's first reply left out (warm-up);
 - false interruptions: the line's noise alone (``NOISE_S`` seconds, the line applied to
   silence: its noise at the level it would have under speech at -26 dBFS) played ``CUE_S``
-  into a reply (``run_audio(..., at=)``), counted when the trace's ``barge_in`` says livekit
-  cut or paused the reply; "-" where the line adds no noise (its noise alone is silence);
+  into a reply (``run_audio(..., at=)``): how often the trace's ``barge_in`` says livekit cut
+  the reply, or paused it and resumed it (a false interruption it recognised); "-" where the
+  line adds no noise (its noise alone is silence);
 - barge-in -> first audio: the caller says ``BARGE_IN`` through the line ``CUE_S`` into a
-  reply; from the ``barge_in``'s ``began`` to the first audio of the answer, when livekit cut
-  the reply.
+  reply; from the ``barge_in``'s ``began`` (the caller's first sound) to the first audio of
+  the answer, when livekit cut the reply: the caller's words (about 1.5 s), livekit's end of
+  turn, the answer's transcription and synthesis.
 
 Medians over ``--repeats`` (each repeat one noise trial and one barge-in per session).
 
     PYTHONPATH=. .venv/bin/python benchmarks/ears.py --repeats 1
-    PYTHONPATH=. .venv/bin/python benchmarks/ears.py --conditions clean --conditions "[{noise: {kind: \
-white, snr_db: 0}}]"
+    PYTHONPATH=. .venv/bin/python benchmarks/ears.py --conditions clean
+        --conditions "[{noise: {kind: white, snr_db: 0}}]"  # one command line
 """
 
 from __future__ import annotations
@@ -37,17 +39,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import psutil
 
+from benchmarks.voice import voice_server
 from notebook_agents import Emulator, NotebookRunner, RunnerError, TraceAnalysis
 from notebook_agents.speech import SAMPLE_RATE, Hearing, Line, Vocabulary, synthesize, transcribe
 from notebook_agents.speech import word_error_rate as wer
 from notebook_agents.speech.line import named_line
 
-from benchmarks.voice import voice_server
-
+GRAMMAR_PHRASES = ("hello there", "what is seven times eight", "transfer to billing please")
 CORPUS = (
-    "hello there",
-    "what is seven times eight",
-    "transfer to billing please",
+    *GRAMMAR_PHRASES,
     "our flight leaves early tomorrow morning",
     "we should buy fresh oranges at the market",
     "the children built a sandcastle near the water",
@@ -74,7 +74,8 @@ SILENT_PEAK = 32
 class SessionFigures:
     waits_s: list[float] = field(default_factory=list)
     noise_trials: int = 0
-    false_interruptions: int = 0
+    cut_by_noise: int = 0
+    paused_by_noise: int = 0
     barge_in_first_audio_s: list[float] = field(default_factory=list)
 
 
@@ -104,8 +105,8 @@ async def session_figures(line: Line, hearing: Hearing, repeats: int) -> Session
                     await asked
                     for event in runner.trace.of_kind("barge_in")[before:]:
                         figures.noise_trials += 1
-                        cut_or_paused = event.data["interrupted"] or event.data["resumed"]
-                        figures.false_interruptions += bool(cut_or_paused)
+                        figures.cut_by_noise += event.data["interrupted"]
+                        figures.paused_by_noise += event.data["resumed"]
                 asked = asyncio.ensure_future(runner.run_audio(question, conditions=[]))
                 await runner.run_audio(synthesize(BARGE_IN), conditions=line, at=CUE_S)
                 await asked
@@ -128,13 +129,21 @@ async def session_figures(line: Line, hearing: Hearing, repeats: int) -> Session
 
 
 def recognition(line: Line, hearing: Hearing, clips: list[tuple[str, np.ndarray]]) -> str:
-    """``word for word | word error rate`` of the clips heard through ``line``."""
+    """``word for word | word error rate`` of the clips heard through ``line``, the grammar's
+    phrases and the free sentences apart."""
     pairs = [
         (said, transcribe(line.apply(samples, SAMPLE_RATE), SAMPLE_RATE, SESSION, hearing))
         for said, samples in clips
     ]
-    word_for_word = sum(wer([pair]) == 0 for pair in pairs)
-    return f"{word_for_word}/{len(pairs)} ({word_for_word / len(pairs):.0%}) | {wer(pairs):.0%}"
+    parts = {
+        "phrases": [p for p in pairs if p[0] in GRAMMAR_PHRASES],
+        "free": [p for p in pairs if p[0] not in GRAMMAR_PHRASES],
+    }
+    word_for_word = ", ".join(
+        f"{kind} {sum(wer([p]) == 0 for p in part)}/{len(part)}" for kind, part in parts.items()
+    )
+    rates = ", ".join(f"{kind} {wer(part):.0%}" for kind, part in parts.items())
+    return f"{word_for_word} | {rates}"
 
 
 def _ms(seconds: list[float]) -> str:
@@ -175,7 +184,8 @@ async def main() -> None:
             heard = recognition(line, hearing, clips)
             figures = await session_figures(line, hearing, args.repeats)
             interruptions = (
-                f"{figures.false_interruptions}/{figures.noise_trials}"
+                f"cut {figures.cut_by_noise}, paused {figures.paused_by_noise} "
+                f"of {figures.noise_trials}"
                 if figures.noise_trials
                 else "-"
             )
