@@ -22,8 +22,8 @@ recogniser (``hearing="grammar"``, pocketsphinx, or ``"whisper"``, Whisper tiny.
 
 Medians over ``--repeats`` (each repeat one noise trial and one barge-in per session).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/ears.py --repeats 1
-    PYTHONPATH=. .venv/bin/python benchmarks/ears.py --conditions clean
+    .venv/bin/python benchmarks/ears.py --repeats 1
+    .venv/bin/python benchmarks/ears.py --conditions clean
         --conditions "[{noise: {kind: white, snr_db: 0}}]"  # one command line
 """
 
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import psutil
+from voice import voice_server  # benchmarks/voice.py, beside this script
 
-from benchmarks.voice import voice_server
 from notebook_agents import Emulator, NotebookRunner, RunnerError, TraceAnalysis
 from notebook_agents.speech import SAMPLE_RATE, Hearing, Line, Vocabulary, synthesize, transcribe
 from notebook_agents.speech import word_error_rate as wer
