@@ -9,7 +9,8 @@ recogniser (``hearing="grammar"``, pocketsphinx, or ``"whisper"``, Whisper tiny.
   session on the emulator (livekit's silero VAD and end-of-turn delay, ``openai.STT`` hearing
   as the column says), measured as ``benchmarks/voice.py`` does: from the end of the caller's
   speech where livekit's VAD put it to the reply's first audio
-  (``TraceAnalysis.of(trace).speech``), the session's first reply left out (warm-up);
+  (``TraceAnalysis.of(trace).speech``), the session's first reply left out (warm-up); and
+  how many spoken turns through the line got no reply (heard as nothing: no turn);
 - false interruptions: the line's noise alone (``NOISE_S`` seconds, the line applied to
   silence: its noise at the level it would have under speech at -26 dBFS) played ``CUE_S``
   into a reply (``run_audio(..., at=)``): how often the trace's ``barge_in`` says livekit cut
@@ -31,9 +32,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import statistics
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,13 +78,25 @@ class SessionFigures:
     cut_by_noise: int = 0
     paused_by_noise: int = 0
     barge_in_first_audio_s: list[float] = field(default_factory=list)
+    unanswered: int = 0
+    """spoken turns through the line that got no reply (heard as nothing, or lost)"""
+
+
+async def _answered(turn: Awaitable[object]) -> bool:
+    """Whether the spoken ``turn`` got its reply (a turn given up is withdrawn by the runner,
+    which is ready for the next)."""
+    try:
+        await turn
+    except RunnerError:
+        return False
+    return True
 
 
 async def session_figures(line: Line, hearing: Hearing, repeats: int) -> SessionFigures:
     """The caller's waits, the noise trials and the barge-ins of one cascaded session whose
     caller speaks through ``line`` and whose emulator hears with ``hearing``."""
     figures = SessionFigures()
-    question = line.apply(synthesize(QUESTION), SAMPLE_RATE)
+    question = synthesize(QUESTION)
     noise = line.apply(np.zeros(int(NOISE_S * SAMPLE_RATE), np.int16), SAMPLE_RATE)
     noisy = int(np.abs(noise.astype(np.int32)).max()) >= SILENT_PEAK
     with Emulator() as emulator:
@@ -96,28 +109,32 @@ async def session_figures(line: Line, hearing: Hearing, repeats: int) -> Session
         try:
             await runner.ready()
             for _ in range(repeats):
-                if noisy:
+                if noisy:  # a reply asked on a clean line, the line's noise alone over it
                     asked = asyncio.ensure_future(runner.run_audio(question, conditions=[]))
                     before = len(runner.trace.of_kind("barge_in"))
                     # noise livekit does not heed ends the turn at its timeout, as intended
-                    with contextlib.suppress(RunnerError):
-                        await runner.run_audio(noise, conditions=[], at=CUE_S, timeout=15)
-                    await asked
+                    await _answered(runner.run_audio(noise, conditions=[], at=CUE_S, timeout=15))
+                    await _answered(asked)
                     for event in runner.trace.of_kind("barge_in")[before:]:
                         figures.noise_trials += 1
                         figures.cut_by_noise += event.data["interrupted"]
                         figures.paused_by_noise += event.data["resumed"]
-                asked = asyncio.ensure_future(runner.run_audio(question, conditions=[]))
-                await runner.run_audio(synthesize(BARGE_IN), conditions=line, at=CUE_S)
-                await asked
-                barge_in = runner.trace.of_kind("barge_in")[-1].data
-                if barge_in["interrupted"]:
-                    answered = [
+                # the question and the barge-in both through the line
+                asked = asyncio.ensure_future(runner.run_audio(question, conditions=line))
+                before = len(runner.trace.of_kind("barge_in"))
+                barged = await _answered(
+                    runner.run_audio(synthesize(BARGE_IN), conditions=line, at=CUE_S)
+                )
+                figures.unanswered += (not await _answered(asked)) + (not barged)
+                for event in runner.trace.of_kind("barge_in")[before:]:
+                    began = event.data["began"]
+                    answers = [
                         s.start
                         for s in TraceAnalysis.of(runner.trace).speech
-                        if s.speaker == "agent" and s.start > barge_in["began"]
+                        if s.speaker == "agent" and s.start > began
                     ]
-                    figures.barge_in_first_audio_s.append(min(answered) - barge_in["began"])
+                    if event.data["interrupted"] and answers:
+                        figures.barge_in_first_audio_s.append(min(answers) - began)
         finally:
             runner.stop()
     figures.waits_s = [
@@ -189,8 +206,10 @@ async def main() -> None:
                 if figures.noise_trials
                 else "-"
             )
+            unanswered = f", {figures.unanswered} unanswered" if figures.unanswered else ""
             print(
-                f"| {name} | {hearing} | {heard} | {_ms(figures.waits_s)} | {interruptions} "
+                f"| {name} | {hearing} | {heard} | {_ms(figures.waits_s)}{unanswered} "
+                f"| {interruptions} "
                 f"| {_ms(figures.barge_in_first_audio_s)} |",
                 flush=True,
             )
