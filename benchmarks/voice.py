@@ -30,7 +30,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.agents import NOT_GIVEN, Agent, AgentServer, AgentSession, JobContext, NotGivenOr
 from livekit.plugins import openai, silero
 
 from notebook_agents import Emulator, LatencyModel, NotebookRunner, RunnerError, TraceAnalysis
@@ -41,7 +41,15 @@ RTTS_MS = (0, 20, 100)
 PIPELINES = ("cascaded", "realtime")
 
 
-def voice_server(base_url: str, pipeline: str = "cascaded") -> AgentServer:
+def voice_server(
+    base_url: str,
+    pipeline: str = "cascaded",
+    instructions: str = "You are the Concierge.",
+    aec_warmup_duration: NotGivenOr[float | None] = NOT_GIVEN,
+) -> AgentServer:
+    """A voice agent, every model the emulator at ``base_url``; the emulator's replies begin
+    with the first sentence of its ``instructions``; ``aec_warmup_duration`` livekit's (None
+    lets the caller speak over the agent's first 3 s, as benchmarks/ears.py does)."""
     server = AgentServer()
 
     @server.rtc_session()
@@ -52,11 +60,15 @@ def voice_server(base_url: str, pipeline: str = "cascaded") -> AgentServer:
                 stt=openai.STT(base_url=base_url, api_key="bench"),
                 llm=openai.LLM(base_url=base_url, api_key="bench"),
                 tts=openai.TTS(base_url=base_url, api_key="bench"),
+                aec_warmup_duration=aec_warmup_duration,
             )
             if pipeline == "cascaded"
-            else AgentSession(llm=openai.realtime.RealtimeModel(base_url=base_url, api_key="bench"))
+            else AgentSession(
+                llm=openai.realtime.RealtimeModel(base_url=base_url, api_key="bench"),
+                aec_warmup_duration=aec_warmup_duration,
+            )
         )
-        await session.start(agent=Agent(instructions="You are the Concierge."), room=ctx.room)
+        await session.start(agent=Agent(instructions=instructions), room=ctx.room)
 
     return server
 
