@@ -235,22 +235,15 @@ class SuiteRun:
         made = _made(server)
         if self._agents is None:  # before anything runs: the first one made says whose agents
             self._agents = _agents_named(self.suite, made)
-        if not isinstance(made, AgentServer):
-            return await run_scenario(
-                scenario,
-                made,
-                agents=self._agents,
-                judge_llm=calls.judge_llm,
-                caller_llm=calls.caller_llm,
-                max_turns=calls.max_turns,
-                run_id=self.run_id,
-            )
-        if made in self._serving:
-            raise RunnerError(
-                "the function given as the server returned a server already running another "
-                "scenario (one server runs one job here): make a new AgentServer in each call"
-            )
-        self._serving.add(made)
+        serving = made if isinstance(made, AgentServer) else None
+        if serving is not None:
+            if serving in self._serving:
+                raise RunnerError(
+                    "the function given as the server returned a server already running "
+                    "another scenario (one server runs one job here): make a new AgentServer "
+                    "in each call"
+                )
+            self._serving.add(serving)
         try:
             return await run_scenario(
                 scenario,
@@ -262,7 +255,8 @@ class SuiteRun:
                 run_id=self.run_id,
             )
         finally:
-            self._serving.discard(made)
+            if serving is not None:
+                self._serving.discard(serving)
 
 
 @dataclass(frozen=True)
