@@ -7,8 +7,7 @@ left out). Recognition hears eSpeak's voice, in three voices, saying what a call
 handoff and Greeter/Weather agents says, in those agents' vocabulary (their tools, the
 weather tool's location, their instructions and descriptions, a few cities as keywords); each
 phrase class counts the phrases heard word for word, heard as nothing, and heard wrong
-(another phrase, which the emulator would answer as if said); a city the vocabulary lacks is
-heard word for word when its argument is left out (``lookup weather``).
+(another phrase, which the emulator would answer as if said).
 
 With ``--conditions`` (once per line: a preset's name or its start, or the written form as
 YAML) the phrases are heard through each line too (``notebook_agents.speech.line``), and the
@@ -39,8 +38,6 @@ from notebook_agents.speech.grammar import digits
 from notebook_agents.speech.line import Line, named_line
 
 CITIES = ("Paris", "London", "Tokyo", "Berlin", "New York")
-ELSEWHERE = ("Madrid", "Seattle", "Cairo", "Moscow", "Sydney")
-"""cities no text of the vocabulary holds: heard word for word is the argument left out"""
 TOOLS = Vocabulary(
     requests=(
         Request("transfer_to_billing"),
@@ -87,9 +84,6 @@ CLASSES: dict[str, tuple[str, ...]] = {
     ),
     "tool request with an argument": tuple(
         f"lookup weather location {city.lower()}" for city in CITIES
-    ),
-    "tool request with a value outside the vocabulary": tuple(
-        f"lookup weather location {city.lower()}" for city in ELSEWHERE
     ),
     "arithmetic": (
         "what is two plus three",
@@ -157,8 +151,7 @@ def main() -> None:
         for name, counts in by_class.items():
             print(
                 f"  {name}: {counts['word for word']}/{sum(counts.values())} word for word, "
-                f"{counts['nothing']} nothing, {counts['argument left out']} argument left out, "
-                f"{counts['wrong']} wrong"
+                f"{counts['nothing']} nothing, {counts['wrong']} wrong"
             )
     for where, heard_as in misheard.items():
         print(f"  {where!r} heard as {dict(heard_as)}")
@@ -166,10 +159,7 @@ def main() -> None:
 
 def _transcript(phrase: str) -> str:
     """What ``phrase`` is heard as, word for word: numbers as digits, an argument as the reply
-    rules read a typed one; a value outside the vocabulary left out."""
-    for city in ELSEWHERE:
-        if phrase.endswith(f"location {city.lower()}"):
-            return phrase.removesuffix(f" location {city.lower()}")
+    rules read a typed one."""
     for city in CITIES:
         if phrase.endswith(f"location {city.lower()}"):
             value = f'"{city}"' if " " in city else city
@@ -180,9 +170,7 @@ def _transcript(phrase: str) -> str:
 def _outcome(heard: str, said: str) -> str:
     if heard == said:
         return "word for word"
-    if heard == "":
-        return "nothing"
-    return "argument left out" if heard == said.split(" location:")[0] else "wrong"
+    return "nothing" if heard == "" else "wrong"
 
 
 def _line(what: str, factors: Sequence[float]) -> str:

@@ -7,9 +7,6 @@ billing"), with "can you" / "please" around them, each naming its arguments by v
 A text argument's value is a name of the session's vocabulary ("Paris", "New York": a
 keyword, a short text) or, less likely, a word of its longer texts (its instructions); an
 enum's value is one of its members, a number's a number word, a boolean's yes/no/true/false.
-A value said outside the vocabulary is heard as its nearest one: ``recognition.py`` checks a
-text value against the audio and leaves out one it is not sure of (``Grammar.transcript``'s
-``unheard``).
 Numbers come back as digits, as the cloud APIs write them ("what is 2 plus 3"); arguments as
 the reply rules read a typed one (``lookup weather location: Paris``).
 """
@@ -17,7 +14,7 @@ the reply rules read a typed one (``lookup weather location: Paris``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -152,18 +149,10 @@ class Grammar:
     """short lone words, and the lone words they may be a clipped or misheard form of: one
     phone from them, or from their end ("no" and "hello", "bye" and "goodbye", "hi")"""
 
-    def transcript(self, hypothesis: str, unheard: Collection[int] = ()) -> str:
-        """A decoder's hypothesis written as a transcript (arguments as ``name: value``),
-        without the arguments whose value is at an ``unheard`` position of it, nor a "please"
-        right after one (the end of an unknown word: "Paris" was "done please")."""
+    def transcript(self, hypothesis: str) -> str:
+        """A decoder's hypothesis written as a transcript (arguments as ``name: value``)."""
         words: list[str] = []
-        tokens = re.sub(r"\(\d+\)", "", hypothesis).split()  # alternates' marks
-        left_out = {
-            *unheard,
-            *(i - 1 for i in unheard if tokens[i - 1].startswith(_ARG)),
-            *(i + 1 for i in unheard if tokens[i + 1 : i + 2] == ["please"]),
-        }
-        for token in (t for i, t in enumerate(tokens) if i not in left_out):
+        for token in re.sub(r"\(\d+\)", "", hypothesis).split():  # alternates' marks
             if token.startswith(_ARG):
                 words.append(f"{self.written[token]}:")
             elif token.startswith((_VALUE, _CHOICE)):
@@ -172,12 +161,6 @@ class Grammar:
             else:
                 words.append(token)
         return digits(" ".join(words))
-
-
-def is_text_value(token: str) -> bool:
-    """Whether a token of a hypothesis is a text argument's value (a name or word of the
-    vocabulary), alternates' marks and all."""
-    return token.startswith(_VALUE)
 
 
 def grammar(heard_in: Vocabulary | Iterable[str], pronounce: Pronounce) -> Grammar:

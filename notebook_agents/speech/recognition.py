@@ -14,15 +14,7 @@ Only a whole phrase is heard, and rather nothing than a wrong one:
 - a short lone word with a sound-alike among the lone words ("no" and "hello", "bye" and
   "goodbye" and "hi") is heard only if it fits the audio clearly better than each of them
   alone (``SOUND_ALIKE_MARGIN``): in eSpeak's voices pocketsphinx hears "hi" as "bye" and
-  back, a clipped "goodbye" as "bye", a soft-spoken "hello" as "no";
-- a text argument's value is heard only if a free phone loop (pocketsphinx's allphone search)
-  fits its frames not much better than it does, and says phones near its own
-  (``VALUE_FIT_MARGIN``): the grammar hears every value as a name or word of the vocabulary,
-  so a city the session never wrote ("Paris") was heard as one of its words ("done"). An
-  unsure value is left out with its argument's name, the rest of the phrase heard
-  (``lookup weather``). The check is measured, not perfect: in eSpeak's voices it leaves out
-  nine in ten values that are not there and one in six that is; it costs one more search of
-  the phrase (a phrase with a value is heard in 2.5 times the time, still a tenth of its own).
+  back, a clipped "goodbye" as "bye", a soft-spoken "hello" as "no".
 """
 
 from __future__ import annotations
@@ -33,13 +25,12 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import NotebookAgentsError
-from .grammar import Grammar, Vocabulary, grammar, is_text_value
+from .grammar import Grammar, Vocabulary, grammar
 from .hearing import DEFAULT_HEARING, Hearing, check_hearing
 from .pronunciation import pronunciation
 from .synthesis import _resample_to
@@ -53,23 +44,6 @@ must fit the audio than each sound-alike to be heard. Measured on eSpeak's three
 calls each: "no" fits 1.13 to 2.77 better than "hello" when said, "hello" said fits "no" at
 most 0.44 better; "bye" said fits 2.5 better than "goodbye", "goodbye" said fits "bye" at most
 0.65 better; "hi" and "bye" are never 1.0 apart, whichever was said, so neither is heard"""
-VALUE_FIT_MARGIN = 3.0e-3
-"""how much better (log-likelihood per 10 ms frame, as pocketsphinx scores) a free phone loop
-may fit a text argument's value's frames than the value itself for it to be heard; and
-``VALUE_PHONE_DISTANCE``: how far (edits per phone of the value) the loop's phones over them
-may be from the value's. Measured on eSpeak's three voices, "lookup weather location <city>"
-(alone, then with "please", "unit celsius", "days three") for 18 cities, each outside the
-vocabulary and in it, and London and New York always in it: 439 phrases heard with a value.
-A city heard as itself fits -0.6 to 5.0 worse than the loop (11 of 229 by 3.0 or more), one
-heard as another word 0.5 to 8.2 worse (149 of 210); the loop's phones are 0.9 edits per
-phone or more from the value in 29 of 229 heard right, 144 of 210 heard wrong. Both at once
-(the fewest mistakes of any pair of thresholds): 36 of 229 right values (16%) are left out,
-20 of 210 wrong ones (10%) still heard, 11 of them "Sydney" as "city" (one phone apart)."""
-VALUE_PHONE_DISTANCE = 0.9
-_PHONE_LOOP = "phone-loop"
-"""a search of any phones in any order (no phone language model): how well the audio can fit"""
-_SILENCES = frozenset({"SIL", "+NSN+", "+SPN+"})
-"""the phone loop's silence and noises: no phone of a word"""
 _QUIET_RMS = 100.0
 """loudness (of 32767) under which a 10 ms window is silence, whatever the speech's level"""
 _EARS = 2
@@ -143,33 +117,6 @@ def _without_silence_around(samples: np.ndarray) -> np.ndarray:
     return samples[start * window : end * window]
 
 
-@dataclass(frozen=True)
-class _Word:
-    """A word (or phone) of a decoding's best path: its first and last 10 ms frame, and
-    how well it fits them (its acoustic log-likelihood, as pocketsphinx scores)."""
-
-    token: str
-    first: int
-    last: int
-    fit: float
-
-    def share_of(self, other: _Word) -> float:
-        """The part of this word's frames that lie within ``other``'s."""
-        overlap = min(self.last, other.last) - max(self.first, other.first) + 1
-        return max(overlap, 0) / (self.last - self.first + 1)
-
-
-def _phone_distance(a: list[str], b: list[str]) -> int:
-    """Levenshtein distance between two phone sequences."""
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
-
-
 class _Ear:
     """One pocketsphinx decoder, one utterance at a time, with the grammars of the
     vocabularies it heard last."""
@@ -190,62 +137,22 @@ class _Ear:
             bestpath=False,
             remove_noise=False,
         )
-        self._decoder.add_allphone_file(_PHONE_LOOP, None)
         self._searches: OrderedDict[Vocabulary, tuple[str, Grammar]] = OrderedDict()
         self._made = 0
         self._lone: set[str] = set()
 
     def hear(self, audio: bytes, vocabulary: Vocabulary) -> str:
         name, rules = self._search(vocabulary)
-        if self._decode(audio, name) is None:
+        hypothesis = self._decode(audio, name)
+        if hypothesis is None:
             return ""
-        words = self._words()
-        heard = " ".join(word.token for word in words)
+        heard = re.sub(r"\(\d+\)", "", hypothesis.hypstr)  # alternate pronunciations' marks
         alikes = rules.sound_alikes.get(heard, ())
         if alikes:
             fit = self._fit(audio, heard)
             if any(fit - self._fit(audio, other) < SOUND_ALIKE_MARGIN for other in alikes):
                 return ""
-        return rules.transcript(heard, self._unsure_values(audio, words, rules))
-
-    def _words(self) -> list[_Word]:
-        """The words of the last decoding's best path, alternates' marks removed."""
-        return [
-            _Word(
-                re.sub(r"\(\d+\)$", "", segment.word),
-                segment.start_frame,
-                segment.end_frame,
-                math.log(max(float(segment.ascore), 1e-300)),
-            )
-            for segment in self._decoder.seg()
-            if segment.word != "(NULL)" and segment.end_frame >= segment.start_frame
-        ]
-
-    def _unsure_values(self, audio: bytes, words: list[_Word], rules: Grammar) -> list[int]:
-        """Where in ``words`` a text argument's value is not sure to be what was said: the
-        grammar hears each value as its nearest name or word of the vocabulary, and a value
-        outside it (a city the session never wrote) as another ("Paris" as "done"). A free
-        phone loop over the same frames, unbound by the grammar, tells them apart: it fits a
-        word that was said about as well as the word itself, and says the word's phones."""
-        values = [i for i, word in enumerate(words) if is_text_value(word.token)]
-        if not values:
-            return []
-        self._decode(audio, _PHONE_LOOP)
-        phones = self._words()
-        unsure = []
-        for index in values:
-            value = words[index]
-            frames = value.last - value.first + 1
-            loop_fit = sum(phone.fit * phone.share_of(value) for phone in phones)
-            said = [p.token for p in phones if p.token not in _SILENCES and p.share_of(value) > 0.5]
-            distance = min(
-                _phone_distance(said, p.split()) / len(p.split()) for p in rules.tokens[value.token]
-            )
-            if (
-                loop_fit - value.fit
-            ) / frames >= VALUE_FIT_MARGIN or distance >= VALUE_PHONE_DISTANCE:
-                unsure.append(index)
-        return unsure
+        return rules.transcript(heard)
 
     def _decode(self, audio: bytes, search: str) -> Any:
         """The decoder's hypothesis (None: no phrase of the search fits the audio)."""

@@ -5,7 +5,6 @@ one voice, and rather hears nothing than a wrong phrase."""
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 
 import numpy as np
 import pytest
@@ -159,51 +158,3 @@ def test_any_rate_is_heard_and_silence_is_nothing() -> None:
     at_48k = np.repeat(spoken, 2)  # the same speech at twice the rate
     assert transcribe(at_48k, 48_000) == "hello there"
     assert transcribe(np.zeros(SAMPLE_RATE, np.int16), SAMPLE_RATE) == ""
-
-
-WEATHER = Vocabulary(
-    requests=(Request("lookup_weather", (Parameter("location"),)),),
-    texts=(
-        "You are a weather agent. Say done when you are finished and keep answers short.",
-        "The city to look up.",
-        "London",
-        "New York",
-    ),
-)
-"""a weather agent's vocabulary: its words hold two cities, and words a city is not"""
-
-
-_NOT_YET_TOLD_APART = {
-    ("Madrid", "en"): "eSpeak's British Madrid fits 'look' too well to be told apart (20 of 20 "
-    "syntheses alone; in the suite, after other vocabularies, it is sometimes left out)",
-    ("Paris", "en-us+f3"): "eSpeak's female voice varies from one synthesis to the next, and "
-    "Paris is at the check's margin in it: 1 of 20 syntheses is heard as 'done'",
-}
-"""measured limits of the value check (VALUE_FIT_MARGIN's figures): may still be heard wrong"""
-
-
-@pytest.mark.parametrize(
-    ("city", "voice"),
-    [
-        pytest.param(*said, marks=pytest.mark.xfail(reason=_NOT_YET_TOLD_APART[said]))
-        if said in _NOT_YET_TOLD_APART
-        else said
-        for said in itertools.product(["Paris", "Madrid", "Seattle", "Cairo", "Moscow"], VOICES)
-    ],
-)
-def test_a_value_outside_the_vocabulary_is_left_out_never_heard_as_another_word(
-    city: str, voice: str
-) -> None:
-    """ "lookup weather location Paris", Paris in no text of the session, was heard as
-    ``lookup weather location: done please``, and the tool ran with ``location: done``."""
-    heard = transcribe(
-        synthesize(f"lookup weather location {city}", voice=voice), SAMPLE_RATE, WEATHER
-    )
-    assert heard == "" or (heard.startswith("lookup weather") and "location:" not in heard), heard
-
-
-def test_an_unheard_value_leaves_out_its_argument_and_the_please_it_ran_into() -> None:
-    rules = grammar(WEATHER, _pronounce)
-    hypothesis = "lookup weather arg~location val~done please"
-    assert rules.transcript(hypothesis) == "lookup weather location: done please"
-    assert rules.transcript(hypothesis, [3]) == "lookup weather"
