@@ -18,7 +18,7 @@ import inspect
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
@@ -556,22 +556,8 @@ class _ScenarioRunner(NotebookRunner):
         ctx = self._ctx
         if ctx is None or livekit.simulation_end_callback(ctx) is None:
             return
-        ended: Awaitable[SimulationVerdict | None]
         try:
-            ended = asyncio.wrap_future(
-                self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
-            )
-        except RunnerError:
-            if self.state is not RunnerState.ENDED:
-                raise
-            # the agent hung up (livekit's EndCallTool): in its job while that still runs
-            ending = _simulation_ended(ctx, verdict)
-            try:
-                ended = asyncio.wrap_future(self._carry(ending))
-            except RuntimeError:  # the job ended with the call: the veto is read here
-                ended = ending
-        try:
-            vetoed = await asyncio.wait_for(ended, _SIMULATION_END_S)
+            vetoed = await self._simulation_ended(ctx, verdict)
         except asyncio.TimeoutError:
             raise RunnerError(
                 f"on_simulation_end did not return within {_SIMULATION_END_S:.0f} s"
@@ -582,6 +568,28 @@ class _ScenarioRunner(NotebookRunner):
         if vetoed is not None and result.passed:
             result.outcome = Outcome.FAILED
             result.reason = f"on_simulation_end: {vetoed.reason or 'ctx.fail() without a reason'}"
+
+    async def _simulation_ended(
+        self, ctx: JobContext, verdict: SimulationVerdict
+    ) -> SimulationVerdict | None:
+        """``on_simulation_end``'s veto: in the job while its loop runs; once the agent has
+        hung up (livekit's EndCallTool), its job's loop may close before it runs what is sent
+        there: then here, in the job's context (``get_job_context()`` works in it)."""
+        try:
+            work = self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
+        except RunnerError:
+            if self.state is not RunnerState.ENDED:
+                raise
+        else:
+            waiting = asyncio.wrap_future(work)
+            if not (await asyncio.wait({waiting}, timeout=_SIMULATION_END_S))[0]:
+                work.cancel()
+                raise asyncio.TimeoutError
+            if not waiting.cancelled():  # else the job's loop closed before it ran it
+                return waiting.result()
+        assert self._job_context is not None  # the job began: ctx is its
+        here = self._job_context.run(asyncio.ensure_future, _simulation_ended(ctx, verdict))
+        return await asyncio.wait_for(here, _SIMULATION_END_S)
 
 
 async def _simulation_ended(

