@@ -18,9 +18,7 @@ import contextvars
 import enum
 import functools
 import inspect
-import threading
 import types
-import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -104,7 +102,6 @@ class RunnerCore(StartStop, Generic[SessionT]):
         self._job_context: contextvars.Context | None = None
         self._turn_lock: asyncio.Lock | None = None
         self._greeted: asyncio.Event | None = None
-        self._carried = _CarriedWork()
 
     # -- states ----------------------------------------------------------------------------
 
@@ -169,7 +166,6 @@ class RunnerCore(StartStop, Generic[SessionT]):
         self._job_context = contextvars.copy_context()
         self._turn_lock = asyncio.Lock()
         self._greeted = asyncio.Event()
-        self._carried.settle_when_ended(threading.current_thread())
 
     def _became_ready(self, session: SessionT) -> None:
         """The session has started: ``ready()`` returns it, turns are taken."""
@@ -317,8 +313,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
 
     def _carry(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run ``coro`` on the job's loop in the job's context, as the job runs its own tasks;
-        ``RuntimeError`` if that loop has closed. Its future is cancelled if the loop ends
-        without having run it (``_CarriedWork``)."""
+        ``RuntimeError`` if that loop has closed."""
         loop, context = self._job_loop, self._job_context
         if loop is None or context is None:
             raise RuntimeError("the job has not begun")  # _in_job raises the RunnerError
@@ -327,11 +322,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
         carried = context.copy()
         if mocks := livekit.scoped_tool_mocks():
             livekit.enter_tool_mocks(carried, mocks)
-        work: concurrent.futures.Future[T] = carried.run(
-            asyncio.run_coroutine_threadsafe, coro, loop
-        )
-        self._carried.add(work, coro)
-        return work
+        return carried.run(asyncio.run_coroutine_threadsafe, coro, loop)
 
     def _in_job(self, coro: Coroutine[Any, Any, T], what: str) -> concurrent.futures.Future[T]:
         """``coro`` carried into the job, or the reason it cannot take it."""
@@ -400,66 +391,6 @@ class RunnerCore(StartStop, Generic[SessionT]):
         """The trace's problems since ``started`` that fail a turn (``fails_turn``)."""
         problems = self.trace.problems_since(started, agent)
         return [e for e in problems if e.kind != "error" or fails_turn(e, spoken=spoken)]
-
-
-class _CarriedWork:
-    """What cells have carried into a job and the job's loop has not yet taken up.
-
-    ``run_coroutine_threadsafe`` queues a callback on the job's loop; livekit's job thread
-    closes that loop once its last tasks are done (``proc_client``: cancel, gather, close),
-    and ``loop.close()`` drops what is still queued: the callback never runs, its future is
-    never settled, and a turn sent as the agent hangs up would wait forever. When the job's
-    thread has ended, what it left is cancelled here (as a turn the job cancelled), and its
-    coroutine, never started, is closed. The watcher holds no runner: a stopped runner is
-    collectable while its job winds down."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._waiting: dict[concurrent.futures.Future[Any], Coroutine[Any, Any, Any]] = {}
-        self._ended = False
-
-    def add(self, work: concurrent.futures.Future[Any], coro: Coroutine[Any, Any, Any]) -> None:
-        with self._lock:
-            ended = self._ended
-            if not ended:
-                self._waiting[work] = coro
-        if ended:  # sent to a loop that ended unclosed (or as it closed): settled here
-            _abandon(work, coro)
-        else:
-            work.add_done_callback(self._forget)
-
-    def _forget(self, work: concurrent.futures.Future[Any]) -> None:
-        with self._lock:
-            self._waiting.pop(work, None)
-
-    def settle_when_ended(self, job_thread: threading.Thread) -> None:
-        """Watch ``job_thread`` (the one the job's loop runs on) end."""
-        threading.Thread(
-            target=_settle_when_ended,
-            args=(weakref.proxy(self), job_thread),
-            name="notebook-agents-job-watch",
-            daemon=True,
-        ).start()
-
-    def settle(self) -> None:
-        with self._lock:
-            self._ended = True
-            left, self._waiting = self._waiting, {}
-        for work, coro in left.items():
-            _abandon(work, coro)
-
-
-def _settle_when_ended(carried: _CarriedWork, job_thread: threading.Thread) -> None:
-    job_thread.join()
-    with contextlib.suppress(ReferenceError):  # its runner is gone, and with it every waiter
-        carried.settle()
-
-
-def _abandon(work: concurrent.futures.Future[Any], coro: Coroutine[Any, Any, Any]) -> None:
-    """``work``'s loop closed before it started: nothing ran, nothing will."""
-    if not work.done():
-        coro.close()
-        work.cancel()
 
 
 def _named(function: types.FunctionType, qualname: str) -> types.FunctionType:

@@ -558,10 +558,8 @@ class _ScenarioRunner(NotebookRunner):
             return
         try:
             vetoed = await self._simulation_ended(ctx, verdict)
-        except asyncio.TimeoutError:
-            raise RunnerError(
-                f"on_simulation_end did not return within {_SIMULATION_END_S:.0f} s"
-            ) from None
+        except RunnerError:
+            raise
         except Exception as e:
             raise RunnerError(f"on_simulation_end raised {e!r}") from e
         result.user_verdict = vetoed
@@ -572,9 +570,11 @@ class _ScenarioRunner(NotebookRunner):
     async def _simulation_ended(
         self, ctx: JobContext, verdict: SimulationVerdict
     ) -> SimulationVerdict | None:
-        """``on_simulation_end``'s veto: in the job while its loop runs; once the agent has
-        hung up (livekit's EndCallTool), its job's loop may close before it runs what is sent
-        there: then here, in the job's context (``get_job_context()`` works in it)."""
+        """``on_simulation_end``'s veto: in the job while it runs; once the agent has hung up
+        (livekit's EndCallTool: the runner has ended, or the job, ending, cancelled it) here,
+        in the job's context (``get_job_context()`` works in it), as what is sent to a job's
+        loop while it closes may never run (a CI run waited its 30 s for it)."""
+        late = f"on_simulation_end did not return within {_SIMULATION_END_S:.0f} s"
         try:
             work = self._in_job(_simulation_ended(ctx, verdict), "on_simulation_end")
         except RunnerError:
@@ -584,12 +584,15 @@ class _ScenarioRunner(NotebookRunner):
             waiting = asyncio.wrap_future(work)
             if not (await asyncio.wait({waiting}, timeout=_SIMULATION_END_S))[0]:
                 work.cancel()
-                raise asyncio.TimeoutError
-            if not waiting.cancelled():  # else the job's loop closed before it ran it
+                raise RunnerError(late)
+            if not waiting.cancelled():  # else the job ended with the call under it
                 return waiting.result()
         assert self._job_context is not None  # the job began: ctx is its
         here = self._job_context.run(asyncio.ensure_future, _simulation_ended(ctx, verdict))
-        return await asyncio.wait_for(here, _SIMULATION_END_S)
+        try:
+            return await asyncio.wait_for(here, _SIMULATION_END_S)
+        except asyncio.TimeoutError:
+            raise RunnerError(late) from None
 
 
 async def _simulation_ended(

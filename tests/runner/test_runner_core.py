@@ -3,9 +3,7 @@ runner the user called, not the core's internal classes."""
 
 from __future__ import annotations
 
-import asyncio
 import gc
-import threading
 import warnings
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -14,7 +12,6 @@ import pytest
 from livekit.agents import AgentServer, JobContext
 
 from notebook_agents import AgentProcess, NotebookRunner, RunnerError
-from notebook_agents.runner._core import RunnerCore, RunnerState
 
 CALLS: dict[str, Callable[[Any], Coroutine[Any, Any, Any]]] = {
     "send_text": lambda runner: runner.send_text("hello"),
@@ -84,45 +81,3 @@ def test_submit_text_leaves_no_coroutine_behind_when_refused() -> None:
             runner.submit_text("hello")
 
     assert never_awaited(refused) == []
-
-
-class _JobLoopOnItsThread(RunnerCore[None]):
-    """The core's view of a job whose loop runs on a thread of its own and closes there once
-    the job is done, the way livekit's thread executor ends a job (``proc_client``)."""
-
-    def __init__(self) -> None:
-        super().__init__(start_timeout=5, stop_timeout=5)
-        self.loop = asyncio.new_event_loop()
-        self.began, self.may_close = threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self._job, daemon=True)
-
-    def _job(self) -> None:
-        async def began() -> None:
-            self._job_began()
-            self.state = RunnerState.RUNNING
-            self._ready.set_result(None)
-
-        self.loop.run_until_complete(began())
-        self.began.set()
-        self.may_close.wait()  # the job is done: what the cell sends now lands as it closes
-        self.loop.close()
-
-
-async def test_a_turn_sent_as_the_jobs_loop_closes_fails_at_once() -> None:
-    """A turn sent as the job's loop closes (the agent hung up): the loop drops it unrun.
-    Before, its cell waited forever (a suite's ``on_simulation_end`` 30 s, then an error)."""
-    runner = _JobLoopOnItsThread()
-    runner.thread.start()
-    runner.began.wait()
-    ran: list[str] = []
-    calling = asyncio.ensure_future(runner.call(ran.append, "in the job"))
-    await asyncio.sleep(0)  # one step of this loop: the task sends the call (before any await)
-    runner.may_close.set()
-    runner._end(RunnerState.ENDED, "the agent hung up")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with pytest.raises(RunnerError, match="the agent hung up"):
-            await asyncio.wait_for(calling, 10)  # bounds a failure; settled at once
-        gc.collect()
-    assert ran == []
-    assert not [w for w in caught if "was never awaited" in str(w.message)]
