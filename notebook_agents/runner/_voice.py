@@ -9,7 +9,7 @@ import concurrent.futures
 import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import numpy as np
@@ -247,26 +247,11 @@ class Voice(TypedTurns):
                 await asyncio.wait_for(until_the_agent_is_quiet(session), timeout)
             except asyncio.TimeoutError:
                 raise RunnerError(f"the agent was still speaking after {timeout:.0f} s") from None
-            turn = SpokenTurn(session, self._microphone)
-            self.trace.caller_conditions = line.to_records()
-            try:
+            async with self._speaking(session, samples, rate, line, started, timeout) as turn:
                 turn.speak(heard, rate)
                 raised = await turn.outcome(_settled(turn.run), timeout)
                 if turn.failed.done():  # a model failed: the turn goes no further
                     await self._give_up(turn)
-            except asyncio.TimeoutError:
-                events = [e for e in self.trace.events if e.t >= started]
-                why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
-                await self._give_up(turn)
-                raise RunnerError(why) from None
-            except asyncio.CancelledError:
-                await self._give_up(turn)
-                raise
-            finally:
-                turn.end()
-                self.trace.caller_conditions = self._conditions.to_records()
-                # kept whatever became of the turn: what the trace holds of it was said so
-                self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now(), line))
         return self._checked(session, turn.run, started, raised, spoken=True)
 
     async def _barge_in(
@@ -297,21 +282,49 @@ class Voice(TypedTurns):
                 f"`await runner.run_audio(words, at={at:g})`"
             ) from None
         over = BargeIn(session, at, playout, position, session.current_speech)
+        try:
+            async with self._speaking(
+                session, samples, rate, line, started, timeout, lambda turn: over.unheeded
+            ) as turn:
+                over.spoken(turn.speak(heard, rate))
+                # the turn whose reply is spoken over ends first, as livekit cuts or finishes it
+                async with self._turn_lock:
+                    answered = _answered_or_dismissed(turn.run, over.dismissed)
+                    raised = await turn.outcome(answered, timeout)
+                    await asyncio.wait_for(over.reply_ended(), timeout)
+                if over.dismissed.done() and not turn.run.done():
+                    livekit.end_unanswered_run(turn.run)
+        finally:
+            over.end()
+            if over.reply_over:  # what became of the reply is known, whatever became of the turn
+                data = over.data(self.trace.now(), self.trace.spans)
+                self.trace.record_barge_in(data, agent_label(session.current_agent))
+        return self._checked(session, turn.run, started, raised, spoken=True)
+
+    @contextlib.asynccontextmanager
+    async def _speaking(
+        self,
+        session: AgentSession[Any],
+        samples: np.ndarray,
+        rate: int,
+        line: Line,
+        started: float,
+        timeout: float,
+        unheeded: Callable[[SpokenTurn], bool] = lambda turn: False,
+    ) -> AsyncIterator[SpokenTurn]:
+        """A spoken turn, begun at trace time ``started``, its caller on ``line``: one that
+        times out or is cancelled is withdrawn, a ``RunnerError`` saying why (``_UNHEEDED``
+        when livekit did not heed it, as ``unheeded`` tells); whatever became of it, the
+        trace's conditions go back to the runner's and ``runner.spoken`` keeps it."""
+        assert self._microphone is not None
         turn = SpokenTurn(session, self._microphone)
         self.trace.caller_conditions = line.to_records()
         try:
-            over.spoken(turn.speak(heard, rate))
-            # the turn whose reply is spoken over ends first, as livekit cuts or finishes it
-            async with self._turn_lock:
-                answered = _answered_or_dismissed(turn.run, over.dismissed)
-                raised = await turn.outcome(answered, timeout)
-                await asyncio.wait_for(over.reply_ended(), timeout)
-            if over.dismissed.done() and not turn.run.done():
-                livekit.end_unanswered_run(turn.run)
+            yield turn
         except asyncio.TimeoutError:
             events = [e for e in self.trace.events if e.t >= started]
             why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
-            if over.unheeded and not turn.run.events:
+            if unheeded(turn) and not turn.run.events:
                 why = _UNHEEDED.format(timeout=timeout)
             await self._give_up(turn)
             raise RunnerError(why) from None
@@ -319,14 +332,10 @@ class Voice(TypedTurns):
             await self._give_up(turn)
             raise
         finally:
-            over.end()
             turn.end()
             self.trace.caller_conditions = self._conditions.to_records()
+            # kept whatever became of the turn: what the trace holds of it was said so
             self.spoken.append(SpokenAudio(samples, rate, started, self.trace.now(), line))
-            if over.reply_over:  # what became of the reply is known, whatever became of the turn
-                data = over.data(self.trace.now(), self.trace.spans)
-                self.trace.record_barge_in(data, agent_label(session.current_agent))
-        return self._checked(session, turn.run, started, raised, spoken=True)
 
     async def _give_up(self, turn: SpokenTurn) -> None:
         """Withdraw a turn gone wrong, unless the runner is stopping (the session closes)."""
