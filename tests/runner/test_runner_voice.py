@@ -36,6 +36,7 @@ from notebook_agents.trace import EventKind, TraceEvent
 from tests.conftest import API_KEY, started
 from tests.handoff_agents import Concierge
 from tests.speech_check import envelope_match
+from tests.upstream import greeter_weather
 
 
 class GreetingConcierge(Concierge):
@@ -604,3 +605,21 @@ def test_waiting_for_quiet_lets_livekit_clear_a_speech_that_is_done() -> None:
         sessions[0].current_speech, sessions[0].agent_state = None, "listening"
         waiting.join()
     assert not spun, "until_the_agent_is_quiet spun on a done speech without yielding"
+
+
+@pytest.mark.slow  # real-time speech in and out
+async def test_upstream_agents_hand_off_by_voice_a_tool_word_no_dictionary_has(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """PR #5229's Greeter/Weather agents (tests/upstream, as written) on a realtime model that
+    hears: spoken, "transfer to weather" hands the call over and "transfer to greeter" back;
+    "greeter" is in no pronouncing dictionary (eSpeak's pronunciation makes it a word)."""
+    model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
+    runner = await started(runners, NotebookRunner(greeter_weather.make_server(model), audio=True))
+    await runner.greeting()
+    there = await runner.run_audio(synthesize("transfer to weather"))
+    there.expect.contains_function_call(name="transfer_to_weather")
+    back = await runner.run_audio(synthesize("transfer to greeter"))
+    back.expect.contains_function_call(name="transfer_to_greeter")
+    moves = [(h.data["from"], h.data["to"]) for h in runner.trace.of_kind("handoff")][1:]
+    assert moves == [("GreeterAgent", "WeatherAgent"), ("WeatherAgent", "GreeterAgent")]
