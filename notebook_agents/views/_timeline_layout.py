@@ -6,6 +6,7 @@ legend of what is on show. The widget and the matplotlib figure both draw from i
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -104,6 +105,8 @@ MARK_STYLES: dict[str, MarkStyle] = {
     "context_converged": MarkStyle(
         "model agrees", "diamond", "#15803d", True, "na-mark-context_converged", OTHER_ROW
     ),
+    # when the reply spoken over ended (cut, or played out): what livekit made of it, hovered
+    "barge_in": MarkStyle("barge-in", "triangle", "#0891b2", True, "na-mark-barge_in", OTHER_ROW),
 }
 """every mark the timeline draws, in the legend's order"""
 
@@ -481,6 +484,9 @@ def describe(event: TraceEvent) -> str:
             value = [cut(item_line(item)) for item in value]
         if value is None or value == "" or value == []:
             continue  # nothing missing, say nothing
-        shown = "\n  ".join(value) if isinstance(value, list) else cut(str(value))
+        if isinstance(value, list):  # a turn's line conditions are records: one a line
+            shown = "\n  ".join(v if isinstance(v, str) else cut(json.dumps(v)) for v in value)
+        else:
+            shown = cut(str(value))
         lines.append(f"{key}: {shown}")
     return "\n".join(lines)

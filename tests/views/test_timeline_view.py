@@ -702,3 +702,28 @@ async def test_a_live_timeline_widens_the_scale_it_shares(
     assert live.fit_extent == empty.fit_extent
     assert empty.fit_extent == {"active": pytest.approx(activity(live)), "gaps": len(live.gaps)}
     assert activity(live) > 0
+
+
+def test_a_turn_through_a_line_and_a_barge_in_are_drawn_and_described() -> None:
+    """A spoken turn's line conditions (records, not texts) once crashed the hover details of
+    every view of the trace; a barge-in is a mark of its own, placed when the reply it spoke
+    over ended, saying what livekit made of it."""
+    line = [{"noise": {"snr_db": 20, "kind": "babble", "seed": 0}}, {"telephone": {}}]
+    barge_in = {"at": 0.5, "began": 2.4, "position": 0.5, "interrupted": True, "resumed": False,
+                "stopped": 2.95, "stop_s": 0.55, "played_s": 0.6, "heard": "You are",
+                "text": "You are the Storyteller.", "item_id": "item_1"}  # fmt: skip
+    events = [
+        TraceEvent(0, 0.0, "handoff", "A", {"from": None, "to": "A"}),
+        TraceEvent(1, 1.0, "user_message", "A", {"text": "hello there", "conditions": line}),
+        TraceEvent(2, 3.0, "barge_in", "A", barge_in),
+    ]
+    layout = TimelineLayout()
+    heard, over = [layout.add(event) for event in events][1:]
+    assert heard is not None and over is not None
+    assert '{"noise": {"snr_db": 20, "kind": "babble", "seed": 0}}' in heard["mark"][2]
+    assert '{"telephone": {}}' in heard["mark"][2]
+    lane, style, detail = over["mark"]
+    assert (over["t"], lane, style) == (3.0, 0, "barge_in")
+    assert "interrupted: True" in detail and "stop_s: 0.55" in detail
+    assert "barge-in" in [key["label"] for key in layout.legend]
+    timeline_figure(layout).draw_without_rendering()  # the figure draws it too
