@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import gc
 import operator
 import os
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -36,6 +38,7 @@ from livekit.agents.evals import judge as evals_judge
 from livekit.agents.ipc import mock_room
 from livekit.agents.job import JobContext, get_job_context
 from livekit.agents.simulation import SimulationContext, SimulationRun, SimulationVerdict
+from livekit.agents.telemetry import loop_monitor
 from livekit.agents.telemetry import traces as telemetry_traces
 from livekit.agents.types import NOT_GIVEN
 from livekit.agents.voice import agent_activity, room_io, run_result, tool_executor
@@ -83,6 +86,7 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     SimulationContext: ("_begin_finalize", "_dispatch"),
     evals_judge: ("_LLMJudge",),
     telemetry_traces._DynamicTracer: ("_tracer_provider",),
+    loop_monitor.EventLoopMonitor: ("_sample_loop_thread",),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
 RUN_WRITES_ENV = {
@@ -608,6 +612,39 @@ def session_tool_mocks(session: object) -> ToolMocks:
 
 
 # -- telemetry -----------------------------------------------------------------------------
+
+
+def collect_no_garbage_while_sampling_stacks() -> None:
+    """Have livekit's loop monitor sample a stalled loop's stack with the garbage collector
+    paused. It samples with ``sys._current_frames()``, which (CPython 3.11's
+    ``_PyThread_CurrentFrames``) holds the interpreter's thread-list lock while it makes frame
+    objects; a collection there that frees a ``threading.local`` (google-genai's clients hold
+    some, through tenacity) takes that lock again in ``local_clear``, and the process hangs for
+    good with the GIL held: a CI run's main suite did, a job's loop stalled under load. One
+    sample at a time (the collector's switch is global); idempotent, for the kernel's jobs and
+    an ``AgentProcess``'s."""
+    monitor: Any = loop_monitor.EventLoopMonitor
+    sample = monitor._sample_loop_thread
+    if getattr(sample, "collector_paused", False):
+        return
+
+    @functools.wraps(sample)
+    def sampled(self: loop_monitor.EventLoopMonitor, lag: float) -> Any:
+        with _sampling:
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return sample(self, lag)
+            finally:
+                if collecting:
+                    gc.enable()
+
+    sampled.collector_paused = True  # type: ignore[attr-defined]
+    monitor._sample_loop_thread = sampled
+
+
+_sampling = threading.Lock()
+"""held for one loop monitor's stack sample: another's could switch the collector on in it"""
 
 
 def livekit_tracer_provider() -> trace_api.TracerProvider:

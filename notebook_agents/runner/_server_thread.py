@@ -140,6 +140,8 @@ class ServerThread(RunnerCore[AgentSession[Any]]):
         self._saved_options = livekit.server_options(server)
         server.update_options(job_executor_type=JobExecutorType.THREAD, num_idle_processes=0)
         livekit.serve_on_loopback(server)
+        # the job's loop monitor samples the kernel's threads: safe only so on CPython 3.11
+        livekit.collect_no_garbage_while_sampling_stacks()
         if server.load_fnc is None:
             server.load_fnc = _no_load  # the default starts a process-wide CPU monitor thread
         # offline, none: what the server took from os.environ when it was made may be what

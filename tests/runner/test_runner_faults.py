@@ -7,7 +7,10 @@ import asyncio
 import inspect
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 import psutil
@@ -583,6 +586,80 @@ async def test_offline_the_session_sends_no_session_messages_to_the_room(
     finally:
         participant.send_bytes = send_bytes
     assert sent == []
+
+
+SAMPLED_UNDER_COLLECTION = """
+import asyncio, gc, threading, time
+from livekit.agents.telemetry import loop_monitor
+from notebook_agents import NotebookRunner
+
+
+async def entrypoint(ctx):
+    pass
+
+
+NotebookRunner(entrypoint).start().stop()  # as a kernel's first runner does
+
+
+class Holder:  # a cycle with a threading.local (google-genai's clients hold some): the
+    def __init__(self):  # collector frees it
+        self.local, self.me = threading.local(), self
+
+
+spawning = True
+
+
+class Spawner:  # each collection leaves fresh garbage for the next, inside the sample
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        if spawning:
+            Holder()
+            Spawner()
+
+
+waiting = threading.Barrier(21)
+
+
+def other():
+    def deeper():  # a frame whose frame object _current_frames makes, collecting
+        waiting.wait()
+        time.sleep(60)
+    deeper()
+
+
+for _ in range(20):
+    threading.Thread(target=other, daemon=True).start()
+waiting.wait()
+monitor = loop_monitor.start_monitoring(asyncio.new_event_loop(), name="stalled")
+Spawner()
+gc.set_threshold(1)
+monitor._sample_loop_thread(1.0)  # what its watchdog calls when the loop stalls
+spawning = False
+gc.set_threshold(700)
+print("sampled")
+"""
+
+
+def test_livekits_loop_monitor_samples_a_stalled_job_without_hanging_the_kernel(
+    tmp_path: Path,
+) -> None:
+    """livekit's loop monitor samples a stalled job's stack with ``sys._current_frames()``;
+    on CPython 3.11 a collection inside it that frees a ``threading.local`` deadlocks the
+    process with the GIL held (a CI run's main suite hung there for half an hour). Once a
+    runner has started in the process, the sample is taken with the collector paused; before,
+    this script never ended."""
+    script = tmp_path / "sampled_under_collection.py"
+    script.write_text(SAMPLED_UNDER_COLLECTION)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    try:  # the bound of a deadlock, not a speed: it takes about 2 s
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the loop monitor's stack sample deadlocked the process")
+    assert done.stdout.strip().splitlines()[-1:] == ["sampled"], done.stderr[-2000:]
 
 
 def test_every_private_livekit_name_exists() -> None:
