@@ -7,10 +7,6 @@ billing"), with "can you" / "please" around them, each naming its arguments by v
 A text argument's value is a name of the session's vocabulary ("Paris", "New York": a
 keyword, a short text) or, less likely, a word of its longer texts (its instructions); an
 enum's value is one of its members, a number's a number word, a boolean's yes/no/true/false.
-A text or enum value competes with ordinary words the vocabulary lacks (``unknown``: common
-English words, none said like a value): a value said outside the vocabulary fits one of them
-better than any value, and its argument is left out rather than heard as another word
-("lookup weather location Madrid" is ``lookup weather``).
 Numbers come back as digits, as the cloud APIs write them ("what is 2 plus 3"); arguments as
 the reply rules read a typed one (``lookup weather location: Paris``).
 """
@@ -18,7 +14,7 @@ the reply rules read a typed one (``lookup weather location: Paris``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -87,8 +83,6 @@ _NAME_WEIGHT = 5
 """how much likelier a text argument is a name of the vocabulary than another word of it"""
 _SHORT = 3
 """a lone word of at most this many phones may be a sound-alike of another"""
-_VALUE_WEIGHT, _UNKNOWN_WEIGHT = 1, 1
-"""how likely a value is one of the vocabulary's, and a word it lacks (JSGF weights)"""
 _ARG, _VALUE, _CHOICE = "arg~", "val~", "opt~"
 """dictionary tokens of a spoken argument: its name, its value, an enum member"""
 
@@ -154,19 +148,12 @@ class Grammar:
     sound_alikes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """short lone words, and the lone words they may be a clipped or misheard form of: one
     phone from them, or from their end ("no" and "hello", "bye" and "goodbye", "hi")"""
-    unknown: frozenset[str] = frozenset()
-    """the words outside the vocabulary a value competes with: one heard leaves its argument
-    out (none of them is a word the grammar says otherwise)"""
 
     def transcript(self, hypothesis: str) -> str:
-        """A decoder's hypothesis written as a transcript (arguments as ``name: value``; one
-        whose value was heard as a word the vocabulary lacks is left out, name and all)."""
+        """A decoder's hypothesis written as a transcript (arguments as ``name: value``)."""
         words: list[str] = []
         for token in re.sub(r"\(\d+\)", "", hypothesis).split():  # alternates' marks
-            if token in self.unknown:
-                if words and words[-1].endswith(":"):  # its argument's name
-                    words.pop()
-            elif token.startswith(_ARG):
+            if token.startswith(_ARG):
                 words.append(f"{self.written[token]}:")
             elif token.startswith((_VALUE, _CHOICE)):
                 value = self.written[token]
@@ -176,18 +163,10 @@ class Grammar:
         return digits(" ".join(words))
 
 
-def grammar(
-    heard_in: Vocabulary | Iterable[str],
-    pronounce: Pronounce,
-    unknown: Mapping[str, list[str]] | None = None,
-) -> Grammar:
+def grammar(heard_in: Vocabulary | Iterable[str], pronounce: Pronounce) -> Grammar:
     """The grammar of what a caller of a session with this vocabulary (or these tool names)
-    may say. A phrase with a word ``pronounce`` cannot say is left out: it always parses.
-
-    ``unknown``: words outside the vocabulary (dictionary words, with their pronunciations)
-    a text or enum value may be heard as instead, its argument then left out; those said
-    like a value (one phone apart, or a word of one) or like a word of the grammar are not."""
-    return _Builder(pronounce).build(Vocabulary.of(heard_in), unknown or {})
+    may say. A phrase with a word ``pronounce`` cannot say is left out: it always parses."""
+    return _Builder(pronounce).build(Vocabulary.of(heard_in))
 
 
 def spoken_words(name: str) -> list[str]:
@@ -217,27 +196,8 @@ class _Builder:
         self._tokens: dict[str, list[str]] = {}
         self._written: dict[str, str] = {}
 
-    def build(self, vocabulary: Vocabulary, unknown: Mapping[str, list[str]]) -> Grammar:
+    def build(self, vocabulary: Vocabulary) -> Grammar:
         values = self._values(vocabulary.texts)
-        alternatives, rules, lone = self._requests(vocabulary, values, competing=False)
-        plain = self._jsgf(alternatives, rules)
-        competitors = self._competitors(unknown, plain) if _CHOICE in plain or values else []
-        if competitors:
-            alternatives, rules, lone = self._requests(vocabulary, values, competing=True)
-            rules.append(f"<unknown> = {' | '.join(competitors)};")
-        return Grammar(
-            self._jsgf(alternatives, rules),
-            self._tokens,
-            self._written,
-            self._sound_alikes(lone),
-            frozenset(competitors),
-        )
-
-    def _requests(
-        self, vocabulary: Vocabulary, values: str, competing: bool
-    ) -> tuple[list[str], list[str], list[str]]:
-        """The ``<request>`` rule's alternatives, the rules they refer to, and the lone words a
-        caller may say; a text or enum value ``competing`` with ``<unknown>`` words."""
         rules: list[str] = []
         requests: dict[str, None] = {}
         lone = [g for g in GREETINGS if " " not in g]
@@ -252,7 +212,7 @@ class _Builder:
                 f"({name} {value})"
                 for parameter in request.parameters
                 if (name := self._token(_ARG, spoken_words(parameter.name), parameter.name))
-                and (value := self._value(parameter, values, competing))
+                and (value := self._value(parameter, values))
             ]
             if arguments:
                 rules.append(f"<arguments{index}> = ({' | '.join(arguments)})+;")
@@ -261,10 +221,7 @@ class _Builder:
         if values:
             rules.append(f"<value> = {values};")
         alternatives = [f"({r})" for r in [*requests, "what is <number> <operator> <number>"]]
-        return alternatives, rules, lone
-
-    def _jsgf(self, alternatives: list[str], rules: list[str]) -> str:
-        return "\n".join(
+        jsgf = "\n".join(
             [
                 "#JSGF V1.0;",
                 "grammar caller;",
@@ -278,30 +235,7 @@ class _Builder:
                 "",
             ]
         )
-
-    def _competitors(self, unknown: Mapping[str, list[str]], jsgf: str) -> list[str]:
-        """The words of ``unknown`` a value may be heard as instead: none said like a value,
-        one phone apart or less (nor like a word of a value's), so a value said is never a
-        tie; none that is a word of the grammar (heard as that word, not a value's)."""
-        values = [
-            phones.split()
-            for token, pronunciations in self._tokens.items()
-            if token.startswith((_VALUE, _CHOICE))
-            for words in [token[len(_VALUE) :].split("_")]
-            for phones in [
-                *pronunciations,
-                *(p for word in words if len(words) > 1 for p in self._pronounce(word)),
-            ]
-        ]
-        near = _Neighbourhood(values)
-        rules = jsgf.split("=", 1)[1]  # after the header and the public rule's name
-        grammar_words = set(re.findall(r"(?<![<~\w])[a-z']+(?![>~\w])", rules))
-        return [
-            word
-            for word, pronunciations in unknown.items()
-            if word not in grammar_words
-            and not any(near.holds(phones.split()) for phones in pronunciations)
-        ]
+        return Grammar(jsgf, self._tokens, self._written, self._sound_alikes(lone))
 
     def _sayable(self, words: Iterable[str]) -> bool:
         return all(self._pronounce(word) for word in words)
@@ -337,9 +271,8 @@ class _Builder:
     def _value_token(self, said: str, text: str) -> str | None:
         return self._token(_VALUE, said.split(), text)
 
-    def _value(self, parameter: Parameter, values: str, competing: bool) -> str | None:
-        """What a caller may say as ``parameter``'s value, a JSGF expansion (None: nothing);
-        a text or enum value ``competing`` with a word the vocabulary lacks."""
+    def _value(self, parameter: Parameter, values: str) -> str | None:
+        """What a caller may say as ``parameter``'s value, a JSGF expansion (None: nothing)."""
         if parameter.kind == "number":
             return "<number>"
         if parameter.kind == "boolean":
@@ -350,12 +283,8 @@ class _Builder:
                 for choice in parameter.choices
                 if (name := self._token(_CHOICE, spoken_words(choice), choice))
             ]
-            said = f"({' | '.join(choices)})" if choices else None
-        else:
-            said = "<value>" if values else None
-        if said is None or not competing:
-            return said
-        return f"(/{_VALUE_WEIGHT}/ {said} | /{_UNKNOWN_WEIGHT}/ <unknown>)"
+            return f"({' | '.join(choices)})" if choices else None
+        return "<value>" if values else None
 
     def _sound_alikes(self, lone: list[str]) -> dict[str, tuple[str, ...]]:
         """Each short lone word's sound-alikes among the other lone words."""
@@ -411,36 +340,6 @@ def _vocabulary_words(texts: Iterable[str]) -> tuple[dict[str, str], dict[str, s
                         words.setdefault(lower, lower)
     in_names = {word for name in names for word in name.split()}
     return names, {w: text for w, text in words.items() if w not in in_names}
-
-
-class _Neighbourhood:
-    """Phone sequences, and which others are one phone apart or less from one of them (a
-    substitution, insertion or deletion), found by key rather than by comparing each pair."""
-
-    def __init__(self, held: Iterable[list[str]]) -> None:
-        self._whole: set[tuple[str, ...]] = set()
-        self._less_one: set[tuple[str, ...]] = set()
-        self._one_unknown: set[tuple[str, ...]] = set()
-        for phones in held:
-            self._whole.add(tuple(phones))
-            self._less_one.update(_less_one(phones))
-            self._one_unknown.update(_one_unknown(phones))
-
-    def holds(self, phones: list[str]) -> bool:
-        """Whether ``phones`` are one phone apart or less from a held sequence."""
-        return (
-            tuple(phones) in self._less_one  # one deleted from a held one (or equal)
-            or any(p in self._whole for p in _less_one(phones))  # one inserted
-            or any(p in self._one_unknown for p in _one_unknown(phones))  # one substituted
-        )
-
-
-def _less_one(phones: list[str]) -> list[tuple[str, ...]]:
-    return [tuple(phones[:i] + phones[i + 1 :]) for i in range(len(phones))]
-
-
-def _one_unknown(phones: list[str]) -> list[tuple[str, ...]]:
-    return [tuple([*phones[:i], "*", *phones[i + 1 :]]) for i in range(len(phones))]
 
 
 def _one_apart(a: list[str], b: list[str]) -> bool:

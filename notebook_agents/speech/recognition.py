@@ -20,13 +20,11 @@ Only a whole phrase is heard, and rather nothing than a wrong one:
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,17 +44,12 @@ must fit the audio than each sound-alike to be heard. Measured on eSpeak's three
 calls each: "no" fits 1.13 to 2.77 better than "hello" when said, "hello" said fits "no" at
 most 0.44 better; "bye" said fits 2.5 better than "goodbye", "goodbye" said fits "bye" at most
 0.65 better; "hi" and "bye" are never 1.0 apart, whichever was said, so neither is heard"""
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
-"""a dictionary word a caller may say (not "a.m." nor "'bout")"""
 _QUIET_RMS = 100.0
 """loudness (of 32767) under which a 10 ms window is silence, whatever the speech's level"""
 _EARS = 2
 """decoders kept (each holds the acoustic model, ~90 MB): two turns are heard at once"""
 _SEARCHES = 16
 """grammars each decoder keeps ready, the most recently used"""
-COMMON_WORDS = 3000
-"""how many of English's commonest words a value competes with (``grammar.py``'s
-``unknown``), the likeliest of pocketsphinx's own language model that its dictionary has"""
 
 
 class RecognitionError(NotebookAgentsError, RuntimeError):
@@ -122,28 +115,6 @@ def _without_silence_around(samples: np.ndarray) -> np.ndarray:
     margin = 3  # windows: 30 ms
     start, end = max(loud[0] - margin, 0), min(loud[-1] + 1 + margin, count)
     return samples[start * window : end * window]
-
-
-@functools.cache
-def common_words(count: int = COMMON_WORDS) -> dict[str, list[str]]:
-    """The ``count`` commonest English words pocketsphinx's dictionary has, and their
-    pronunciations: the words its en-US language model (inside the wheel, trained on
-    ordinary English) finds likeliest on their own. Read once, in about half a second."""
-    from pocketsphinx import NGramModel, get_model_path
-
-    model = Path(get_model_path(), "en-us")
-    said: dict[str, list[str]] = {}
-    with (model / "cmudict-en-us.dict").open() as dictionary:
-        for line in dictionary:
-            word, phones = line.split(maxsplit=1)
-            said.setdefault(re.sub(r"\(\d+\)$", "", word), []).append(phones.strip())
-    language = NGramModel.readfile(str(model / "en-us.lm.bin"))
-    likeliest = sorted(
-        (word for word in said if _WORD.fullmatch(word)),
-        key=lambda word: language.prob([word]),
-        reverse=True,
-    )
-    return {word: said[word] for word in likeliest[:count]}
 
 
 class _Ear:
@@ -214,7 +185,7 @@ class _Ear:
         if vocabulary in self._searches:
             self._searches.move_to_end(vocabulary)
             return self._searches[vocabulary]
-        rules = grammar(vocabulary, self._pronunciations, common_words())
+        rules = grammar(vocabulary, self._pronunciations)
         for token, pronunciations in rules.tokens.items():
             for index, phones in enumerate(pronunciations):
                 self._add(token if index == 0 else f"{token}({index + 1})", phones)
