@@ -7,7 +7,9 @@ left out). Recognition hears eSpeak's voice, in three voices, saying what a call
 handoff and Greeter/Weather agents says, in those agents' vocabulary (their tools, the
 weather tool's location, their instructions and descriptions, a few cities as keywords); each
 phrase class counts the phrases heard word for word, heard as nothing, and heard wrong
-(another phrase, which the emulator would answer as if said).
+(another phrase, which the emulator would answer as if said), and a phrase heard with its
+argument left out apart; a city the vocabulary lacks is heard word for word when its argument
+is left out (``lookup weather``), and wrong when heard as any value.
 
 With ``--conditions`` (once per line: a preset's name or its start, or the written form as
 YAML) the phrases are heard through each line too (``notebook_agents.speech.line``), and the
@@ -21,6 +23,7 @@ counts are given per line.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections import Counter
@@ -38,6 +41,8 @@ from notebook_agents.speech.grammar import digits
 from notebook_agents.speech.line import Line, named_line
 
 CITIES = ("Paris", "London", "Tokyo", "Berlin", "New York")
+ELSEWHERE = ("Madrid", "Seattle", "Cairo", "Moscow", "Sydney", "Lisbon", "Nairobi", "Oslo")
+"""cities no text of the vocabulary holds: heard word for word is the argument left out"""
 TOOLS = Vocabulary(
     requests=(
         Request("transfer_to_billing"),
@@ -85,6 +90,9 @@ CLASSES: dict[str, tuple[str, ...]] = {
     "tool request with an argument": tuple(
         f"lookup weather location {city.lower()}" for city in CITIES
     ),
+    "tool request with a value outside the vocabulary": tuple(
+        f"lookup weather location {city.lower()}" for city in ELSEWHERE
+    ),
     "arithmetic": (
         "what is two plus three",
         "what is seven times eight",
@@ -114,6 +122,7 @@ def main() -> None:
     transcribe(synthesize("hello"), SAMPLE_RATE, TOOLS)
     synthesis: list[float] = []
     recognition: list[float] = []
+    took_by_class: dict[str, list[float]] = {name: [] for name in CLASSES}
     outcomes = {line: {name: Counter[str]() for name in CLASSES} for line in lines}
     misheard: dict[str, Counter[str]] = {}
     for _ in range(args.repeats):
@@ -132,7 +141,9 @@ def main() -> None:
                             heard = transcribe(samples, SAMPLE_RATE, TOOLS)
                         except Exception as e:  # a failure is counted, not fatal
                             heard = f"<{type(e).__name__}: {e}>"
-                        recognition.append((time.perf_counter() - heard_from) / seconds)
+                        took = time.perf_counter() - heard_from
+                        recognition.append(took / seconds)
+                        took_by_class[name].append(took)
                         outcome = _outcome(heard, _transcript(phrase))
                         outcomes[line_name][name][outcome] += 1
                         if outcome != "word for word":
@@ -140,6 +151,7 @@ def main() -> None:
                             misheard.setdefault(where, Counter())[heard] += 1
     print(_line("synthesis (eSpeak NG, 24 kHz)", synthesis))
     print(_line("recognition (pocketsphinx, caller grammar)", recognition))
+    print(f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for line_name, by_class in outcomes.items():
         total = sum(c["word for word"] for c in by_class.values())
         trials = sum(sum(c.values()) for c in by_class.values())
@@ -151,7 +163,8 @@ def main() -> None:
         for name, counts in by_class.items():
             print(
                 f"  {name}: {counts['word for word']}/{sum(counts.values())} word for word, "
-                f"{counts['nothing']} nothing, {counts['wrong']} wrong"
+                f"{counts['nothing']} nothing, {counts['argument left out']} argument left "
+                f"out, {counts['wrong']} wrong; heard in {_ms(took_by_class[name])} ms, median"
             )
     for where, heard_as in misheard.items():
         print(f"  {where!r} heard as {dict(heard_as)}")
@@ -159,7 +172,10 @@ def main() -> None:
 
 def _transcript(phrase: str) -> str:
     """What ``phrase`` is heard as, word for word: numbers as digits, an argument as the reply
-    rules read a typed one."""
+    rules read a typed one; a value outside the vocabulary left out."""
+    for city in ELSEWHERE:
+        if phrase.endswith(f"location {city.lower()}"):
+            return phrase.removesuffix(f" location {city.lower()}")
     for city in CITIES:
         if phrase.endswith(f"location {city.lower()}"):
             value = f'"{city}"' if " " in city else city
@@ -170,7 +186,13 @@ def _transcript(phrase: str) -> str:
 def _outcome(heard: str, said: str) -> str:
     if heard == said:
         return "word for word"
-    return "nothing" if heard == "" else "wrong"
+    if heard == "":
+        return "nothing"
+    return "argument left out" if heard == said.split(" location:")[0] else "wrong"
+
+
+def _ms(seconds: Sequence[float]) -> str:
+    return f"{1000 * statistics.median(seconds):.0f}" if seconds else "-"
 
 
 def _line(what: str, factors: Sequence[float]) -> str:
