@@ -32,7 +32,7 @@ APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-instal
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab workspace videosdk-beside test quick lint typecheck docs pytest pytest-browser pytest-others \
-  pytest-browser-then-videosdk pytest-kernel pytest-videosdk chromium audio-devices viewers clean
+  pytest-browser-then-kernel pytest-kernel pytest-videosdk chromium audio-devices viewers clean
 
 # uv installs what pip would, from PyPI, in a fifth of the time (downloads in parallel; pip
 # took 65 s of the 73 s a fresh clone's `make lab` waited for the first notebook)
@@ -94,16 +94,18 @@ workspace:
 	done
 	@echo "JupyterLab opens $(WORKSPACE)/: your copies of notebooks/ and your own notebooks (git ignores them)"
 
-# Two streams at once: the main suite and its kernel tests spread over three pytest-xdist
-# workers (they mostly wait on real-time audio, a kernel or a model, and are safe to spread:
-# docs/contributing.md), a module to a worker; beside them the tests that drive a browser,
-# then the VideoSDK suite in its environment (set up then). One main stream without workers
-# took 25 of CI's 27 minutes, and 35 on a loaded machine
+# Two streams at once (the suites mostly wait on real-time audio, a browser or a kernel: one
+# stream left this 2-core machine's load under 1 and took 27 min): the main suite's tests in
+# this process, the longest (21 of CI's 23 min when it held the kernel tests too); beside
+# them the tests that drive a browser, then those that drive a kernel (the `kernel` marker),
+# then the VideoSDK suite in its environment (set up then). The main suite and its kernel
+# tests over three pytest-xdist workers instead saved nothing (20 min, the browser stream 18
+# beside it, the machine's CPU the limit) and timed out four tests that wait on subprocesses
 test: lint typecheck docs chromium audio-devices viewers
-	$(MAKE) --no-print-directory -j2 --output-sync=line pytest-others pytest-browser-then-videosdk
+	$(MAKE) --no-print-directory -j2 --output-sync=line pytest-others pytest-browser-then-kernel
 
-pytest-browser-then-videosdk: pytest-browser
-	$(MAKE) --no-print-directory pytest-videosdk
+pytest-browser-then-kernel: pytest-browser
+	$(MAKE) --no-print-directory pytest-kernel pytest-videosdk
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -132,7 +134,7 @@ pytest-browser: $(INSTALLED) chromium viewers
 	$(BIN)/pytest -q tests/browser $(PYTEST_ARGS)
 
 pytest-others: $(INSTALLED) audio-devices
-	$(BIN)/pytest -q -n 3 --dist loadfile --durations=20 --ignore=tests/browser $(PYTEST_ARGS)
+	$(BIN)/pytest -q --durations=20 --ignore=tests/browser -m "not kernel" $(PYTEST_ARGS)
 
 pytest-kernel: $(INSTALLED) audio-devices
 	$(BIN)/pytest -q --ignore=tests/browser -m kernel $(PYTEST_ARGS)
