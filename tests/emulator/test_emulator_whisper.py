@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import aiohttp
 import numpy as np
@@ -121,23 +121,7 @@ async def test_free_speech_is_heard_through_the_realtime_plugin(whispering: Emul
         modalities=["text"],
         input_audio_transcription=realtime.AudioTranscription(model="gpt-4o-mini-transcribe"),
     )
-    session = model.session()
-    heard: asyncio.Queue[str] = asyncio.Queue()
-
-    def on_transcript(event: llm.InputTranscriptionCompleted) -> None:
-        if event.is_final:
-            heard.put_nowait(event.transcript)
-
-    session.on("input_audio_transcription_completed", on_transcript)
-    try:
-        transcripts = []
-        for sentence, voice in CORPUS:
-            for frame in _frames(spoken(sentence, voice)):
-                session.push_audio(frame)
-            transcripts.append(await asyncio.wait_for(heard.get(), timeout=60))
-    finally:
-        await session.aclose()
-        await model.aclose()
+    transcripts = await _heard_by_realtime_model(model, CORPUS)
     assert corpus_error_rate(transcripts) < MAX_WORD_ERROR_RATE, transcripts
     assert [c.hearing for c in whispering.connections if c.kind == "realtime"] == ["whisper"]
 
@@ -177,23 +161,7 @@ async def test_free_speech_is_heard_through_gemini_live(emulator: Emulator) -> N
         modalities=[types.Modality.TEXT],
         http_options=emulator.gemini_http_options(hearing="whisper"),
     )
-    session = model.session()
-    heard: asyncio.Queue[str] = asyncio.Queue()
-
-    def on_transcript(event: llm.InputTranscriptionCompleted) -> None:
-        if event.is_final:
-            heard.put_nowait(event.transcript)
-
-    session.on("input_audio_transcription_completed", on_transcript)
-    try:
-        transcripts = []
-        for sentence, voice in CORPUS[:3]:
-            for frame in _frames(spoken(sentence, voice)):
-                session.push_audio(frame)
-            transcripts.append(await asyncio.wait_for(heard.get(), timeout=60))
-    finally:
-        await session.aclose()
-        await model.aclose()
+    transcripts = await _heard_by_realtime_model(model, CORPUS[:3])
     said = [sentence for sentence, _ in CORPUS[:3]]
     assert word_error_rate(zip(said, transcripts, strict=True)) < MAX_WORD_ERROR_RATE
     assert [c.hearing for c in emulator.connections if c.kind == "gemini_live"] == ["whisper"]
@@ -233,3 +201,28 @@ async def test_a_spoken_turns_phases_show_the_recognizers_time(
     (turn,) = turn_phases(runner.trace)
     transcript = next(p for p in turn.phases if p.name == "final_transcript")
     assert transcript.seconds >= recognized_s > 0
+
+
+async def _heard_by_realtime_model(
+    model: llm.RealtimeModel, corpus: Sequence[tuple[str, str]]
+) -> list[str]:
+    """Each sentence of ``corpus`` spoken into a session of the realtime ``model`` (its input
+    audio, the model's turn detection taking the turns), and its final input transcript."""
+    session = model.session()
+    heard: asyncio.Queue[str] = asyncio.Queue()
+
+    def on_transcript(event: llm.InputTranscriptionCompleted) -> None:
+        if event.is_final:
+            heard.put_nowait(event.transcript)
+
+    session.on("input_audio_transcription_completed", on_transcript)
+    try:
+        transcripts = []
+        for sentence, voice in corpus:
+            for frame in _frames(spoken(sentence, voice)):
+                session.push_audio(frame)
+            transcripts.append(await asyncio.wait_for(heard.get(), timeout=60))
+    finally:
+        await session.aclose()
+        await model.aclose()
+    return transcripts
