@@ -17,8 +17,10 @@ Only a whole phrase is heard, and rather nothing than a wrong one (nor a wrong a
   back, a clipped "goodbye" as "bye", a soft-spoken "hello" as "no";
 - a text argument's value is heard only if no common English word fits its stretch of audio
   clearly better (``NAME_MARGIN``, ``_ValueCheck``): the grammar hears any value as the
-  vocabulary's nearest, so a city no agent wrote ("Cairo") was heard as one it did ("Tokyo")
-  and the tool ran with it; now its argument is left out, name and all.
+  vocabulary's nearest, so a city no agent wrote ("Paris") was heard as a word of their
+  instructions ("done") and the tool ran with it; now its argument is left out, name and
+  all. A city that sounds like one of the vocabulary's names may still be heard as it
+  ("Cairo" as "Tokyo"): a name may fit worse than a common word and be right (eSpeak's Paris).
 """
 
 from __future__ import annotations
