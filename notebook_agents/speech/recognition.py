@@ -152,6 +152,40 @@ def _without_silence_around(samples: np.ndarray) -> np.ndarray:
     return samples[start * window : end * window]
 
 
+def _new_decoder(**options: Any) -> Any:
+    """A pocketsphinx decoder as every search here wants it, with these ``options`` more.
+
+    No filler models between words: with them it took the end of a phrase for noise. No
+    lattice rescoring (bestpath): see the module's docstring. No noise removal: it learns the
+    noise from one utterance to the next, so the same audio was heard differently after other
+    speech."""
+    try:
+        from pocketsphinx import Decoder
+    except ImportError as e:  # a dependency: only a broken install lacks it
+        raise RecognitionError("pocketsphinx is missing: pip install pocketsphinx") from e
+    return Decoder(
+        samprate=RECOGNITION_RATE,
+        loglevel="FATAL",
+        fsgusefiller=False,
+        bestpath=False,
+        remove_noise=False,
+        **options,
+    )
+
+
+def _decode(decoder: Any, audio: bytes, search: str) -> Any:
+    """``decoder``'s hypothesis of the whole ``audio`` in ``search`` (None: nothing of the
+    search fits it)."""
+    decoder.activate_search(search)
+    # a fresh front end: its normalization would otherwise carry over from the last
+    # utterance, and the same audio be heard differently after other speech
+    decoder.reinit_feat()
+    decoder.start_utt()
+    decoder.process_raw(audio, full_utt=True)
+    decoder.end_utt()
+    return decoder.hyp()
+
+
 @dataclass(frozen=True)
 class _Word:
     """A word of a decoding's best path, alternates' marks removed, and its first and last
@@ -184,17 +218,7 @@ class _ValueCheck:
     scores against the best senone its search reached, which differs between searches)."""
 
     def __init__(self) -> None:
-        from pocketsphinx import Decoder
-
-        self._decoder = Decoder(
-            samprate=RECOGNITION_RATE,
-            loglevel="FATAL",
-            fsgusefiller=False,
-            bestpath=False,
-            remove_noise=False,
-            compallsen=True,
-            lm=None,
-        )
+        self._decoder = _new_decoder(compallsen=True, lm=None)
         words = " | ".join(common_words())
         self._decoder.add_jsgf_string(
             _LEXICON, f"#JSGF V1.0;\ngrammar common;\npublic <word> = {words};\n"
@@ -214,12 +238,7 @@ class _ValueCheck:
         """How well ``search``'s best path fits the audio: its acoustic log-likelihood per
         frame (-inf when nothing of it does)."""
         decoder = self._decoder
-        decoder.activate_search(search)
-        decoder.reinit_feat()
-        decoder.start_utt()
-        decoder.process_raw(audio, full_utt=True)
-        decoder.end_utt()
-        if decoder.hyp() is None:
+        if _decode(decoder, audio, search) is None:
             return -math.inf
         fit = sum(math.log(max(float(s.ascore), 1e-300)) for s in decoder.seg())
         return fit / max(int(decoder.n_frames()), 1)
@@ -261,28 +280,14 @@ class _Ear:
     vocabularies it heard last."""
 
     def __init__(self) -> None:
-        try:
-            from pocketsphinx import Decoder
-        except ImportError as e:  # a dependency: only a broken install lacks it
-            raise RecognitionError("pocketsphinx is missing: pip install pocketsphinx") from e
-        # No filler models between words: with them it took the end of a phrase for noise.
-        # No lattice rescoring (bestpath): see the module's docstring. No noise removal: it
-        # learns the noise from one utterance to the next, so the same audio was heard
-        # differently after other speech.
-        self._decoder = Decoder(
-            samprate=RECOGNITION_RATE,
-            loglevel="FATAL",
-            fsgusefiller=False,
-            bestpath=False,
-            remove_noise=False,
-        )
+        self._decoder = _new_decoder()
         self._searches: OrderedDict[Vocabulary, tuple[str, Grammar]] = OrderedDict()
         self._made = 0
         self._lone: set[str] = set()
 
     def hear(self, audio: bytes, vocabulary: Vocabulary) -> str:
         name, rules = self._search(vocabulary)
-        if self._decode(audio, name) is None:
+        if _decode(self._decoder, audio, name) is None:
             return ""
         words = self._words()
         heard = " ".join(word.token for word in words)
@@ -312,18 +317,6 @@ class _Ear:
             if segment.word != "(NULL)" and segment.end_frame >= segment.start_frame
         ]
 
-    def _decode(self, audio: bytes, search: str) -> Any:
-        """The decoder's hypothesis (None: no phrase of the search fits the audio)."""
-        decoder = self._decoder
-        decoder.activate_search(search)
-        # a fresh front end: its normalization would otherwise carry over from the last
-        # utterance, and the same audio be heard differently after other speech
-        decoder.reinit_feat()
-        decoder.start_utt()
-        decoder.process_raw(audio, full_utt=True)
-        decoder.end_utt()
-        return decoder.hyp()
-
     def _fit(self, audio: bytes, word: str) -> float:
         """How well ``word`` alone fits the audio: its log-likelihood per frame."""
         search = f"lone~{word}"
@@ -332,7 +325,7 @@ class _Ear:
                 search, f"#JSGF V1.0;\ngrammar lone;\npublic <word> = {word};\n"
             )
             self._lone.add(word)
-        hypothesis = self._decode(audio, search)
+        hypothesis = _decode(self._decoder, audio, search)
         if hypothesis is None:
             return -math.inf
         frames = max(int(self._decoder.n_frames()), 1)
