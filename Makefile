@@ -94,13 +94,12 @@ workspace:
 	done
 	@echo "JupyterLab opens $(WORKSPACE)/: your copies of notebooks/ and your own notebooks (git ignores them)"
 
-# Two streams at once (the suites mostly wait on real-time audio, a browser or a kernel: one
-# stream left this 2-core machine's load under 1 and took 27 min): the main suite's tests in
-# this process, the longest (21 of CI's 23 min when it held the kernel tests too); beside
-# them the tests that drive a browser, then those that drive a kernel (the `kernel` marker),
-# then the VideoSDK suite in its environment (set up then). The main suite and its kernel
-# tests over three pytest-xdist workers instead saved nothing (20 min, the browser stream 18
-# beside it, the machine's CPU the limit) and timed out four tests that wait on subprocesses
+# Two streams at once, of about equal length (the suites mostly wait on real-time audio, a
+# browser or a kernel): the main suite in this process; beside it the tests that drive a
+# browser, then those that drive a kernel (the `kernel` marker), then the VideoSDK suite in its
+# environment (set up then). Times per stream: docs/contributing.md. Three pytest-xdist
+# workers for the main suite saved nothing (the machine's 2 cores are the limit) and timed out
+# tests that wait on subprocesses
 test: lint typecheck docs chromium audio-devices viewers
 	$(MAKE) --no-print-directory -j2 --output-sync=line pytest-others pytest-browser-then-kernel
 
