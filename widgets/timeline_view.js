@@ -222,7 +222,7 @@ function render({ model, el }) {
   let frame = 0;
   let pointerInside = false; // the clock holds still under the pointer, so a mark can be hovered
   let tips = []; // the hover text of each element drawn with data-tip
-  let shown = null; // the last drawn window: {u0, u1, axis, plotW}
+  let shown = null; // the last drawn window: {u0, u1, axis, plotW, width}
 
   const measure = document.createElement("canvas").getContext("2d");
   const widths = new Map();
@@ -525,7 +525,7 @@ function render({ model, el }) {
     scrubber.min = String(u0);
     scrubber.max = String(u1);
     if (scrubT !== null) scrubber.value = String(axis.u(scrubT));
-    shown = { u0, u1, axis, plotW };
+    shown = { u0, u1, axis, plotW, width };
     root.dataset.renderMs = (performance.now() - started).toFixed(2);
   }
 
@@ -691,9 +691,12 @@ function render({ model, el }) {
   model.on("change:scrub_models", showContexts);
   const resize = new ResizeObserver(redraw);
   resize.observe(plot);
-  // the open span grows with the clock while the session is live, followed and not hovered
+  // the open span grows with the clock while the session is live, followed and not hovered;
+  // and a width the drawing missed is drawn at once: a loaded CI machine's theme switch once
+  // left it at its old width for 90 s (the ResizeObserver silent, or its frame never drawn)
   const timer = setInterval(() => {
-    if (model.get("live") && follow && !pointerInside) redraw();
+    if (shown && plot.clientWidth && Math.max(plot.clientWidth, 300) !== shown.width) draw();
+    else if (model.get("live") && follow && !pointerInside) redraw();
   }, 250);
   model.send({ type: "history" });
   showLegend();
