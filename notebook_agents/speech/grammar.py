@@ -14,7 +14,7 @@ the reply rules read a typed one (``lookup weather location: Paris``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -148,11 +148,17 @@ class Grammar:
     sound_alikes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """short lone words, and the lone words they may be a clipped or misheard form of: one
     phone from them, or from their end ("no" and "hello", "bye" and "goodbye", "hi")"""
+    names: frozenset[str] = frozenset()
+    """the value tokens that are names of the vocabulary ("Paris": a keyword, a capitalized
+    run), likelier a caller's value than its other words ("done")"""
 
-    def transcript(self, hypothesis: str) -> str:
-        """A decoder's hypothesis written as a transcript (arguments as ``name: value``)."""
+    def transcript(self, hypothesis: str, unheard: Collection[int] = ()) -> str:
+        """A decoder's hypothesis written as a transcript (arguments as ``name: value``),
+        without the arguments whose value is at an ``unheard`` position of it."""
         words: list[str] = []
-        for token in re.sub(r"\(\d+\)", "", hypothesis).split():  # alternates' marks
+        tokens = re.sub(r"\(\d+\)", "", hypothesis).split()  # alternates' marks
+        left_out = {*unheard, *(i - 1 for i in unheard if tokens[i - 1].startswith(_ARG))}
+        for token in (t for i, t in enumerate(tokens) if i not in left_out):
             if token.startswith(_ARG):
                 words.append(f"{self.written[token]}:")
             elif token.startswith((_VALUE, _CHOICE)):
@@ -161,6 +167,12 @@ class Grammar:
             else:
                 words.append(token)
         return digits(" ".join(words))
+
+
+def is_text_value(token: str) -> bool:
+    """Whether a token of a hypothesis is a text argument's value (a name or word of the
+    vocabulary)."""
+    return token.startswith(_VALUE)
 
 
 def grammar(heard_in: Vocabulary | Iterable[str], pronounce: Pronounce) -> Grammar:
@@ -195,6 +207,7 @@ class _Builder:
         self._pronounce = pronounce
         self._tokens: dict[str, list[str]] = {}
         self._written: dict[str, str] = {}
+        self._names: list[str] = []
 
     def build(self, vocabulary: Vocabulary) -> Grammar:
         values = self._values(vocabulary.texts)
@@ -235,7 +248,9 @@ class _Builder:
                 "",
             ]
         )
-        return Grammar(jsgf, self._tokens, self._written, self._sound_alikes(lone))
+        return Grammar(
+            jsgf, self._tokens, self._written, self._sound_alikes(lone), frozenset(self._names)
+        )
 
     def _sayable(self, words: Iterable[str]) -> bool:
         return all(self._pronounce(word) for word in words)
@@ -257,11 +272,12 @@ class _Builder:
     def _values(self, texts: Iterable[str]) -> str:
         """The ``<value>`` rule's expansion: the vocabulary's names, then (less likely) its
         other words; "" when it has none."""
-        groups = [
-            tokens
+        names, words = (
+            [t for s, text in found.items() if (t := self._value_token(s, text))]
             for found in _vocabulary_words(texts)
-            if (tokens := [t for s, text in found.items() if (t := self._value_token(s, text))])
-        ]
+        )
+        self._names = names
+        groups = [tokens for tokens in (names, words) if tokens]
         if len(groups) < 2:
             return " | ".join(groups[0]) if groups else ""
         # a name is likelier a value than a word of the instructions ("Berlin" was heard as

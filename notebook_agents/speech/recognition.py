@@ -7,30 +7,39 @@ arithmetic) decodes it, and a caller is heard as the nearest phrase of that gram
 what a rule-based emulator can answer anyway. Every word is pronounceable: one the dictionary
 lacks ("greeter") is pronounced by eSpeak NG (``pronunciation.py``).
 
-Only a whole phrase is heard, and rather nothing than a wrong one:
+Only a whole phrase is heard, and rather nothing than a wrong one (nor a wrong argument):
 
 - no lattice rescoring (``bestpath``): its best path ignores where the grammar ends, so a lone
   "hello" came back as the start of a request ("can you") and "hi" as nothing;
 - a short lone word with a sound-alike among the lone words ("no" and "hello", "bye" and
   "goodbye" and "hi") is heard only if it fits the audio clearly better than each of them
   alone (``SOUND_ALIKE_MARGIN``): in eSpeak's voices pocketsphinx hears "hi" as "bye" and
-  back, a clipped "goodbye" as "bye", a soft-spoken "hello" as "no".
+  back, a clipped "goodbye" as "bye", a soft-spoken "hello" as "no";
+- a text argument's value is heard only if no common English word fits its stretch of audio
+  clearly better (``NAME_MARGIN``, ``_ValueCheck``): the grammar hears any value as the
+  vocabulary's nearest, so a city no agent wrote ("Paris") was heard as a word of their
+  instructions ("done") and the tool ran with it; now its argument is left out, name and
+  all. A city that sounds like one of the vocabulary's names may still be heard as it
+  ("Cairo" as "Tokyo"): a name may fit worse than a common word and be right (eSpeak's Paris).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from ..errors import NotebookAgentsError
-from .grammar import Grammar, Vocabulary, grammar
+from .grammar import Grammar, Vocabulary, grammar, is_text_value
 from .hearing import DEFAULT_HEARING, Hearing, check_hearing
 from .pronunciation import pronunciation
 from .synthesis import _resample_to
@@ -44,6 +53,32 @@ must fit the audio than each sound-alike to be heard. Measured on eSpeak's three
 calls each: "no" fits 1.13 to 2.77 better than "hello" when said, "hello" said fits "no" at
 most 0.44 better; "bye" said fits 2.5 better than "goodbye", "goodbye" said fits "bye" at most
 0.65 better; "hi" and "bye" are never 1.0 apart, whichever was said, so neither is heard"""
+NAME_MARGIN = 2.25e-3
+"""how much better (log-likelihood per 10 ms frame, every senone scored so that two searches'
+scores compare) the best of ``COMMON_WORDS`` words may fit a text value's stretch of audio
+than the value itself, when the value is a name of the vocabulary ("Paris"), for it to be
+heard; ``WORD_MARGIN`` when it is another word of it ("done"), which a caller says far less
+often as a value (the grammar weighs names 5 to 1 too). Measured on "lookup weather location
+<city>", 26 cities, eSpeak's three voices at 160 and 190 words a minute, each city in the
+vocabulary and (21 of them) not:
+- of 150 cities in it, 146 are heard; eSpeak's Paris fits badly (0.7 to 1.8 worse than the
+  best word in the American voice, whatever the phrase), London and Tokyo best of all;
+- of 126 cities not in it, which the grammar heard as one of its values, 56 as a word ("Paris"
+  as "done", 1.1 to 1.6 worse) and 70 as a name: no word is heard now, and 16 names still are,
+  each a city that sounds alike (Cairo and Nairobi as "Tokyo", Vienna as "London")."""
+WORD_MARGIN = 0.5e-3
+COMMON_WORDS = 10_000
+"""how many of English's commonest words a text value competes with (the likeliest, on their
+own, of pocketsphinx's en-US language model). Measured: 6000 let a few more cities be heard
+as another (10 of 126 at 1.25e-3 for a name, against 8), 15000 did no better. Their search is
+built once per process, with the first value heard: 0.7 s more for that phrase, 0.34 s of it
+holding Python's GIL; then a phrase with a value takes ~0.05 s more (0.09 s, against 0.035)"""
+_FRAME_BYTES = 2 * RECOGNITION_RATE // 100
+"""a 10 ms frame of int16 audio, the decoder's step"""
+_LEXICON = "common-words"
+_COMMON_WORDS_FILE = "common_words.txt"
+_VALUE_SEARCHES = 64
+"""values whose own one-word search the value check keeps ready, the most recently used"""
 _QUIET_RMS = 100.0
 """loudness (of 32767) under which a 10 ms window is silence, whatever the speech's level"""
 _EARS = 2
@@ -117,54 +152,168 @@ def _without_silence_around(samples: np.ndarray) -> np.ndarray:
     return samples[start * window : end * window]
 
 
+def _new_decoder(**options: Any) -> Any:
+    """A pocketsphinx decoder as every search here wants it, with these ``options`` more.
+
+    No filler models between words: with them it took the end of a phrase for noise. No
+    lattice rescoring (bestpath): see the module's docstring. No noise removal: it learns the
+    noise from one utterance to the next, so the same audio was heard differently after other
+    speech."""
+    try:
+        from pocketsphinx import Decoder
+    except ImportError as e:  # a dependency: only a broken install lacks it
+        raise RecognitionError("pocketsphinx is missing: pip install pocketsphinx") from e
+    return Decoder(
+        samprate=RECOGNITION_RATE,
+        loglevel="FATAL",
+        fsgusefiller=False,
+        bestpath=False,
+        remove_noise=False,
+        **options,
+    )
+
+
+def _decode(decoder: Any, audio: bytes, search: str) -> Any:
+    """``decoder``'s hypothesis of the whole ``audio`` in ``search`` (None: nothing of the
+    search fits it)."""
+    decoder.activate_search(search)
+    # a fresh front end: its normalization would otherwise carry over from the last
+    # utterance, and the same audio be heard differently after other speech
+    decoder.reinit_feat()
+    decoder.start_utt()
+    decoder.process_raw(audio, full_utt=True)
+    decoder.end_utt()
+    return decoder.hyp()
+
+
+@dataclass(frozen=True)
+class _Word:
+    """A word of a decoding's best path, alternates' marks removed, and its first and last
+    10 ms frame."""
+
+    token: str
+    first: int
+    last: int
+
+
+@functools.cache
+def common_words() -> tuple[str, ...]:
+    """English's ``COMMON_WORDS`` commonest words, commonest first: the words of pocketsphinx's
+    dictionary its en-US language model (inside the wheel, trained on ordinary English) finds
+    likeliest on their own. Shipped as ``common_words.txt``, derived once from the wheel (a
+    test derives it again), because reading the model takes 0.75 s and 18 MB."""
+    text = resources.files(__package__).joinpath(_COMMON_WORDS_FILE).read_text("utf-8")
+    return tuple(text.split())
+
+
+class _ValueCheck:
+    """Whether a text value the grammar heard is what was said: how much better the best of
+    English's commonest words fits the value's frames than the value does. Its own decoder
+    scores every senone in every frame, so that the two searches' scores compare (a decoder
+    scores against the best senone its search reached, which differs between searches)."""
+
+    def __init__(self) -> None:
+        # the widest beams: every word is scored to its end, so the best is found (a pruned
+        # word fits worse than it would). A flat word list, not a JSGF text: parsing 10000
+        # alternatives held Python's GIL for 1.3 s, this builds in 0.6 s (0.34 s held)
+        self._decoder = _new_decoder(compallsen=True, lm=None, beam=1e-30, wbeam=1e-20, pbeam=1e-30)
+        self._add_word_list(_LEXICON, common_words())
+        self._values: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def heard(self, audio: bytes, token: str, pronunciations: list[str], margin: float) -> bool:
+        """Whether the value ``token`` (said as ``pronunciations``) fits ``audio``, its own
+        frames, within ``margin`` of the best common word."""
+        with self._lock:
+            value = self._fit(audio, self._value_search(token, pronunciations))
+            best = self._fit(audio, _LEXICON)
+        return best - value <= margin
+
+    def _fit(self, audio: bytes, search: str) -> float:
+        """How well ``search``'s best path fits the audio: its acoustic log-likelihood per
+        frame (-inf when nothing of it does)."""
+        decoder = self._decoder
+        if _decode(decoder, audio, search) is None:
+            return -math.inf
+        fit = sum(math.log(max(float(s.ascore), 1e-300)) for s in decoder.seg())
+        return fit / max(int(decoder.n_frames()), 1)
+
+    def _add_word_list(self, search: str, words: Iterable[str]) -> None:
+        """A search that hears any one of ``words``, alone."""
+        fsg = self._decoder.create_fsg(search, 0, 1, [(0, 1, 1.0, word) for word in words])
+        self._decoder.add_fsg(search, fsg)
+
+    def _value_search(self, token: str, pronunciations: list[str]) -> str:
+        search = f"value~{token}"
+        if token in self._values:
+            self._values.move_to_end(token)
+            return search
+        for index, phones in enumerate(pronunciations):
+            word = token if index == 0 else f"{token}({index + 1})"
+            if self._decoder.lookup_word(word) is None:
+                self._decoder.add_word(word, phones, False)
+        self._add_word_list(search, [token])
+        self._values[token] = None
+        if len(self._values) > _VALUE_SEARCHES:
+            oldest, _ = self._values.popitem(last=False)
+            self._decoder.remove_search(f"value~{oldest}")
+        return search
+
+
+_value_check: _ValueCheck | None = None
+_making_value_check = threading.Lock()
+
+
+def _the_value_check() -> _ValueCheck:
+    """The process's value check, made on first use (its search takes 0.6 s to build)."""
+    global _value_check
+    with _making_value_check:
+        if _value_check is None:
+            _value_check = _ValueCheck()
+        return _value_check
+
+
 class _Ear:
     """One pocketsphinx decoder, one utterance at a time, with the grammars of the
     vocabularies it heard last."""
 
     def __init__(self) -> None:
-        try:
-            from pocketsphinx import Decoder
-        except ImportError as e:  # a dependency: only a broken install lacks it
-            raise RecognitionError("pocketsphinx is missing: pip install pocketsphinx") from e
-        # No filler models between words: with them it took the end of a phrase for noise.
-        # No lattice rescoring (bestpath): see the module's docstring. No noise removal: it
-        # learns the noise from one utterance to the next, so the same audio was heard
-        # differently after other speech.
-        self._decoder = Decoder(
-            samprate=RECOGNITION_RATE,
-            loglevel="FATAL",
-            fsgusefiller=False,
-            bestpath=False,
-            remove_noise=False,
-        )
+        self._decoder = _new_decoder()
         self._searches: OrderedDict[Vocabulary, tuple[str, Grammar]] = OrderedDict()
         self._made = 0
         self._lone: set[str] = set()
 
     def hear(self, audio: bytes, vocabulary: Vocabulary) -> str:
         name, rules = self._search(vocabulary)
-        hypothesis = self._decode(audio, name)
-        if hypothesis is None:
+        if _decode(self._decoder, audio, name) is None:
             return ""
-        heard = re.sub(r"\(\d+\)", "", hypothesis.hypstr)  # alternate pronunciations' marks
+        words = self._words()
+        heard = " ".join(word.token for word in words)
         alikes = rules.sound_alikes.get(heard, ())
         if alikes:
             fit = self._fit(audio, heard)
             if any(fit - self._fit(audio, other) < SOUND_ALIKE_MARGIN for other in alikes):
                 return ""
-        return rules.transcript(heard)
+        unheard = [
+            index
+            for index, word in enumerate(words)
+            if is_text_value(word.token)
+            and not _the_value_check().heard(
+                audio[word.first * _FRAME_BYTES : (word.last + 1) * _FRAME_BYTES],
+                word.token,
+                rules.tokens[word.token],
+                NAME_MARGIN if word.token in rules.names else WORD_MARGIN,
+            )
+        ]
+        return rules.transcript(heard, unheard)
 
-    def _decode(self, audio: bytes, search: str) -> Any:
-        """The decoder's hypothesis (None: no phrase of the search fits the audio)."""
-        decoder = self._decoder
-        decoder.activate_search(search)
-        # a fresh front end: its normalization would otherwise carry over from the last
-        # utterance, and the same audio be heard differently after other speech
-        decoder.reinit_feat()
-        decoder.start_utt()
-        decoder.process_raw(audio, full_utt=True)
-        decoder.end_utt()
-        return decoder.hyp()
+    def _words(self) -> list[_Word]:
+        """The words of the last decoding's best path."""
+        return [
+            _Word(re.sub(r"\(\d+\)$", "", segment.word), segment.start_frame, segment.end_frame)
+            for segment in self._decoder.seg()
+            if segment.word != "(NULL)" and segment.end_frame >= segment.start_frame
+        ]
 
     def _fit(self, audio: bytes, word: str) -> float:
         """How well ``word`` alone fits the audio: its log-likelihood per frame."""
@@ -174,7 +323,7 @@ class _Ear:
                 search, f"#JSGF V1.0;\ngrammar lone;\npublic <word> = {word};\n"
             )
             self._lone.add(word)
-        hypothesis = self._decode(audio, search)
+        hypothesis = _decode(self._decoder, audio, search)
         if hypothesis is None:
             return -math.inf
         frames = max(int(self._decoder.n_frames()), 1)

@@ -5,6 +5,7 @@ real cascaded pipeline: silero's VAD, livekit's ``openai.STT``, ``openai.LLM`` a
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
@@ -613,12 +614,23 @@ async def test_upstream_agents_hand_off_by_voice_a_tool_word_no_dictionary_has(
 ) -> None:
     """PR #5229's Greeter/Weather agents (tests/upstream, as written) on a realtime model that
     hears: spoken, "transfer to weather" hands the call over and "transfer to greeter" back;
-    "greeter" is in no pronouncing dictionary (eSpeak's pronunciation makes it a word)."""
+    "greeter" is in no pronouncing dictionary (eSpeak's pronunciation makes it a word). A city
+    no text of theirs names is left out, never heard as one of their words: "lookup weather
+    location Madrid" ran lookup_weather(location="look")."""
     model = openai.realtime.RealtimeModel(base_url=emulator.base_url(), api_key=API_KEY)
     runner = await started(runners, NotebookRunner(greeter_weather.make_server(model), audio=True))
     await runner.greeting()
     there = await runner.run_audio(synthesize("transfer to weather"))
     there.expect.contains_function_call(name="transfer_to_weather")
+    await runner.run_audio(synthesize("lookup weather location madrid"))
+    heard = runner.trace.of_kind("user_message")[-1].data["text"]
+    assert heard.startswith("lookup weather") and "location:" not in heard, heard
+    called = [
+        json.loads(call.data["arguments"])
+        for call in runner.trace.of_kind("tool_call")
+        if call.data["name"] == "lookup_weather"
+    ]
+    assert all(args.get("location") in (None, "Madrid") for args in called), called
     back = await runner.run_audio(synthesize("transfer to greeter"))
     back.expect.contains_function_call(name="transfer_to_greeter")
     moves = [(h.data["from"], h.data["to"]) for h in runner.trace.of_kind("handoff")][1:]

@@ -158,3 +158,49 @@ def test_any_rate_is_heard_and_silence_is_nothing() -> None:
     at_48k = np.repeat(spoken, 2)  # the same speech at twice the rate
     assert transcribe(at_48k, 48_000) == "hello there"
     assert transcribe(np.zeros(SAMPLE_RATE, np.int16), SAMPLE_RATE) == ""
+
+
+WEATHER = Vocabulary(
+    requests=(Request("lookup_weather", (Parameter("location"),)),),
+    texts=(
+        "You are a weather agent. Say done when you are finished and keep answers short.",
+        "The city to look up.",
+        "London",
+        "New York",
+    ),
+)
+"""a weather agent's vocabulary: its words hold two cities, and words a city is not"""
+
+
+@pytest.mark.parametrize("voice", VOICES)
+def test_a_value_outside_the_vocabulary_is_left_out_never_heard_as_another_word(
+    voice: str,
+) -> None:
+    """ "lookup weather location Paris", Paris in no text of the session, was heard as
+    ``lookup weather location: done please``, and the tool ran with ``location: done``. A city
+    that sounds like one of the vocabulary's may still be heard as it (the British "Rome" as
+    London: ``NAME_MARGIN``'s figures), so these sound like none."""
+    cities = ("Paris", "Madrid", "Seattle", "Moscow", "Lisbon", "Oslo", "Boston", "Chicago")
+    said = {
+        city: transcribe(
+            synthesize(f"lookup weather location {city}", voice=voice), SAMPLE_RATE, WEATHER
+        )
+        for city in cities
+    }
+    # the phrase may be heard without its argument, never with another value
+    assert not [heard for heard in said.values() if "location:" in heard], said
+    assert [heard for heard in said.values() if heard.startswith("lookup weather")], said
+
+
+@pytest.mark.parametrize("voice", VOICES)
+def test_a_value_of_the_vocabulary_is_heard_past_the_check(voice: str) -> None:
+    said = {
+        city: transcribe(
+            synthesize(f"lookup weather location {city}", voice=voice), SAMPLE_RATE, WEATHER
+        )
+        for city in ("London", "New York")
+    }
+    assert said == {
+        "London": "lookup weather location: London",
+        "New York": 'lookup weather location: "New York"',
+    }
