@@ -5,11 +5,13 @@ The real-time factor is the time spent over the audio's duration, per phrase, me
 ``--repeats`` runs of several phrases (the first run of each, which loads the engine, is
 left out). Recognition hears eSpeak's voice, in three voices, saying what a caller of the
 handoff and Greeter/Weather agents says, in those agents' vocabulary (their tools, the
-weather tool's location, their instructions and descriptions, a few cities as keywords); each
+weather tool's location, their instructions and descriptions, a few cities as keywords; and a
+flight tool whose cabin is an enum); each
 phrase class counts the phrases heard word for word, heard as nothing, and heard wrong
 (another phrase, which the emulator would answer as if said), and a phrase heard with its
-argument left out apart; a city the vocabulary lacks is heard word for word when its argument
-is left out (``lookup weather``), and wrong when heard as any value.
+argument left out apart; a city the vocabulary lacks (a cabin the enum lacks) is heard word
+for word when its argument is left out (``lookup weather``), and wrong when heard as any
+value.
 
 With ``--conditions`` (once per line: a preset's name or its start, or the written form as
 YAML) the phrases are heard through each line too (``notebook_agents.speech.line``), and the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import time
 from collections import Counter
@@ -43,6 +46,9 @@ from notebook_agents.speech.line import Line, named_line
 CITIES = ("Paris", "London", "Tokyo", "Berlin", "New York")
 ELSEWHERE = ("Madrid", "Seattle", "Cairo", "Moscow", "Sydney", "Lisbon", "Nairobi", "Oslo")
 """cities no text of the vocabulary holds: heard word for word is the argument left out"""
+CABINS = ("economy", "business", "first")
+OTHER_CABINS = ("premium", "coach")
+"""an enum's members, and values outside it: heard word for word is the argument left out"""
 TOOLS = Vocabulary(
     requests=(
         Request("transfer_to_billing"),
@@ -51,6 +57,7 @@ TOOLS = Vocabulary(
         Request("lookupInvoice"),
         Request("transfer_to_greeter"),
         Request("lookup_weather", (Parameter("location"),)),
+        Request("book_flight", (Parameter("cabin", "choice", CABINS),)),
     ),
     # what the Greeter/Weather agents tell their model, and the STT's keywords
     texts=(
@@ -92,6 +99,10 @@ CLASSES: dict[str, tuple[str, ...]] = {
     ),
     "tool request with a value outside the vocabulary": tuple(
         f"lookup weather location {city.lower()}" for city in ELSEWHERE
+    ),
+    "tool request with an enum member": tuple(f"book flight cabin {cabin}" for cabin in CABINS),
+    "tool request with a value outside the enum": tuple(
+        f"book flight cabin {cabin}" for cabin in OTHER_CABINS
     ),
     "arithmetic": (
         "what is two plus three",
@@ -172,7 +183,13 @@ def main() -> None:
 
 def _transcript(phrase: str) -> str:
     """What ``phrase`` is heard as, word for word: numbers as digits, an argument as the reply
-    rules read a typed one; a value outside the vocabulary left out."""
+    rules read a typed one; a value outside the vocabulary (or the enum) left out."""
+    for cabin in OTHER_CABINS:
+        if phrase.endswith(f"cabin {cabin}"):
+            return phrase.removesuffix(f" cabin {cabin}")
+    for cabin in CABINS:
+        if phrase.endswith(f"cabin {cabin}"):
+            return phrase.replace(f"cabin {cabin}", f"cabin: {cabin}")
     for city in ELSEWHERE:
         if phrase.endswith(f"location {city.lower()}"):
             return phrase.removesuffix(f" location {city.lower()}")
@@ -190,7 +207,7 @@ def _outcome(heard: str, said: str) -> str:
         return "nothing"
     # a "please" heard at the end asks for nothing more (the end of a city left out is heard
     # as one): the emulator answers the request as it would without it
-    request = said.split(" location:")[0]
+    request = re.split(r" \w+:", said)[0]
     return "argument left out" if heard in (request, f"{request} please") else "wrong"
 
 

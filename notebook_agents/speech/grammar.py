@@ -150,7 +150,7 @@ class Grammar:
     phone from them, or from their end ("no" and "hello", "bye" and "goodbye", "hi")"""
     names: frozenset[str] = frozenset()
     """the value tokens that are names of the vocabulary ("Paris": a keyword, a capitalized
-    run), likelier a caller's value than its other words ("done")"""
+    run; an enum's members), likelier a caller's value than its other words ("done")"""
 
     def transcript(self, hypothesis: str, unheard: Collection[int] = ()) -> str:
         """A decoder's hypothesis written as a transcript (arguments as ``name: value``),
@@ -169,10 +169,10 @@ class Grammar:
         return digits(" ".join(words))
 
 
-def is_text_value(token: str) -> bool:
-    """Whether a token of a hypothesis is a text argument's value (a name or word of the
-    vocabulary)."""
-    return token.startswith(_VALUE)
+def is_value(token: str) -> bool:
+    """Whether a token of a hypothesis is an argument's value that is a word: a text's (a
+    name or word of the vocabulary) or an enum's member (not a number nor a boolean)."""
+    return token.startswith((_VALUE, _CHOICE))
 
 
 def grammar(heard_in: Vocabulary | Iterable[str], pronounce: Pronounce) -> Grammar:
@@ -299,6 +299,7 @@ class _Builder:
                 for choice in parameter.choices
                 if (name := self._token(_CHOICE, spoken_words(choice), choice))
             ]
+            self._names.extend(choices)
             return f"({' | '.join(choices)})" if choices else None
         return "<value>" if values else None
 
