@@ -148,6 +148,8 @@ class Grammar:
     sound_alikes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """short lone words, and the lone words they may be a clipped or misheard form of: one
     phone from them, or from their end ("no" and "hello", "bye" and "goodbye", "hi")"""
+    clipped: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """short lone words, and the longer lone words whose end they are ("bye": "goodbye")"""
     names: frozenset[str] = frozenset()
     """the value tokens that are names of the vocabulary ("Paris": a keyword, a capitalized
     run; an enum's members), likelier a caller's value than its other words ("done")"""
@@ -249,7 +251,12 @@ class _Builder:
             ]
         )
         return Grammar(
-            jsgf, self._tokens, self._written, self._sound_alikes(lone), frozenset(self._names)
+            jsgf,
+            self._tokens,
+            self._written,
+            self._sound_alikes(lone),
+            self._clipped(lone),
+            frozenset(self._names),
         )
 
     def _sayable(self, words: Iterable[str]) -> bool:
@@ -302,6 +309,21 @@ class _Builder:
             self._names.extend(choices)
             return f"({' | '.join(choices)})" if choices else None
         return "<value>" if values else None
+
+    def _clipped(self, lone: list[str]) -> dict[str, tuple[str, ...]]:
+        """Each short lone word's longer lone words that end in its phones ("goodbye" for
+        "bye"): what a clipped start of them is heard as."""
+        phones = {word: self._pronounce(word)[0].split() for word in lone}
+        clipped = {
+            word: tuple(
+                other
+                for other, theirs in phones.items()
+                if len(theirs) > len(said) and theirs[-len(said) :] == said
+            )
+            for word, said in phones.items()
+            if len(said) <= _SHORT
+        }
+        return {word: longer for word, longer in clipped.items() if longer}
 
     def _sound_alikes(self, lone: list[str]) -> dict[str, tuple[str, ...]]:
         """Each short lone word's sound-alikes among the other lone words."""

@@ -14,7 +14,8 @@ Only a whole phrase is heard, and rather nothing than a wrong one (nor a wrong a
 - a short lone word with a sound-alike among the lone words ("no" and "hello", "bye" and
   "goodbye" and "hi") is heard only if it fits the audio clearly better than each of them
   alone (``SOUND_ALIKE_MARGIN``): in eSpeak's voices pocketsphinx hears "hi" as "bye" and
-  back, a clipped "goodbye" as "bye", a soft-spoken "hello" as "no";
+  back, a soft-spoken "hello" as "no"; and a clipped "goodbye" as "bye", so a "bye" that
+  "goodbye" fits nearly as well, and best of its sound-alikes, is heard as "goodbye";
 - an argument's value (a text's, an enum's member) is heard only if no common English word
   fits its stretch of audio clearly better (``NAME_MARGIN``, ``_ValueCheck``): the grammar
   hears any value as the vocabulary's nearest, so a city no agent wrote ("Paris") was heard as
@@ -296,8 +297,8 @@ class _Ear:
         heard = " ".join(word.token for word in words)
         alikes = rules.sound_alikes.get(heard, ())
         if alikes:
-            fit = self._fit(audio, heard)
-            if any(fit - self._fit(audio, other) < SOUND_ALIKE_MARGIN for other in alikes):
+            heard = self._lone_word(audio, heard, alikes, rules.clipped.get(heard, ()))
+            if not heard:
                 return ""
         unheard = [
             index
@@ -311,6 +312,21 @@ class _Ear:
             )
         ]
         return rules.transcript(heard, unheard)
+
+    def _lone_word(
+        self, audio: bytes, heard: str, alikes: tuple[str, ...], clipped: tuple[str, ...]
+    ) -> str:
+        """The short lone word ``heard``, if it fits the audio clearly better than each of its
+        sound-alikes; else the longer word it is the clipped end of, if that fits nearly as
+        well and best of the sound-alikes ("goodbye", eSpeak's often heard as "bye"); else
+        "" (nothing)."""
+        fits = {word: self._fit(audio, word) for word in (heard, *alikes)}
+        if all(fits[heard] - fits[other] >= SOUND_ALIKE_MARGIN for other in alikes):
+            return heard
+        best = max(alikes, key=fits.__getitem__)
+        if best in clipped and fits[heard] - fits[best] < SOUND_ALIKE_MARGIN:
+            return best
+        return ""
 
     def _words(self) -> list[_Word]:
         """The words of the last decoding's best path."""
