@@ -317,16 +317,14 @@ class _Ear:
         self, audio: bytes, heard: str, alikes: tuple[str, ...], clipped: tuple[str, ...]
     ) -> str:
         """The short lone word ``heard``, if it fits the audio clearly better than each of its
-        sound-alikes; else the longer word it is the clipped end of, if that fits nearly as
-        well and best of the sound-alikes ("goodbye", eSpeak's often heard as "bye"); else
-        "" (nothing)."""
+        sound-alikes; else, when the best of them (which then fits nearly as well) is a longer
+        word ``heard`` is the clipped end of, that one ("goodbye", eSpeak's often heard as
+        "bye"); else "" (nothing)."""
         fits = {word: self._fit(audio, word) for word in (heard, *alikes)}
         if all(fits[heard] - fits[other] >= SOUND_ALIKE_MARGIN for other in alikes):
             return heard
         best = max(alikes, key=fits.__getitem__)
-        if best in clipped and fits[heard] - fits[best] < SOUND_ALIKE_MARGIN:
-            return best
-        return ""
+        return best if best in clipped else ""
 
     def _words(self) -> list[_Word]:
         """The words of the last decoding's best path."""
