@@ -372,8 +372,11 @@ class RunnerCore(StartStop, Generic[SessionT]):
             raise asyncio.CancelledError(
                 f"{what} was interrupted as it ended (its outcome is in {self._handle}.trace)"
             ) from None
-        if not done and work.cancel():
-            raise RunnerError(late() if late else f"{what} did not end within {timeout:g} s")
+        if not done:
+            # said before the cancel: cancelling ends the turn's tools in the job meanwhile
+            why = late() if late else f"{what} did not end within {timeout:g} s"
+            if work.cancel():
+                raise RunnerError(why)
         if work.cancelled():  # not by this cell: by the job's loop ending, or a stop
             if self.state in (RunnerState.STOPPING, RunnerState.STOPPED):
                 raise TurnStopped("")

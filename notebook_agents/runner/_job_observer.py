@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
@@ -54,6 +55,7 @@ class JobObserver(ServerThread):
             if runner is None:  # its runner is gone: no job of the server's is ours to run
                 return
             runner._ctx = ctx
+            runner._job_thread = threading.current_thread()
             runner.logs.claim_thread()
             # the entrypoint's context variables (livekit's job context and HTTP session among
             # them): turns sent from cells run in it, as turns from the room do

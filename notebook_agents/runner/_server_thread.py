@@ -48,6 +48,7 @@ class ServerThread(RunnerCore[AgentSession[Any]]):
         self._started_at = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._job_thread: threading.Thread | None = None  # livekit's, the job's entrypoint's
         # set when the server thread is done. Waited on instead of Thread.join/is_alive: on
         # Python < 3.12 a KeyboardInterrupt inside join() marks a live thread as dead
         # (cpython#90882), and run_app is interrupted exactly there.
@@ -171,6 +172,10 @@ class ServerThread(RunnerCore[AgentSession[Any]]):
                 loop.run_until_complete(loop.shutdown_default_executor())
                 self._fail(RunnerError("the agent server stopped before a session started"))
             finally:
+                if self._job_thread is not None:
+                    # livekit's executor is closed once its thread has said it is done, just
+                    # before that thread returns: served means the job's thread is gone too
+                    self._job_thread.join()
                 self._served.set()
                 self._settle_stopped()
 
