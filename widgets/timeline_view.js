@@ -693,10 +693,12 @@ function render({ model, el }) {
   resize.observe(plot);
   // the open span grows with the clock while the session is live, followed and not hovered;
   // and a width the drawing missed is drawn at once: a loaded CI machine's theme switch once
-  // left it at its old width for 90 s (the ResizeObserver silent, or its frame never drawn)
+  // left it at its old width for 90 s (the ResizeObserver silent, or its frame never drawn).
+  // Neither under the pointer: a mark redrawn there drops its hover details
   const timer = setInterval(() => {
+    if (pointerInside) return;
     if (shown && plot.clientWidth && Math.max(plot.clientWidth, 300) !== shown.width) draw();
-    else if (model.get("live") && follow && !pointerInside) redraw();
+    else if (model.get("live") && follow) redraw();
   }, 250);
   model.send({ type: "history" });
   showLegend();
