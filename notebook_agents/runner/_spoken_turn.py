@@ -17,7 +17,17 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import numpy as np
-from livekit.agents import Agent, AgentSession, ErrorEvent, RunResult, llm, mock_tools
+from livekit.agents import (
+    Agent,
+    AgentSession,
+    ErrorEvent,
+    RunResult,
+    UserInputTranscribedEvent,
+    llm,
+    mock_tools,
+    stt,
+)
+from livekit.agents.metrics import STTMetrics
 from livekit.agents.utils import is_given
 from livekit.agents.voice import SpeechHandle
 
@@ -26,24 +36,46 @@ from ..trace import TraceEvent, error_text
 from ._caller import CallerInput, until_the_agent_is_quiet, until_the_caller_is_heard_out
 from .errors import RunnerError
 
+TRANSCRIPT_HOPS = 20
+"""loop turns a final transcript may take from the STT's answer to the session's event: its
+metrics are emitted as ``recognize`` returns, before livekit's ``StreamAdapter`` hands the
+transcript on, and it reached ``user_input_transcribed`` 2 loop turns later (measured: three
+phrases). Counted in loop turns, not seconds: a loaded machine slows both alike"""
+_FREE_SPEECH = (
+    "The emulator hears, by default, only what a caller of the session's agents may say "
+    "(their tools, greetings, arithmetic); Emulator(hearing='whisper') hears free speech"
+)
 HEARD_OUT_S = 5.0
 """how long a withdrawn turn's trailing silence may take to end the speech (a VAD's silence
 is ~0.5 s); past it the next turn starts anyway"""
 
 
+class HeardNothing(RunnerError):
+    """The session's speech recognizer answered the caller's whole speech with no words."""
+
+
 class SpokenTurn:
     """A turn the caller speaks into ``microphone``; its replies are collected in ``run``.
-    ``end()`` it, whatever happened."""
+    ``end()`` it, whatever happened. Over an agent's reply (``over_a_reply``), speech heard as
+    no words is livekit's to dismiss (a false interruption), not the turn's to end."""
 
-    def __init__(self, session: AgentSession[Any], microphone: CallerInput) -> None:
+    def __init__(
+        self, session: AgentSession[Any], microphone: CallerInput, *, over_a_reply: bool = False
+    ) -> None:
         self.session = session
         self.microphone = microphone
         self.seconds = 0.0
         """how long the caller's audio lasts"""
         self.failed: asyncio.Future[RunnerError] = asyncio.get_running_loop().create_future()
-        """the first error the session reported during the turn"""
+        """the first error the session reported during the turn, or ``HeardNothing``"""
         self._capture = livekit.capture_spoken_turn(session)
         session.on("error", self._on_error)
+        self._transcribed = False
+        self._judging: set[asyncio.Task[None]] = set()
+        self._recognizer = None if over_a_reply else _per_utterance_stt(session)
+        if self._recognizer is not None:
+            self._recognizer.on("metrics_collected", self._on_recognized)
+            session.on("user_input_transcribed", self._on_transcribed)
         # the reply comes from the session's own tasks, which the context this turn runs in
         # (the cell's `with mock_tools(...)` carried into the job's) does not reach: its mocks
         # are the session's for the turn
@@ -63,11 +95,45 @@ class SpokenTurn:
         if not self.failed.done():
             self.failed.set_result(RunnerError(error_text(event.error)))
 
+    def _on_transcribed(self, event: UserInputTranscribedEvent) -> None:
+        self._transcribed = self._transcribed or event.is_final
+
+    def _on_recognized(self, metrics: STTMetrics) -> None:
+        # livekit drops an empty transcript without an event: the recognizer's own answer
+        # (its metrics, one per utterance) is the only sign it heard the speech out
+        judging = asyncio.ensure_future(self._judge_words(metrics.audio_duration))
+        self._judging.add(judging)
+        judging.add_done_callback(self._judging.discard)
+
+    async def _judge_words(self, heard_s: float) -> None:
+        """After the recognizer answered ``heard_s`` seconds of speech: if no transcript came
+        of it and the caller has said all there is, the turn fails (``HeardNothing``)."""
+        for _ in range(TRANSCRIPT_HOPS):
+            await asyncio.sleep(0)  # one loop turn: the transcript's way to the session
+        session = self.session
+        if (
+            self._transcribed
+            or self.failed.done()
+            or self.microphone.unspoken_s > 0
+            or session.user_state == "speaking"
+            or session.agent_state in ("thinking", "speaking")
+        ):
+            return
+        self.failed.set_result(
+            HeardNothing(
+                f"the spoken turn was heard as no words: the speech recognizer "
+                f"({_plugin_name(self._recognizer)}) answered its {heard_s:.1f} s of speech "
+                "with no transcript, and livekit does not answer an empty one. Is it speech, "
+                f"in the recognizer's language, clear and loud enough? {_FREE_SPEECH}"
+            )
+        )
+
     async def outcome(
         self, settled: Coroutine[Any, Any, Exception | None], timeout: float
     ) -> Exception | None:
         """What ``settled`` (the run, awaited) gives, or the session's error if one came
-        first; ``asyncio.TimeoutError`` if neither came within ``timeout`` seconds."""
+        first; ``asyncio.TimeoutError`` if neither came within ``timeout`` seconds, and
+        ``HeardNothing`` if the recognizer heard no words in the speech."""
         answered = asyncio.ensure_future(settled)
         either: set[asyncio.Future[Any]] = {answered, self.failed}
         try:
@@ -75,7 +141,9 @@ class SpokenTurn:
         finally:
             answered.cancel()
         if self.failed.done():
-            return self.failed.result()
+            if isinstance(failed := self.failed.result(), HeardNothing):
+                raise failed
+            return failed
         if answered.done() and not answered.cancelled():
             return answered.result()
         raise asyncio.TimeoutError  # control flow: the voice turn raises the RunnerError
@@ -98,6 +166,11 @@ class SpokenTurn:
         self.microphone.close(self)
         self._capture.stop()
         self.session.off("error", self._on_error)
+        if self._recognizer is not None:
+            self._recognizer.off("metrics_collected", self._on_recognized)
+            self.session.off("user_input_transcribed", self._on_transcribed)
+        for judging in self._judging:
+            judging.cancel()
         for agent, mocks in self._held_mocks.items():
             mock_tools(agent, mocks, session=self.session)
 
@@ -129,6 +202,26 @@ async def cut_replies(session: AgentSession[Any], speeches: list[SpeechHandle]) 
         task.cancel()
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(until_the_agent_is_quiet(session), HEARD_OUT_S)
+
+
+def _per_utterance_stt(session: AgentSession[Any]) -> stt.STT[Any] | None:
+    """The running agent's speech recognizer (its own, else the session's) if it answers
+    utterance by utterance (not streaming: livekit's ``StreamAdapter`` gives it each of the
+    VAD's utterances), the kind whose answer says when it heard the speech out."""
+    agent = session.current_agent
+    recognizer = agent.stt if is_given(agent.stt) else session.stt
+    if recognizer is None or recognizer.capabilities.streaming:
+        return None
+    return recognizer
+
+
+def _plugin_name(model: object) -> str:
+    """``openai.STT`` for livekit's ``livekit.plugins.openai.stt.STT``, else the class's name."""
+    kind = type(model)
+    plugin = kind.__module__.split(".")
+    if plugin[:2] == ["livekit", "plugins"] and len(plugin) > 2:
+        return f"{plugin[2]}.{kind.__name__}"
+    return kind.__name__
 
 
 def require_hearing(session: AgentSession[Any]) -> None:
@@ -185,7 +278,8 @@ def why_unanswered(
     if not words and "thinking" not in agent:
         return (
             f"{head}: speech was heard but no transcript came: the speech recognizer (the "
-            "session's STT, or the realtime model's transcription) did not answer in time"
+            "session's STT, or the realtime model's transcription) heard no words in it, or "
+            f"did not answer in time. {_FREE_SPEECH}"
         )
     said = f"saying {words[-1]!r}" if words else "(no transcript)"
     return (

@@ -24,7 +24,7 @@ from ._core import reply_text
 from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
 from ._samples import checked_rate, mono_int16, spoken_audio
-from ._spoken_turn import SpokenTurn, require_hearing, why_unanswered
+from ._spoken_turn import HeardNothing, SpokenTurn, require_hearing, why_unanswered
 from ._typed_turns import TypedTurns, _settled
 from .errors import RunnerError
 
@@ -310,25 +310,26 @@ class Voice(TypedTurns):
         line: Line,
         started: float,
         timeout: float,
-        unheeded: Callable[[SpokenTurn], bool] = lambda turn: False,
+        unheeded: Callable[[SpokenTurn], bool] | None = None,
     ) -> AsyncIterator[SpokenTurn]:
         """A spoken turn, begun at trace time ``started``, its caller on ``line``: one that
-        times out or is cancelled is withdrawn, a ``RunnerError`` saying why (``_UNHEEDED``
-        when livekit did not heed it, as ``unheeded`` tells); whatever became of it, the
-        trace's conditions go back to the runner's and ``runner.spoken`` keeps it."""
+        times out, is cancelled or heard as no words is withdrawn, a ``RunnerError`` saying
+        why (``_UNHEEDED`` when livekit did not heed a barge-in, as its ``unheeded`` tells);
+        whatever became of it, the trace's conditions go back to the runner's and
+        ``runner.spoken`` keeps it."""
         assert self._microphone is not None
-        turn = SpokenTurn(session, self._microphone)
+        turn = SpokenTurn(session, self._microphone, over_a_reply=unheeded is not None)
         self.trace.caller_conditions = line.to_records()
         try:
             yield turn
         except asyncio.TimeoutError:
             events = [e for e in self.trace.events if e.t >= started]
             why = why_unanswered(events, timeout, turn.seconds, self._microphone.unspoken_s)
-            if unheeded(turn) and not turn.run.events:
+            if unheeded is not None and unheeded(turn) and not turn.run.events:
                 why = _UNHEEDED.format(timeout=timeout)
             await self._give_up(turn)
             raise RunnerError(why) from None
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, HeardNothing):
             await self._give_up(turn)
             raise
         finally:

@@ -379,7 +379,13 @@ def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn_not_the_model
     assert "max_delay" in end_of_turn.note
     # the model's round that called the tool ran beside the end of turn, as livekit timed it
     tool = first(pharmacy, "function_tool")
-    round_ = next(s for s in pharmacy.spans if s.name == "llm_node" and s.start >= spoken.start)
+    # the last round begun before the tool ran is the one that called it (one begun on the
+    # transcript so far and superseded ends first); not the first begun after the speech's
+    # end: under load livekit's VAD ends the speech late, after that round had begun
+    round_ = max(
+        (s for s in pharmacy.spans if s.name == "llm_node" and s.start < tool.start),
+        key=lambda s: s.start,
+    )
     assert round_.end < end_of_turn.end < tool.start, "the model answered before the end of turn"
     # (the end-of-turn detection may begin inside it too, on a loaded machine: it is the
     # model's phases that are asked about)
@@ -395,13 +401,15 @@ def test_a_spoken_turn_answered_by_a_tool_waits_on_the_end_of_turn_not_the_model
     # then livekit scheduled the reply, ran the tool, and the model answered its output
     critical = [p for p in spoken.phases if p.critical]
     names = [p.name for p in critical]
-    # (livekit's on_user_turn_completed hook may sit between them, on a loaded machine)
-    scheduled = next(
-        p for p in reversed(critical[: names.index("tool")]) if p.name == "reply_start"
+    # (livekit's on_user_turn_completed hook may sit before or after it, on a loaded
+    # machine; or take up the whole stretch, the scheduling then too short to be a phase)
+    between = critical[names.index("end_of_turn") + 1 : names.index("tool")]
+    assert sorted(p.name for p in between) in (
+        ["reply_start"],
+        ["on_user_turn_completed", "reply_start"],
+        ["on_user_turn_completed"],
     )
-    assert "preemptive" in scheduled.note
-    between = names[critical.index(scheduled) + 1 : names.index("tool")]
-    assert between in ([], ["on_user_turn_completed"])
+    assert all("preemptive" in p.note for p in between if p.name == "reply_start")
     assert phase(spoken, "tool").note == "refill_prescription()"
     answer = names[names.index("tool") + 1 :]  # the tool's output to the model, its answer
     assert answer[:2] == ["tool_output", "llm_first_token"]

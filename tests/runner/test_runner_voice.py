@@ -21,6 +21,7 @@ from livekit.agents import (
     JobContext,
     NotGivenOr,
     TurnHandlingOptions,
+    inference,
 )
 from livekit.agents.voice import SpeechHandle
 from livekit.plugins import openai, silero
@@ -35,6 +36,7 @@ from notebook_agents.speech import SAMPLE_RATE, synthesize
 from notebook_agents.speech.wav import wav_bytes
 from notebook_agents.trace import EventKind, TraceEvent
 from tests.conftest import API_KEY, started
+from tests.emulator.test_emulator_livekit_inference import KEY, SECRET
 from tests.handoff_agents import Concierge
 from tests.speech_check import envelope_match
 from tests.upstream import greeter_weather
@@ -167,6 +169,28 @@ async def test_audio_that_is_not_speech_gets_no_reply_and_a_clear_error(
     with pytest.raises(RunnerError, match="no speech was detected in the audio"):
         await voice_runner.send_audio(np.zeros(SAMPLE_RATE, np.int16), timeout=3.0)
     # the microphone is closed and the runner takes the next turn
+    assert await voice_runner.send_audio(synthesize("thank you")) == (
+        'You are the Concierge. You said: "thank you".'
+    )
+
+
+@pytest.mark.slow
+async def test_speech_the_recognizer_hears_no_words_in_ends_the_turn_saying_so(
+    voice_runner: NotebookRunner,
+) -> None:
+    """A lone "hi", which the emulator's grammar hears as nothing (it cannot tell it from
+    "bye"): the STT answered with no words, and livekit drops an empty transcript without a
+    word. The turn waited out its timeout (30 s) and then blamed a recognizer that "did not
+    answer in time"; it ends once the recognizer has answered, saying what was heard."""
+    with pytest.raises(RunnerError) as unheard:
+        await voice_runner.send_audio(synthesize("hi"))
+    said = str(unheard.value)
+    assert "got no reply within" not in said, said
+    assert said.startswith(
+        "the spoken turn was heard as no words: the speech recognizer (openai.STT) answered its"
+    ), said
+    assert "Emulator(hearing='whisper')" in said, said
+    # the turn is withdrawn, and the next one heard alone
     assert await voice_runner.send_audio(synthesize("thank you")) == (
         'You are the Concierge. You said: "thank you".'
     )
@@ -454,7 +478,12 @@ async def test_stopping_the_runner_mid_reply_fails_the_turn_with_the_reply_so_fa
 @pytest.mark.parametrize(
     ("slow", "said"),
     [
-        ("stt", r"speech was heard but no transcript came"),
+        (
+            "stt",
+            r"speech was heard but no transcript came: the speech recognizer \(the session's "
+            r"STT, or the realtime model's transcription\) heard no words in it, or did not "
+            r"answer in time",
+        ),
         ("llm", r"heard saying 'hello there' but the agent had not begun to reply"),
     ],
 )
@@ -469,6 +498,35 @@ async def test_a_timed_out_turn_says_where_it_stood(
     runner = await started(runners, NotebookRunner(server, audio=True))
     with pytest.raises(RunnerError, match=said):
         await runner.send_audio(synthesize("hello there"), timeout=5.0)
+
+
+@pytest.mark.slow
+async def test_a_streaming_recognizer_that_heard_no_words_is_not_blamed_for_being_late(
+    emulator: Emulator, runners: list[NotebookRunner]
+) -> None:
+    """A streaming STT (LiveKit Inference's) sends nothing for speech it heard no words in,
+    and says nothing else per utterance: the turn can only time out. It said the recognizer
+    "did not answer in time", wrong when it heard "hi" as nothing on time."""
+    server = AgentServer()
+
+    @server.rtc_session()
+    async def entrypoint(ctx: JobContext) -> None:
+        ears = inference.STT(
+            model="deepgram/nova-3", base_url=emulator.base_url(), api_key=KEY, api_secret=SECRET
+        )
+        voice = openai.TTS(base_url=emulator.base_url(), api_key=API_KEY)
+        model = openai.LLM(base_url=emulator.base_url(), api_key=API_KEY)
+        session: AgentSession[None] = AgentSession(
+            vad=silero.VAD.load(), stt=ears, llm=model, tts=voice
+        )
+        await session.start(agent=Concierge(), room=ctx.room)
+
+    runner = await started(runners, NotebookRunner(server, audio=True))
+    with pytest.raises(RunnerError, match=r"heard no words in it, or did not answer in time"):
+        await runner.send_audio(synthesize("hi"), timeout=5.0)
+    assert await runner.send_audio(synthesize("thank you")) == (
+        'You are the Concierge. You said: "thank you".'
+    )
 
 
 def test_a_timeout_after_the_speech_ended_or_while_the_reply_plays_says_so() -> None:
