@@ -16,8 +16,13 @@ Only a whole phrase is heard, and rather nothing than a wrong one (nor a wrong a
   alone (``SOUND_ALIKE_MARGIN``): in eSpeak's voices pocketsphinx hears "hi" as "bye" and
   back, a soft-spoken "hello" as "no"; and a clipped "goodbye" as "bye", so a "bye" that
   "goodbye" fits nearly as well, and best of its sound-alikes, is heard as "goodbye";
+- a phrase is heard only if a free loop of phones fits the turn not much better than it, on
+  its own words' frames (``PHRASE_MARGIN``, ``_Check``): the grammar hears any audio as its
+  nearest phrase ("the library closes early during the winter holidays" as "let's what is 2
+  times 40 please"); its values are left to the next check, so a value no agent wrote leaves
+  its argument out, not the phrase unheard;
 - an argument's value (a text's, an enum's member) is heard only if no common English word
-  fits its stretch of audio clearly better (``NAME_MARGIN``, ``_ValueCheck``): the grammar
+  fits its stretch of audio clearly better (``NAME_MARGIN``, ``_Check``): the grammar
   hears any value as the vocabulary's nearest, so a city no agent wrote ("Paris") was heard as
   a word of their instructions ("done"), and a unit no enum lists ("kelvin") as one of its
   members ("celsius"), and the tool ran with it; now its argument is left out, name and all.
@@ -33,7 +38,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -79,8 +84,38 @@ own, of pocketsphinx's en-US language model). Measured: 6000 let a few more citi
 as another (10 of 126 at 1.25e-3 for a name, against 8), 15000 did no better. Their search is
 built once per process, with the first value heard: 0.7 s more for that phrase, 0.34 s of it
 holding Python's GIL; then a phrase with a value takes ~0.05 s more (0.09 s, against 0.035)"""
+PHRASE_MARGIN = 2.75e-3
+"""how much better (log-likelihood per 10 ms frame, every senone scored) a free loop of phones
+may fit a turn than the phrase the grammar heard in it, on the phrase's own words' frames (its
+values' left out), for the phrase to be heard; ``PHRASE_SLACK`` more over its frames.
+Measured (stepped, as heard) on benchmarks/speech.py's 54 phrases and 6 free sentences
+(tests/speech/free_speech.py, in three vocabularies), eSpeak's three voices, clean, telephone
+and street lines, two takes: 1188 turns. The phrases heard word for word (576) fit the phones
+at most 3.8e-3 worse (the female voice's "transfer to concierge" on the telephone line, 139
+frames; eSpeak's British "thanks", 45 frames, 3.9e-3); the free sentences (324), heard as some
+phrase, 3.6e-3 to 7.8e-3 worse (the longest, 381 frames, least). The starting 3.9e-3 and 40e-3
+let 28 of the free sentences be heard; this pair none, the nearest of each 0.25e-3 from the
+line (takes of a phrase move by about 0.2e-3). A wrong phrase near the one said ("what is 2
+minus 4" for twelve minus four) fits as well as the right one: 79 of 84 are still heard."""
+PHRASE_SLACK = 190e-3
+"""added to ``PHRASE_MARGIN`` over the phrase's frames: a short phrase fits a phone loop worse
+for its few frames (eSpeak's British "thanks", half a second, 3.5e-3 to 4.5e-3 worse), a long
+one's words average out"""
 _FRAME_BYTES = 2 * RECOGNITION_RATE // 100
 """a 10 ms frame of int16 audio, the decoder's step"""
+_STEP_BYTES = 10 * _FRAME_BYTES
+"""how much audio the check decodes while holding Python's GIL: 100 ms"""
+_BEAM = 1e-30
+_WORD_BEAM = 1e-20
+"""the check's beams: every word is scored to its end, so the best is found (a pruned word
+fits worse than it would)"""
+_PHRASE_BEAM = 1e-60
+"""a phrase's beams, wider still: its one path must reach its end, and where the audio is not
+the phrase its path fits far worse than a partial one stuck in a word (with the value
+searches' beams, "lookup weather location greeter please" and a telephone line's "lookup
+weather location friendly" had no path to their end, and were heard as nothing)"""
+_PHONES = "phones"
+_PHRASE = "phrase"
 _LEXICON = "common-words"
 _COMMON_WORDS_FILE = "common_words.txt"
 _VALUE_SEARCHES = 64
@@ -212,28 +247,97 @@ def common_words() -> tuple[str, ...]:
     return tuple(text.split())
 
 
-class _ValueCheck:
-    """Whether a value the grammar heard is what was said: how much better the best of
-    English's commonest words fits the value's frames than the value does. Its own decoder
-    scores every senone in every frame, so that the two searches' scores compare (a decoder
-    scores against the best senone its search reached, which differs between searches)."""
+class _Check:
+    """Whether what the grammar heard is what was said, judged on a decoder of its own that
+    scores every senone in every frame, so that two searches' fits compare (a decoder scores
+    against the best senone its search reached, which differs between searches): a value, by
+    how much better the best of English's commonest words fits its frames; a phrase, by how
+    much better a free loop of phones fits the turn."""
 
     def __init__(self) -> None:
-        # the widest beams: every word is scored to its end, so the best is found (a pruned
-        # word fits worse than it would). A flat word list, not a JSGF text: parsing 10000
-        # alternatives held Python's GIL for 1.3 s, this builds in 0.6 s (0.34 s held)
-        self._decoder = _new_decoder(compallsen=True, lm=None, beam=1e-30, wbeam=1e-20, pbeam=1e-30)
-        self._add_word_list(_LEXICON, common_words())
+        self._decoder = _new_decoder(
+            compallsen=True, lm=None, beam=_BEAM, wbeam=_WORD_BEAM, pbeam=_BEAM
+        )
+        self._decoder.add_allphone_file(_PHONES, None)  # no phone language model: any phone
+        self._lexicon = False
         self._values: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def heard(self, audio: bytes, token: str, pronunciations: list[str], margin: float) -> bool:
+    def value_heard(
+        self, audio: bytes, token: str, pronunciations: list[str], margin: float
+    ) -> bool:
         """Whether the value ``token`` (said as ``pronunciations``) fits ``audio``, its own
         frames, within ``margin`` of the best common word."""
         with self._lock:
+            if not self._lexicon:
+                # built at the first value, not the first phrase: a flat word list, not a
+                # JSGF text (parsing 10000 alternatives held Python's GIL for 1.3 s), builds in
+                # 0.6 s (0.34 s held)
+                self._add_word_list(_LEXICON, common_words())
+                self._lexicon = True
             value = self._fit(audio, self._value_search(token, pronunciations))
             best = self._fit(audio, _LEXICON)
         return best - value <= margin
+
+    def phrase_heard(self, audio: bytes, words: Sequence[tuple[str, list[str]]]) -> bool:
+        """Whether the phrase of ``words`` (each token and its pronunciations, as the grammar
+        heard them in ``audio``, the whole turn) fits the turn within ``PHRASE_MARGIN`` (and
+        ``PHRASE_SLACK`` over its frames) of a free loop of phones: judged on the frames of
+        its own words, its values' left out (the value check judges them: a value no agent
+        wrote fits badly, and its argument is left out, not the phrase)."""
+        with self._lock:
+            search = self._phrase_search(words)
+            mean = self._cepstral_mean(audio)
+            phrase = self._segments(audio, search, mean)
+            phones = self._segments(audio, _PHONES, mean)
+        if not phrase:
+            return False
+        values = [(first, last) for token, first, last, _ in phrase if is_value(token)]
+        frames = sum(last - first + 1 for _, first, last, _ in phrase) - sum(
+            last - first + 1 for first, last in values
+        )
+        if frames <= 0:
+            return False
+        phrase_fit = sum(fit for token, _, _, fit in phrase if not is_value(token)) / frames
+        phones_fit = sum(fit * _outside(first, last, values) for _, first, last, fit in phones)
+        return phones_fit / frames - phrase_fit <= PHRASE_MARGIN + PHRASE_SLACK / frames
+
+    def _segments(self, audio: bytes, search: str, mean: str) -> list[tuple[str, int, int, float]]:
+        """The best path of ``search`` over ``audio``, fed in ``_STEP_BYTES`` steps so that
+        other threads run between them (pocketsphinx holds Python's GIL while it decodes),
+        normalized by the whole turn's cepstral ``mean`` as a decoding in one piece would be:
+        each word's token (alternates' marks removed), first and last frame and acoustic
+        log-likelihood; [] when nothing of it fits."""
+        decoder = self._decoder
+        decoder.activate_search(search)
+        decoder.reinit_feat()
+        decoder.set_cmn(mean)
+        decoder.start_utt()
+        for start in range(0, len(audio), _STEP_BYTES):
+            decoder.process_raw(audio[start : start + _STEP_BYTES])
+        decoder.end_utt()
+        if decoder.hyp() is None:
+            return []
+        return [
+            (
+                re.sub(r"\(\d+\)$", "", s.word),
+                s.start_frame,
+                s.end_frame,
+                math.log(max(float(s.ascore), 1e-300)),
+            )
+            for s in decoder.seg()
+            if s.end_frame >= s.start_frame
+        ]
+
+    def _cepstral_mean(self, audio: bytes) -> str:
+        """The cepstral mean of the whole ``audio``, from its features alone (no search)."""
+        decoder = self._decoder
+        decoder.activate_search(_PHONES)  # an utterance starts only with a search active
+        decoder.reinit_feat()
+        decoder.start_utt()
+        decoder.process_raw(audio, no_search=True, full_utt=True)
+        decoder.end_utt()
+        return str(decoder.get_cmn(False))
 
     def _fit(self, audio: bytes, search: str) -> float:
         """How well ``search``'s best path fits the audio: its acoustic log-likelihood per
@@ -249,15 +353,38 @@ class _ValueCheck:
         fsg = self._decoder.create_fsg(search, 0, 1, [(0, 1, 1.0, word) for word in words])
         self._decoder.add_fsg(search, fsg)
 
+    def _add(self, token: str, pronunciations: list[str]) -> None:
+        for index, phones in enumerate(pronunciations):
+            word = token if index == 0 else f"{token}({index + 1})"
+            if self._decoder.lookup_word(word) is None:
+                self._decoder.add_word(word, phones, False)
+
+    def _phrase_search(self, words: Sequence[tuple[str, list[str]]]) -> str:
+        """A search that hears these words in a row and nothing else (each in any of its
+        pronunciations: an FSG search takes a word's alternates too)."""
+        for token, pronunciations in words:
+            self._add(token, pronunciations)
+        chain = [(index, index + 1, 1.0, token) for index, (token, _) in enumerate(words)]
+        # one search, made anew for each phrase: a chain of a few words builds in well under
+        # a millisecond
+        fsg = self._decoder.create_fsg(_PHRASE, 0, len(chain), chain)
+        # pocketsphinx reads a search's beams from the config when it makes the search
+        config = self._decoder.config
+        for beam in ("beam", "pbeam", "wbeam"):
+            config[beam] = _PHRASE_BEAM
+        try:
+            self._decoder.add_fsg(_PHRASE, fsg)
+        finally:
+            config["beam"] = config["pbeam"] = _BEAM
+            config["wbeam"] = _WORD_BEAM
+        return _PHRASE
+
     def _value_search(self, token: str, pronunciations: list[str]) -> str:
         search = f"value~{token}"
         if token in self._values:
             self._values.move_to_end(token)
             return search
-        for index, phones in enumerate(pronunciations):
-            word = token if index == 0 else f"{token}({index + 1})"
-            if self._decoder.lookup_word(word) is None:
-                self._decoder.add_word(word, phones, False)
+        self._add(token, pronunciations)
         self._add_word_list(search, [token])
         self._values[token] = None
         if len(self._values) > _VALUE_SEARCHES:
@@ -266,17 +393,25 @@ class _ValueCheck:
         return search
 
 
-_value_check: _ValueCheck | None = None
-_making_value_check = threading.Lock()
+def _outside(first: int, last: int, spans: list[tuple[int, int]]) -> float:
+    """The share of the frames ``first`` to ``last`` outside ``spans``: a phone straddling a
+    value's edge counts for its frames on the phrase's side (a phone is a few frames, so this
+    errs by at most a fraction of one)."""
+    inside = sum(max(0, min(last, end) - max(first, start) + 1) for start, end in spans)
+    return 1.0 - inside / (last - first + 1)
 
 
-def _the_value_check() -> _ValueCheck:
-    """The process's value check, made on first use (its search takes 0.6 s to build)."""
-    global _value_check
-    with _making_value_check:
-        if _value_check is None:
-            _value_check = _ValueCheck()
-        return _value_check
+_check: _Check | None = None
+_making_check = threading.Lock()
+
+
+def _the_check() -> _Check:
+    """The process's check, made on first use (it holds an acoustic model, ~90 MB)."""
+    global _check
+    with _making_check:
+        if _check is None:
+            _check = _Check()
+        return _check
 
 
 class _Ear:
@@ -300,11 +435,14 @@ class _Ear:
             heard = self._lone_word(audio, heard, alikes, rules.clipped.get(heard, ()))
             if not heard:
                 return ""
+        check = _the_check()
+        if not check.phrase_heard(audio, [(word.token, self._known(word.token)) for word in words]):
+            return ""
         unheard = [
             index
             for index, word in enumerate(words)
             if is_value(word.token)
-            and not _the_value_check().heard(
+            and not check.value_heard(
                 audio[word.first * _FRAME_BYTES : (word.last + 1) * _FRAME_BYTES],
                 word.token,
                 rules.tokens[word.token],
@@ -369,16 +507,20 @@ class _Ear:
     def _pronunciations(self, words: str) -> list[str]:
         """How ``words`` are said: the dictionary's ways for a word it has, then eSpeak
         NG's; a word only eSpeak can say is added to the dictionary."""
-        known: list[str] = []
-        if " " not in words:
-            alternate = words
-            while (phones := self._decoder.lookup_word(alternate)) is not None:
-                known.append(phones)
-                alternate = f"{words}({len(known) + 1})"
+        known = self._known(words) if " " not in words else []
         espeak = pronunciation(words)
         if espeak and not known and " " not in words:
             self._add(words, espeak)
         return [*known, espeak] if espeak and espeak not in known else known
+
+    def _known(self, word: str) -> list[str]:
+        """The dictionary's ways of saying ``word`` (a grammar's token too), the usual first."""
+        known: list[str] = []
+        alternate = word
+        while (phones := self._decoder.lookup_word(alternate)) is not None:
+            known.append(phones)
+            alternate = f"{word}({len(known) + 1})"
+        return known
 
     def _add(self, word: str, phones: str) -> None:
         if self._decoder.lookup_word(word) is None:

@@ -20,6 +20,7 @@ from notebook_agents.speech import (
 )
 from notebook_agents.speech.grammar import GREETINGS, digits, grammar, spoken_words
 from notebook_agents.speech.pronunciation import arpabet, pronunciation
+from tests.speech.free_speech import CORPUS
 
 TOOLS = ("transfer_to_billing", "transfer_to_concierge", "lookupInvoice")
 VOICES = ("en-us", "en", "en-us+f3")
@@ -243,3 +244,42 @@ def test_an_enums_member_is_heard_and_a_value_outside_it_left_out(voice: str) ->
     # the British voice's "fahrenheit" fits a common word better in about 1 take in 6: left out
     assert heard["fahrenheit"] in ("get forecast unit: fahrenheit", "get forecast"), heard
     assert "unit:" not in heard["kelvin"] and "unit:" not in heard["rankine"], heard
+
+
+@pytest.mark.parametrize("voice", VOICES)
+@pytest.mark.parametrize("vocabulary", [Vocabulary.of(TOOLS), WEATHER], ids=["tools", "weather"])
+def test_a_free_sentence_is_heard_as_nothing_not_as_the_nearest_phrase(
+    vocabulary: Vocabulary, voice: str
+) -> None:
+    """The grammar hears any audio as its nearest phrase: "the library closes early during the
+    winter holidays" was heard as ``let's what is 2 times 40 please``, "our flight leaves early
+    tomorrow morning" as ``i would like to get weather please``; a phrase is heard only if a
+    free loop of phones fits the turn not much better (``PHRASE_MARGIN``)."""
+    heard = {
+        sentence: transcribe(synthesize(sentence, voice=voice), SAMPLE_RATE, vocabulary)
+        for sentence, _ in CORPUS
+    }
+    assert heard == dict.fromkeys(heard, ""), heard
+
+
+PHARMACY = Vocabulary(
+    requests=(
+        Request("refill_prescription", (Parameter("medication"), Parameter("quantity", "number"))),
+    ),
+    texts=("You are the Pharmacy. You refill prescriptions.", "Refill the caller's prescription."),
+)
+"""issue 30's pharmacy (tests/analysis/test_phases_turns.py): no text of it names a medication"""
+
+
+@pytest.mark.parametrize("voice", VOICES)
+def test_a_value_no_agent_wrote_leaves_its_argument_out_not_the_phrase_unheard(
+    voice: str,
+) -> None:
+    """The grammar hears "aspirin", in no text of the session, as a word of it
+    (``medication: prescription``). The value check leaves that argument out; the phrase check
+    judges the phrase's own words, not the values: judged with them, the forced value fit so
+    badly that the whole request was heard as nothing. An integer's value is a number word,
+    heard as digits."""
+    said = synthesize("refill prescription medication aspirin quantity thirty", voice=voice)
+    heard = transcribe(said, SAMPLE_RATE, PHARMACY)
+    assert heard in ("refill prescription", "refill prescription quantity: 30"), heard
