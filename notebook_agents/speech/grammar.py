@@ -250,12 +250,13 @@ class _Builder:
                 "",
             ]
         )
+        phones = {word: self._pronounce(word)[0].split() for word in lone}
         return Grammar(
             jsgf,
             self._tokens,
             self._written,
-            self._sound_alikes(lone),
-            self._clipped(lone),
+            _sound_alikes(phones),
+            _clipped(phones),
             frozenset(self._names),
         )
 
@@ -310,35 +311,36 @@ class _Builder:
             return f"({' | '.join(choices)})" if choices else None
         return "<value>" if values else None
 
-    def _clipped(self, lone: list[str]) -> dict[str, tuple[str, ...]]:
-        """Each short lone word's longer lone words that end in its phones ("goodbye" for
-        "bye"): what a clipped start of them is heard as."""
-        phones = {word: self._pronounce(word)[0].split() for word in lone}
-        clipped = {
-            word: tuple(
-                other
-                for other, theirs in phones.items()
-                if len(theirs) > len(said) and theirs[-len(said) :] == said
-            )
-            for word, said in phones.items()
-            if len(said) <= _SHORT
-        }
-        return {word: longer for word, longer in clipped.items() if longer}
 
-    def _sound_alikes(self, lone: list[str]) -> dict[str, tuple[str, ...]]:
-        """Each short lone word's sound-alikes among the other lone words."""
-        phones = {word: self._pronounce(word)[0].split() for word in lone}
-        alikes = {
-            word: tuple(
-                other
-                for other, theirs in phones.items()
-                if other != word
-                and (_one_apart(said, theirs) or _one_apart(said, theirs[-len(said) :]))
-            )
-            for word, said in phones.items()
-            if len(said) <= _SHORT
-        }
-        return {word: others for word, others in alikes.items() if others}
+def _clipped(phones: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+    """Each short lone word's longer lone words (of ``phones``: each word's phones) that end
+    in its phones ("goodbye" for "bye"): what a clipped start of them is heard as."""
+    return _short_words_like(
+        phones, lambda said, theirs: len(theirs) > len(said) and theirs[-len(said) :] == said
+    )
+
+
+def _sound_alikes(phones: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+    """Each short lone word's sound-alikes among the other lone words (of ``phones``)."""
+    return _short_words_like(
+        phones,
+        lambda said, theirs: _one_apart(said, theirs) or _one_apart(said, theirs[-len(said) :]),
+    )
+
+
+def _short_words_like(
+    phones: dict[str, list[str]], like: Callable[[list[str], list[str]], bool]
+) -> dict[str, tuple[str, ...]]:
+    """Each short word of ``phones`` (at most ``_SHORT`` phones) and the other words whose
+    phones are ``like`` its own, if any."""
+    found = {
+        word: tuple(
+            other for other, theirs in phones.items() if other != word and like(said, theirs)
+        )
+        for word, said in phones.items()
+        if len(said) <= _SHORT
+    }
+    return {word: others for word, others in found.items() if others}
 
 
 def _vocabulary_words(texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
