@@ -244,11 +244,18 @@ def require_hearing(session: AgentSession[Any]) -> None:
 
 
 def why_unanswered(
-    events: list[TraceEvent], timeout: float, seconds: float, unspoken_s: float
+    events: list[TraceEvent],
+    timeout: float,
+    seconds: float,
+    unspoken_s: float,
+    *,
+    speech_states: bool = True,
 ) -> str:
     """Where a spoken turn stood when its ``timeout`` ran out, from its trace ``events``: the
     audio (``seconds`` long) still being spoken, no speech detected, speech not ended, heard
-    but not transcribed, transcribed but not answered, or the reply still playing."""
+    but not transcribed, transcribed but not answered, or the reply still playing. Without
+    ``speech_states`` (a session that reports no ``user_state``: a VideoSDK pipeline with no
+    VAD) whether speech was detected is not known."""
     head = f"the spoken turn got no reply within timeout={timeout:g} s"
     if unspoken_s > 0:
         return (
@@ -257,12 +264,12 @@ def why_unanswered(
             f"timeout={math.ceil(seconds) + 30}"
         )
     user = [e.data["new"] for e in events if e.kind == "user_state"]
-    if "speaking" not in user:
+    if speech_states and "speaking" not in user:
         return (
             f"{head}: no speech was detected in the audio (the session's VAD, or the realtime "
             "model's, heard none): is it speech, loud enough, at the rate given?"
         )
-    if user[-1] == "speaking":
+    if user and user[-1] == "speaking":
         return (
             f"{head}: the caller's speech had not ended (the VAD still heard speech): is the "
             "audio followed by noise rather than silence?"
@@ -277,7 +284,8 @@ def why_unanswered(
     ]
     if not words and "thinking" not in agent:
         return (
-            f"{head}: speech was heard but no transcript came: the speech recognizer (the "
+            f"{head}: {'speech was heard but ' if speech_states else ''}no transcript came: "
+            "the speech recognizer (the "
             "session's STT, or the realtime model's transcription) heard no words in it, or "
             f"did not answer in time. {_FREE_SPEECH}"
         )

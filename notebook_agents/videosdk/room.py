@@ -95,6 +95,9 @@ class OfflineRoom(BaseTransportHandler):
         self._played_changed = asyncio.Event()
         self._quiet_s = 0.0  # silence since the last stretch's last non-silent frame
         self._left = False
+        self.unspoken_s = 0.0
+        """seconds of the caller's audio (``speak``) not delivered yet, its silence after left
+        out"""
 
     async def connect(self) -> None:
         """Make the agent's audio track and start reading it, as the caller's client would."""
@@ -170,7 +173,9 @@ class OfflineRoom(BaseTransportHandler):
         silence = np.zeros(int(ROOM_RATE * TRAILING_SILENCE_S), np.int16)
         audio = np.concatenate([voice, silence, np.zeros(-voice.size % _FRAME_SAMPLES, np.int16)])
         due = time.perf_counter()
+        self.unspoken_s = voice.size / ROOM_RATE
         for mono in audio.reshape(-1, _FRAME_SAMPLES):
+            self.unspoken_s = max(self.unspoken_s - FRAME_S, 0.0)
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)

@@ -24,9 +24,10 @@ from typing_extensions import Self
 from videosdk.agents import Agent, AgentSession
 
 from ..runner import SpokenAudio
-from ..runner._core import RunnerState, fails_turn, reply_text
+from ..runner._core import TURN_WITHDRAWN, RunnerState, fails_turn, reply_text
 from ..runner._kernel_loops import close_retired, retire
 from ..runner._samples import spoken_audio
+from ..runner._spoken_turn import why_unanswered
 from ..runner.errors import EntrypointError, RunnerError, TurnError
 from ..trace import Trace, TraceEvent
 from ._job_thread import Entrypoint, VideoSDKJob
@@ -211,8 +212,18 @@ class VideoSDKRunner(VideoSDKJob):
             finally:  # kept whatever became of the turn: what the trace holds of it was said so
                 self.spoken.append(SpokenAudio(samples, rate, began, self.trace.now()))
 
+        seconds, start = samples.size / rate, len(self.trace)
+
+        def late() -> str:  # where the turn stood, as the kernel runner's spoken turns say
+            room = self.room
+            unspoken = room.unspoken_s if room is not None else seconds
+            # a pipeline without a VAD reports no user states: not whether speech was heard
+            states = any(e.kind == "user_state" for e in self.trace.events)
+            events = self.trace.events_since(start)
+            why = why_unanswered(events, timeout, seconds, unspoken, speech_states=states)
+            return f"{why}; {TURN_WITHDRAWN}"
+
         turn = self._in_job(self._turn(None, speak, busy=("thinking", "speaking")), "send_audio()")
-        late = self._late(timeout, self.trace.now())
         return await self._from_job(turn, "send_audio()", timeout, _SPOKEN_TURN_WITHDRAWN, late)
 
     async def _turn(

@@ -234,6 +234,28 @@ async def test_a_first_spoken_turn_is_heard_in_the_agents_words(emulator: Emulat
     assert reply == "Billing here, how can I help?"
 
 
+async def test_a_spoken_turn_that_timed_out_says_where_it_stood(emulator: Emulator) -> None:
+    """As the kernel runner's do: a lone "hi", which the emulator hears as no words (its
+    grammar cannot tell it from "bye"), got no reply, and the turn said only that the agent
+    "did not answer within 5 s". This pipeline has no VAD, so VideoSDK reports no user state:
+    whether speech was detected is not said."""
+    runner = VideoSDKRunner(videosdk_agents.spoken_entrypoint, emulator=emulator).start()
+    try:
+        await runner.ready()
+        with pytest.raises(RunnerError) as late:
+            await runner.send_audio(synthesize("hi"), timeout=5.0)
+        assert str(late.value).startswith(
+            "the spoken turn got no reply within timeout=5 s: no transcript came: the speech "
+            "recognizer (the session's STT, or the realtime model's transcription) heard no "
+            "words in it, or did not answer in time"
+        ), late.value
+        # its audio had been spoken, all of it: a turn cut inside it says how far it got
+        with pytest.raises(RunnerError, match=r"its audio was still being spoken \(0\.\d s of "):
+            await runner.send_audio(synthesize("please transfer me to billing"), timeout=0.5)
+    finally:
+        runner.stop()
+
+
 async def test_a_spoken_turn_that_calls_a_tool_returns_the_reply_said_after_it(
     emulator: Emulator,
 ) -> None:
