@@ -34,7 +34,7 @@ from livekit.agents.voice import SpeechHandle
 from .. import _livekit_internals as livekit
 from ..trace import TraceEvent, error_text
 from ._caller import CallerInput, until_the_agent_is_quiet, until_the_caller_is_heard_out
-from .errors import RunnerError
+from .errors import HeardNothing, RunnerError
 
 TRANSCRIPT_HOPS = 20
 """loop turns a final transcript may take from the STT's answer to the session's event: its
@@ -48,10 +48,6 @@ _FREE_SPEECH = (
 HEARD_OUT_S = 5.0
 """how long a withdrawn turn's trailing silence may take to end the speech (a VAD's silence
 is ~0.5 s); past it the next turn starts anyway"""
-
-
-class HeardNothing(RunnerError):
-    """The session's speech recognizer answered the caller's whole speech with no words."""
 
 
 class SpokenTurn:
@@ -122,8 +118,9 @@ class SpokenTurn:
         self.failed.set_result(
             HeardNothing(
                 f"the spoken turn was heard as no words: the speech recognizer "
-                f"({_plugin_name(self._recognizer)}) answered its {heard_s:.1f} s of speech "
-                "with no transcript, and livekit does not answer an empty one. Is it speech, "
+                f"({_plugin_name(self._recognizer)}) answered the {heard_s:.1f} s of audio "
+                "livekit's VAD gave it (the speech and silence around it) with no transcript, "
+                "and livekit does not answer an empty one. Is it speech, "
                 f"in the recognizer's language, clear and loud enough? {_FREE_SPEECH}"
             )
         )

@@ -24,9 +24,9 @@ from ._core import reply_text
 from ._playback import RealTimeSpeaker, Recording
 from ._push_to_talk import PushToTalk
 from ._samples import checked_rate, mono_int16, spoken_audio
-from ._spoken_turn import HeardNothing, SpokenTurn, require_hearing, why_unanswered
+from ._spoken_turn import SpokenTurn, require_hearing, why_unanswered
 from ._typed_turns import TypedTurns, _settled
-from .errors import RunnerError
+from .errors import HeardNothing, RunnerError
 
 
 class Voice(TypedTurns):

@@ -77,6 +77,12 @@ class TurnError(RunnerError):
         super().__init__(f"{during} went wrong: {'; '.join(what)}{said}")
 
 
+class HeardNothing(RunnerError):
+    """A spoken turn the session's speech recognizer heard no words in: it answered the
+    caller's speech with no transcript, which livekit does not answer. Raised once the
+    recognizer has answered, not at the turn's timeout; the turn is withdrawn."""
+
+
 class TurnStopped(TurnError):
     """The runner was stopped during the turn; ``reply`` is what the agent had said by then
     (cut where it was stopped)."""

@@ -29,7 +29,7 @@ from livekit.rtc import EventEmitter
 
 from notebook_agents import NotebookRunner, RunnerError, TraceAnalysis, TurnError
 from notebook_agents.emulator import Emulator
-from notebook_agents.runner import TurnStopped
+from notebook_agents.runner import HeardNothing, TurnStopped
 from notebook_agents.runner._caller import until_the_agent_is_quiet
 from notebook_agents.runner._spoken_turn import why_unanswered
 from notebook_agents.speech import SAMPLE_RATE, synthesize
@@ -182,12 +182,12 @@ async def test_speech_the_recognizer_hears_no_words_in_ends_the_turn_saying_so(
     "bye"): the STT answered with no words, and livekit drops an empty transcript without a
     word. The turn waited out its timeout (30 s) and then blamed a recognizer that "did not
     answer in time"; it ends once the recognizer has answered, saying what was heard."""
-    with pytest.raises(RunnerError) as unheard:
+    with pytest.raises(HeardNothing) as unheard:
         await voice_runner.send_audio(synthesize("hi"))
     said = str(unheard.value)
     assert "got no reply within" not in said, said
     assert said.startswith(
-        "the spoken turn was heard as no words: the speech recognizer (openai.STT) answered its"
+        "the spoken turn was heard as no words: the speech recognizer (openai.STT) answered the"
     ), said
     assert "Emulator(hearing='whisper')" in said, said
     # the turn is withdrawn, and the next one heard alone
