@@ -2,15 +2,15 @@
 recognition < 0.3, synthesis < 0.1).
 
 The real-time factor is the time spent over the audio's duration, per phrase, medians over
-``--repeats`` runs of several phrases (the first run of each, which loads the engine, is
-left out). Recognition hears eSpeak's voice, in three voices, saying what a caller of the
-handoff and Greeter/Weather agents says, in those agents' vocabulary (their tools, the
-weather tool's location, their instructions and descriptions, a few cities as keywords; and a
-flight tool whose cabin is an enum); each
-phrase class counts the phrases heard word for word, heard as nothing, and heard wrong
-(another phrase, which the emulator would answer as if said), and a phrase heard with its
-argument left out apart; a city the vocabulary lacks (a cabin the enum lacks) is heard word
-for word when its argument is left out (``lookup weather``), and wrong when heard as any
+``--repeats`` runs of several phrases (the first run of each, which loads the engine, is left
+out; a phrase is the same samples every run, and so is its outcome). Recognition hears
+eSpeak's voice, in three voices, saying what a caller of the handoff and Greeter/Weather
+agents says, in those agents' vocabulary (their tools, the weather tool's location, their
+instructions and descriptions, a few cities as keywords; and a flight tool whose cabin is an
+enum); each phrase class counts the phrases heard word for word, heard as nothing, and heard
+wrong (another phrase, which the emulator would answer as if said), and a phrase heard with
+its argument left out apart; a city the vocabulary lacks (a cabin the enum lacks) is heard
+word for word when its argument is left out (``lookup weather``), and wrong when heard as any
 value.
 
 With ``--conditions`` (once per line: a preset's name or its start, or the written form as

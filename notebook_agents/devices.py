@@ -15,13 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from livekit import rtc
 from typing_extensions import Self
 
 from ._lifecycle import StartStop
 from .errors import NotebookAgentsError
 from .runner import NotebookRunner, RunnerError
 from .speech import SAMPLE_RATE
+from .speech.resampling import ResampleStream
 
 BLOCK_S = 0.02
 """what the microphone delivers at a time, and the speaker asks for: 20 ms"""
@@ -70,7 +70,7 @@ class LocalDevices(StartStop):
         self._microphone_rate = SAMPLE_RATE
         self._queued: collections.deque[np.ndarray] = collections.deque()
         self._lock = threading.Lock()
-        self._resampler: rtc.AudioResampler | None = None
+        self._resampler: ResampleStream | None = None
 
     @property
     def running(self) -> bool:
@@ -88,7 +88,7 @@ class LocalDevices(StartStop):
                 self._streams.append(stream)
             if self.speaker is not False:
                 stream = _mono_stream(sd.OutputStream, sd, self.speaker, self._play)
-                self._resampler = rtc.AudioResampler(SAMPLE_RATE, int(stream.samplerate))
+                self._resampler = ResampleStream(SAMPLE_RATE, int(stream.samplerate))
                 self._streams.append(stream)
                 self._stop_listening = self.runner.on_agent_audio(self._given)
             for stream in self._streams:
@@ -120,10 +120,9 @@ class LocalDevices(StartStop):
                 self._queued.clear()
             return
         assert self._resampler is not None  # made with the speaker's stream
-        frame = rtc.AudioFrame(samples.tobytes(), SAMPLE_RATE, 1, samples.size)
-        played = [np.frombuffer(f.data, np.int16) for f in self._resampler.push(frame)]
+        played = self._resampler.push(samples)
         with self._lock:
-            self._queued.extend(played)
+            self._queued.append(played)
 
     def _play(self, out: np.ndarray, frames: int, time: Any, status: Any) -> None:
         """PortAudio's thread: fill the speaker's block from what the agent gave, else silence."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from notebook_agents.speech import SAMPLE_RATE
-from notebook_agents.speech.synthesis import _resample_to
+from notebook_agents.speech.resampling import resample
 
 EARS_RATE = 16_000
 PHRASES = (
@@ -32,7 +32,7 @@ def heard(samples: np.ndarray, among: tuple[str, ...] = PHRASES, rate: int = SAM
     )
     decoder.activate_search("phrases")
     decoder.start_utt()
-    decoder.process_raw(_resample_to(samples, rate, EARS_RATE).tobytes(), full_utt=True)
+    decoder.process_raw(resample(samples, rate, EARS_RATE).tobytes(), full_utt=True)
     decoder.end_utt()
     hypothesis = decoder.hyp()
     return hypothesis.hypstr if hypothesis is not None else ""

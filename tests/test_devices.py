@@ -21,7 +21,7 @@ from notebook_agents import NotebookRunner
 from notebook_agents.devices import DeviceError, LocalDevices, sounddevice_module
 from notebook_agents.emulator import Emulator
 from notebook_agents.speech import SAMPLE_RATE, synthesize
-from notebook_agents.speech.synthesis import _resample_to
+from notebook_agents.speech.resampling import resample
 from notebook_agents.trace import TraceEvent
 from tests.runner.test_runner_voice import GreetingConcierge, voice_server
 
@@ -97,7 +97,7 @@ async def test_a_call_through_the_machines_microphone_and_speaker(
         agent = _new_ports(jack, before)
         # the test's own ends of the line: a caller speaking, a recorder listening
         caller = np.concatenate(
-            [_resample_to(synthesize("transfer to billing please"), SAMPLE_RATE, JACK_RATE),
+            [resample(synthesize("transfer to billing please"), SAMPLE_RATE, JACK_RATE),
              np.zeros(JACK_RATE * 3, np.int16)]
         )  # fmt: skip
         said = {"at": 0, "go": False}

@@ -6,7 +6,7 @@ Each condition is a small value (``Noise``, ``Gain``, ``Telephone``, ``PacketLos
 ``Jitter``); a ``Line`` of them applies them in the order a call crosses them, whatever order
 they are given in: the room's noise reaches the microphone with the voice, the microphone
 amplifies and clips, the telephone codec band-limits and quantizes, the network loses and
-delays packets. Everything is numpy (the resampling is livekit's own ``rtc.AudioResampler``)
+delays packets. Everything is numpy (the resampling libsoxr's, undithered: ``resampling.py``)
 and seeded: the same line on the same audio gives the same samples, so a test is reproducible.
 
 A line applies to a whole turn's audio (``Line.apply``: what ``send_audio`` speaks) or to live
@@ -26,16 +26,16 @@ import dataclasses
 import functools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from livekit import rtc
 
 from ..errors import NotebookAgentsError
-from .synthesis import SAMPLE_RATE, _resample_to, synthesize
+from .resampling import ResampleStream, resample
+from .synthesis import SAMPLE_RATE, synthesize
 from .wav import wav_samples
 
 FRAME_MS = 50
@@ -381,33 +381,21 @@ class _Gained(_Stage):
 
 class _Telephoned(_Stage):
     def __init__(self, condition: Telephone, rate: int) -> None:
-        # livekit's resampler in its streaming form: its filter's state spans the chunks
         self.condition = condition
-        self.rate = rate
-        self.down = rtc.AudioResampler(rate, TELEPHONE_RATE) if rate != TELEPHONE_RATE else None
-        self.up = rtc.AudioResampler(TELEPHONE_RATE, rate) if rate != TELEPHONE_RATE else None
+        self.down = ResampleStream(rate, TELEPHONE_RATE) if rate != TELEPHONE_RATE else None
+        self.up = ResampleStream(TELEPHONE_RATE, rate) if rate != TELEPHONE_RATE else None
 
     def process(self, audio: np.ndarray) -> np.ndarray:
         pcm = _to_int16(audio)
         if self.down is None or self.up is None:
             return mu_law(pcm).astype(np.float64)
-        if not pcm.size:
-            return np.zeros(0)
-        narrow = _joined(self.down.push(rtc.AudioFrame(pcm.tobytes(), self.rate, 1, pcm.size)))
-        return self._widen(mu_law(narrow))
+        return self.up.push(mu_law(self.down.push(pcm))).astype(np.float64)
 
     def flush(self) -> np.ndarray:
         if self.down is None or self.up is None:
             return np.zeros(0)
-        narrow = mu_law(_joined(self.down.flush()))
-        return np.concatenate([self._widen(narrow), _joined(self.up.flush()).astype(np.float64)])
-
-    def _widen(self, narrow: np.ndarray) -> np.ndarray:
-        assert self.up is not None
-        if not narrow.size:
-            return np.zeros(0)
-        frame = rtc.AudioFrame(narrow.tobytes(), TELEPHONE_RATE, 1, narrow.size)
-        return _joined(self.up.push(frame)).astype(np.float64)
+        narrow = mu_law(self.down.flush())
+        return np.concatenate([self.up.push(narrow), self.up.flush()]).astype(np.float64)
 
 
 class _Frames(_Stage):
@@ -491,7 +479,7 @@ def noise_samples(kind: str, rate: int) -> np.ndarray:
 def _made_noise(kind: str, rate: int) -> np.ndarray:
     if rate != SAMPLE_RATE:
         pcm = _to_int16(_made_noise(kind, SAMPLE_RATE) * 3000)
-        return _unit_power(_resample_to(pcm, SAMPLE_RATE, rate))
+        return _unit_power(resample(pcm, SAMPLE_RATE, rate))
     size = round(NOISE_S * rate)
     rng = np.random.default_rng(20261128)  # fixed: the made noise is one recording
     if kind == "white":
@@ -519,7 +507,7 @@ def _file_noise(path: str, _modified: int, rate: int) -> np.ndarray:
         samples, file_rate = wav_samples(Path(path).read_bytes())
     except Exception as e:  # wave.Error, EOFError, OSError: all say the same to the caller
         raise LineError(f"Noise(kind={path!r}) is no PCM16 WAV file ({e}): convert it") from None
-    pcm = _resample_to(samples, file_rate, rate)
+    pcm = resample(samples, file_rate, rate)
     if not pcm.size or not np.any(pcm):
         raise LineError(f"Noise(kind={path!r}) holds only silence: record some noise into it")
     return _unit_power(pcm.astype(np.float64))
@@ -618,11 +606,6 @@ def _unit_power(audio: np.ndarray) -> np.ndarray:
 
 def _to_int16(audio: np.ndarray) -> np.ndarray:
     return np.clip(np.round(audio), -32768, 32767).astype(np.int16)
-
-
-def _joined(frames: Iterable[Any]) -> np.ndarray:
-    parts = [np.frombuffer(frame.data, np.int16) for frame in frames]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int16)
 
 
 def named_line(text: str) -> tuple[str, Line]:

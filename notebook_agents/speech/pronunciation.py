@@ -8,7 +8,7 @@ import ctypes
 import functools
 import re
 
-from .synthesis import _engine, _lock
+from .synthesis import espeak
 
 _IPA_MODE = 0x02  # espeakPHONEMES_IPA
 _SEPARATOR = ord("_") << 8  # a separator between phonemes: bits 8-15 of phonememode
@@ -125,11 +125,11 @@ def arpabet(ipa: str) -> str:
 def _ipa(text: str) -> str:
     """eSpeak NG's IPA for ``text`` in its American voice (the voice the model was trained on
     is American English)."""
-    lib = _engine().lib
     data = ctypes.create_string_buffer(text.encode("utf-8"))
     cursor = ctypes.c_void_p(ctypes.addressof(data))
     clauses: list[str] = []
-    with _lock:  # eSpeak's voice is global state, shared with synthesis
+    with espeak() as engine:
+        lib = engine.lib
         lib.espeak_SetVoiceByName(b"en-us")
         # eSpeak moves the cursor past each clause it phonemized, and sets it NULL at the end
         while cursor.value:

@@ -49,7 +49,7 @@ from ..errors import NotebookAgentsError
 from .grammar import Grammar, Vocabulary, grammar, is_value
 from .hearing import DEFAULT_HEARING, Hearing, check_hearing
 from .pronunciation import pronunciation
-from .synthesis import _resample_to
+from .resampling import resample
 from .whisper import WHISPER_RATE, hear_freely, prompt_of
 
 RECOGNITION_RATE = 16_000
@@ -154,13 +154,13 @@ def transcribe(
         raise SampleRateError(f"the audio's rate is {rate} Hz: give its sample rate, e.g. 24000")
     check_hearing(hearing)
     vocabulary = Vocabulary.of(heard_in)
-    heard = _resample_to(np.asarray(samples, np.int16), rate, RECOGNITION_RATE)
+    heard = resample(np.asarray(samples, np.int16), rate, RECOGNITION_RATE)
     trimmed = _without_silence_around(heard)
     if not trimmed.size:
         return ""
     if hearing == "whisper":
         try:
-            audio16k = _resample_to(trimmed, RECOGNITION_RATE, WHISPER_RATE)
+            audio16k = resample(trimmed, RECOGNITION_RATE, WHISPER_RATE)
             return hear_freely(audio16k, prompt_of(vocabulary))
         except Exception as e:
             raise RecognitionError(f"Whisper could not hear the audio: {e!r}") from e

@@ -2,20 +2,23 @@
 
 The wheel ships ``libespeak-ng`` and its voice data, so nothing is installed or downloaded at
 run time. eSpeak speaks at 22.05 kHz; the realtime API and the emulator speak at 24 kHz, so the
-samples go through livekit's resampler. eSpeak keeps one global state: calls are serialized.
+samples are resampled (``resampling.py``).
 """
 
 from __future__ import annotations
 
+import _ctypes
+import contextlib
 import ctypes
+import dataclasses
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
-from livekit import rtc
 
 from ..errors import NotebookAgentsError
+from .resampling import resample
 
 SAMPLE_RATE = 24_000
 """the rate of what ``synthesize`` returns: the realtime API's PCM16"""
@@ -36,47 +39,101 @@ class SynthesisError(NotebookAgentsError, RuntimeError):
 def synthesize(
     text: str, *, words_per_minute: int = 175, voice: str = "en-us", rate: int = SAMPLE_RATE
 ) -> np.ndarray:
-    """``text`` spoken by eSpeak NG: int16 samples, mono, at ``rate``."""
-    engine = _engine()
+    """``text`` spoken by eSpeak NG: int16 samples, mono, at ``rate``; the same samples for
+    the same arguments, every call."""
     chunks: list[np.ndarray] = []
-    with _lock:
+    with espeak(fresh=True) as engine:
         if engine.lib.espeak_SetVoiceByName(voice.encode()) != 0:
             raise SynthesisError(f"eSpeak NG has no voice {voice!r} (e.g. 'en-us', 'en')")
-        engine.collect = chunks.append
-        engine.lib.espeak_SetParameter(1, words_per_minute, 0)  # espeakRATE, absolute
-        data = text.encode("utf-8")
-        status = engine.lib.espeak_Synth(
-            data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None
-        )
-        engine.collect = None
+        _collect.append(chunks.append)
+        try:
+            engine.lib.espeak_SetParameter(1, words_per_minute, 0)  # espeakRATE, absolute
+            data = text.encode("utf-8")
+            status = engine.lib.espeak_Synth(
+                data, len(data) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None
+            )
+        finally:
+            _collect.clear()
     if status != 0:
         raise SynthesisError(f"eSpeak NG could not speak {text!r} (error {status})")
     native = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
-    return _resample_to(native, engine.rate, rate)
+    return resample(native, engine.rate, rate)
 
 
-class _Engine:
-    def __init__(self, lib: ctypes.CDLL, rate: int) -> None:
-        self.lib = lib
-        self.rate = rate
-        self.collect: Callable[[np.ndarray], object] | None = None
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    """eSpeak NG, loaded: its library and the rate it speaks at."""
 
-        def on_samples(wav: ctypes._Pointer[ctypes.c_short], count: int, _: int) -> int:
-            if wav and count > 0 and self.collect is not None:
-                self.collect(np.ctypeslib.as_array(wav, shape=(count,)).copy())
-            return 0  # go on
+    lib: ctypes.CDLL
+    rate: int
 
-        self.callback = _SYNTH_CALLBACK(on_samples)  # kept: eSpeak holds a raw pointer to it
-        lib.espeak_SetSynthCallback(self.callback)
+
+@contextlib.contextmanager
+def espeak(*, fresh: bool = False) -> Iterator[Engine]:
+    """eSpeak NG, loaded, for one use at a time (its state is global); ``fresh``: loaded
+    afresh for this use, as speaking needs.
+
+    eSpeak keeps where its pitch flutter stands in a function's static variable (wavegen.c,
+    ``AdvanceParameters``'s ``Flutter_ix``), which neither ``espeak_Initialize`` nor
+    ``espeak_Terminate`` resets: the same text spoken twice came out 41453 to 41473 samples
+    long, and the samples differed. Unloading the library resets its statics, so a fresh
+    engine speaks each text as a fresh process does (about 0.3 ms to load, 4 ms with the
+    voice). Asking for phonemes needs no fresh engine, and keeps the voice loaded."""
+    global _loaded
+    with _lock:
+        if fresh and _loaded is not None:
+            _unload(_loaded)
+            _loaded = None
+        if _loaded is None:
+            _loaded = _load()
+        yield _loaded
+
+
+_loaded: Engine | None = None
+"""the engine loaded now, if any (``_lock``)"""
+
+
+def _load() -> Engine:
+    library, data = _paths()
+    lib = ctypes.CDLL(library)
+    _declare(lib)
+    rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, data.encode(), 0)
+    if rate <= 0:
+        _ctypes.dlclose(lib._handle)
+        raise SynthesisError(f"eSpeak NG did not start (data at {data})")
+    lib.espeak_SetSynthCallback(_on_samples)
+    return Engine(lib, rate)
+
+
+def _unload(engine: Engine) -> None:
+    engine.lib.espeak_Terminate()
+    _ctypes.dlclose(engine.lib._handle)
+
+
+def _samples_given(wav: ctypes._Pointer[ctypes.c_short], count: int, _: int) -> int:
+    if wav and count > 0 and _collect:
+        _collect[0](np.ctypeslib.as_array(wav, shape=(count,)).copy())
+    return 0  # go on
+
+
+_on_samples = _SYNTH_CALLBACK(_samples_given)  # kept: eSpeak holds a raw pointer to it
+
+
+_collect: list[Callable[[np.ndarray], object]] = []
+"""where the samples of the text being spoken go (one at a time: ``_lock``)"""
 
 
 @functools.cache
-def _engine() -> _Engine:
+def _paths() -> tuple[str, str]:
+    """eSpeak NG's library and its data, from the ``espeakng-loader`` wheel."""
     try:
         import espeakng_loader
     except ImportError as e:  # a dependency: only a broken install lacks it
         raise SynthesisError("eSpeak NG is missing: pip install espeakng-loader") from e
-    lib = ctypes.CDLL(espeakng_loader.get_library_path())
+    return espeakng_loader.get_library_path(), espeakng_loader.get_data_path()
+
+
+def _declare(lib: ctypes.CDLL) -> None:
     lib.espeak_Initialize.restype = ctypes.c_int
     lib.espeak_Synth.argtypes = [
         ctypes.c_char_p,
@@ -95,19 +152,3 @@ def _engine() -> _Engine:
         ctypes.c_int,
         ctypes.c_int,
     ]
-    data = espeakng_loader.get_data_path().encode()
-    with _lock:
-        rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, data, 0)
-        if rate <= 0:
-            raise SynthesisError(f"eSpeak NG did not start (data at {data.decode()})")
-        return _Engine(lib, rate)
-
-
-def _resample_to(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
-    """int16 mono ``samples`` at ``rate``, resampled to ``target`` by livekit's resampler."""
-    if rate == target or samples.size == 0:
-        return samples
-    resampler = rtc.AudioResampler(rate, target)
-    frames = resampler.push(rtc.AudioFrame(samples.tobytes(), rate, 1, samples.size))
-    frames += resampler.flush()
-    return np.concatenate([np.frombuffer(f.data, np.int16) for f in frames])

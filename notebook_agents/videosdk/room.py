@@ -48,7 +48,7 @@ from videosdk.agents.transports.base import BaseTransportHandler
 
 from ..runner._samples import checked_rate
 from ..runner.errors import AudioError, RunnerError
-from ..speech.synthesis import _resample_to
+from ..speech.resampling import resample
 
 ROOM_RATE = 48_000
 """what a VideoSDK room delivers: Opus decodes to 48 kHz"""
@@ -169,7 +169,7 @@ class OfflineRoom(BaseTransportHandler):
                 f"{len(pcm)} bytes is not whole int16 samples: pass PCM16 mono bytes, e.g. "
                 "synthesize(text).tobytes()"
             )
-        voice = _resample_to(np.frombuffer(pcm, np.int16), rate, ROOM_RATE)
+        voice = resample(np.frombuffer(pcm, np.int16), rate, ROOM_RATE)
         silence = np.zeros(int(ROOM_RATE * TRAILING_SILENCE_S), np.int16)
         audio = np.concatenate([voice, silence, np.zeros(-voice.size % _FRAME_SAMPLES, np.int16)])
         due = time.perf_counter()

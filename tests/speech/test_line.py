@@ -96,7 +96,7 @@ def test_babble_is_several_voices_and_road_noise_is_low(speech: np.ndarray) -> N
 def test_a_line_is_the_same_for_the_same_seed_and_differs_for_another(
     speech: np.ndarray,
 ) -> None:
-    line = Line(Noise(5, "white", seed=1), PacketLoss(0.2, seed=1))
+    line = Line(Noise(5, "white", seed=1), Telephone(), PacketLoss(0.2, seed=1))
     assert np.array_equal(line.apply(speech, SAMPLE_RATE), line.apply(speech, SAMPLE_RATE))
     other = Line(Noise(5, "white", seed=2), PacketLoss(0.2, seed=2))
     assert not np.array_equal(line.apply(speech, SAMPLE_RATE), other.apply(speech, SAMPLE_RATE))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from notebook_agents.speech import SAMPLE_RATE, SynthesisError, synthesize
+from notebook_agents.speech.resampling import resample
 from notebook_agents.speech.wav import WavCutShort, wav_bytes, wav_samples
 from tests.speech_check import heard
 
@@ -28,6 +29,22 @@ def test_speech_is_pcm16_at_24_khz_and_as_long_as_its_words() -> None:
     assert _loudness(short) > 1000  # speech, not silence (full scale is 32767)
     faster = synthesize("hello there, how are you doing today", words_per_minute=300)
     assert _seconds(faster) < 0.8 * _seconds(long)
+
+
+def test_the_same_text_is_spoken_as_the_same_samples_every_time() -> None:
+    """eSpeak keeps its pitch flutter's place from one text to the next, and livekit's
+    resampler dithers: the same text spoken again (another in between) came out different."""
+    first = synthesize("lookup weather location madrid")
+    synthesize("hello there", voice="en")
+    again = synthesize("lookup weather location madrid")
+    assert np.array_equal(first, again)
+    assert not np.array_equal(first, synthesize("lookup weather location madrid", voice="en"))
+
+
+def test_resampling_the_same_audio_gives_the_same_samples() -> None:
+    audio = np.random.default_rng(1).normal(0, 3000, SAMPLE_RATE).astype(np.int16)
+    once, twice = resample(audio, SAMPLE_RATE, 16_000), resample(audio, SAMPLE_RATE, 16_000)
+    assert once.size == 16_000 and np.array_equal(once, twice)
 
 
 def test_another_recognizer_hears_the_words_spoken() -> None:
