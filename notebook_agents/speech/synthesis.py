@@ -29,6 +29,7 @@ _CHARS_UTF8 = 1
 _SYNTH_CALLBACK = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
 )
+_NOISE_SEED = 0
 _lock = threading.Lock()
 
 
@@ -45,6 +46,9 @@ def synthesize(
     with espeak(fresh=True) as engine:
         if engine.lib.espeak_SetVoiceByName(voice.encode()) != 0:
             raise SynthesisError(f"eSpeak NG has no voice {voice!r} (e.g. 'en-us', 'en')")
+        # its noise (a voice's breath, frication) is seeded with the time at espeak_Initialize
+        # (speech.c): the female voices came out differently from one second to the next
+        engine.lib.espeak_ng_SetRandSeed(_NOISE_SEED)
         _collect.append(chunks.append)
         try:
             engine.lib.espeak_SetParameter(1, words_per_minute, 0)  # espeakRATE, absolute
@@ -77,8 +81,9 @@ def espeak(*, fresh: bool = False) -> Iterator[Engine]:
     ``AdvanceParameters``'s ``Flutter_ix``), which neither ``espeak_Initialize`` nor
     ``espeak_Terminate`` resets: the same text spoken twice came out 41453 to 41473 samples
     long, and the samples differed. Unloading the library resets its statics, so a fresh
-    engine speaks each text as a fresh process does (about 0.3 ms to load, 4 ms with the
-    voice). Asking for phonemes needs no fresh engine, and keeps the voice loaded."""
+    engine speaks each text as a fresh process does, its noise seeded alike (``synthesize``):
+    about 0.3 ms to load, 4 ms with the voice. Asking for phonemes needs no fresh engine, and
+    keeps the voice loaded."""
     global _loaded
     with _lock:
         if fresh and _loaded is not None:
@@ -135,6 +140,7 @@ def _paths() -> tuple[str, str]:
 
 def _declare(lib: ctypes.CDLL) -> None:
     lib.espeak_Initialize.restype = ctypes.c_int
+    lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
     lib.espeak_Synth.argtypes = [
         ctypes.c_char_p,
         ctypes.c_size_t,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import wave
 
 import numpy as np
@@ -39,6 +40,15 @@ def test_the_same_text_is_spoken_as_the_same_samples_every_time() -> None:
     again = synthesize("lookup weather location madrid")
     assert np.array_equal(first, again)
     assert not np.array_equal(first, synthesize("lookup weather location madrid", voice="en"))
+
+
+def test_a_voice_with_breath_is_spoken_the_same_a_second_later() -> None:
+    """eSpeak seeds its noise (the female voices' breath) with the time, in seconds."""
+    first = synthesize("lookup weather location athens", voice="en-us+f3")
+    second = int(time.time())
+    while int(time.time()) == second:  # the next second on the clock, not a wait for work
+        time.sleep(0.01)
+    assert np.array_equal(first, synthesize("lookup weather location athens", voice="en-us+f3"))
 
 
 def test_resampling_the_same_audio_gives_the_same_samples() -> None:
