@@ -209,6 +209,33 @@ def test_a_value_outside_the_vocabulary_is_left_out_never_heard_as_another_word(
     assert [heard for heard in said.values() if heard.startswith("lookup weather")], said
 
 
+CITIES = Vocabulary(
+    requests=(Request("lookup_weather", (Parameter("location"),)),),
+    texts=("Look up the weather for a location.", "Paris", "London", "Tokyo", "Berlin", "New York"),
+)
+"""benchmarks/speech.py's weather tool: five cities the vocabulary names"""
+
+
+@pytest.mark.parametrize("voice", VOICES)
+def test_a_city_that_sounds_like_one_of_the_vocabulary_is_left_out_not_heard_as_it(
+    voice: str,
+) -> None:
+    """Nairobi was heard as Tokyo in all three voices, Dublin as Berlin or Tokyo, Vienna as
+    London, Athens as Paris, Seoul as Tokyo: the best common word fit no better than the
+    vocabulary's name, which pocketsphinx fits well however it is said. A value is now held
+    to what it falls short on eSpeak's own saying of it (``OWN_TOLERANCE``)."""
+    heard = {
+        city: transcribe(
+            synthesize(f"lookup weather location {city}", voice=voice), SAMPLE_RATE, CITIES
+        )
+        for city in ("Nairobi", "Dublin", "Vienna", "Athens", "Seoul")
+    }
+    assert not [said for said in heard.values() if "location:" in said], heard
+    assert transcribe(
+        synthesize("lookup weather location Tokyo", voice=voice), SAMPLE_RATE, CITIES
+    ) == ("lookup weather location: Tokyo")
+
+
 @pytest.mark.parametrize("voice", VOICES)
 def test_a_value_of_the_vocabulary_is_heard_past_the_check(voice: str) -> None:
     said = {
@@ -240,9 +267,13 @@ def test_an_enums_member_is_heard_and_a_value_outside_it_left_out(voice: str) ->
         )
         for unit in ("celsius", "fahrenheit", "kelvin", "rankine")
     }
-    assert heard["celsius"] == "get forecast unit: celsius"
-    # the British voice's "fahrenheit" fits a common word better in about 1 take in 6: left out
-    assert heard["fahrenheit"] in ("get forecast unit: fahrenheit", "get forecast"), heard
+    # a member said is heard, or left out when a common word fits it clearly better than its
+    # own shortfall allows (the British voice's "fahrenheit", the female voice's "celsius")
+    for unit in ("celsius", "fahrenheit"):
+        assert heard[unit] in (f"get forecast unit: {unit}", "get forecast"), heard
+    assert "get forecast unit: celsius" in heard.values() or (
+        "get forecast unit: fahrenheit" in heard.values()
+    ), heard
     assert "unit:" not in heard["kelvin"] and "unit:" not in heard["rankine"], heard
 
 
