@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 R = TypeVar("R")
 
@@ -117,6 +117,11 @@ class Table(Sequence[R]):
             for line in lines
         ]
         return "\n".join([caption, *text, *(self.notes() if notes else [])])
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """A text frontend's (a console's, a text export's) rendering: the text, not the
+        dataclass's fields."""
+        printer.text(self.to_text())
 
     def _repr_html_(self) -> str:
         caption, columns, rows = self.layout()

@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ET
 from html import escape
 from typing import Any
 
+import IPython.lib.pretty
+
 from notebook_agents._table import Column, Table
 from notebook_agents.bench.livekit_warnings import warning_note
 from notebook_agents.bench.stats import ModeSummary, compare, summary_table
@@ -44,6 +46,13 @@ def test_text_has_a_row_per_group_and_aligned_columns() -> None:
     assert len({len(line) for line in [header, *lines]}) == 1
     assert lines[1].split()[:2] == ["reused+copied", "20"] and lines[1].split()[-1] == "1"
     assert lines[2].split()[:2] == ["fresh+copied", "20"] and lines[2].split()[-1] == "0"
+
+
+def test_a_text_frontend_shows_the_text_not_the_fields() -> None:
+    """A console (jupyter console, a text export) prints IPython's plain-text rendering; it
+    was the dataclass's repr, its rows' fields and all."""
+    table = two_rtts()
+    assert IPython.lib.pretty.pretty(table) == table.to_text()
 
 
 def test_a_column_the_same_in_every_row_is_said_once_in_the_caption() -> None:
