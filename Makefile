@@ -74,8 +74,12 @@ $(LAB_DEFAULTS): $(INSTALLED)
 # The VideoSDK environment (about 40 s and 1.4 GB the first time) builds in the background,
 # niced, while JupyterLab opens, logged to $(VS_LOG); its kernel shows up in JupyterLab once built.
 # One build at a time: a `make lab` meanwhile starts none, a `make test` waits for it to end.
+# `make lab VIDEOSDK=0` builds none (notebook 07 then has no kernel to run on).
+VIDEOSDK ?= 1
 videosdk-beside:
-	@if $(MAKE) --no-print-directory -q $(VS_INSTALLED) 2>/dev/null; then :; \
+	@if [ "$(VIDEOSDK)" = 0 ]; then \
+	  echo "not building $(VS_VENV) (VIDEOSDK=0): notebook 07 needs it, a plain make lab builds it"; \
+	elif $(MAKE) --no-print-directory -q $(VS_INSTALLED) 2>/dev/null; then :; \
 	elif kill -0 "$$(cat $(VS_BUILDER) 2>/dev/null)" 2>/dev/null; then \
 	  echo "$(VS_VENV) (notebook 07's kernel) is still being built: tail -f $(VS_LOG)"; \
 	else \

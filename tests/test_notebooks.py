@@ -193,6 +193,25 @@ def test_make_lab_opens_jupyterlab_while_the_videosdk_environment_builds_beside_
     assert notification["fetchNews"] == "false"
 
 
+def test_make_lab_videosdk_0_opens_jupyterlab_and_builds_no_videosdk_environment(
+    tmp_path: Path,
+) -> None:
+    """``.venv-videosdk`` is 1.4 GB that only notebook 07 uses: ``VIDEOSDK=0`` leaves it out."""
+    clone = clone_with_lab_set_up(tmp_path)
+    python = tmp_path / "python"
+    python.write_text(HELD_PYTHON)
+    python.chmod(0o755)
+    opened = subprocess.run(
+        ["make", "--no-print-directory", f"PYTHON={python}", "lab", "VIDEOSDK=0"],
+        cwd=clone, capture_output=True, text=True, env=SHELL_ENV,
+    )  # fmt: skip
+    assert opened.returncode == 0, opened.stdout + opened.stderr
+    assert (clone / ".venv" / "jupyter-args").is_file()  # JupyterLab started
+    assert "not building .venv-videosdk (VIDEOSDK=0)" in opened.stdout, opened.stdout
+    assert not (clone / ".venv-videosdk").exists()
+    assert not (tmp_path / "python.calls").exists()
+
+
 def lab_setting(venv: Path, plugin: str) -> dict[str, Any]:
     """The settings of JupyterLab's ``plugin`` that ``venv``'s JupyterLab gives its front end
     (its schema's defaults, as the venv's overrides change them; no user's), as
