@@ -91,6 +91,12 @@ def register(
     """``started`` has started, from ``cell``: it is replaced when the cell runs again
     (``replace``, else stopped), and stopped at the latest when the kernel exits."""
     _started[started] = (cell, replace or started.stop)
+    # atexit runs the last registered first. livekit registers its FFI's disposal at its first
+    # use of it, after this module's import: registered again now, the stop runs before it,
+    # while the session's audio still has its resamplers ("PushSoxResampler ... handle not
+    # found" otherwise, a kernel shut down with a call up)
+    atexit.unregister(_stop_all_at_exit)
+    atexit.register(_stop_all_at_exit)
 
 
 def unregister(started: Started) -> None:
@@ -98,7 +104,6 @@ def unregister(started: Started) -> None:
     _started.pop(started, None)
 
 
-@atexit.register
 def _stop_all_at_exit() -> None:
     """A kernel shut down stops what still runs, the last started first: an agent's process
     ends with its own shutdown, not only by the watcher that ends it after the kernel."""

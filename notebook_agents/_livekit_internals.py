@@ -45,6 +45,7 @@ from livekit.agents.voice import agent_activity, room_io, run_result, tool_execu
 from livekit.agents.voice.remote_session import TcpSessionTransport
 from livekit.agents.voice.speech_handle import SpeechHandle
 from livekit.protocol.agent_pb import agent_session as agent_pb
+from livekit.rtc import _ffi_client as rtc_ffi_client
 from opentelemetry import trace as trace_api
 
 SERVER_OPTIONS = (
@@ -87,6 +88,8 @@ PRIVATE_NAMES: dict[Any, tuple[str, ...]] = {
     evals_judge: ("_LLMJudge",),
     telemetry_traces._DynamicTracer: ("_tracer_provider",),
     loop_monitor.EventLoopMonitor: ("_sample_loop_thread",),
+    rtc_ffi_client: ("FfiClient",),
+    rtc_ffi_client.FfiClient: ("instance",),
 }
 """class or module -> the private names used here, checked against the installed livekit"""
 RUN_WRITES_ENV = {
@@ -427,6 +430,17 @@ def wrap_update_session(rt: llm.RealtimeSession[Any], wrap: Any) -> None:
 
 
 # -- the offline room ----------------------------------------------------------------------
+
+
+def start_ffi() -> None:
+    """Start livekit's FFI (its native side: audio frames, resamplers, rooms) now, if not yet.
+
+    It registers its disposal with ``atexit`` at its first use, which a session's start makes:
+    a runner's stop at exit, registered before that, ran after the disposal, and the session
+    it stopped pushed audio to resamplers already gone ("PushSoxResampler ... handle not
+    found", a kernel shut down with a call up). Started first, the stop registered after it
+    runs before it (``atexit`` runs the last registered first)."""
+    rtc_ffi_client.FfiClient.instance  # noqa: B018 (creating it is the point)
 
 
 def name_mock_room_by_job() -> None:

@@ -149,6 +149,7 @@ class RunnerCore(StartStop, Generic[SessionT]):
         cell = _cells.replace_earlier(conflicts)
         self._refuse_start()
         self.state = RunnerState.STARTING
+        livekit.start_ffi()  # its disposal at exit, after this runner's stop (registered next)
         _cells.register(self, cell)
         return True
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +221,53 @@ async def test_a_file_that_is_no_wav_is_refused_naming_the_fix(
     assert (
         await speaking_runner.send_text("hello there") == 'You are Alice. You said: "hello there".'
     )
+
+
+EXITS_IN_A_CALL = f"""
+import asyncio
+import os
+import subprocess
+import sys
+from livekit.agents import Agent, AgentServer, AgentSession, JobContext
+from livekit.plugins import openai, silero
+from notebook_agents import Emulator, NotebookRunner
+from notebook_agents.speech import synthesize
+
+emulator = Emulator().start()
+server = AgentServer()
+
+@server.rtc_session()
+async def entrypoint(ctx: JobContext) -> None:
+    model = dict(base_url=emulator.base_url(), api_key={API_KEY!r})
+    session = AgentSession(
+        vad=silero.VAD.load(), stt=openai.STT(**model), llm=openai.LLM(**model),
+        tts=openai.TTS(**model),
+    )
+    await session.start(agent=Agent(instructions="You greet callers."), room=ctx.room)
+
+async def main():
+    runner = NotebookRunner(server, audio=True).start()
+    await runner.ready()
+    await runner.send_audio(synthesize("hello there"))
+
+asyncio.run(main())  # and exits, the call still up
+"""
+"""notebook 04's session (VAD, STT, LLM, TTS), left running as a kernel shut down leaves it"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_python_that_exits_in_a_call_stops_it_before_livekit_lets_go_of_its_audio(
+    tmp_path: Path,
+) -> None:
+    """livekit disposes of its FFI at exit (registered at its first use, after the runner's
+    stop): the session, still running, pushed audio to resamplers already gone, and a kernel
+    shut down with a call up logged "PushSoxResampler ... handle not found" and tracebacks."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    exited = subprocess.run(  # a script, as a kernel: its exit runs what it registered
+        [sys.executable, "-c", EXITS_IN_A_CALL], env=env, cwd=tmp_path, capture_output=True,
+        text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert exited.returncode == 0, exited.stderr
+    assert "handle not found" not in exited.stderr, exited.stderr
+    assert "Traceback" not in exited.stderr, exited.stderr
