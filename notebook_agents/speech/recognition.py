@@ -115,8 +115,9 @@ at most 3.8e-3 worse (the female voice's "transfer to concierge" on the telephon
 frames; eSpeak's British "thanks", 45 frames, 3.9e-3); the free sentences (324), heard as some
 phrase, 3.6e-3 to 7.8e-3 worse (the longest, 381 frames, least). The starting 3.9e-3 and 40e-3
 let 28 of the free sentences be heard; this pair none, the nearest of each 0.25e-3 from the
-line (takes of a phrase move by about 0.2e-3). A wrong phrase near the one said ("what is 2
-minus 4" for twelve minus four) fits as well as the right one: 79 of 84 are still heard."""
+line (takes of a phrase moved by about 0.2e-3 while synthesis varied). A wrong phrase near
+the one said ("what is 2 minus 4" for twelve minus four) fits as well as the right one: 79 of
+84 are still heard."""
 PHRASE_SLACK = 190e-3
 """added to ``PHRASE_MARGIN`` over the phrase's frames: a short phrase fits a phone loop worse
 for its few frames (eSpeak's British "thanks", half a second, 3.5e-3 to 4.5e-3 worse), a long
