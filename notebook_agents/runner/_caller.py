@@ -67,7 +67,7 @@ class CallerInput(io.AudioInput):
         over its reply): only the one holding it withdraws or closes it. Returns when the
         turn's first frame goes out (``time.perf_counter()``)."""
         self._speaker = speaker
-        audio = resample(np.asarray(samples, np.int16), rate, SAMPLE_RATE)
+        audio = resample(samples, rate, SAMPLE_RATE)
         padded = np.concatenate([audio, np.zeros(-audio.size % _FRAME_SAMPLES, np.int16)])
         queued = len(self._frames)
         self._frames.extend(padded.reshape(-1, _FRAME_SAMPLES))
@@ -88,7 +88,7 @@ class CallerInput(io.AudioInput):
 
     def stream(self, samples: np.ndarray, rate: int) -> None:
         """Live audio as it arrives from a microphone: passed on at once, unpaced."""
-        audio = resample(np.asarray(samples, np.int16), rate, SAMPLE_RATE)
+        audio = resample(samples, rate, SAMPLE_RATE)
         self._live.append(audio)
         self._arrived.set()
 

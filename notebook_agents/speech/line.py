@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ..errors import NotebookAgentsError
-from .resampling import ResampleStream, resample
+from .resampling import ResampleStream, resample, to_int16
 from .synthesis import SAMPLE_RATE, synthesize
 from .wav import wav_samples
 
@@ -281,14 +281,14 @@ class LineStream:
         audio = np.asarray(samples, np.int16).astype(np.float64)
         for stage in self._stages:
             audio = stage.process(audio)
-        return _to_int16(audio)
+        return to_int16(audio)
 
     def flush(self) -> np.ndarray:
         """What the stages hold back, at the end of the audio (a last frame is padded)."""
         audio = np.zeros(0)
         for stage in self._stages:
             audio = np.concatenate([stage.process(audio), stage.flush()])
-        return _to_int16(audio)
+        return to_int16(audio)
 
     @property
     def frames(self) -> dict[str, tuple[int, int]]:
@@ -386,7 +386,7 @@ class _Telephoned(_Stage):
         self.up = ResampleStream(TELEPHONE_RATE, rate) if rate != TELEPHONE_RATE else None
 
     def process(self, audio: np.ndarray) -> np.ndarray:
-        pcm = _to_int16(audio)
+        pcm = to_int16(audio)
         if self.down is None or self.up is None:
             return mu_law(pcm).astype(np.float64)
         return self.up.push(mu_law(self.down.push(pcm))).astype(np.float64)
@@ -478,7 +478,7 @@ def noise_samples(kind: str, rate: int) -> np.ndarray:
 @functools.lru_cache(maxsize=8)
 def _made_noise(kind: str, rate: int) -> np.ndarray:
     if rate != SAMPLE_RATE:
-        pcm = _to_int16(_made_noise(kind, SAMPLE_RATE) * 3000)
+        pcm = to_int16(_made_noise(kind, SAMPLE_RATE) * 3000)
         return _unit_power(resample(pcm, SAMPLE_RATE, rate))
     size = round(NOISE_S * rate)
     rng = np.random.default_rng(20261128)  # fixed: the made noise is one recording
@@ -602,10 +602,6 @@ def _unit_power(audio: np.ndarray) -> np.ndarray:
     audio = np.asarray(audio, np.float64)
     unit: np.ndarray = audio / np.sqrt(np.mean(audio**2))
     return unit
-
-
-def _to_int16(audio: np.ndarray) -> np.ndarray:
-    return np.clip(np.round(audio), -32768, 32767).astype(np.int16)
 
 
 def named_line(text: str) -> tuple[str, Line]:

@@ -175,7 +175,7 @@ def transcribe(
         raise SampleRateError(f"the audio's rate is {rate} Hz: give its sample rate, e.g. 24000")
     check_hearing(hearing)
     vocabulary = Vocabulary.of(heard_in)
-    heard = resample(np.asarray(samples, np.int16), rate, RECOGNITION_RATE)
+    heard = resample(samples, rate, RECOGNITION_RATE)
     trimmed = _without_silence_around(heard)
     if not trimmed.size:
         return ""

@@ -20,7 +20,7 @@ def resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
     samples = np.asarray(samples, np.int16)
     if rate == target or samples.size == 0:
         return samples
-    return _to_int16(soxr.resample(samples.astype(np.float32), rate, target, quality=_QUALITY))
+    return to_int16(soxr.resample(samples.astype(np.float32), rate, target, quality=_QUALITY))
 
 
 class ResampleStream:
@@ -32,13 +32,14 @@ class ResampleStream:
     def push(self, samples: np.ndarray) -> np.ndarray:
         """The int16 chunk's samples at the target rate, as far as the filter has them."""
         chunk = np.asarray(samples, np.int16).astype(np.float32)
-        return _to_int16(self._stream.resample_chunk(chunk))
+        return to_int16(self._stream.resample_chunk(chunk))
 
     def flush(self) -> np.ndarray:
         """The rest: what the filter held back, once no more audio comes."""
-        return _to_int16(self._stream.resample_chunk(np.zeros(0, np.float32), last=True))
+        return to_int16(self._stream.resample_chunk(np.zeros(0, np.float32), last=True))
 
 
-def _to_int16(audio: np.ndarray) -> np.ndarray:
+def to_int16(audio: np.ndarray) -> np.ndarray:
+    """Float samples (int16's scale) as int16: rounded, clipped at full scale."""
     rounded: np.ndarray = np.clip(np.rint(audio), -32768, 32767).astype(np.int16)
     return rounded
